@@ -1,0 +1,106 @@
+"""The command line: parses arguments and delegates; user errors end in one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gpuoverhead import adapters, console, runner
+from gpuoverhead.errors import UserError
+from gpuoverhead.resources import DEFAULT_SUITE
+from gpuoverhead.suite import load_suite, suite_problems
+
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+    help="Measure what one GPU dispatch really costs (naive vs sequential, per encoding).",
+)
+
+EXIT_USER = 2
+EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn a UserError into one line on stderr and exit code 2."""
+    try:
+        yield
+    except UserError as exc:
+        console.err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_USER) from None
+
+
+def _terminate_as_interrupt() -> Callable[..., None]:
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+    return handler
+
+
+@app.command()
+def run(
+    suite: Annotated[Path, typer.Option(help="Suite YAML file.")] = DEFAULT_SUITE,
+    backend: Annotated[str | None, typer.Option(
+        help=f"Adapter backend: {', '.join(adapters.BACKENDS)}.")] = None,
+    adapter: Annotated[str | None, typer.Option(
+        help="Pick the adapter whose device name contains this (case-insensitive).")] = None,
+    out: Annotated[Path, typer.Option(help="Folder that receives <run_id>/.")] = Path("results"),
+    quick: Annotated[bool, typer.Option(help="Smoke run: tiny sampling budget.")] = False,
+    seed: Annotated[int | None, typer.Option(help="Seed of the interleaving order.")] = None,
+    run_id: Annotated[str | None, typer.Option(help="Name of the run folder.")] = None,
+    force: Annotated[bool, typer.Option(help="Overwrite an existing run folder.")] = False,
+) -> None:
+    """Measure naive and sequential dispatch overhead and write results/<run_id>/."""
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt())
+    options = runner.RunOptions(suite=suite, out_root=out, backend=backend, adapter=adapter,
+                                quick=quick, seed=seed, run_id=run_id, force=force)
+    with user_errors(), console.RichReporter() as reporter:
+        result = runner.run(options, reporter)
+    if not result.summary.empty:
+        console.out.print(console.summary_grid(result.summary))
+    console.show_warnings(result.info["warnings"])
+    for error in result.info["errors"]:
+        console.err.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
+    status = result.info["status"]
+    console.err.print(f"{status}: results in {result.folder}", highlight=False)
+    if status == "interrupted":
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if result.failed:
+        raise typer.Exit(EXIT_FAILED)
+
+
+@app.command("adapters")
+def list_adapters(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """List every adapter the installed implementations see, best first."""
+    found = adapters.discover()
+    if as_json:
+        print(json.dumps([{**f.info.__dict__, **f.details()} for f in found], indent=2))
+    elif found:
+        console.out.print(console.adapters_table(found))
+    else:
+        console.err.print("no adapters found (on Linux: apt-get install mesa-vulkan-drivers)")
+
+
+@app.command()
+def validate(file: Annotated[Path, typer.Argument(help="Suite YAML file.")]) -> None:
+    """Check a suite and explain every problem with file, line and key."""
+    problems = suite_problems(file)
+    for problem in problems:
+        console.err.print(problem, highlight=False, soft_wrap=True)
+    if problems:
+        raise typer.Exit(EXIT_USER)
+    with user_errors():
+        suite = load_suite(file)
+    cases = sum(len(g.cases) for g in suite.groups)
+    console.out.print(f"{file}: ok: {len(suite.groups)} groups, {cases} cases", highlight=False)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,124 @@
+"""Everything the terminal shows: progress while running, the summary table, adapters, warnings.
+
+Progress goes to stderr so that stdout holds only results; rich drops the live display
+when stderr is not a terminal.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from gpuoverhead.adapters import FoundAdapter
+from gpuoverhead.sampling import GroupSamples
+from gpuoverhead.suite import Group
+
+out = Console()
+err = Console(stderr=True)
+
+#: Summary columns: (header, methodology, encoding, sync, metric).
+_COLUMNS = [
+    ("naive", "naive", "submit", "wait", "latency_ns"),
+    ("naive+readback", "naive", "submit", "readback", "latency_ns"),
+    ("seq submit", "sequential", "submit", "wait", "per_dispatch_ns"),
+    ("seq pass", "sequential", "pass", "wait", "per_dispatch_ns"),
+    ("seq dispatch", "sequential", "dispatch", "wait", "per_dispatch_ns"),
+    ("wait (fixed)", "sequential", "submit", "wait", "fixed_ns"),
+    ("inflation", "naive", "submit", "wait", "inflation"),
+]
+
+
+class RichReporter:
+    """Shows one progress bar per group: time spent against its budget, and the worst CI."""
+
+    def __init__(self) -> None:
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
+            TimeElapsedColumn(), console=err, transient=False,
+        )
+        self._task: Any = None
+
+    def __enter__(self) -> RichReporter:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def group_started(self, group: Group, index: int, total: int) -> None:
+        budget = group.sampling.budget_s * len(group.cases)
+        self._task = self._progress.add_task(f"[{index + 1}/{total}] {group.id}", total=budget,
+                                             info="warming up")
+
+    def round_done(self, samples: GroupSamples, elapsed_s: float, budget_s: float) -> None:
+        self._progress.update(self._task, completed=min(elapsed_s, budget_s),
+                              info=f"{samples.rounds} rounds")
+
+    def group_done(self, group: Group, summary: pd.DataFrame | None, error: str | None) -> None:
+        task = self._progress.tasks[-1]
+        if error:
+            self._progress.update(self._task, info="[red]output check failed")
+        else:
+            head = summary[summary["metric"].isin(("latency_ns", "per_dispatch_ns"))]
+            info = f"{head['rel_ci'].max():.1%} worst CI, {summary['stop'].iat[0]}"
+            self._progress.update(self._task, completed=task.total, info=info)
+
+
+def fmt_value(value: float, unit: str) -> str:
+    if value is None or not math.isfinite(value):
+        return "—"
+    if unit == "ratio":
+        return f"{value:.1f}x"
+    if abs(value) >= 1e6:
+        return f"{value / 1e6:.2f} ms"
+    return f"{value / 1e3:.2f} µs"
+
+
+def summary_grid(summary: pd.DataFrame) -> Table:
+    """One row per group; per-dispatch and latency figures with their relative CI."""
+    table = Table(title="Dispatch overhead (median, ±95% CI half-width)", show_lines=False)
+    table.add_column("benchmark")
+    table.add_column("elements", justify="right")
+    present = [c for c in _COLUMNS if _has(summary, c)]
+    for header, *_ in present:
+        table.add_column(header, justify="right")
+    for (bench, elements), rows in summary.groupby(["benchmark", "elements"], sort=False):
+        cells = [str(bench), f"{elements:,}"]
+        for _, method, encoding, sync, metric in present:
+            hit = rows[(rows.methodology == method) & (rows.encoding == encoding)
+                       & (rows.sync == sync) & (rows.metric == metric)]
+            if hit.empty:
+                cells.append("—")
+                continue
+            r = hit.iloc[0]
+            cells.append(f"{fmt_value(r.value, r.unit)} ±{r.rel_ci:.1%}")
+        table.add_row(*cells)
+    return table
+
+
+def _has(summary: pd.DataFrame, column: tuple[str, ...]) -> bool:
+    _, method, encoding, sync, metric = column
+    return bool(((summary.methodology == method) & (summary.encoding == encoding)
+                 & (summary.sync == sync) & (summary.metric == metric)).any())
+
+
+def adapters_table(found: list[FoundAdapter]) -> Table:
+    table = Table(title="Adapters (best first)")
+    for col in ("#", "implementation", "backend", "type", "vendor", "device", "driver",
+                "timestamps"):
+        table.add_column(col)
+    for i, f in enumerate(found):
+        a = f.info
+        table.add_row(str(i), a.implementation, a.backend, a.adapter_type, a.vendor, a.device,
+                      a.driver, "yes" if a.timestamps else "no")
+    return table
+
+
+def show_warnings(warnings: list[str]) -> None:
+    for w in warnings:
+        err.print(f"[yellow]warning:[/yellow] {w}", highlight=False)

@@ -1,0 +1,113 @@
+"""Interleaved sampling of a group: warm-up until settled, then rounds until precise or out of time.
+
+Every round measures each (case, N) of the group once, in an order shuffled afresh each round
+from the run's seeded generator. Cases that are compared with each other thus see the same
+machine state on average, instead of one case inheriting what the previous one left behind.
+
+Warm-up rounds run until the moving median of round durations settles (or a cap is hit);
+their samples are kept with phase "warmup" (the first round's cost is what a short-lived
+program pays) but no estimate uses them. Measured rounds then run until every estimate's 95%
+CI half-width is within the target, or the group's budget (per-case budget x cases) is
+spent, or `max_rounds` is reached; which of the three ended it is recorded as `stop`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from time import perf_counter_ns
+
+import numpy as np
+
+from gpuoverhead.methods import Operation
+from gpuoverhead.suite import Case, Group
+
+#: Moving-median window over warm-up round durations, and its tolerance for "settled".
+WARMUP_WINDOW = 3
+WARMUP_TOLERANCE = 0.05
+#: Share of the group's budget that warm-up may take at most.
+WARMUP_BUDGET_SHARE = 0.25
+
+
+@dataclass
+class GroupSamples:
+    """Raw samples of one group: one record per timed call, plus how sampling ended."""
+
+    cases: tuple[Case, ...]
+    #: (case index, n, round, is_warmup, start_ns, wall_ns) per sample.
+    records: list[tuple[int, int, int, bool, int, int]] = field(default_factory=list)
+    warmup_rounds: int = 0
+    warmup_settled: bool = False
+    rounds: int = 0
+    stop: str = ""
+
+
+Progress = Callable[[GroupSamples, float, float], None]
+Precision = Callable[[GroupSamples], float]
+
+
+def sample_group(group: Group, ops: dict[Case, Operation], rng: np.random.Generator,
+                 worst_rel_ci: Precision, progress: Progress, counts: dict[Case, int]
+                 ) -> GroupSamples:
+    """Sample `group`; `counts[case]` is increased by the dispatches each case issued.
+
+    `worst_rel_ci` returns the largest relative CI half-width of the group's estimates so
+    far; `progress(samples, elapsed_s, budget_s)` is called after every round.
+    """
+    s = group.sampling
+    budget_ns = int(s.budget_s * len(group.cases) * 1e9)
+    units = [(i, case, ops[case], n) for i, case in enumerate(group.cases) for n in case.n_values]
+    out = GroupSamples(group.cases)
+    record = out.records.append
+
+    def one_round(index: int, warmup: bool) -> int:
+        order = rng.permutation(len(units))
+        total = 0
+        for k in order:
+            i, case, op, n = units[k]
+            t0 = perf_counter_ns()
+            op(n)
+            wall = perf_counter_ns() - t0
+            record((i, n, index, warmup, t0, wall))
+            counts[case] += n
+            total += wall
+        return total
+
+    start = perf_counter_ns()
+    durations: list[int] = []
+    while out.warmup_rounds < s.warmup_max_rounds:
+        durations.append(one_round(out.warmup_rounds, True))
+        out.warmup_rounds += 1
+        if _settled(durations):
+            out.warmup_settled = True
+            break
+        if perf_counter_ns() - start > WARMUP_BUDGET_SHARE * budget_ns:
+            break
+
+    start = perf_counter_ns()
+    next_check = s.min_rounds
+    while True:
+        one_round(out.rounds, False)
+        out.rounds += 1
+        elapsed = perf_counter_ns() - start
+        if out.rounds >= next_check:
+            next_check = max(out.rounds + 1, math.ceil(out.rounds * 1.1))
+            if worst_rel_ci(out) <= s.target_rel_ci:
+                out.stop = "converged"
+        if not out.stop and elapsed >= budget_ns and out.rounds >= s.min_rounds:
+            out.stop = "budget"
+        if not out.stop and out.rounds >= s.max_rounds:
+            out.stop = "max_rounds"
+        progress(out, elapsed / 1e9, budget_ns / 1e9)
+        if out.stop:
+            return out
+
+
+def _settled(durations: list[int]) -> bool:
+    """Whether the moving median of round durations moved less than the tolerance."""
+    if len(durations) < WARMUP_WINDOW + 1:
+        return False
+    now = float(np.median(durations[-WARMUP_WINDOW:]))
+    before = float(np.median(durations[-WARMUP_WINDOW - 1:-1]))
+    return abs(now - before) <= WARMUP_TOLERANCE * now

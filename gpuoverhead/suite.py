@@ -1,0 +1,270 @@
+"""Suites: YAML files of benchmarks, validated with file/line/key errors, expanded into cases.
+
+A suite has `defaults` and a list of `benchmarks`; each benchmark inherits the defaults and
+overrides what it names. A benchmark expands into one *group* per element count: the group
+is the set of cases that are compared with each other and therefore sampled interleaved
+(naive variants and sequential encodings of one kernel on one buffer size).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from gpuoverhead.errors import UserError
+from gpuoverhead.resources import SHADERS_DIR
+from gpuoverhead.yaml_source import Loc, YamlDocument, load_yaml
+
+Methodology = Literal["naive", "sequential"]
+Encoding = Literal["submit", "pass", "dispatch"]
+Sync = Literal["wait", "readback"]
+PosInt = Annotated[int, Field(gt=0)]
+
+_WRITES_DIRECTIVE = re.compile(r"//\s*gpuoverhead:\s*writes\s*=\s*(all|first)\b")
+
+
+class _Settings(BaseModel):
+    """Every setting a benchmark can take; all optional so that `defaults` can be partial."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    elements: list[PosInt] | None = Field(None, min_length=1)
+    workgroup_size: PosInt | None = None
+    methodologies: list[Methodology] | None = Field(None, min_length=1)
+    naive_sync: list[Sync] | None = Field(None, min_length=1)
+    encodings: list[Encoding] | None = Field(None, min_length=1)
+    n_sweep: list[PosInt] | None = Field(None, min_length=2)
+    budget_s: Annotated[float, Field(gt=0)] | None = None
+    target_rel_ci: Annotated[float, Field(gt=0, lt=1)] | None = None
+    min_rounds: Annotated[int, Field(ge=3)] | None = None
+    max_rounds: Annotated[int, Field(ge=3)] | None = None
+    warmup_max_rounds: Annotated[int, Field(ge=1)] | None = None
+
+    @field_validator("elements", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("budget_s", "target_rel_ci", mode="before")
+    @classmethod
+    def _int_is_float(cls, value: Any) -> Any:
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("n_sweep")
+    @classmethod
+    def _distinct(cls, value: list[int] | None) -> list[int] | None:
+        if value is not None and len(set(value)) < 2:
+            raise ValueError("needs at least two different N to fit a slope")
+        return value
+
+
+class _Benchmark(_Settings):
+    name: Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")]
+    kernel: Annotated[str, Field(min_length=1)]
+
+
+class _Suite(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    name: str | None = None
+    description: str | None = None
+    defaults: _Settings = _Settings()
+    benchmarks: list[_Benchmark] = Field(min_length=1)
+
+
+#: Values for settings that neither the suite's defaults nor the benchmark give.
+BUILTIN_DEFAULTS: dict[str, Any] = {
+    "elements": [1],
+    "workgroup_size": 64,
+    "methodologies": ["naive", "sequential"],
+    "naive_sync": ["wait", "readback"],
+    "encodings": ["submit", "pass", "dispatch"],
+    "n_sweep": [1, 4, 16, 64, 256],
+    "budget_s": 2.0,
+    "target_rel_ci": 0.02,
+    "min_rounds": 10,
+    "max_rounds": 100_000,
+    "warmup_max_rounds": 30,
+}
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A WGSL kernel and its output contract.
+
+    `writes` says what each dispatch adds 1 to: `all` of the first `elements` u32 of
+    binding 0, or only the `first` one. The shader declares it in a comment line
+    `// gpuoverhead: writes=first` (default: all).
+    """
+
+    name: str
+    path: Path
+    source: str
+    writes: Literal["all", "first"]
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How long and how precisely a group is sampled."""
+
+    budget_s: float
+    target_rel_ci: float
+    min_rounds: int
+    max_rounds: int
+    warmup_max_rounds: int
+
+
+@dataclass(frozen=True)
+class Case:
+    """One measured combination: a methodology with its encoding and completion sync.
+
+    A sequential case is a series over `n_values`; its samples carry their own N.
+    """
+
+    benchmark: str
+    kernel: str
+    elements: int
+    workgroup_size: int
+    methodology: Methodology
+    encoding: Encoding
+    sync: Sync
+    n_values: tuple[int, ...]
+
+    @property
+    def id(self) -> str:
+        tail = self.sync if self.methodology == "naive" else self.encoding
+        return f"{self.benchmark}/elements={self.elements}/{self.methodology}/{tail}"
+
+
+@dataclass(frozen=True)
+class Group:
+    """Cases of one benchmark at one element count, sampled interleaved round by round."""
+
+    benchmark: str
+    kernel: Kernel
+    elements: int
+    workgroup_size: int
+    sampling: Sampling
+    cases: tuple[Case, ...]
+
+    @property
+    def id(self) -> str:
+        return f"{self.benchmark}/elements={self.elements}"
+
+
+@dataclass(frozen=True)
+class Suite:
+    path: Path
+    name: str
+    sha256: str
+    groups: tuple[Group, ...]
+
+
+def load_suite(path: Path) -> Suite:
+    """Load, validate and expand a suite; raises UserError listing every problem found."""
+    problems = suite_problems(path)
+    if problems:
+        more = f" (and {len(problems) - 1} more: run `gpuoverhead validate {path}`)"
+        raise UserError(problems[0] + (more if len(problems) > 1 else ""))
+    return _expand(path, load_yaml(path))
+
+
+def suite_problems(path: Path) -> list[str]:
+    """Every problem of a suite as 'file:line: key: message' lines; empty when it is sound."""
+    try:
+        doc = load_yaml(path)
+    except UserError as exc:
+        return [str(exc)]
+    try:
+        model = _Suite.model_validate(doc.data)
+    except ValidationError as exc:
+        return [_describe(doc, tuple(err["loc"]), err["msg"]) for err in exc.errors()]
+    problems = []
+    seen: set[str] = set()
+    for i, bench in enumerate(model.benchmarks):
+        loc: Loc = ("benchmarks", i)
+        if bench.name in seen:
+            message = f"duplicate benchmark name {bench.name!r}"
+            problems.append(_describe(doc, loc + ("name",), message))
+        seen.add(bench.name)
+        try:
+            _kernel(doc.path, bench.kernel)
+        except UserError as exc:
+            problems.append(_describe(doc, loc + ("kernel",), str(exc)))
+        merged = _merged(model.defaults, bench)
+        if merged["min_rounds"] > merged["max_rounds"]:
+            problems.append(_describe(doc, loc, "min_rounds is larger than max_rounds"))
+    return problems
+
+
+def _describe(doc: YamlDocument, loc: Loc, message: str) -> str:
+    line = doc.line_of(loc)
+    where = f"{doc.path}:{line}" if line else str(doc.path)
+    key = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+    return f"{where}: {key or '(top level)'}: {message}"
+
+
+def _merged(defaults: _Settings, bench: _Benchmark) -> dict[str, Any]:
+    merged = dict(BUILTIN_DEFAULTS)
+    for layer in (defaults, bench):
+        merged.update(layer.model_dump(exclude_none=True, exclude={"name", "kernel"}))
+    return merged
+
+
+def _kernel(suite_path: Path, name: str) -> Kernel:
+    """Resolve a kernel: a shipped one by name, or a `.wgsl` path relative to the suite."""
+    if name.endswith(".wgsl"):
+        path = (suite_path.parent / name).resolve()
+    else:
+        path = SHADERS_DIR / f"{name}.wgsl"
+        if not path.is_file():
+            shipped = sorted(p.stem for p in SHADERS_DIR.glob("*.wgsl"))
+            raise UserError(f"unknown kernel {name!r}; shipped kernels: {', '.join(shipped)}")
+    try:
+        source = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot read shader {path}: {exc.strerror or exc}") from None
+    match = _WRITES_DIRECTIVE.search(source)
+    writes = match.group(1) if match else "all"
+    return Kernel(name=Path(name).stem, path=path, source=source, writes=writes)  # type: ignore[arg-type]
+
+
+def _expand(path: Path, doc: YamlDocument) -> Suite:
+    model = _Suite.model_validate(doc.data)
+    groups = []
+    for bench in model.benchmarks:
+        cfg = _merged(model.defaults, bench)
+        kernel = _kernel(path, bench.kernel)
+        sampling = Sampling(
+            budget_s=cfg["budget_s"],
+            target_rel_ci=cfg["target_rel_ci"],
+            min_rounds=cfg["min_rounds"],
+            max_rounds=cfg["max_rounds"],
+            warmup_max_rounds=cfg["warmup_max_rounds"],
+        )
+        n_values = tuple(sorted(set(cfg["n_sweep"])))
+        for elements in cfg["elements"]:
+            base = Case(bench.name, kernel.name, elements, cfg["workgroup_size"],
+                        "naive", "submit", "wait", (1,))
+            cases = []
+            if "naive" in cfg["methodologies"]:
+                cases += [replace(base, sync=s) for s in dict.fromkeys(cfg["naive_sync"])]
+            if "sequential" in cfg["methodologies"]:
+                cases += [replace(base, methodology="sequential", encoding=e, n_values=n_values)
+                          for e in dict.fromkeys(cfg["encodings"])]
+            groups.append(Group(bench.name, kernel, elements, cfg["workgroup_size"],
+                                sampling, tuple(cases)))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return Suite(path=path, name=model.name or path.stem, sha256=digest, groups=tuple(groups))
+
+
+def quick(suite: Suite) -> Suite:
+    """The same cases with a smoke-test sampling budget (`--quick`)."""
+    smoke = Sampling(budget_s=0.25, target_rel_ci=0.05, min_rounds=3, max_rounds=50,
+                     warmup_max_rounds=3)
+    return replace(suite, groups=tuple(replace(g, sampling=smoke) for g in suite.groups))
