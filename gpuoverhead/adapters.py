@@ -32,7 +32,7 @@ VENDORS = {
 
 _TYPE_RANK = {"DiscreteGPU": 0, "IntegratedGPU": 1, "VirtualGPU": 2, "Unknown": 3, "CPU": 4}
 _BACKEND_RANK = {"vulkan": 0, "metal": 0, "d3d12": 0, "opengl": 1}
-_SOFTWARE_HINT = (
+NO_ADAPTER = (
     "no WebGPU adapter found; for a software one on Linux install Mesa's lavapipe "
     "(apt-get install mesa-vulkan-drivers)"
 )
@@ -122,7 +122,7 @@ def select(found: list[FoundAdapter], backend: str | None, substring: str | None
     if backend is not None and backend not in BACKENDS:
         raise UserError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if not found:
-        raise UserError(_SOFTWARE_HINT)
+        raise UserError(NO_ADAPTER)
     matches = [
         f for f in found
         if (backend is None or f.info.backend == backend)

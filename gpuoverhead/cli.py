@@ -80,12 +80,13 @@ def list_adapters(
 ) -> None:
     """List every adapter the installed implementations see, best first."""
     found = adapters.discover()
+    if not found:
+        with user_errors():
+            raise UserError(adapters.NO_ADAPTER)
     if as_json:
         print(json.dumps([{**f.info.__dict__, **f.details()} for f in found], indent=2))
-    elif found:
-        console.out.print(console.adapters_table(found))
     else:
-        console.err.print("no adapters found (on Linux: apt-get install mesa-vulkan-drivers)")
+        console.out.print(console.adapters_table(found))
 
 
 @app.command()

@@ -44,13 +44,13 @@ class RichReporter:
         self._task: Any = None
 
     def __enter__(self) -> RichReporter:
-        self._progress.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._progress.stop()
 
     def group_started(self, group: Group, index: int, total: int) -> None:
+        self._progress.start()  # only now: errors before the first group print cleanly
         budget = group.sampling.budget_s * len(group.cases)
         self._task = self._progress.add_task(f"[{index + 1}/{total}] {group.id}", total=budget,
                                              info="warming up")

@@ -7,8 +7,9 @@ machine state on average, instead of one case inheriting what the previous one l
 Warm-up rounds run until the moving median of round durations settles (or a cap is hit);
 their samples are kept with phase "warmup" (the first round's cost is what a short-lived
 program pays) but no estimate uses them. Measured rounds then run until every estimate's 95%
-CI half-width is within the target, or the group's budget (per-case budget x cases) is
-spent, or `max_rounds` is reached; which of the three ended it is recorded as `stop`.
+CI half-width is within the target (checked from `min_rounds` on), or the group's budget
+(per-case budget x cases) is spent, or `max_rounds` is reached; which of the three ended it
+is recorded as `stop`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from gpuoverhead.suite import Case, Group
 #: Moving-median window over warm-up round durations, and its tolerance for "settled".
 WARMUP_WINDOW = 3
 WARMUP_TOLERANCE = 0.05
+#: Rounds measured before a group may stop for any reason: fewer give no usable CI.
+#: (`min_rounds` of the suite is the floor before the target may be declared reached.)
+MIN_ROUNDS = 3
 #: Share of the group's budget that warm-up may take at most.
 WARMUP_BUDGET_SHARE = 0.25
 
@@ -95,7 +99,7 @@ def sample_group(group: Group, ops: dict[Case, Operation], rng: np.random.Genera
             next_check = max(out.rounds + 1, math.ceil(out.rounds * 1.1))
             if worst_rel_ci(out) <= s.target_rel_ci:
                 out.stop = "converged"
-        if not out.stop and elapsed >= budget_ns and out.rounds >= s.min_rounds:
+        if not out.stop and elapsed >= budget_ns and out.rounds >= MIN_ROUNDS:
             out.stop = "budget"
         if not out.stop and out.rounds >= s.max_rounds:
             out.stop = "max_rounds"

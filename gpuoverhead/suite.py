@@ -183,7 +183,7 @@ def suite_problems(path: Path) -> list[str]:
     try:
         model = _Suite.model_validate(doc.data)
     except ValidationError as exc:
-        return [_describe(doc, tuple(err["loc"]), err["msg"]) for err in exc.errors()]
+        return [_describe(doc, tuple(err["loc"]), _message(err)) for err in exc.errors()]
     problems = []
     seen: set[str] = set()
     for i, bench in enumerate(model.benchmarks):
@@ -200,6 +200,18 @@ def suite_problems(path: Path) -> list[str]:
         if merged["min_rounds"] > merged["max_rounds"]:
             problems.append(_describe(doc, loc, "min_rounds is larger than max_rounds"))
     return problems
+
+
+def _message(error: Any) -> str:
+    """pydantic's message, reworded where the suite's author needs more than it says."""
+    if error["type"] == "extra_forbidden":
+        loc = error["loc"]
+        parent = _Suite if len(loc) == 1 else _Settings if loc[0] == "defaults" else _Benchmark
+        known = ", ".join(sorted(parent.model_fields))
+        return f"unknown key {error['loc'][-1]!r}; known keys: {known}"
+    if error["type"] == "missing":
+        return "required key is missing"
+    return str(error["msg"])
 
 
 def _describe(doc: YamlDocument, loc: Loc, message: str) -> str:
@@ -264,7 +276,13 @@ def _expand(path: Path, doc: YamlDocument) -> Suite:
 
 
 def quick(suite: Suite) -> Suite:
-    """The same cases with a smoke-test sampling budget (`--quick`)."""
+    """A smoke test of the same groups (`--quick`): a tiny budget and the N sweep's first
+    four values, so that even a CPU adapter gets through the default suite in seconds."""
     smoke = Sampling(budget_s=0.25, target_rel_ci=0.05, min_rounds=3, max_rounds=50,
                      warmup_max_rounds=3)
-    return replace(suite, groups=tuple(replace(g, sampling=smoke) for g in suite.groups))
+
+    def shrink(case: Case) -> Case:
+        return replace(case, n_values=case.n_values[:4])
+
+    return replace(suite, groups=tuple(
+        replace(g, sampling=smoke, cases=tuple(map(shrink, g.cases))) for g in suite.groups))

@@ -63,7 +63,9 @@ def load_yaml(path: Path) -> YamlDocument:
 
 def _index(path: Path, node: yaml.Node, loc: Loc, lines: dict[Loc, int], seen: set[int]) -> None:
     if id(node) in seen:
-        raise UserError(f"{path}:{node.start_mark.line + 1}: YAML aliases are not allowed")
+        # The node is the anchor's; the alias is somewhere under the nearest indexed key.
+        line = next(lines[loc[:end]] for end in range(len(loc), -1, -1) if loc[:end] in lines)
+        raise UserError(f"{path}:{line}: YAML aliases are not allowed")
     seen.add(id(node))
     lines.setdefault(loc, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):

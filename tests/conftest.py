@@ -1,0 +1,57 @@
+"""Shared helpers: run the real CLI in a child process, against the machine's real adapter.
+
+The tests need a Vulkan adapter; on a machine without a GPU that is Mesa's lavapipe
+(`apt-get install mesa-vulkan-drivers`), which `.ci/run` installs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = ROOT / "configs"
+
+
+def gpuoverhead(*args: str, timeout: float = 300, env: dict[str, str] | None = None,
+                ) -> subprocess.CompletedProcess[str]:
+    """Run `python -m gpuoverhead ARGS` and capture its output."""
+    return subprocess.run(
+        [sys.executable, "-m", "gpuoverhead", *args], capture_output=True, text=True,
+        timeout=timeout, cwd=ROOT, env={**os.environ, **(env or {})},
+    )
+
+
+def only_run_folder(out: Path) -> Path:
+    folders = [p for p in out.iterdir() if p.is_dir()]
+    assert len(folders) == 1, folders
+    return folders[0]
+
+
+def read_run(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    samples = pd.read_parquet(folder / "samples.parquet")
+    summary = pd.read_parquet(folder / "summary.parquet")
+    info = json.loads((folder / "run.json").read_text())
+    return samples, summary, info
+
+
+def write_suite(folder: Path, text: str, name: str = "suite.yaml") -> Path:
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture(scope="session")
+def ci_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path]:
+    """One full run of configs/ci.yaml on the Vulkan adapter, shared by the schema tests."""
+    out = tmp_path_factory.mktemp("ci-run")
+    proc = gpuoverhead("run", "--suite", str(CONFIGS / "ci.yaml"), "--backend", "vulkan",
+                       "--out", str(out), "--seed", "7")
+    assert proc.returncode == 0, proc.stderr
+    return proc, only_run_folder(out)
