@@ -15,6 +15,7 @@ from gpuoverhead import adapters, console, runner
 from gpuoverhead.errors import UserError
 from gpuoverhead.resources import DEFAULT_SUITE
 from gpuoverhead.suite import load_suite, suite_problems
+from gpuoverhead.writers import read_summary
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -72,6 +73,14 @@ def run(
         raise typer.Exit(EXIT_INTERRUPTED)
     if result.failed:
         raise typer.Exit(EXIT_FAILED)
+
+
+@app.command()
+def show(folder: Annotated[Path, typer.Argument(help="A run folder (results/<run_id>).")]) -> None:
+    """Print the summary table of a finished run."""
+    with user_errors():
+        summary = read_summary(folder)
+    console.out.print(console.summary_grid(summary))
 
 
 @app.command("adapters")

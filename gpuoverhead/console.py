@@ -21,15 +21,16 @@ from gpuoverhead.suite import Group
 out = Console()
 err = Console(stderr=True)
 
-#: Summary columns: (header, methodology, encoding, sync, metric).
-_COLUMNS = [
+#: Rows of the summary per group: (label, methodology, encoding, sync, metric).
+_ROWS = [
     ("naive", "naive", "submit", "wait", "latency_ns"),
-    ("naive+readback", "naive", "submit", "readback", "latency_ns"),
+    ("naive readback", "naive", "submit", "readback", "latency_ns"),
     ("seq submit", "sequential", "submit", "wait", "per_dispatch_ns"),
     ("seq pass", "sequential", "pass", "wait", "per_dispatch_ns"),
     ("seq dispatch", "sequential", "dispatch", "wait", "per_dispatch_ns"),
-    ("wait (fixed)", "sequential", "submit", "wait", "fixed_ns"),
-    ("inflation", "naive", "submit", "wait", "inflation"),
+    ("fixed wait", "sequential", "submit", "wait", "fixed_ns"),
+    ("naive/submit", "sequential", "submit", "wait", "inflation"),
+    ("naive/dispatch", "sequential", "dispatch", "wait", "inflation"),
 ]
 
 
@@ -70,41 +71,35 @@ class RichReporter:
 
 
 def fmt_value(value: float, unit: str) -> str:
+    """µs with one decimal for times, `x` for ratios, a dash for what is not a number."""
     if value is None or not math.isfinite(value):
         return "—"
-    if unit == "ratio":
-        return f"{value:.1f}x"
-    if abs(value) >= 1e6:
-        return f"{value / 1e6:.2f} ms"
-    return f"{value / 1e3:.2f} µs"
+    return f"{value:.2f}x" if unit == "ratio" else f"{value / 1e3:.1f}"
 
 
 def summary_grid(summary: pd.DataFrame) -> Table:
-    """One row per group; per-dispatch and latency figures with their relative CI."""
-    table = Table(title="Dispatch overhead (median, ±95% CI half-width)", show_lines=False)
-    table.add_column("benchmark")
-    table.add_column("elements", justify="right")
-    present = [c for c in _COLUMNS if _has(summary, c)]
-    for header, *_ in present:
-        table.add_column(header, justify="right")
+    """Per group the headline figures: median, 95% CI and its half-width relative to it.
+
+    `seq *` rows are per-dispatch slopes; `fixed wait` is the submit fit's intercept;
+    `naive/*` rows are inflation ratios.
+    """
+    table = Table(title="Dispatch overhead (µs; ratios marked x)")
+    for name, justify in (("benchmark", "left"), ("measure", "left"), ("median", "right"),
+                          ("95% CI", "right"), ("±", "right"), ("rounds", "right")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for (bench, elements), rows in summary.groupby(["benchmark", "elements"], sort=False):
-        cells = [str(bench), f"{elements:,}"]
-        for _, method, encoding, sync, metric in present:
+        labels = [str(bench), f"{elements:,} el.", str(rows["stop"].iat[0])]
+        for name, method, encoding, sync, metric in _ROWS:
             hit = rows[(rows.methodology == method) & (rows.encoding == encoding)
                        & (rows.sync == sync) & (rows.metric == metric)]
             if hit.empty:
-                cells.append("—")
                 continue
             r = hit.iloc[0]
-            cells.append(f"{fmt_value(r.value, r.unit)} ±{r.rel_ci:.1%}")
-        table.add_row(*cells)
+            table.add_row(labels.pop(0) if labels else "", name, fmt_value(r.value, r.unit),
+                          f"{fmt_value(r.ci_low, r.unit)}–{fmt_value(r.ci_high, r.unit)}",
+                          f"{r.rel_ci:.1%}", str(r.rounds))
+        table.add_section()
     return table
-
-
-def _has(summary: pd.DataFrame, column: tuple[str, ...]) -> bool:
-    _, method, encoding, sync, metric = column
-    return bool(((summary.methodology == method) & (summary.encoding == encoding)
-                 & (summary.sync == sync) & (summary.metric == metric)).any())
 
 
 def adapters_table(found: list[FoundAdapter]) -> Table:

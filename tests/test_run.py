@@ -50,9 +50,13 @@ def test_summary_has_every_estimate_inside_its_ci(ci_run):
 def test_sequential_slope_lies_below_naive_latency(ci_run):
     _, folder = ci_run
     _, summary, _ = read_run(folder)
-    inflation = summary[summary.metric == "inflation"]
-    assert len(inflation) == 2
-    assert (inflation.value > 1).all(), inflation[["benchmark", "value"]]
+    inflation = summary[summary.metric == "inflation"].set_index(["benchmark", "encoding"])
+    assert len(inflation) == 2 * 3
+    assert (inflation.loc[(slice(None), "submit"), "value"] > 1).all(), inflation["value"]
+    # Recording all dispatches in one pass is the cheapest encoding, so it inflates most.
+    for bench in ("empty", "add_one"):
+        assert inflation.loc[(bench, "dispatch"), "value"] > inflation.loc[(bench, "submit"),
+                                                                             "value"]
 
 
 def test_samples_are_interleaved_and_warmup_is_kept_apart(ci_run):
@@ -71,7 +75,7 @@ def test_samples_are_interleaved_and_warmup_is_kept_apart(ci_run):
 
 def test_summary_table_is_printed(ci_run):
     proc, _ = ci_run
-    assert "Dispatch overhead" in proc.stdout
+    assert "Dispatch overhead" in proc.stdout and "seq dispatch" in proc.stdout
     assert "complete: results in" in proc.stderr
     assert "CPU (software) adapter" in proc.stderr
 
@@ -122,3 +126,15 @@ def test_ci_suite_validates():
     for name in ("ci.yaml", "default.yaml"):
         proc = gpuoverhead("validate", str(CONFIGS / name))
         assert proc.returncode == 0 and ": ok:" in proc.stdout, proc.stderr
+
+
+def test_show_prints_a_finished_run(ci_run):
+    _, folder = ci_run
+    proc = gpuoverhead("show", str(folder))
+    assert proc.returncode == 0, proc.stderr
+    assert "seq submit" in proc.stdout and "naive/dispatch" in proc.stdout
+
+
+def test_show_refuses_a_folder_without_results(tmp_path):
+    proc = gpuoverhead("show", str(tmp_path))
+    assert proc.returncode == 2 and "is" in proc.stderr and "a run folder?" in proc.stderr
