@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
+import pandas as pd
 import typer
 
 from gpuoverhead import adapters, console, runner
@@ -62,8 +63,7 @@ def run(
                                 quick=quick, seed=seed, run_id=run_id, force=force)
     with user_errors(), console.RichReporter() as reporter:
         result = runner.run(options, reporter)
-    if not result.summary.empty:
-        console.out.print(console.summary_grid(result.summary))
+    _print_summary(result.summary)
     console.show_warnings(result.info["warnings"])
     for error in result.info["errors"]:
         console.err.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
@@ -80,7 +80,16 @@ def show(folder: Annotated[Path, typer.Argument(help="A run folder (results/<run
     """Print the summary table of a finished run."""
     with user_errors():
         summary = read_summary(folder)
+    _print_summary(summary)
+
+
+def _print_summary(summary: pd.DataFrame) -> None:
+    if summary.empty:
+        return
     console.out.print(console.summary_grid(summary))
+    breakdown = console.breakdown_grid(summary)
+    if breakdown is not None:
+        console.out.print(breakdown)
 
 
 @app.command("adapters")

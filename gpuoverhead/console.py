@@ -21,16 +21,23 @@ from gpuoverhead.suite import Group
 out = Console()
 err = Console(stderr=True)
 
-#: Rows of the summary per group: (label, methodology, encoding, sync, metric).
+#: Rows of the summary per group: (label, methodology, encoding, sync, layer, metric).
 _ROWS = [
-    ("naive", "naive", "submit", "wait", "latency_ns"),
-    ("naive readback", "naive", "submit", "readback", "latency_ns"),
-    ("seq submit", "sequential", "submit", "wait", "per_dispatch_ns"),
-    ("seq pass", "sequential", "pass", "wait", "per_dispatch_ns"),
-    ("seq dispatch", "sequential", "dispatch", "wait", "per_dispatch_ns"),
-    ("fixed wait", "sequential", "submit", "wait", "fixed_ns"),
-    ("naive/submit", "sequential", "submit", "wait", "inflation"),
-    ("naive/dispatch", "sequential", "dispatch", "wait", "inflation"),
+    ("naive", "naive", "submit", "wait", "wrapper", "latency_ns"),
+    ("naive readback", "naive", "submit", "readback", "wrapper", "latency_ns"),
+    ("seq submit", "sequential", "submit", "wait", "wrapper", "per_dispatch_ns"),
+    ("  api", "sequential", "submit", "wait", "wrapper", "api_ns"),
+    ("  python", "sequential", "submit", "wait", "wrapper", "python_ns"),
+    ("seq pass", "sequential", "pass", "wait", "wrapper", "per_dispatch_ns"),
+    ("  api", "sequential", "pass", "wait", "wrapper", "api_ns"),
+    ("  python", "sequential", "pass", "wait", "wrapper", "python_ns"),
+    ("seq dispatch", "sequential", "dispatch", "wait", "wrapper", "per_dispatch_ns"),
+    ("  api", "sequential", "dispatch", "wait", "wrapper", "api_ns"),
+    ("  python", "sequential", "dispatch", "wait", "wrapper", "python_ns"),
+    ("gpu per dispatch", "sequential", "dispatch", "timestamps", "wrapper", "gpu_ns"),
+    ("fixed wait", "sequential", "submit", "wait", "wrapper", "fixed_ns"),
+    ("naive/submit", "sequential", "submit", "wait", "wrapper", "inflation"),
+    ("naive/dispatch", "sequential", "dispatch", "wait", "wrapper", "inflation"),
 ]
 
 
@@ -80,8 +87,9 @@ def fmt_value(value: float, unit: str) -> str:
 def summary_grid(summary: pd.DataFrame) -> Table:
     """Per group the headline figures: median, 95% CI and its half-width relative to it.
 
-    `seq *` rows are per-dispatch slopes; `fixed wait` is the submit fit's intercept;
-    `naive/*` rows are inflation ratios.
+    `seq *` rows are per-dispatch slopes of the wrapper layer, split into `api` (native
+    implementation) and `python` where the layers ran; `fixed wait` is the submit fit's
+    intercept; `naive/*` rows are inflation ratios.
     """
     table = Table(title="Dispatch overhead (µs; ratios marked x)")
     for name, justify in (("benchmark", "left"), ("measure", "left"), ("median", "right"),
@@ -89,15 +97,37 @@ def summary_grid(summary: pd.DataFrame) -> Table:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for (bench, elements), rows in summary.groupby(["benchmark", "elements"], sort=False):
         labels = [str(bench), f"{elements:,} el.", str(rows["stop"].iat[0])]
-        for name, method, encoding, sync, metric in _ROWS:
+        for name, method, encoding, sync, layer, metric in _ROWS:
             hit = rows[(rows.methodology == method) & (rows.encoding == encoding)
-                       & (rows.sync == sync) & (rows.metric == metric)]
+                       & (rows.sync == sync) & (rows.layer == layer) & (rows.metric == metric)]
             if hit.empty:
                 continue
             r = hit.iloc[0]
             table.add_row(labels.pop(0) if labels else "", name, fmt_value(r.value, r.unit),
                           f"{fmt_value(r.ci_low, r.unit)}–{fmt_value(r.ci_high, r.unit)}",
                           f"{r.rel_ci:.1%}", str(r.rounds))
+        table.add_section()
+    return table
+
+
+def breakdown_grid(summary: pd.DataFrame) -> Table | None:
+    """Per call of one `submit` operation, the median CPU time in each layer that ran."""
+    calls = summary[summary.metric == "call_ns"]
+    if calls.empty:
+        return None
+    layers = list(dict.fromkeys(calls.layer))
+    table = Table(title="Per-call breakdown of one submit op (µs, clock cost subtracted)")
+    table.add_column("benchmark")
+    table.add_column("call")
+    for layer in layers:
+        table.add_column(layer, justify="right")
+    for (bench, elements), rows in calls.groupby(["benchmark", "elements"], sort=False):
+        label = f"{bench} {elements:,} el."
+        for call, by_call in rows.groupby("call", sort=False):
+            cells = [fmt_value(by_call[by_call.layer == lay].value.iloc[0], "ns")
+                     if (by_call.layer == lay).any() else "—" for lay in layers]
+            table.add_row(label, str(call), *cells)
+            label = ""
         table.add_section()
     return table
 

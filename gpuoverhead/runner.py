@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import secrets
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from time import perf_counter_ns
 from typing import Any, Protocol
@@ -21,8 +23,11 @@ import pandas as pd
 
 from gpuoverhead import adapters, estimates, methods, runinfo, writers
 from gpuoverhead.errors import IntegrityError, UserError
-from gpuoverhead.sampling import GroupSamples, sample_group
-from gpuoverhead.suite import Group, Suite, load_suite, quick
+from gpuoverhead.estimates import Calibration
+from gpuoverhead.layers import native as native_layer
+from gpuoverhead.methods.timestamps import timestamp_period_ns
+from gpuoverhead.sampling import GroupSamples, sample_group, timer_cost_ns
+from gpuoverhead.suite import TIMESTAMPS, Case, Group, Suite, load_suite, quick
 from gpuoverhead.workload import build_targets, compile_pipeline
 
 
@@ -69,14 +74,35 @@ def prepare(options: RunOptions) -> tuple[Suite, adapters.FoundAdapter]:
 
 def run(options: RunOptions, reporter: Reporter) -> RunResult:
     suite, chosen = prepare(options)
-    device = _request_device(chosen, suite)
+    notes: list[str] = []
+    native: native_layer.NativeLoop | None = None
+    if _any(suite, lambda c: c.layer == "native"):
+        loaded = native_layer.load()
+        if isinstance(loaded, str):
+            notes.append(loaded)
+            suite = _without(suite, lambda c: c.layer == "native")
+        else:
+            native = loaded
+    timestamps = _any(suite, lambda c: c.sync == TIMESTAMPS)
+    if timestamps and not chosen.info.timestamps:
+        notes.append(f"{chosen.info.device} has no timestamp queries: no GPU times (gpu_ns)")
+        suite = _without(suite, lambda c: c.sync == TIMESTAMPS)
+        timestamps = False
+    device = _request_device(chosen, suite, timestamps)
+    cal = Calibration(timer_ns=timer_cost_ns(),
+                      tick_ns=timestamp_period_ns(device.queue) if timestamps else None)
     pipelines = {g: compile_pipeline(device, g.kernel, g.workgroup_size) for g in suite.groups}
     run_id = options.run_id or runinfo.new_run_id()
     folder = _make_folder(options.out_root / run_id, options.force)
     seed = options.seed if options.seed is not None else secrets.randbits(32)
     rng = np.random.default_rng(seed)
     info = runinfo.base_info(run_id, options.argv, suite.path, suite.name, suite.sha256, seed)
-    info["adapters"].append({**chosen.info.__dict__, **chosen.details()})
+    info["adapters"].append({**chosen.info.__dict__, **chosen.details(),
+                             "timestamp_period_ns": cal.tick_ns})
+    info["calibration"] = {"clock_cost_ns": cal.timer_ns, "timestamp_period_ns": cal.tick_ns}
+    info["layers"] = {"native": {"library": str(native.path), "compiler": native.compiler}
+                      if native else None}
+    info["warnings"].extend(notes)
     if chosen.info.is_software:
         info["warnings"].append(
             f"{chosen.info.device} is a CPU (software) adapter: its figures describe a driver "
@@ -99,8 +125,8 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
             entry: dict[str, Any] = {"id": group.id, "benchmark": group.benchmark,
                                      "elements": group.elements}
             try:
-                samples, summary, rows = _measure(group, device, pipelines[group], rng,
-                                                  reporter, run_id, chosen.info, run_start)
+                samples, summary, rows = _measure(group, device, pipelines[group], rng, reporter,
+                                                  run_id, chosen.info, run_start, cal, native)
             except IntegrityError as exc:
                 entry["status"] = "failed"
                 info["errors"].append(str(exc))
@@ -111,6 +137,14 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
             entry.update(status="ok", rounds=samples.rounds, warmup_rounds=samples.warmup_rounds,
                          warmup_settled=samples.warmup_settled, stop=samples.stop,
                          sampling=group.sampling.__dict__)
+            timer = estimates.gpu_timer(samples, cal.tick_ns) if cal.tick_ns else None
+            if timer is not None:
+                entry["gpu_timer_resolution_ns"] = timer.resolution_ns
+                entry["gpu_timer_quantized"] = timer.quantized
+                if timer.quantized:
+                    info["warnings"].append(
+                        f"{group.id}: GPU timestamps are quantized to {timer.resolution_ns:.0f} "
+                        "ns; gpu_ns figures are no more precise than that")
             info["benchmarks"].append(entry)
             info["warnings"].extend(_precision_warnings(group, samples, summary))
             samples_parts.append(rows)
@@ -125,18 +159,31 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
 
 
 def _measure(group: Group, device: Any, pipeline: Any, rng: np.random.Generator,
-             reporter: Reporter, run_id: str, adapter: adapters.AdapterInfo, run_start: int
+             reporter: Reporter, run_id: str, adapter: adapters.AdapterInfo, run_start: int,
+             cal: Calibration, native: native_layer.NativeLoop | None
              ) -> tuple[GroupSamples, pd.DataFrame, pd.DataFrame]:
     targets = build_targets(device, pipeline, group, rng)
-    ops = {case: methods.operation(targets[case], case) for case in group.cases}
+    ops = {case: methods.operation(targets[case], case, native) for case in group.cases}
     counts = dict.fromkeys(group.cases, 0)
-    samples = sample_group(group, ops, rng, estimates.worst_rel_ci, reporter.round_done, counts)
+    precision = partial(estimates.worst_rel_ci, cal=cal)
+    samples = sample_group(group, ops, rng, precision, reporter.round_done, counts)
     for case, target in targets.items():
         target.dispatched = counts[case]
         target.verify(case.id)
-    rows = estimates.samples_table(run_id, adapter, samples, run_start)
-    summary = estimates.summary_table(run_id, adapter, group, samples, rows)
+    rows = estimates.samples_table(run_id, adapter, samples, run_start, cal)
+    summary = estimates.summary_table(run_id, adapter, group, samples, rows, cal)
     return samples, summary, rows
+
+
+def _any(suite: Suite, predicate: Callable[[Case], bool]) -> bool:
+    return any(predicate(c) for g in suite.groups for c in g.cases)
+
+
+def _without(suite: Suite, predicate: Callable[[Case], bool]) -> Suite:
+    """The suite less the cases that cannot run here (the reason goes into run.json)."""
+    groups = tuple(replace(g, cases=tuple(c for c in g.cases if not predicate(c)))
+                   for g in suite.groups)
+    return replace(suite, groups=groups)
 
 
 def _precision_warnings(group: Group, samples: GroupSamples, summary: pd.DataFrame) -> list[str]:
@@ -160,7 +207,7 @@ def _concat(parts: list[pd.DataFrame], columns: list[str] | None) -> pd.DataFram
     return pd.DataFrame(columns=columns or [])
 
 
-def _request_device(chosen: adapters.FoundAdapter, suite: Suite) -> Any:
+def _request_device(chosen: adapters.FoundAdapter, suite: Suite, timestamps: bool) -> Any:
     """A device with the limits the suite needs, checked against the adapter's first."""
     limits = chosen.adapter.limits
     need_bytes = max(g.elements for g in suite.groups) * 4
@@ -176,7 +223,9 @@ def _request_device(chosen: adapters.FoundAdapter, suite: Suite) -> Any:
     required = {key: max(need_bytes, 1 << 27)
                 for key in ("max-storage-buffer-binding-size", "max-buffer-size")
                 if need_bytes > (1 << 27)}
-    return chosen.adapter.request_device_sync(required_limits=required)
+    features = ["timestamp-query"] if timestamps else []
+    return chosen.adapter.request_device_sync(required_features=features,
+                                              required_limits=required)
 
 
 def _make_folder(folder: Path, force: bool) -> Path:

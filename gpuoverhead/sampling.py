@@ -41,6 +41,8 @@ class GroupSamples:
     cases: tuple[Case, ...]
     #: (case index, n, round, is_warmup, start_ns, wall_ns) per sample.
     records: list[tuple[int, int, int, bool, int, int]] = field(default_factory=list)
+    #: Parts of a sample that its operation returned (per-call times, GPU ticks), by record.
+    parts: dict[int, tuple[int, ...]] = field(default_factory=dict)
     warmup_rounds: int = 0
     warmup_settled: bool = False
     rounds: int = 0
@@ -61,20 +63,23 @@ def sample_group(group: Group, ops: dict[Case, Operation], rng: np.random.Genera
     """
     s = group.sampling
     budget_ns = int(s.budget_s * len(group.cases) * 1e9)
-    units = [(i, case, ops[case], n) for i, case in enumerate(group.cases) for n in case.n_values]
+    units = [(i, case, ops[case], n, case.dispatches(n))
+             for i, case in enumerate(group.cases) for n in case.n_values]
     out = GroupSamples(group.cases)
-    record = out.records.append
+    records, parts = out.records, out.parts
 
     def one_round(index: int, warmup: bool) -> int:
         order = rng.permutation(len(units))
         total = 0
         for k in order:
-            i, case, op, n = units[k]
+            i, case, op, n, dispatched = units[k]
             t0 = perf_counter_ns()
-            op(n)
+            extra = op(n)
             wall = perf_counter_ns() - t0
-            record((i, n, index, warmup, t0, wall))
-            counts[case] += n
+            if extra is not None:
+                parts[len(records)] = extra
+            records.append((i, n, index, warmup, t0, wall))
+            counts[case] += dispatched
             total += wall
         return total
 
@@ -115,3 +120,13 @@ def _settled(durations: list[int]) -> bool:
     now = float(np.median(durations[-WARMUP_WINDOW:]))
     before = float(np.median(durations[-WARMUP_WINDOW - 1:-1]))
     return abs(now - before) <= WARMUP_TOLERANCE * now
+
+
+def timer_cost_ns(pairs: int = 20_000) -> float:
+    """Median cost of one clock reading as seen between two readings (subtracted per call)."""
+    clock = perf_counter_ns
+    deltas = np.empty(pairs, dtype=np.int64)
+    for i in range(pairs):
+        t0 = clock()
+        deltas[i] = clock() - t0
+    return float(np.median(deltas))

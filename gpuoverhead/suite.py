@@ -20,9 +20,10 @@ from gpuoverhead.errors import UserError
 from gpuoverhead.resources import SHADERS_DIR
 from gpuoverhead.yaml_source import Loc, YamlDocument, load_yaml
 
-Methodology = Literal["naive", "sequential"]
+Methodology = Literal["naive", "sequential", "breakdown"]
 Encoding = Literal["submit", "pass", "dispatch"]
 Sync = Literal["wait", "readback"]
+Layer = Literal["wrapper", "raw", "native"]
 PosInt = Annotated[int, Field(gt=0)]
 
 _WRITES_DIRECTIVE = re.compile(r"//\s*gpuoverhead:\s*writes\s*=\s*(all|first)\b")
@@ -38,6 +39,8 @@ class _Settings(BaseModel):
     methodologies: list[Methodology] | None = Field(None, min_length=1)
     naive_sync: list[Sync] | None = Field(None, min_length=1)
     encodings: list[Encoding] | None = Field(None, min_length=1)
+    layers: list[Layer] | None = Field(None, min_length=1)
+    gpu_timestamps: bool | None = None
     n_sweep: list[PosInt] | None = Field(None, min_length=2)
     budget_s: Annotated[float, Field(gt=0)] | None = None
     target_rel_ci: Annotated[float, Field(gt=0, lt=1)] | None = None
@@ -84,6 +87,8 @@ BUILTIN_DEFAULTS: dict[str, Any] = {
     "methodologies": ["naive", "sequential"],
     "naive_sync": ["wait", "readback"],
     "encodings": ["submit", "pass", "dispatch"],
+    "layers": ["wrapper"],
+    "gpu_timestamps": True,
     "n_sweep": [1, 4, 16, 64, 256],
     "budget_s": 2.0,
     "target_rel_ci": 0.02,
@@ -119,26 +124,45 @@ class Sampling:
     warmup_max_rounds: int
 
 
+#: Methodology of the case that times a trivial native call (the FFI floor of `raw`).
+FFI_FLOOR = "ffi-floor"
+#: Sync of the sequential case timed by GPU timestamp queries instead of the CPU clock.
+TIMESTAMPS = "timestamps"
+#: The FFI floor's sweep is the N sweep times this: one call costs far less than a dispatch.
+FLOOR_CALLS_PER_N = 16
+
+
 @dataclass(frozen=True)
 class Case:
-    """One measured combination: a methodology with its encoding and completion sync.
+    """One measured combination: methodology, encoding, completion sync and layer.
 
-    A sequential case is a series over `n_values`; its samples carry their own N.
+    A sequential case is a series over `n_values`; its samples carry their own N. `layer`
+    says what drives the calls: the Python `wrapper`, the `raw` FFI or a `native` C loop.
     """
 
     benchmark: str
     kernel: str
     elements: int
     workgroup_size: int
-    methodology: Methodology
-    encoding: Encoding
-    sync: Sync
+    methodology: str
+    encoding: str
+    sync: str
     n_values: tuple[int, ...]
+    layer: str = "wrapper"
+
+    def dispatches(self, n: int) -> int:
+        """Dispatches one sample with N = n issues (the FFI floor issues none)."""
+        return 0 if self.methodology == FFI_FLOOR else n
 
     @property
     def id(self) -> str:
-        tail = self.sync if self.methodology == "naive" else self.encoding
-        return f"{self.benchmark}/elements={self.elements}/{self.methodology}/{tail}"
+        base = f"{self.benchmark}/elements={self.elements}/{self.methodology}"
+        if self.methodology == "naive":
+            return f"{base}/{self.sync}"
+        if self.methodology == "sequential":
+            driver = "gpu-timestamps" if self.sync == TIMESTAMPS else self.layer
+            return f"{base}/{self.encoding}/{driver}"
+        return f"{base}/{self.layer}"
 
 
 @dataclass(frozen=True)
@@ -266,9 +290,20 @@ def _expand(path: Path, doc: YamlDocument) -> Suite:
             cases = []
             if "naive" in cfg["methodologies"]:
                 cases += [replace(base, sync=s) for s in dict.fromkeys(cfg["naive_sync"])]
+            layers = list(dict.fromkeys(cfg["layers"]))
             if "sequential" in cfg["methodologies"]:
-                cases += [replace(base, methodology="sequential", encoding=e, n_values=n_values)
-                          for e in dict.fromkeys(cfg["encodings"])]
+                seq = replace(base, methodology="sequential", n_values=n_values)
+                cases += [replace(seq, encoding=e, layer=layer)
+                          for layer in layers for e in dict.fromkeys(cfg["encodings"])]
+                if cfg["gpu_timestamps"]:
+                    cases.append(replace(seq, encoding="dispatch", sync=TIMESTAMPS))
+            if "breakdown" in cfg["methodologies"]:
+                cases += [replace(base, methodology="breakdown", layer=layer)
+                          for layer in layers if layer != "native"]
+            if "raw" in layers:
+                cases.append(replace(base, methodology=FFI_FLOOR, encoding="-", sync="-",
+                                     layer="raw",
+                                     n_values=tuple(n * FLOOR_CALLS_PER_N for n in n_values)))
             groups.append(Group(bench.name, kernel, elements, cfg["workgroup_size"],
                                 sampling, tuple(cases)))
     digest = hashlib.sha256(path.read_bytes()).hexdigest()

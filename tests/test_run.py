@@ -5,6 +5,8 @@ from __future__ import annotations
 import pandas as pd
 from conftest import CONFIGS, gpuoverhead, only_run_folder, read_run, write_suite
 
+from gpuoverhead.suite import load_suite
+
 SAMPLE_COLUMNS = {"run_id", "benchmark", "case", "methodology", "encoding", "layer", "call",
                   "implementation", "backend", "adapter", "vendor", "adapter_type", "kernel",
                   "elements", "n_dispatches", "repetition", "wall_ns", "gpu_ns"}
@@ -25,7 +27,9 @@ def test_run_writes_five_files_with_the_schema(ci_run):
     assert set(samples["backend"]) == {"vulkan"}
     assert set(samples["implementation"]) == {"wgpu-native"}
     assert samples["wall_ns"].gt(0).all()
-    assert samples["gpu_ns"].isna().all()  # no GPU timers in this layer yet
+    stamped = samples["sync"] == "timestamps"
+    assert samples.loc[stamped, "gpu_ns"].gt(0).all()
+    assert samples.loc[~stamped, "gpu_ns"].isna().all()
     assert info["schema_version"] == 1 and info["status"] == "complete"
     assert info["suite"]["name"] == "ci" and len(info["suite"]["sha256"]) == 64
     assert info["adapters"][0]["backend"] == "vulkan"
@@ -39,9 +43,10 @@ def test_summary_has_every_estimate_inside_its_ci(ci_run):
     _, summary, _ = read_run(folder)
     for bench in ("empty", "add_one"):
         rows = summary[summary.benchmark == bench]
-        naive = rows[(rows.metric == "latency_ns") & (rows.sync == "wait")]
+        naive = rows[(rows.metric == "latency_ns") & (rows.methodology == "naive")
+                     & (rows.sync == "wait")]
         assert len(naive) == 1
-        per_dispatch = rows[rows.metric == "per_dispatch_ns"]
+        per_dispatch = rows[(rows.metric == "per_dispatch_ns") & (rows.layer == "wrapper")]
         assert set(per_dispatch.encoding) == {"submit", "pass", "dispatch"}
     assert (summary.ci_low <= summary.value).all() and (summary.value <= summary.ci_high).all()
     assert summary.stop.isin(["converged", "budget", "max_rounds"]).all()
@@ -51,6 +56,7 @@ def test_sequential_slope_lies_below_naive_latency(ci_run):
     _, folder = ci_run
     _, summary, _ = read_run(folder)
     inflation = summary[summary.metric == "inflation"].set_index(["benchmark", "encoding"])
+    assert set(summary[summary.metric == "inflation"].layer) == {"wrapper"}
     assert len(inflation) == 2 * 3
     assert (inflation.loc[(slice(None), "submit"), "value"] > 1).all(), inflation["value"]
     # Recording all dispatches in one pass is the cheapest encoding, so it inflates most.
@@ -62,11 +68,14 @@ def test_sequential_slope_lies_below_naive_latency(ci_run):
 def test_samples_are_interleaved_and_warmup_is_kept_apart(ci_run):
     _, folder = ci_run
     samples, summary, _ = read_run(folder)
+    group = next(g for g in load_suite(CONFIGS / "ci.yaml").groups if g.benchmark == "add_one")
     first = samples[(samples.benchmark == "add_one") & (samples.repetition == 3)
-                    & (samples.phase == "measure")].sort_values("elapsed_ns")
+                    & (samples.phase == "measure") & (samples.call == "")]
     # One round holds every (case, N) once, and not in the order the suite lists them.
-    assert len(first) == 2 + 3 * 4
+    assert len(first) == sum(len(c.n_values) for c in group.cases)
     assert first.duplicated(["case", "n_dispatches"]).sum() == 0
+    listed = [c.id for c in group.cases for _ in c.n_values]
+    assert first.sort_values("elapsed_ns")["case"].tolist() != listed
     assert (samples.phase == "warmup").any()
     rounds = summary.groupby("benchmark")["rounds"].first()
     measured = samples[samples.phase == "measure"].groupby("benchmark")["repetition"].max() + 1
@@ -109,7 +118,7 @@ def test_quick_run_of_the_embedded_default_suite(tmp_path):
     _, summary, info = read_run(only_run_folder(tmp_path))
     assert info["suite"]["name"] == "default"
     assert {"empty", "add_one"} <= set(summary.benchmark)
-    assert (summary.value > 0).all()
+    assert (summary[summary.metric.isin(["latency_ns", "per_dispatch_ns"])].value > 0).all()
 
 
 def test_adapters_lists_the_vulkan_adapter_as_json():

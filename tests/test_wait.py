@@ -7,7 +7,7 @@ from time import perf_counter_ns
 import numpy as np
 
 from gpuoverhead import adapters
-from gpuoverhead.methods.sequential import one_pass, submit_each
+from gpuoverhead.layers.wrapper import one_pass, submit_each
 from gpuoverhead.resources import SHADERS_DIR
 from gpuoverhead.suite import Case, Group, Kernel, Sampling
 from gpuoverhead.sync import wait_idle

@@ -1,21 +1,30 @@
-"""Methodologies: how a case's operations are issued and waited for.
+"""Methodologies: how a case's operations are issued, waited for and timed.
 
-Each module offers `operation(target, case)`, a function `op(n)` that issues `n` operations
-and waits as the methodology defines; the sampler times calls of `op` and nothing else.
-An *operation* is always the same calls: set pipeline, set bind group, dispatch, plus the
-encoder, pass and submit around them that the encoding dictates.
+`operation(target, case, native)` gives `op(n)`, which issues `n` operations and waits as
+the case's methodology defines; the sampler times calls of `op` and nothing else. An op may
+return parts of its sample (per-call times of a breakdown, GPU timestamps), which the
+sampler keeps beside the wall time.
 """
 
 from collections.abc import Callable
+from typing import Any
 
-from gpuoverhead.methods import naive, sequential
-from gpuoverhead.suite import Case
+from gpuoverhead.layers.raw import ffi_floor
+from gpuoverhead.methods import breakdown, naive, sequential, timestamps
+from gpuoverhead.suite import FFI_FLOOR, TIMESTAMPS, Case
 from gpuoverhead.workload import Target
 
-Operation = Callable[[int], None]
+Operation = Callable[[int], Any]
 
 
-def operation(target: Target, case: Case) -> Operation:
-    """The timed operation of `case` on `target`."""
-    module = naive if case.methodology == "naive" else sequential
-    return module.operation(target, case)
+def operation(target: Target, case: Case, native: Any) -> Operation:
+    """The timed operation of `case` on `target` (`native` is the loaded C loop, or None)."""
+    if case.methodology == "naive":
+        return naive.operation(target, case)
+    if case.methodology == "breakdown":
+        return breakdown.operation(target, case)
+    if case.methodology == FFI_FLOOR:
+        return ffi_floor()
+    if case.sync == TIMESTAMPS:
+        return timestamps.operation(target)
+    return sequential.operation(target, case, native)

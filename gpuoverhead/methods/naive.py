@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpuoverhead.methods.sequential import submit_each
+from gpuoverhead.layers.wrapper import submit_each
 from gpuoverhead.suite import Case
 from gpuoverhead.sync import wait_idle
 from gpuoverhead.workload import Target
