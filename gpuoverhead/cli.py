@@ -52,7 +52,9 @@ def run(
     adapter: Annotated[str | None, typer.Option(
         help="Pick the adapter whose device name contains this (case-insensitive).")] = None,
     out: Annotated[Path, typer.Option(help="Folder that receives <run_id>/.")] = Path("results"),
-    quick: Annotated[bool, typer.Option(help="Smoke run: tiny sampling budget.")] = False,
+    quick: Annotated[bool, typer.Option(help="Smoke run: tiny budget, one process.")] = False,
+    processes: Annotated[int, typer.Option(
+        help="Fresh worker processes per benchmark, one after another.")] = 3,
     seed: Annotated[int | None, typer.Option(help="Seed of the interleaving order.")] = None,
     run_id: Annotated[str | None, typer.Option(help="Name of the run folder.")] = None,
     force: Annotated[bool, typer.Option(help="Overwrite an existing run folder.")] = False,
@@ -60,7 +62,8 @@ def run(
     """Measure naive and sequential dispatch overhead and write results/<run_id>/."""
     signal.signal(signal.SIGTERM, _terminate_as_interrupt())
     options = runner.RunOptions(suite=suite, out_root=out, backend=backend, adapter=adapter,
-                                quick=quick, seed=seed, run_id=run_id, force=force)
+                                quick=quick, processes=processes, seed=seed, run_id=run_id,
+                                force=force)
     with user_errors(), console.RichReporter() as reporter:
         result = runner.run(options, reporter)
     _print_summary(result.summary)

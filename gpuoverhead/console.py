@@ -15,7 +15,6 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from gpuoverhead.adapters import FoundAdapter
-from gpuoverhead.sampling import GroupSamples
 from gpuoverhead.suite import Group
 
 out = Console()
@@ -57,23 +56,26 @@ class RichReporter:
     def __exit__(self, *exc: object) -> None:
         self._progress.stop()
 
-    def group_started(self, group: Group, index: int, total: int) -> None:
+    def group_started(self, group: Group, index: int, total: int, processes: int) -> None:
         self._progress.start()  # only now: errors before the first group print cleanly
         budget = group.sampling.budget_s * len(group.cases)
+        self._processes = processes
         self._task = self._progress.add_task(f"[{index + 1}/{total}] {group.id}", total=budget,
                                              info="warming up")
 
-    def round_done(self, samples: GroupSamples, elapsed_s: float, budget_s: float) -> None:
-        self._progress.update(self._task, completed=min(elapsed_s, budget_s),
-                              info=f"{samples.rounds} rounds")
+    def round_done(self, process: int, rounds: int, elapsed_s: float, budget_s: float) -> None:
+        done = process * budget_s + min(elapsed_s, budget_s)
+        self._progress.update(self._task, completed=done,
+                              info=f"process {process + 1}/{self._processes}, {rounds} rounds")
 
     def group_done(self, group: Group, summary: pd.DataFrame | None, error: str | None) -> None:
         task = self._progress.tasks[-1]
         if error:
             self._progress.update(self._task, info="[red]output check failed")
         else:
-            head = summary[summary["metric"].isin(("latency_ns", "per_dispatch_ns"))]
-            info = f"{head['rel_ci'].max():.1%} worst CI, {summary['stop'].iat[0]}"
+            head = summary[summary["metric"].isin(("latency_ns", "per_dispatch_ns"))
+                           & summary["process"].isna()]
+            info = f"{head['rel_ci'].max():.1%} worst CI, {head['stop'].iat[0]}"
             self._progress.update(self._task, completed=task.total, info=info)
 
 
@@ -95,8 +97,11 @@ def summary_grid(summary: pd.DataFrame) -> Table:
     for name, justify in (("benchmark", "left"), ("measure", "left"), ("median", "right"),
                           ("95% CI", "right"), ("±", "right"), ("rounds", "right")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for (bench, elements), rows in summary.groupby(["benchmark", "elements"], sort=False):
-        labels = [str(bench), f"{elements:,} el.", str(rows["stop"].iat[0])]
+    combined = summary[summary["process"].isna()] if "process" in summary else summary
+    for (bench, elements), rows in combined.groupby(["benchmark", "elements"], sort=False):
+        processes = int(rows["processes"].iat[0]) if "processes" in rows else 1
+        labels = [str(bench), f"{elements:,} el.", str(rows["stop"].iat[0]),
+                  f"{processes} process{'es' if processes > 1 else ''}"]
         for name, method, encoding, sync, layer, metric in _ROWS:
             hit = rows[(rows.methodology == method) & (rows.encoding == encoding)
                        & (rows.sync == sync) & (rows.layer == layer) & (rows.metric == metric)]
@@ -112,7 +117,8 @@ def summary_grid(summary: pd.DataFrame) -> Table:
 
 def breakdown_grid(summary: pd.DataFrame) -> Table | None:
     """Per call of one `submit` operation, the median CPU time in each layer that ran."""
-    calls = summary[summary.metric == "call_ns"]
+    calls = summary[(summary.metric == "call_ns")
+                    & (summary["process"].isna() if "process" in summary else True)]
     if calls.empty:
         return None
     layers = list(dict.fromkeys(calls.layer))

@@ -14,8 +14,14 @@ Metrics (ns unless said otherwise), each a median over rounds with its 95% CI:
   `python_ns` = wrapper slope - api; `closure_ns` = median(wrapper) - median(api) -
   median(python), ~0 when the parts add up; `ffi_check_ns` = (raw - calls x floor) - native,
   which validates the FFI correction where both layers ran.
+- `first_round_ns`: a naive op in the first warm-up round, what a short-lived program pays.
 Sampling stops when `latency_ns` and `per_dispatch_ns` are precise enough; the others are
 reported with whatever precision that gives.
+
+With several worker processes each process's values stay apart: the combined estimate is
+the median of all of them with a two-level bootstrap CI (processes, then values within
+them), `rel_spread_between` is the range of the process medians relative to it, and each
+process's own estimate is a row of its own (`process` set).
 """
 
 from __future__ import annotations
@@ -32,7 +38,14 @@ from gpuoverhead.adapters import AdapterInfo
 from gpuoverhead.layers.raw import CALLS_PER_OP
 from gpuoverhead.methods.breakdown import CALLS
 from gpuoverhead.sampling import GroupSamples
-from gpuoverhead.stats import Estimate, median_ci, outlier_flags, round_fits
+from gpuoverhead.stats import (
+    Estimate,
+    drift,
+    hierarchical_median_ci,
+    median_ci,
+    outlier_flags,
+    round_fits,
+)
 from gpuoverhead.suite import FFI_FLOOR, TIMESTAMPS, Case, Group
 
 #: Metrics whose precision decides when sampling stops.
@@ -56,13 +69,32 @@ class Calibration:
 
 
 @dataclass(frozen=True)
-class Row:
+class Key:
+    """What one estimate is of: a case's metric (and call, for a breakdown)."""
+
     case: Case
     metric: str
     unit: str
     estimator: str
-    estimate: Estimate
     call: str = ""
+
+
+@dataclass
+class Series:
+    """The values an estimate is the median of (one per round, or per sample), with the
+    time each was taken (epoch ns) and how many samples they came from."""
+
+    values: np.ndarray
+    times: np.ndarray
+    count: int
+
+
+@dataclass(frozen=True)
+class Row:
+    key: Key
+    estimate: Estimate
+    process: int | None = None
+    rel_spread_between: float = float("nan")
 
 
 @dataclass(frozen=True)
@@ -107,103 +139,160 @@ def gpu_timer(samples: GroupSamples, tick_ns: float) -> GpuTimer | None:
     return GpuTimer(resolution_ns=step * tick_ns)
 
 
-def estimate_rows(samples: GroupSamples, cal: Calibration) -> list[Row]:
-    """Every estimate of a group, computed from its measured (non-warm-up) samples."""
+def series(samples: GroupSamples, cal: Calibration, clock_offset_ns: int = 0
+           ) -> dict[Key, Series]:
+    """Per estimate, the per-round (or per-sample) values of one process."""
     rec = _records(samples)
-    rows: list[Row] = []
-    naive_walls: np.ndarray | None = None
-    slopes: dict[tuple[str, str], tuple[Case, np.ndarray]] = {}
+    out: dict[Key, Series] = {}
+    naive: tuple[np.ndarray, np.ndarray] | None = None
+    slopes: dict[tuple[str, str], tuple[Case, np.ndarray, np.ndarray]] = {}
     floor: np.ndarray | None = None
     timer = gpu_timer(samples, cal.tick_ns) if cal.tick_ns else None
     for index, case in enumerate(samples.cases):
         pos = _measured(rec, index)
         walls = rec[pos, 5].astype(float)
-        if case.methodology == "naive":
-            rows.append(Row(case, "latency_ns", "ns", "median", median_ci(walls)))
-            if case.sync == "wait":
-                naive_walls = walls
-        elif case.methodology == "breakdown":
-            rows.append(Row(case, "latency_ns", "ns", "median", median_ci(walls)))
-            parts = np.array([samples.parts[p] for p in pos], dtype=float).reshape(-1, len(CALLS))
-            for j, call in enumerate(CALLS):
-                rows.append(Row(case, "call_ns", "ns", "median - clock cost",
-                                median_ci(parts[:, j] - cal.timer_ns), call))
-        elif case.sync == TIMESTAMPS:
+        times = (rec[pos, 4] + clock_offset_ns).astype(float)
+        if case.methodology in ("naive", "breakdown"):
+            out[Key(case, "latency_ns", "ns", "median")] = Series(walls, times, walls.size)
+            if case.methodology == "naive" and case.sync == "wait":
+                naive = (walls, times)
+            first = np.flatnonzero((rec[:, 0] == index) & (rec[:, 2] == 0) & (rec[:, 3] == 1))
+            if case.methodology == "naive" and first.size:
+                out[Key(case, "first_round_ns", "ns", "warm-up round 0")] = Series(
+                    rec[first[:1], 5].astype(float), times[:1], 1)
+            if case.methodology == "breakdown":
+                parts = np.array([samples.parts[p] for p in pos], dtype=float)
+                for j, call in enumerate(CALLS):
+                    out[Key(case, "call_ns", "ns", "median - clock cost", call)] = Series(
+                        parts[:, j] - cal.timer_ns, times, parts.shape[0])
+            continue
+        round_times = _by_round(times, case)[:, 0]
+        if case.sync == TIMESTAMPS:
             if cal.tick_ns is None or timer is None:
                 continue
             gpu = _by_round(gpu_times(samples, pos, cal.tick_ns), case)
             note = (f"round-median theil-sen (timer quantized to {timer.resolution_ns:.0f} ns)"
                     if timer.quantized else "round-median theil-sen")
-            rows += _fit_rows(case, gpu, ("gpu_ns", "gpu_fixed_ns"), note)
-        else:
-            matrix = _by_round(walls, case)
-            if case.methodology == FFI_FLOOR:
-                rows += _fit_rows(case, matrix, ("ffi_floor_ns",), "round-median theil-sen")
-                floor = round_fits(np.array(case.n_values), matrix)[0]
-                continue
-            rows += _fit_rows(case, matrix, ("per_dispatch_ns", "fixed_ns"),
+            _add_fits(out, case, gpu, round_times, ("gpu_ns", "gpu_fixed_ns"), note)
+            continue
+        matrix = _by_round(walls, case)
+        if case.methodology == FFI_FLOOR:
+            floor = _add_fits(out, case, matrix, round_times, ("ffi_floor_ns",),
                               "round-median theil-sen")
-            slopes[(case.encoding, case.layer)] = (case,
-                                                   round_fits(np.array(case.n_values), matrix)[0])
-    if naive_walls is not None:
-        for (_, layer), (case, s) in slopes.items():
+            continue
+        slope = _add_fits(out, case, matrix, round_times, ("per_dispatch_ns", "fixed_ns"),
+                          "round-median theil-sen")
+        slopes[(case.encoding, case.layer)] = (case, slope, round_times)
+    if naive is not None:
+        for (_, layer), (case, s, t) in slopes.items():
             if layer == "wrapper":
-                r = min(len(naive_walls), len(s))
-                rows.append(Row(case, "inflation", "ratio", "round-median ratio",
-                                median_ci(naive_walls[:r] / s[:r])))
-    rows += _layer_rows(slopes, floor)
-    return rows
+                r = min(len(naive[0]), len(s))
+                out[Key(case, "inflation", "ratio", "round-median ratio")] = Series(
+                    naive[0][:r] / s[:r], t[:r], r)
+    _add_layers(out, slopes, floor)
+    return out
 
 
-def _fit_rows(case: Case, matrix: np.ndarray, metrics: tuple[str, ...], estimator: str
-              ) -> list[Row]:
+def _add_fits(out: dict[Key, Series], case: Case, matrix: np.ndarray, times: np.ndarray,
+              metrics: tuple[str, ...], estimator: str) -> np.ndarray:
+    """Per-round Theil-Sen fits as series; returns the slopes."""
     fits = round_fits(np.array(case.n_values), matrix)
-    return [Row(case, metric, "ns", estimator,
-                _with_count(median_ci(values), matrix.size))
-            for metric, values in zip(metrics, fits[: len(metrics)], strict=True)]
+    for metric, values in zip(metrics, fits[: len(metrics)], strict=True):
+        out[Key(case, metric, "ns", estimator)] = Series(values, times, matrix.size)
+    return fits[0]
 
 
-def _with_count(est: Estimate, count: int) -> Estimate:
-    return Estimate(est.value, est.ci_low, est.ci_high, count)
-
-
-def _layer_rows(slopes: dict[tuple[str, str], tuple[Case, np.ndarray]],
-                floor: np.ndarray | None) -> list[Row]:
-    """api, python, closure and FFI-check rows per encoding, paired round by round."""
-    rows = []
-    for (encoding, layer), (case, wrapper) in slopes.items():
+def _add_layers(out: dict[Key, Series],
+                slopes: dict[tuple[str, str], tuple[Case, np.ndarray, np.ndarray]],
+                floor: np.ndarray | None) -> None:
+    """api, python and FFI-check series per encoding, paired round by round."""
+    for (encoding, layer), (case, wrapper, times) in slopes.items():
         if layer != "wrapper":
             continue
-        raw = slopes.get((encoding, "raw"), (None, None))[1]
-        native = slopes.get((encoding, "native"), (None, None))[1]
-        corrected = None
+        raw = slopes.get((encoding, "raw"), (None, None, None))[1]
+        native = slopes.get((encoding, "native"), (None, None, None))[1]
         calls = CALLS_PER_OP[encoding]
-        if raw is not None and floor is not None:
-            corrected = raw - calls * floor[: len(raw)]
+        corrected = raw - calls * floor[: len(raw)] if raw is not None and floor is not None \
+            else None
         if native is not None:
             api, how = native, "native slope"
         elif corrected is not None:
             api, how = corrected, f"raw slope - {calls} x ffi floor (native layer absent)"
         else:
             continue
-        python = wrapper - api
-        rows.append(Row(case, "api_ns", "ns", how, median_ci(api)))
-        rows.append(Row(case, "python_ns", "ns", "wrapper slope - api", median_ci(python)))
-        closure = float(np.median(wrapper) - np.median(api) - np.median(python))
-        rows.append(Row(case, "closure_ns", "ns", "median(wrapper) - median(api) - median(python)",
-                        Estimate(closure, closure, closure, len(wrapper))))
+        n = len(wrapper)
+        out[Key(case, "api_ns", "ns", how)] = Series(api, times, n)
+        out[Key(case, "python_ns", "ns", "wrapper slope - api")] = Series(wrapper - api, times, n)
         if native is not None and corrected is not None:
             raw_case = slopes[(encoding, "raw")][0]
-            rows.append(Row(raw_case, "ffi_check_ns", "ns",
-                            f"(raw slope - {calls} x ffi floor) - native slope",
-                            median_ci(corrected - native)))
-    return rows
+            out[Key(raw_case, "ffi_check_ns", "ns",
+                    f"(raw slope - {calls} x ffi floor) - native slope")] = Series(
+                corrected - native, times, n)
 
 
 def worst_rel_ci(samples: GroupSamples, cal: Calibration) -> float:
-    """Largest relative CI half-width among the headline estimates (for the stopping rule)."""
-    rels = [r.estimate.rel_ci for r in estimate_rows(samples, cal) if r.metric in HEADLINE]
+    """Largest relative CI half-width among one process's headline estimates."""
+    rels = [median_ci(s.values).rel_ci for k, s in series(samples, cal).items()
+            if k.metric in HEADLINE]
     return max(rels, default=float("inf"))
+
+
+def combine(per_process: list[dict[Key, Series]], rng: np.random.Generator) -> list[Row]:
+    """Estimates across processes (hierarchical CI, between-process spread), then, where
+    there are several processes, each process's own estimate (`process` set)."""
+    keys = list(dict.fromkeys(k for p in per_process for k in p))
+    rows = []
+    for key in keys:
+        present = [p[key] for p in per_process if key in p]
+        est = hierarchical_median_ci([s.values for s in present], rng)
+        est = Estimate(est.value, est.ci_low, est.ci_high, sum(s.count for s in present))
+        medians = [float(np.median(s.values)) for s in present]
+        spread = (max(medians) - min(medians)) / abs(est.value) if est.value else float("nan")
+        rows.append(Row(key, est, None, spread if len(present) > 1 else float("nan")))
+    rows += _closures(rows)
+    if len(per_process) > 1:
+        for process, found in enumerate(per_process):
+            rows += [Row(k, _with_count(median_ci(s.values), s.count), process)
+                     for k, s in found.items()]
+    return rows
+
+
+def _with_count(est: Estimate, count: int) -> Estimate:
+    return Estimate(est.value, est.ci_low, est.ci_high, count)
+
+
+def _closures(rows: list[Row]) -> list[Row]:
+    """wrapper - api - python from the combined medians: how far the split fails to add up."""
+    by = {(r.key.case, r.key.metric): r.estimate for r in rows}
+    out = []
+    for (case, metric), wrapper in by.items():
+        if metric != "per_dispatch_ns" or (case, "api_ns") not in by:
+            continue
+        closure = wrapper.value - by[(case, "api_ns")].value - by[(case, "python_ns")].value
+        key = Key(case, "closure_ns", "ns", "median(wrapper) - median(api) - median(python)")
+        out.append(Row(key, Estimate(closure, closure, closure, wrapper.n_samples)))
+    return out
+
+
+def drifts(per_process: list[dict[Key, Series]]) -> list[dict[str, Any]]:
+    """Trends of headline values over rounds (per process) and over the run's wall clock
+    (all processes together), for run.json."""
+    found = []
+    keys = list(dict.fromkeys(k for p in per_process for k in p if k.metric in HEADLINE))
+    for key in keys:
+        present = [(i, p[key]) for i, p in enumerate(per_process) if key in p]
+        scopes = [(f"process {i} over rounds", s.values, np.arange(s.values.size))
+                  for i, s in present]
+        if len(present) > 1:
+            scopes.append(("all processes over wall-clock time",
+                           np.concatenate([s.values for _, s in present]),
+                           np.concatenate([s.times for _, s in present])))
+        for scope, values, times in scopes:
+            d = drift(values, times)
+            if d is not None:
+                found.append({"case": key.case.id, "metric": key.metric, "scope": scope,
+                              "rho": round(d.rho, 3), "p": d.p, "change": round(d.change, 4)})
+    return found
 
 
 def _case_fields(run_id: str, adapter: AdapterInfo, case: Case) -> dict[str, Any]:
@@ -217,18 +306,19 @@ def _case_fields(run_id: str, adapter: AdapterInfo, case: Case) -> dict[str, Any
     }
 
 
-def samples_table(run_id: str, adapter: AdapterInfo, samples: GroupSamples,
-                  run_start_ns: int, cal: Calibration) -> pd.DataFrame:
+def samples_table(run_id: str, adapter: AdapterInfo, samples: GroupSamples, process: int,
+                  run_start_ns: int, clock_offset_ns: int, cal: Calibration) -> pd.DataFrame:
     """One row per sample (warm-up included, by `phase`), plus one row per call of a breakdown
-    sample (`call` set). Outliers are flagged, not dropped."""
+    sample (`call` set). Outliers are flagged, not dropped. `elapsed_ns` counts from the
+    run's start on a clock shared by all processes."""
     rec = _records(samples)
     base = pd.DataFrame([_case_fields(run_id, adapter, c) for c in samples.cases])
     table = base.iloc[rec[:, 0]].reset_index(drop=True)
     table["n_dispatches"] = rec[:, 1]
     table["repetition"] = rec[:, 2]
     table["phase"] = np.where(rec[:, 3] == 1, "warmup", "measure")
-    table["process"] = 0
-    table["elapsed_ns"] = rec[:, 4] - run_start_ns
+    table["process"] = process
+    table["elapsed_ns"] = rec[:, 4] + clock_offset_ns - run_start_ns
     table["wall_ns"] = rec[:, 5]
     gpu = pd.array([pd.NA] * len(table), dtype="Int64")
     stamped = [p for p, (i, *_) in enumerate(samples.records)
@@ -251,22 +341,33 @@ def samples_table(run_id: str, adapter: AdapterInfo, samples: GroupSamples,
     return table[SAMPLE_COLUMNS]
 
 
-def summary_table(run_id: str, adapter: AdapterInfo, group: Group, samples: GroupSamples,
-                  sample_rows: pd.DataFrame, cal: Calibration) -> pd.DataFrame:
-    """One row per estimate, with the case columns, CI, precision and how sampling ended."""
-    outliers = sample_rows[sample_rows["outlier"]].groupby(["case", "call"]).size()
-    rows = []
-    for r in estimate_rows(samples, cal):
-        e = r.estimate
-        rows.append({
-            **_case_fields(run_id, adapter, r.case),
-            "call": r.call,
+def summary_table(run_id: str, adapter: AdapterInfo, group: Group, rows: list[Row],
+                  runs: list[GroupSamples], sample_rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per estimate: the case columns, CI, precision, spread between processes and how
+    sampling ended. `process` is empty for estimates over all processes."""
+    outliers = sample_rows[sample_rows["outlier"]].groupby(["case", "call", "process"]).size()
+    table = []
+    for r in rows:
+        e, k = r.estimate, r.key
+        these = runs if r.process is None else [runs[r.process]]
+        table.append({
+            **_case_fields(run_id, adapter, k.case),
+            "call": k.call,
             "n_dispatches": pd.NA,
-            "metric": r.metric, "unit": r.unit, "estimator": r.estimator,
+            "process": pd.NA if r.process is None else r.process,
+            "metric": k.metric, "unit": k.unit, "estimator": k.estimator,
             "value": e.value, "ci_low": e.ci_low, "ci_high": e.ci_high,
             "n_samples": e.n_samples, "rel_ci": e.rel_ci,
-            "rounds": samples.rounds, "warmup_rounds": samples.warmup_rounds,
-            "stop": samples.stop, "target_rel_ci": group.sampling.target_rel_ci,
-            "outliers": int(outliers.get((r.case.id, r.call), 0)),
+            "rel_spread_between": r.rel_spread_between,
+            "processes": len(these),
+            "rounds": sum(s.rounds for s in these),
+            "warmup_rounds": sum(s.warmup_rounds for s in these),
+            "stop": ",".join(sorted({s.stop for s in these})),
+            "target_rel_ci": group.sampling.target_rel_ci,
+            "outliers": int(sum(outliers.get((k.case.id, k.call, p), 0)
+                                for p in ([r.process] if r.process is not None
+                                          else range(len(runs))))),
         })
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(table)
+    frame["process"] = frame["process"].astype("Int64")
+    return frame

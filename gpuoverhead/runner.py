@@ -1,41 +1,39 @@
-"""Run a suite on one adapter: groups are sampled one after another, each written when done.
+"""Run a suite on one adapter: groups are measured one after another, each written when done.
 
-Flow: suite -> adapter and device -> pipelines (all compiled before anything is measured, so
-a bad shader fails in a second, not after minutes) -> for each group: targets, interleaved
-sampling, output check, estimates -> result files rewritten atomically. An interrupted run
-keeps every group that finished; a group whose output check fails is recorded as an error
-and contributes no rows.
+Flow: suite -> adapter -> every kernel compiled once (a bad shader fails in a second, not
+after minutes) -> for each group: P worker processes one after another (worker.py), each
+sampling the group interleaved and checking its outputs -> estimates across processes ->
+result files rewritten atomically. An interrupted run keeps every group that finished; a
+group whose output check fails in any process is recorded as an error and contributes no
+rows. Each process gets 1/P of the group's budget, so P changes precision, not run time.
 """
 
 from __future__ import annotations
 
 import secrets
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import partial
 from pathlib import Path
-from time import perf_counter_ns
 from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
-from gpuoverhead import adapters, estimates, methods, runinfo, writers
-from gpuoverhead.errors import IntegrityError, UserError
-from gpuoverhead.estimates import Calibration
+from gpuoverhead import adapters, estimates, runinfo, worker, writers
+from gpuoverhead.errors import UserError
 from gpuoverhead.layers import native as native_layer
-from gpuoverhead.methods.timestamps import timestamp_period_ns
-from gpuoverhead.sampling import GroupSamples, sample_group, timer_cost_ns
 from gpuoverhead.suite import TIMESTAMPS, Case, Group, Suite, load_suite, quick
-from gpuoverhead.workload import build_targets, compile_pipeline
+from gpuoverhead.workload import compile_pipeline
 
 
 class Reporter(Protocol):
     """What the runner tells the user while it works (the console implements it)."""
 
-    def group_started(self, group: Group, index: int, total: int) -> None: ...
-    def round_done(self, samples: GroupSamples, elapsed_s: float, budget_s: float) -> None: ...
+    def group_started(self, group: Group, index: int, total: int, processes: int) -> None: ...
+    def round_done(self, process: int, rounds: int, elapsed_s: float, budget_s: float
+                   ) -> None: ...
     def group_done(self, group: Group, summary: pd.DataFrame | None, error: str | None) -> None: ...
 
 
@@ -46,6 +44,7 @@ class RunOptions:
     backend: str | None = None
     adapter: str | None = None
     quick: bool = False
+    processes: int = 3
     seed: int | None = None
     run_id: str | None = None
     force: bool = False
@@ -65,6 +64,8 @@ class RunResult:
 
 def prepare(options: RunOptions) -> tuple[Suite, adapters.FoundAdapter]:
     """Everything that can fail because of the user's input, before anything is measured."""
+    if options.processes < 1:
+        raise UserError(f"--processes must be at least 1, not {options.processes}")
     suite = load_suite(options.suite)
     if options.quick:
         suite = quick(suite)
@@ -75,33 +76,30 @@ def prepare(options: RunOptions) -> tuple[Suite, adapters.FoundAdapter]:
 def run(options: RunOptions, reporter: Reporter) -> RunResult:
     suite, chosen = prepare(options)
     notes: list[str] = []
-    native: native_layer.NativeLoop | None = None
+    native = False
     if _any(suite, lambda c: c.layer == "native"):
-        loaded = native_layer.load()
-        if isinstance(loaded, str):
-            notes.append(loaded)
+        loaded = native_layer.load()  # compiles once here; workers find it in the cache
+        native = not isinstance(loaded, str)
+        if not native:
+            notes.append(str(loaded))
             suite = _without(suite, lambda c: c.layer == "native")
-        else:
-            native = loaded
     timestamps = _any(suite, lambda c: c.sync == TIMESTAMPS)
     if timestamps and not chosen.info.timestamps:
         notes.append(f"{chosen.info.device} has no timestamp queries: no GPU times (gpu_ns)")
         suite = _without(suite, lambda c: c.sync == TIMESTAMPS)
         timestamps = False
-    device = _request_device(chosen, suite, timestamps)
-    cal = Calibration(timer_ns=timer_cost_ns(),
-                      tick_ns=timestamp_period_ns(device.queue) if timestamps else None)
-    pipelines = {g: compile_pipeline(device, g.kernel, g.workgroup_size) for g in suite.groups}
+    limits = _required_limits(chosen, suite)
+    _check_shaders(chosen, suite, timestamps, limits)
+    processes = 1 if options.quick else options.processes
     run_id = options.run_id or runinfo.new_run_id()
     folder = _make_folder(options.out_root / run_id, options.force)
     seed = options.seed if options.seed is not None else secrets.randbits(32)
     rng = np.random.default_rng(seed)
     info = runinfo.base_info(run_id, options.argv, suite.path, suite.name, suite.sha256, seed)
-    info["adapters"].append({**chosen.info.__dict__, **chosen.details(),
-                             "timestamp_period_ns": cal.tick_ns})
-    info["calibration"] = {"clock_cost_ns": cal.timer_ns, "timestamp_period_ns": cal.tick_ns}
-    info["layers"] = {"native": {"library": str(native.path), "compiler": native.compiler}
-                      if native else None}
+    info["processes"] = processes
+    info["adapters"].append({**chosen.info.__dict__, **chosen.details()})
+    info["layers"] = {"native": loaded_info(loaded) if native else None}
+    info["drift"] = []
     info["warnings"].extend(notes)
     if chosen.info.is_software:
         info["warnings"].append(
@@ -109,7 +107,7 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
             "running on the CPU, not a GPU")
     samples_parts: list[pd.DataFrame] = []
     summary_parts: list[pd.DataFrame] = []
-    run_start = perf_counter_ns()
+    run_start = time.time_ns()
 
     def save(status: str) -> None:
         info["status"] = status
@@ -121,32 +119,34 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     save("running")
     try:
         for index, group in enumerate(suite.groups):
-            reporter.group_started(group, index, len(suite.groups))
+            reporter.group_started(group, index, len(suite.groups), processes)
             entry: dict[str, Any] = {"id": group.id, "benchmark": group.benchmark,
                                      "elements": group.elements}
-            try:
-                samples, summary, rows = _measure(group, device, pipelines[group], rng, reporter,
-                                                  run_id, chosen.info, run_start, cal, native)
-            except IntegrityError as exc:
+            share = replace(group, sampling=replace(
+                group.sampling, budget_s=group.sampling.budget_s / processes))
+            outcomes = [worker.run(worker.Job(share, chosen.info, worker.seeds(seed, index, p),
+                                              p, native, limits), reporter.round_done)
+                        for p in range(processes)]
+            errors = [o.error for o in outcomes if o.error]
+            if errors:
                 entry["status"] = "failed"
-                info["errors"].append(str(exc))
+                info["errors"].extend(f"{group.id}: {e}" for e in errors)
                 info["benchmarks"].append(entry)
-                reporter.group_done(group, None, str(exc))
+                reporter.group_done(group, None, errors[0])
                 save("running")
                 continue
-            entry.update(status="ok", rounds=samples.rounds, warmup_rounds=samples.warmup_rounds,
-                         warmup_settled=samples.warmup_settled, stop=samples.stop,
-                         sampling=group.sampling.__dict__)
-            timer = estimates.gpu_timer(samples, cal.tick_ns) if cal.tick_ns else None
-            if timer is not None:
-                entry["gpu_timer_resolution_ns"] = timer.resolution_ns
-                entry["gpu_timer_quantized"] = timer.quantized
-                if timer.quantized:
-                    info["warnings"].append(
-                        f"{group.id}: GPU timestamps are quantized to {timer.resolution_ns:.0f} "
-                        "ns; gpu_ns figures are no more precise than that")
+            rows, summary = _tables(run_id, chosen.info, group, outcomes, run_start, rng)
+            entry.update(status="ok", sampling=group.sampling.__dict__,
+                         processes=[_process_entry(o) for o in outcomes])
             info["benchmarks"].append(entry)
-            info["warnings"].extend(_precision_warnings(group, samples, summary))
+            info["warnings"].extend(_timer_warnings(group, outcomes))
+            info["warnings"].extend(_precision_warnings(group, summary))
+            found = estimates.drifts([estimates.series(o.samples, o.calibration,
+                                                       o.clock_offset_ns) for o in outcomes])
+            info["drift"].extend(found)
+            info["warnings"].extend(
+                f"{d['case']} {d['metric']} drifts ({d['scope']}: rho {d['rho']:+.2f}, "
+                f"{d['change']:+.1%} first to last quarter)" for d in found)
             samples_parts.append(rows)
             summary_parts.append(summary)
             save("running")
@@ -158,21 +158,61 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     return RunResult(folder, info, _concat(summary_parts, None))
 
 
-def _measure(group: Group, device: Any, pipeline: Any, rng: np.random.Generator,
-             reporter: Reporter, run_id: str, adapter: adapters.AdapterInfo, run_start: int,
-             cal: Calibration, native: native_layer.NativeLoop | None
-             ) -> tuple[GroupSamples, pd.DataFrame, pd.DataFrame]:
-    targets = build_targets(device, pipeline, group, rng)
-    ops = {case: methods.operation(targets[case], case, native) for case in group.cases}
-    counts = dict.fromkeys(group.cases, 0)
-    precision = partial(estimates.worst_rel_ci, cal=cal)
-    samples = sample_group(group, ops, rng, precision, reporter.round_done, counts)
-    for case, target in targets.items():
-        target.dispatched = counts[case]
-        target.verify(case.id)
-    rows = estimates.samples_table(run_id, adapter, samples, run_start, cal)
-    summary = estimates.summary_table(run_id, adapter, group, samples, rows, cal)
-    return samples, summary, rows
+def loaded_info(loop: Any) -> dict[str, str]:
+    return {"library": str(loop.path), "compiler": loop.compiler}
+
+
+def _tables(run_id: str, adapter: adapters.AdapterInfo, group: Group,
+            outcomes: list[worker.Outcome], run_start: int, rng: np.random.Generator
+            ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    per_process = [estimates.series(o.samples, o.calibration, o.clock_offset_ns)
+                   for o in outcomes]
+    rows = pd.concat([estimates.samples_table(run_id, adapter, o.samples, o.process, run_start,
+                                              o.clock_offset_ns, o.calibration)
+                      for o in outcomes], ignore_index=True)
+    estimated = estimates.combine(per_process, rng)
+    summary = estimates.summary_table(run_id, adapter, group, estimated,
+                                      [o.samples for o in outcomes], rows)
+    return rows, summary
+
+
+def _process_entry(outcome: worker.Outcome) -> dict[str, Any]:
+    s, cal = outcome.samples, outcome.calibration
+    entry = {"process": outcome.process, "rounds": s.rounds, "warmup_rounds": s.warmup_rounds,
+             "warmup_settled": s.warmup_settled, "stop": s.stop,
+             "clock_cost_ns": cal.timer_ns, "timestamp_period_ns": cal.tick_ns}
+    timer = estimates.gpu_timer(s, cal.tick_ns) if cal.tick_ns else None
+    if timer is not None:
+        entry.update(gpu_timer_resolution_ns=timer.resolution_ns,
+                     gpu_timer_quantized=timer.quantized)
+    return entry
+
+
+def _timer_warnings(group: Group, outcomes: list[worker.Outcome]) -> list[str]:
+    warnings = []
+    for o in outcomes:
+        timer = estimates.gpu_timer(o.samples, o.calibration.tick_ns) \
+            if o.calibration.tick_ns else None
+        if timer is not None and timer.quantized:
+            warnings.append(f"{group.id}: GPU timestamps are quantized to "
+                            f"{timer.resolution_ns:.0f} ns; gpu_ns is no more precise than that")
+            break
+    warnings += [f"{group.id}: warm-up of process {o.process} did not settle within "
+                 f"{o.samples.warmup_rounds} rounds" for o in outcomes
+                 if not o.samples.warmup_settled]
+    return warnings
+
+
+def _precision_warnings(group: Group, summary: pd.DataFrame) -> list[str]:
+    head = summary[summary["metric"].isin(estimates.HEADLINE) & summary["process"].isna()]
+    if head.empty or head["stop"].eq("converged").all():
+        return []
+    worst = head.loc[head["rel_ci"].idxmax()]
+    if worst["rel_ci"] <= group.sampling.target_rel_ci:
+        return []
+    return [f"{group.id}: {worst['case']} {worst['metric']} is only known to "
+            f"±{worst['rel_ci']:.1%} (target ±{group.sampling.target_rel_ci:.1%}) when sampling "
+            f"stopped ({worst['stop']}): the machine is noisy or the budget too small"]
 
 
 def _any(suite: Suite, predicate: Callable[[Case], bool]) -> bool:
@@ -186,29 +226,14 @@ def _without(suite: Suite, predicate: Callable[[Case], bool]) -> Suite:
     return replace(suite, groups=groups)
 
 
-def _precision_warnings(group: Group, samples: GroupSamples, summary: pd.DataFrame) -> list[str]:
-    warnings = []
-    if samples.stop != "converged":
-        head = summary[summary["metric"].isin(estimates.HEADLINE)]
-        worst = head.loc[head["rel_ci"].idxmax()]
-        warnings.append(
-            f"{group.id}: {worst['case']} {worst['metric']} is only known to "
-            f"±{worst['rel_ci']:.1%} (target ±{group.sampling.target_rel_ci:.1%}) when sampling "
-            f"stopped ({samples.stop}): the machine is noisy or the budget too small")
-    if not samples.warmup_settled:
-        warnings.append(f"{group.id}: warm-up did not settle within "
-                        f"{samples.warmup_rounds} rounds")
-    return warnings
-
-
 def _concat(parts: list[pd.DataFrame], columns: list[str] | None) -> pd.DataFrame:
     if parts:
         return pd.concat(parts, ignore_index=True)
     return pd.DataFrame(columns=columns or [])
 
 
-def _request_device(chosen: adapters.FoundAdapter, suite: Suite, timestamps: bool) -> Any:
-    """A device with the limits the suite needs, checked against the adapter's first."""
+def _required_limits(chosen: adapters.FoundAdapter, suite: Suite) -> dict[str, int]:
+    """Device limits the suite needs beyond the defaults, checked against the adapter's."""
     limits = chosen.adapter.limits
     need_bytes = max(g.elements for g in suite.groups) * 4
     for group in suite.groups:
@@ -220,12 +245,19 @@ def _request_device(chosen: adapters.FoundAdapter, suite: Suite, timestamps: boo
         if need_bytes > limits[key]:
             raise UserError(f"elements up to {need_bytes // 4} need {need_bytes} bytes, over the "
                             f"adapter's {key} of {limits[key]}")
-    required = {key: max(need_bytes, 1 << 27)
-                for key in ("max-storage-buffer-binding-size", "max-buffer-size")
-                if need_bytes > (1 << 27)}
+    return {key: need_bytes for key in ("max-storage-buffer-binding-size", "max-buffer-size")
+            if need_bytes > (1 << 27)}
+
+
+def _check_shaders(chosen: adapters.FoundAdapter, suite: Suite, timestamps: bool,
+                   limits: dict[str, int]) -> None:
+    """Compile every kernel once before anything is measured: a bad shader fails at once."""
     features = ["timestamp-query"] if timestamps else []
-    return chosen.adapter.request_device_sync(required_features=features,
-                                              required_limits=required)
+    device = chosen.adapter.request_device_sync(required_features=features,
+                                                required_limits=limits)
+    for group in suite.groups:
+        compile_pipeline(device, group.kernel, group.workgroup_size)
+    device.destroy()
 
 
 def _make_folder(folder: Path, force: bool) -> Path:

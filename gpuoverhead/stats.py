@@ -75,3 +75,58 @@ def outlier_flags(values: np.ndarray) -> np.ndarray:
     if mad == 0:
         return values != med
     return np.abs(0.6745 * (values - med) / mad) > OUTLIER_Z
+
+
+#: Bootstrap resamples for CIs that combine processes.
+BOOTSTRAP_RESAMPLES = 2000
+#: Drift is reported when a rank correlation with time is at least this strong ...
+DRIFT_MIN_RHO = 0.3
+#: ... and this unlikely under no trend (strict, since many cases are tested at once).
+DRIFT_MAX_P = 0.001
+
+
+def hierarchical_median_ci(groups: list[np.ndarray], rng: np.random.Generator) -> Estimate:
+    """Median of all values with a CI that includes between-process variation.
+
+    Two-level bootstrap: resample processes with replacement, then values within each chosen
+    process, and take the pooled median; the CI is the 2.5-97.5 percentile of those medians.
+    With one process this is the order-statistic CI of `median_ci`.
+    """
+    groups = [np.asarray(g, dtype=float) for g in groups if len(g)]
+    if len(groups) <= 1:
+        return median_ci(groups[0] if groups else np.array([]))
+    pooled = np.concatenate(groups)
+    medians = np.empty(BOOTSTRAP_RESAMPLES)
+    sizes = np.array([len(g) for g in groups])
+    for b in range(BOOTSTRAP_RESAMPLES):
+        picks = rng.integers(0, len(groups), len(groups))
+        medians[b] = np.median(np.concatenate(
+            [groups[p][rng.integers(0, sizes[p], sizes[p])] for p in picks]))
+    low, high = np.percentile(medians, [2.5, 97.5])
+    value = float(np.median(pooled))
+    return Estimate(value, float(min(low, value)), float(max(high, value)), int(pooled.size))
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A monotone trend of values against time: Spearman's rho, its p-value, and the change
+    from the first to the last quarter of the values relative to their median."""
+
+    rho: float
+    p: float
+    change: float
+
+
+def drift(values: np.ndarray, times: np.ndarray) -> Drift | None:
+    """The trend of `values` over `times` if it is strong and significant, else None."""
+    values, times = np.asarray(values, dtype=float), np.asarray(times, dtype=float)
+    if values.size < 8 or np.ptp(values) == 0:
+        return None
+    result = sps.spearmanr(times, values)
+    rho, p = float(result.statistic), float(result.pvalue)
+    if not (abs(rho) >= DRIFT_MIN_RHO and p <= DRIFT_MAX_P):
+        return None
+    order = np.argsort(times)
+    quarter = max(1, values.size // 4)
+    first, last = np.median(values[order[:quarter]]), np.median(values[order[-quarter:]])
+    return Drift(rho, p, float((last - first) / np.median(values)))

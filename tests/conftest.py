@@ -49,9 +49,10 @@ def write_suite(folder: Path, text: str, name: str = "suite.yaml") -> Path:
 
 @pytest.fixture(scope="session")
 def ci_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path]:
-    """One full run of configs/ci.yaml on the Vulkan adapter, shared by the schema tests."""
+    """One full run of configs/ci.yaml on the Vulkan adapter in two worker processes, shared
+    by the schema tests."""
     out = tmp_path_factory.mktemp("ci-run")
     proc = gpuoverhead("run", "--suite", str(CONFIGS / "ci.yaml"), "--backend", "vulkan",
-                       "--out", str(out), "--seed", "7")
+                       "--out", str(out), "--seed", "7", "--processes", "2")
     assert proc.returncode == 0, proc.stderr
     return proc, only_run_folder(out)

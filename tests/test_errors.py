@@ -128,7 +128,7 @@ def test_existing_run_folder_is_not_overwritten(tmp_path):
     suite = write_suite(tmp_path, "defaults: {n_sweep: [1, 2], budget_s: 0.02, min_rounds: 3,"
                                   " warmup_max_rounds: 1}\n" + GOOD)
     args = ("run", "--suite", str(suite), "--backend", "vulkan", "--out", str(tmp_path / "o"),
-            "--run-id", "same")
+            "--run-id", "same", "--processes", "1")
     assert gpuoverhead(*args).returncode == 0
     before = (only_run_folder(tmp_path / "o") / "run.json").read_bytes()
     proc = gpuoverhead(*args)

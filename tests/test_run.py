@@ -42,19 +42,21 @@ def test_summary_has_every_estimate_inside_its_ci(ci_run):
     _, folder = ci_run
     _, summary, _ = read_run(folder)
     for bench in ("empty", "add_one"):
-        rows = summary[summary.benchmark == bench]
+        rows = summary[(summary.benchmark == bench) & summary.process.isna()]
         naive = rows[(rows.metric == "latency_ns") & (rows.methodology == "naive")
                      & (rows.sync == "wait")]
         assert len(naive) == 1
         per_dispatch = rows[(rows.metric == "per_dispatch_ns") & (rows.layer == "wrapper")]
         assert set(per_dispatch.encoding) == {"submit", "pass", "dispatch"}
     assert (summary.ci_low <= summary.value).all() and (summary.value <= summary.ci_high).all()
-    assert summary.stop.isin(["converged", "budget", "max_rounds"]).all()
+    assert summary.stop.str.split(",").map(
+        lambda stops: set(stops) <= {"converged", "budget", "max_rounds"}).all()
 
 
 def test_sequential_slope_lies_below_naive_latency(ci_run):
     _, folder = ci_run
     _, summary, _ = read_run(folder)
+    summary = summary[summary.process.isna()]
     inflation = summary[summary.metric == "inflation"].set_index(["benchmark", "encoding"])
     assert set(summary[summary.metric == "inflation"].layer) == {"wrapper"}
     assert len(inflation) == 2 * 3
@@ -70,16 +72,36 @@ def test_samples_are_interleaved_and_warmup_is_kept_apart(ci_run):
     samples, summary, _ = read_run(folder)
     group = next(g for g in load_suite(CONFIGS / "ci.yaml").groups if g.benchmark == "add_one")
     first = samples[(samples.benchmark == "add_one") & (samples.repetition == 3)
-                    & (samples.phase == "measure") & (samples.call == "")]
+                    & (samples.phase == "measure") & (samples.call == "")
+                    & (samples.process == 0)]
     # One round holds every (case, N) once, and not in the order the suite lists them.
     assert len(first) == sum(len(c.n_values) for c in group.cases)
     assert first.duplicated(["case", "n_dispatches"]).sum() == 0
     listed = [c.id for c in group.cases for _ in c.n_values]
     assert first.sort_values("elapsed_ns")["case"].tolist() != listed
     assert (samples.phase == "warmup").any()
-    rounds = summary.groupby("benchmark")["rounds"].first()
-    measured = samples[samples.phase == "measure"].groupby("benchmark")["repetition"].max() + 1
+    rounds = summary[summary.process.isna()].groupby("benchmark")["rounds"].first()
+    measured = samples[samples.phase == "measure"].groupby(["benchmark", "process"])[
+        "repetition"].max().add(1).groupby("benchmark").sum()
     assert (rounds == measured).all()
+
+
+def test_two_processes_give_process_ids_and_one_merged_summary(ci_run):
+    _, folder = ci_run
+    samples, summary, info = read_run(folder)
+    assert set(samples.process) == {0, 1} and info["processes"] == 2
+    combined = summary[summary.process.isna()]
+    per_process = summary[summary.process.notna()]
+    assert set(per_process.process) == {0, 1}
+    key = ["case", "metric", "call"]
+    assert not combined.duplicated(key).any()
+    assert len(per_process) == 2 * len(combined[combined.metric != "closure_ns"])
+    spread = combined[combined.metric == "per_dispatch_ns"]["rel_spread_between"]
+    assert spread.notna().all() and (spread >= 0).all()
+    assert (combined.processes == 2).all()
+    assert all(len(b["processes"]) == 2 for b in info["benchmarks"])
+    first = combined[combined.metric == "first_round_ns"]
+    assert len(first) == 4 and (first.value > 0).all()  # naive wait + readback, 2 benchmarks
 
 
 def test_summary_table_is_printed(ci_run):
@@ -103,7 +125,8 @@ def test_a_kernel_that_does_not_write_fails_its_benchmark_loudly(tmp_path):
         "  - {name: lazy, kernel: lazy.wgsl, elements: 64}\n"
         "  - {name: honest, kernel: add_one, elements: 64}\n"))
     out = tmp_path / "out"
-    proc = gpuoverhead("run", "--suite", str(suite), "--backend", "vulkan", "--out", str(out))
+    proc = gpuoverhead("run", "--suite", str(suite), "--backend", "vulkan", "--out", str(out),
+                       "--processes", "1")
     assert proc.returncode == 1, proc.stderr
     assert "output check failed" in proc.stderr and "lazy/elements=64" in proc.stderr
     _, summary, info = read_run(only_run_folder(out))

@@ -1,0 +1,149 @@
+"""Worker processes: each measures one group on a device of its own, in a fresh process.
+
+The parent spawns one worker after another (never two at once: they would share the GPU
+and the CPU), sends it a Job, relays its progress, and gets back its raw samples and its
+calibration. A fresh process per measurement is how between-process variation (driver
+state, memory placement, clocks) becomes visible instead of hidden in one process's CI.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+import traceback
+from dataclasses import dataclass
+from functools import partial
+from time import perf_counter_ns
+from typing import Any
+
+import numpy as np
+
+from gpuoverhead import adapters, estimates, methods
+from gpuoverhead.errors import IntegrityError, UserError
+from gpuoverhead.estimates import Calibration
+from gpuoverhead.sampling import GroupSamples, sample_group, timer_cost_ns
+from gpuoverhead.suite import TIMESTAMPS, Group
+from gpuoverhead.workload import build_targets, compile_pipeline
+
+#: How long the parent waits for a worker's next message before it checks that it lives.
+_POLL_S = 0.2
+
+
+@dataclass(frozen=True)
+class Job:
+    """What one worker measures, on which adapter (matched by its description)."""
+
+    group: Group
+    adapter: adapters.AdapterInfo
+    seed: tuple[int, ...]
+    process: int
+    native: bool
+    required_limits: dict[str, int]
+
+
+@dataclass
+class Outcome:
+    """What a worker sends back: its samples and calibration, or the error that stopped it."""
+
+    process: int
+    samples: GroupSamples | None = None
+    calibration: Calibration | None = None
+    #: Epoch ns minus perf_counter ns in the worker, to put its samples on a shared clock.
+    clock_offset_ns: int = 0
+    error: str | None = None
+    integrity: bool = False
+
+
+def open_device(info: adapters.AdapterInfo, timestamps: bool,
+                required_limits: dict[str, int]) -> Any:
+    """A device on the adapter described by `info`, enumerated afresh in this process."""
+    found = [f for f in adapters.discover() if f.info == info]
+    if not found:
+        raise UserError(f"adapter {info.label} is gone")
+    features = ["timestamp-query"] if timestamps else []
+    return found[0].adapter.request_device_sync(required_features=features,
+                                                required_limits=required_limits)
+
+
+def measure(job: Job, send: Any) -> Outcome:
+    """The worker's body: set up, sample, check outputs. Runs in the child process."""
+    from gpuoverhead.layers import native as native_layer
+    from gpuoverhead.methods.timestamps import timestamp_period_ns
+
+    group = job.group
+    timestamps = any(c.sync == TIMESTAMPS for c in group.cases)
+    device = open_device(job.adapter, timestamps, job.required_limits)
+    loop = native_layer.load() if job.native else None
+    if isinstance(loop, str):
+        raise UserError(loop)
+    cal = Calibration(timer_ns=timer_cost_ns(),
+                      tick_ns=timestamp_period_ns(device.queue) if timestamps else None)
+    rng = np.random.default_rng(list(job.seed))
+    pipeline = compile_pipeline(device, group.kernel, group.workgroup_size)
+    targets = build_targets(device, pipeline, group, rng)
+    ops = {case: methods.operation(targets[case], case, loop) for case in group.cases}
+    counts = dict.fromkeys(group.cases, 0)
+
+    def progress(samples: GroupSamples, elapsed: float, budget: float) -> None:
+        send(("round", job.process, samples.rounds, elapsed, budget))
+
+    offset = time.time_ns() - perf_counter_ns()
+    samples = sample_group(group, ops, rng, partial(estimates.worst_rel_ci, cal=cal), progress,
+                           counts)
+    for case, target in targets.items():
+        target.dispatched = counts[case]
+        target.verify(case.id)
+    return Outcome(job.process, samples, cal, offset)
+
+
+def _child(job: Job, conn: Any) -> None:
+    try:
+        outcome = measure(job, conn.send)
+    except KeyboardInterrupt:
+        return
+    except IntegrityError as exc:
+        outcome = Outcome(job.process, error=str(exc), integrity=True)
+    except UserError as exc:
+        outcome = Outcome(job.process, error=str(exc))
+    except Exception:  # a bug or a driver failure: report it whole, the parent goes on
+        outcome = Outcome(job.process, error=traceback.format_exc(limit=5).strip())
+    conn.send(("done", outcome))
+    conn.close()
+
+
+def run(job: Job, on_round: Any) -> Outcome:
+    """Spawn a worker for `job`, relay its progress to `on_round`, return its outcome.
+
+    A KeyboardInterrupt in the parent (Ctrl-C, SIGTERM) stops the worker before it goes on.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(job, child), daemon=True)
+    proc.start()
+    child.close()
+    try:
+        while True:
+            if parent.poll(_POLL_S):
+                try:
+                    kind, *payload = parent.recv()
+                except EOFError:
+                    break
+                if kind == "done":
+                    proc.join()
+                    return payload[0]
+                on_round(*payload)
+            elif not proc.is_alive():
+                break
+    except BaseException:
+        proc.terminate()
+        proc.join()
+        raise
+    proc.join()
+    return Outcome(job.process, error=f"worker process {job.process} died "
+                                      f"(exit code {proc.exitcode}) before reporting")
+
+
+def seeds(run_seed: int, group_index: int, process: int) -> tuple[int, ...]:
+    """The interleaving seed of one worker: derived from the run's recorded seed."""
+    return (run_seed, group_index, process)
+
