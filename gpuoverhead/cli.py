@@ -12,11 +12,12 @@ from typing import Annotated
 import pandas as pd
 import typer
 
-from gpuoverhead import adapters, console, runner
+from gpuoverhead import adapters, console, report_formats, results, runner
+from gpuoverhead import compare as comparing
+from gpuoverhead import report as reporting
 from gpuoverhead.errors import UserError
 from gpuoverhead.resources import DEFAULT_SUITE
 from gpuoverhead.suite import load_suite, suite_problems
-from gpuoverhead.writers import read_summary
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -82,7 +83,7 @@ def run(
 def show(folder: Annotated[Path, typer.Argument(help="A run folder (results/<run_id>).")]) -> None:
     """Print the summary table of a finished run."""
     with user_errors():
-        summary = read_summary(folder)
+        summary = results.load(folder).summary
     _print_summary(summary)
 
 
@@ -93,6 +94,91 @@ def _print_summary(summary: pd.DataFrame) -> None:
     breakdown = console.breakdown_grid(summary)
     if breakdown is not None:
         console.out.print(breakdown)
+
+
+@app.command()
+def report(
+    paths: Annotated[list[str], typer.Argument(help="Result folders, files or globs.")],
+    benchmark: Annotated[str | None, typer.Option(
+        help="Benchmark to tabulate (default: empty, else the first).")] = None,
+    elements: Annotated[int | None, typer.Option(
+        help="Its element count (default: the smallest measured).")] = None,
+    output: Annotated[list[Path] | None, typer.Option(
+        "--output", "-o", help="Write the table: .md, .csv or .html (repeatable).")] = None,
+    plots: Annotated[Path | None, typer.Option(
+        help="Folder for the plots as PNG and SVG.")] = None,
+) -> None:
+    """Per-vendor overhead tables from any number of result sets."""
+    with user_errors():
+        sets = results.load_all(paths)
+        table = reporting.build(sets, benchmark, elements)
+        console.out.print(report_formats.terminal(table))
+        for note in report_formats.footnotes(table):
+            console.out.print(note, highlight=False)
+        written = report_formats.publish(table, sets, output or [], plots)
+    for path in written:
+        console.err.print(f"wrote {path}", highlight=False)
+
+
+@app.command()
+def compare(
+    base: Annotated[Path, typer.Argument(help="The baseline run folder.")],
+    new: Annotated[Path, typer.Argument(help="The run folder to judge.")],
+    threshold: Annotated[float, typer.Option(
+        help="Smallest change in percent that counts as faster or slower.")] = 5.0,
+    fail_above: Annotated[float | None, typer.Option(
+        help="Exit 1 when an estimate got significantly slower by more than this percent.")
+    ] = None,
+    markdown: Annotated[bool, typer.Option(help="Print Markdown instead of a table.")] = False,
+) -> None:
+    """Per estimate: NEW/BASE with a CI, a rank test on the raw samples, and a verdict."""
+    with user_errors():
+        table = comparing.compare(results.load(base), results.load(new), threshold / 100)
+    _print_comparison(table, markdown)
+    if fail_above is not None:
+        worse = comparing.regressions(table, fail_above / 100)
+        if len(worse):
+            console.err.print(f"{len(worse)} estimates got slower by more than {fail_above}%",
+                              highlight=False)
+            raise typer.Exit(EXIT_FAILED)
+
+
+def _print_comparison(table: pd.DataFrame, markdown: bool) -> None:
+    shown = comparing.display(table)
+    if markdown:
+        print(shown.to_markdown(index=False))
+    else:
+        console.out.print(console.frame_table(shown, "NEW vs BASE"))
+    counts = table["verdict"].value_counts()
+    console.out.print(", ".join(f"{n} {v}" for v, n in counts.items()), highlight=False)
+
+
+@app.command()
+def selftest(
+    suite: Annotated[Path, typer.Option(help="Suite YAML file.")] = DEFAULT_SUITE,
+    backend: Annotated[str | None, typer.Option(help="Adapter backend.")] = None,
+    adapter: Annotated[str | None, typer.Option(help="Adapter name substring.")] = None,
+    processes: Annotated[int, typer.Option(help="Worker processes per run.")] = 3,
+    out: Annotated[Path, typer.Option(help="Folder that receives both runs.")] = Path("results"),
+    threshold: Annotated[float, typer.Option(help="As for compare, in percent.")] = 5.0,
+) -> None:
+    """A/A test: run the same suite twice and compare; at least 95% must be `same`."""
+    runs = []
+    for label in ("a", "b"):
+        run_id = f"selftest-{runner.stamp()}-{label}"
+        options = runner.RunOptions(suite=suite, out_root=out, backend=backend, adapter=adapter,
+                                    processes=processes, run_id=run_id)
+        with user_errors(), console.RichReporter() as reporter:
+            runs.append(runner.run(options, reporter).folder)
+    with user_errors():
+        table = comparing.compare(results.load(runs[0]), results.load(runs[1]), threshold / 100)
+    _print_comparison(table, False)
+    share = float((table["verdict"] == "same").mean()) if len(table) else 0.0
+    console.out.print(f"A/A: {share:.1%} of {len(table)} estimates are 'same' "
+                      f"({runs[0].name} vs {runs[1].name}); the target is at least 95%",
+                      highlight=False)
+    if share < 0.95:
+        raise typer.Exit(EXIT_FAILED)
 
 
 @app.command("adapters")

@@ -138,6 +138,16 @@ def breakdown_grid(summary: pd.DataFrame) -> Table | None:
     return table
 
 
+def frame_table(frame: pd.DataFrame, title: str) -> Table:
+    """Any frame of strings as a table."""
+    table = Table(title=title)
+    for column in frame.columns:
+        table.add_column(str(column))
+    for row in frame.itertuples(index=False):
+        table.add_row(*map(str, row))
+    return table
+
+
 def adapters_table(found: list[FoundAdapter]) -> Table:
     table = Table(title="Adapters (best first)")
     for col in ("#", "implementation", "backend", "type", "vendor", "device", "driver",

@@ -158,6 +158,11 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     return RunResult(folder, info, _concat(summary_parts, None))
 
 
+def stamp() -> str:
+    """A fresh run id."""
+    return runinfo.new_run_id()
+
+
 def loaded_info(loop: Any) -> dict[str, str]:
     return {"library": str(loop.path), "compiler": loop.compiler}
 

@@ -14,8 +14,6 @@ from typing import Any
 
 import pandas as pd
 
-from gpuoverhead.errors import UserError
-
 SAMPLES = "samples"
 SUMMARY = "summary"
 RUN_JSON = "run.json"
@@ -48,13 +46,3 @@ def write_run(folder: Path, samples: pd.DataFrame, summary: pd.DataFrame,
     write_table(folder, SUMMARY, summary)
     write_json(folder / RUN_JSON, run_info)
 
-
-def read_summary(folder: Path) -> pd.DataFrame:
-    """The summary table of a run folder; a UserError when it is missing or unreadable."""
-    path = folder / f"{SUMMARY}.parquet"
-    try:
-        return pd.read_parquet(path)
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file; is {folder} a run folder?") from None
-    except (OSError, ValueError) as exc:
-        raise UserError(f"{path}: cannot read: {exc}") from None

@@ -169,4 +169,4 @@ def test_show_prints_a_finished_run(ci_run):
 
 def test_show_refuses_a_folder_without_results(tmp_path):
     proc = gpuoverhead("show", str(tmp_path))
-    assert proc.returncode == 2 and "is" in proc.stderr and "a run folder?" in proc.stderr
+    assert proc.returncode == 2 and "not a run folder (no run.json)" in proc.stderr
