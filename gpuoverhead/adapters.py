@@ -104,12 +104,29 @@ def describe(adapter: Any, implementation: str = "wgpu-native") -> AdapterInfo:
     )
 
 
-def discover() -> list[FoundAdapter]:
-    """Every adapter wgpu-native offers, best first (see `rank`)."""
-    import wgpu
+def discover(names: list[str] | None = None) -> tuple[list[FoundAdapter], list[str]]:
+    """Every adapter the installed implementations (or those named) offer, best first, and
+    notes on the implementations that offered none."""
+    from gpuoverhead import implementations
 
-    found = [FoundAdapter(describe(a), a) for a in wgpu.gpu.enumerate_adapters_sync()]
-    return sorted(found, key=lambda f: rank(f.info))
+    usable, missing = implementations.installed()
+    notes = [reason for name, reason in missing.items() if names and name in names]
+    if names == [implementations.TORCH]:
+        return [], notes
+    found: list[FoundAdapter] = []
+    for impl in usable:
+        if names and impl.name not in names:
+            continue
+        try:
+            offered = impl.module().gpu.enumerate_adapters_sync()
+        except Exception as exc:  # a native library that cannot start an instance here
+            notes.append(f"{impl.name} could not enumerate adapters: {exc}")
+            continue
+        if not offered:
+            notes.append(f"{impl.name} offers no adapter on this machine (Dawn rejects some "
+                         "drivers, Mesa 22's lavapipe among them)")
+        found += [FoundAdapter(describe(a, impl.name), a) for a in offered]
+    return sorted(found, key=lambda f: rank(f.info)), notes
 
 
 def rank(info: AdapterInfo) -> tuple[int, int]:
@@ -117,11 +134,15 @@ def rank(info: AdapterInfo) -> tuple[int, int]:
     return (_TYPE_RANK.get(info.adapter_type, 3), _BACKEND_RANK.get(info.backend, 1))
 
 
-def select(found: list[FoundAdapter], backend: str | None, substring: str | None) -> FoundAdapter:
-    """The best adapter matching `backend` and a case-insensitive `substring` of its name."""
+def select(found: list[FoundAdapter], backend: str | None, substring: str | None,
+           torch_only: bool = False) -> list[FoundAdapter]:
+    """Per implementation, the best adapter matching `backend` and a case-insensitive
+    `substring` of its name; at least one, or a UserError listing what is there."""
     if backend is not None and backend not in BACKENDS:
         raise UserError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if not found:
+        if torch_only:
+            return []
         raise UserError(NO_ADAPTER)
     matches = [
         f for f in found
@@ -135,4 +156,7 @@ def select(found: list[FoundAdapter], backend: str | None, substring: str | None
         )
         present = "; ".join(f.info.label for f in found)
         raise UserError(f"no adapter with {wanted}; present: {present}")
-    return matches[0]
+    best: dict[str, FoundAdapter] = {}
+    for f in matches:
+        best.setdefault(f.info.implementation, f)
+    return list(best.values())

@@ -12,7 +12,7 @@ from typing import Annotated
 import pandas as pd
 import typer
 
-from gpuoverhead import adapters, console, report_formats, results, runner
+from gpuoverhead import adapters, console, implementations, report_formats, results, runner
 from gpuoverhead import compare as comparing
 from gpuoverhead import report as reporting
 from gpuoverhead.errors import UserError
@@ -52,6 +52,8 @@ def run(
         help=f"Adapter backend: {', '.join(adapters.BACKENDS)}.")] = None,
     adapter: Annotated[str | None, typer.Option(
         help="Pick the adapter whose device name contains this (case-insensitive).")] = None,
+    implementation: Annotated[str, typer.Option(
+        help="WebGPU implementation: wgpu-native, dawn, or all installed.")] = "all",
     out: Annotated[Path, typer.Option(help="Folder that receives <run_id>/.")] = Path("results"),
     quick: Annotated[bool, typer.Option(help="Smoke run: tiny budget, one process.")] = False,
     processes: Annotated[int, typer.Option(
@@ -62,9 +64,11 @@ def run(
 ) -> None:
     """Measure naive and sequential dispatch overhead and write results/<run_id>/."""
     signal.signal(signal.SIGTERM, _terminate_as_interrupt())
+    with user_errors():
+        names = implementations.parse(implementation)
     options = runner.RunOptions(suite=suite, out_root=out, backend=backend, adapter=adapter,
-                                quick=quick, processes=processes, seed=seed, run_id=run_id,
-                                force=force)
+                                implementations=names, quick=quick, processes=processes,
+                                seed=seed, run_id=run_id, force=force)
     with user_errors(), console.RichReporter() as reporter:
         result = runner.run(options, reporter)
     _print_summary(result.summary)
@@ -91,9 +95,9 @@ def _print_summary(summary: pd.DataFrame) -> None:
     if summary.empty:
         return
     console.out.print(console.summary_grid(summary))
-    breakdown = console.breakdown_grid(summary)
-    if breakdown is not None:
-        console.out.print(breakdown)
+    for extra in (console.implementations_grid(summary), console.breakdown_grid(summary)):
+        if extra is not None:
+            console.out.print(extra)
 
 
 @app.command()
@@ -186,7 +190,8 @@ def list_adapters(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List every adapter the installed implementations see, best first."""
-    found = adapters.discover()
+    found, notes = adapters.discover()
+    console.show_warnings(notes)
     if not found:
         with user_errors():
             raise UserError(adapters.NO_ADAPTER)

@@ -21,14 +21,16 @@ from scipy import stats as sps
 
 from gpuoverhead.results import ResultSet
 
-KEY = ["benchmark", "elements", "case", "metric", "call"]
+KEY = ["implementation", "benchmark", "elements", "case", "metric", "call"]
 ALPHA = 0.01
-SAMPLE_COLUMNS = ["case", "call", "phase", "n_dispatches", "wall_ns", "gpu_ns"]
+SAMPLE_COLUMNS = ["implementation", "case", "call", "phase", "n_dispatches", "wall_ns",
+                  "gpu_ns"]
 
 
 def _raw(samples: pd.DataFrame, row: pd.Series) -> np.ndarray | None:
     """The raw samples an estimate summarizes, or None for derived estimates."""
-    mine = samples[(samples["case"] == row["case"]) & (samples["phase"] == "measure")]
+    mine = samples[(samples["case"] == row["case"]) & (samples["phase"] == "measure")
+                   & (samples["implementation"] == row["implementation"])]
     metric = row["metric"]
     if metric == "latency_ns":
         return mine.loc[mine["call"] == "", "wall_ns"].to_numpy(float)
@@ -98,7 +100,8 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
         return f"{v:.2f}x" if unit == "ratio" else f"{v / 1e3:.2f}"
 
     return pd.DataFrame({
-        "case": table["case"], "metric": table["metric"], "call": table["call"],
+        "implementation": table["implementation"], "case": table["case"],
+        "metric": table["metric"], "call": table["call"],
         "base (µs)": [fmt(v, u) for v, u in zip(table["base"], table["unit"], strict=True)],
         "new (µs)": [fmt(v, u) for v, u in zip(table["new"], table["unit"], strict=True)],
         "new/base [95% CI]": [

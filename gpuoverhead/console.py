@@ -56,12 +56,14 @@ class RichReporter:
     def __exit__(self, *exc: object) -> None:
         self._progress.stop()
 
-    def group_started(self, group: Group, index: int, total: int, processes: int) -> None:
+    def group_started(self, group: Group, index: int, total: int, processes: int,
+                      implementation: str) -> None:
         self._progress.start()  # only now: errors before the first group print cleanly
         budget = group.sampling.budget_s * len(group.cases)
         self._processes = processes
-        self._task = self._progress.add_task(f"[{index + 1}/{total}] {group.id}", total=budget,
-                                             info="warming up")
+        self._task = self._progress.add_task(
+            f"[{index + 1}/{total}] {group.id} {implementation}", total=budget,
+            info="warming up")
 
     def round_done(self, process: int, rounds: int, elapsed_s: float, budget_s: float) -> None:
         done = process * budget_s + min(elapsed_s, budget_s)
@@ -111,6 +113,31 @@ def summary_grid(summary: pd.DataFrame) -> Table:
             table.add_row(labels.pop(0) if labels else "", name, fmt_value(r.value, r.unit),
                           f"{fmt_value(r.ci_low, r.unit)}–{fmt_value(r.ci_high, r.unit)}",
                           f"{r.rel_ci:.1%}", str(r.rounds))
+        table.add_section()
+    return table
+
+
+def implementations_grid(summary: pd.DataFrame) -> Table | None:
+    """Implementations side by side per group: naive latency and per-dispatch cost of each
+    wrapper-layer case, with its ratio to the fastest way measured to do that work."""
+    if "ratio_to_fastest" not in summary or summary["implementation"].nunique() < 2:
+        return None
+    rows = summary[summary["metric"].isin(("latency_ns", "per_dispatch_ns"))
+                   & (summary["layer"] == "wrapper") & summary["process"].isna()
+                   & (summary["methodology"] != "breakdown")]
+    table = Table(title="Implementations side by side (µs; ratio to the fastest)")
+    for name in ("benchmark", "measure", "implementation", "encoding", "median", "vs fastest"):
+        table.add_column(name, justify="right" if name in ("median", "vs fastest") else "left")
+    for (bench, elements), group in rows.groupby(["benchmark", "elements"], sort=False):
+        label = f"{bench} {elements:,} el."
+        for metric, title in (("latency_ns", "naive"), ("per_dispatch_ns", "per dispatch")):
+            mine = group[(group.metric == metric) & (group.sync == "wait")]
+            for r in mine.sort_values("value").itertuples():
+                ratio = r.ratio_to_fastest
+                table.add_row(label, title, r.implementation, r.encoding,
+                              fmt_value(r.value, r.unit),
+                              f"{ratio:.2f}x" if ratio == ratio else "≈0: fused")
+                label, title = "", ""
         table.add_section()
     return table
 

@@ -145,7 +145,7 @@ def series(samples: GroupSamples, cal: Calibration, clock_offset_ns: int = 0
     rec = _records(samples)
     out: dict[Key, Series] = {}
     naive: tuple[np.ndarray, np.ndarray] | None = None
-    slopes: dict[tuple[str, str], tuple[Case, np.ndarray, np.ndarray]] = {}
+    slopes: dict[tuple[str, str, str | None], tuple[Case, np.ndarray, np.ndarray]] = {}
     floor: np.ndarray | None = None
     timer = gpu_timer(samples, cal.tick_ns) if cal.tick_ns else None
     for index, case in enumerate(samples.cases):
@@ -182,9 +182,9 @@ def series(samples: GroupSamples, cal: Calibration, clock_offset_ns: int = 0
             continue
         slope = _add_fits(out, case, matrix, round_times, ("per_dispatch_ns", "fixed_ns"),
                           "round-median theil-sen")
-        slopes[(case.encoding, case.layer)] = (case, slope, round_times)
+        slopes[(case.encoding, case.layer, case.implementation)] = (case, slope, round_times)
     if naive is not None:
-        for (_, layer), (case, s, t) in slopes.items():
+        for (_, layer, _), (case, s, t) in slopes.items():
             if layer == "wrapper":
                 r = min(len(naive[0]), len(s))
                 out[Key(case, "inflation", "ratio", "round-median ratio")] = Series(
@@ -203,14 +203,14 @@ def _add_fits(out: dict[Key, Series], case: Case, matrix: np.ndarray, times: np.
 
 
 def _add_layers(out: dict[Key, Series],
-                slopes: dict[tuple[str, str], tuple[Case, np.ndarray, np.ndarray]],
+                slopes: dict[tuple[str, str, str | None], tuple[Case, np.ndarray, np.ndarray]],
                 floor: np.ndarray | None) -> None:
     """api, python and FFI-check series per encoding, paired round by round."""
-    for (encoding, layer), (case, wrapper, times) in slopes.items():
-        if layer != "wrapper":
+    for (encoding, layer, impl), (case, wrapper, times) in slopes.items():
+        if layer != "wrapper" or impl is not None:
             continue
-        raw = slopes.get((encoding, "raw"), (None, None, None))[1]
-        native = slopes.get((encoding, "native"), (None, None, None))[1]
+        raw = slopes.get((encoding, "raw", None), (None, None, None))[1]
+        native = slopes.get((encoding, "native", None), (None, None, None))[1]
         calls = CALLS_PER_OP[encoding]
         corrected = raw - calls * floor[: len(raw)] if raw is not None and floor is not None \
             else None
@@ -224,16 +224,25 @@ def _add_layers(out: dict[Key, Series],
         out[Key(case, "api_ns", "ns", how)] = Series(api, times, n)
         out[Key(case, "python_ns", "ns", "wrapper slope - api")] = Series(wrapper - api, times, n)
         if native is not None and corrected is not None:
-            raw_case = slopes[(encoding, "raw")][0]
+            raw_case = slopes[(encoding, "raw", None)][0]
             out[Key(raw_case, "ffi_check_ns", "ns",
                     f"(raw slope - {calls} x ffi floor) - native slope")] = Series(
                 corrected - native, times, n)
 
 
+#: A CI half-width below this is precise enough whatever the estimate (a fused chain's
+#: per-dispatch slope is ~0, so its relative CI would never reach a target).
+PRECISE_NS = 100.0
+
+
 def worst_rel_ci(samples: GroupSamples, cal: Calibration) -> float:
     """Largest relative CI half-width among one process's headline estimates."""
-    rels = [median_ci(s.values).rel_ci for k, s in series(samples, cal).items()
-            if k.metric in HEADLINE]
+    rels = []
+    for key, s in series(samples, cal).items():
+        if key.metric in HEADLINE:
+            est = median_ci(s.values)
+            precise = (est.ci_high - est.ci_low) / 2 <= PRECISE_NS
+            rels.append(0.0 if precise else est.rel_ci)
     return max(rels, default=float("inf"))
 
 
@@ -299,7 +308,8 @@ def _case_fields(run_id: str, adapter: AdapterInfo, case: Case) -> dict[str, Any
     return {
         "run_id": run_id, "benchmark": case.benchmark, "case": case.id,
         "methodology": case.methodology, "encoding": case.encoding, "sync": case.sync,
-        "layer": case.layer, "call": "", "implementation": adapter.implementation,
+        "layer": case.layer, "call": "",
+        "implementation": case.implementation or adapter.implementation,
         "backend": adapter.backend, "adapter": adapter.device, "vendor": adapter.vendor,
         "adapter_type": adapter.adapter_type, "kernel": case.kernel,
         "elements": case.elements, "workgroup_size": case.workgroup_size,
@@ -371,3 +381,24 @@ def summary_table(run_id: str, adapter: AdapterInfo, group: Group, rows: list[Ro
     frame = pd.DataFrame(table)
     frame["process"] = frame["process"].astype("Int64")
     return frame
+
+
+#: Metrics whose implementations are compared side by side (`ratio_to_fastest`).
+COMPARED = ("latency_ns", "per_dispatch_ns")
+
+
+def with_ratio_to_fastest(summary: pd.DataFrame) -> pd.DataFrame:
+    """Adds `ratio_to_fastest`: per benchmark, elements, methodology and metric, each
+    wrapper-layer estimate over all processes divided by the smallest among implementations
+    and encodings (1.0 is the fastest way measured to do that work). Estimates under
+    PRECISE_NS (a fused chain's per-dispatch slope) get none."""
+    if summary.empty:
+        return summary
+    out = summary.copy()
+    # A fused chain's slope (torch-compile) is ~0: it has no ratio, and is no denominator.
+    mask = out["metric"].isin(COMPARED) & (out["layer"] == "wrapper") & out["process"].isna() \
+        & (out["methodology"] != "breakdown") & (out["value"] > PRECISE_NS)
+    best = out[mask].groupby(["benchmark", "elements", "methodology", "metric"])["value"]
+    out["ratio_to_fastest"] = np.nan
+    out.loc[mask, "ratio_to_fastest"] = out.loc[mask, "value"] / best.transform("min")
+    return out

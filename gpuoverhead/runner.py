@@ -21,7 +21,15 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from gpuoverhead import adapters, estimates, runinfo, worker, writers
+from gpuoverhead import (
+    adapters,
+    estimates,
+    implementations,
+    runinfo,
+    torch_baseline,
+    worker,
+    writers,
+)
 from gpuoverhead.errors import UserError
 from gpuoverhead.layers import native as native_layer
 from gpuoverhead.suite import TIMESTAMPS, Case, Group, Suite, load_suite, quick
@@ -31,7 +39,8 @@ from gpuoverhead.workload import compile_pipeline
 class Reporter(Protocol):
     """What the runner tells the user while it works (the console implements it)."""
 
-    def group_started(self, group: Group, index: int, total: int, processes: int) -> None: ...
+    def group_started(self, group: Group, index: int, total: int, processes: int,
+                      implementation: str) -> None: ...
     def round_done(self, process: int, rounds: int, elapsed_s: float, budget_s: float
                    ) -> None: ...
     def group_done(self, group: Group, summary: pd.DataFrame | None, error: str | None) -> None: ...
@@ -43,6 +52,7 @@ class RunOptions:
     out_root: Path
     backend: str | None = None
     adapter: str | None = None
+    implementations: list[str] | None = None
     quick: bool = False
     processes: int = 3
     seed: int | None = None
@@ -62,20 +72,21 @@ class RunResult:
         return bool(self.info["errors"])
 
 
-def prepare(options: RunOptions) -> tuple[Suite, adapters.FoundAdapter]:
-    """Everything that can fail because of the user's input, before anything is measured."""
+def prepare(options: RunOptions) -> tuple[Suite, list[adapters.FoundAdapter], list[str]]:
+    """Everything that can fail because of the user's input, before anything is measured:
+    the suite, and per implementation the adapter to measure (with notes on the others)."""
     if options.processes < 1:
         raise UserError(f"--processes must be at least 1, not {options.processes}")
     suite = load_suite(options.suite)
     if options.quick:
         suite = quick(suite)
-    chosen = adapters.select(adapters.discover(), options.backend, options.adapter)
-    return suite, chosen
+    found, notes = adapters.discover(options.implementations)
+    torch_only = options.implementations == [implementations.TORCH]
+    return suite, adapters.select(found, options.backend, options.adapter, torch_only), notes
 
 
 def run(options: RunOptions, reporter: Reporter) -> RunResult:
-    suite, chosen = prepare(options)
-    notes: list[str] = []
+    suite, chosen, notes = prepare(options)
     native = False
     if _any(suite, lambda c: c.layer == "native"):
         loaded = native_layer.load()  # compiles once here; workers find it in the cache
@@ -84,12 +95,12 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
             notes.append(str(loaded))
             suite = _without(suite, lambda c: c.layer == "native")
     timestamps = _any(suite, lambda c: c.sync == TIMESTAMPS)
-    if timestamps and not chosen.info.timestamps:
-        notes.append(f"{chosen.info.device} has no timestamp queries: no GPU times (gpu_ns)")
-        suite = _without(suite, lambda c: c.sync == TIMESTAMPS)
-        timestamps = False
-    limits = _required_limits(chosen, suite)
-    _check_shaders(chosen, suite, timestamps, limits)
+    for found in chosen:
+        if timestamps and not found.info.timestamps:
+            notes.append(f"{found.info.label} has no timestamp queries: no GPU times (gpu_ns)")
+    limits = {f.info: _required_limits(f, suite) for f in chosen}
+    for found in chosen:
+        _check_shaders(found, suite, timestamps and found.info.timestamps, limits[found.info])
     processes = 1 if options.quick else options.processes
     run_id = options.run_id or runinfo.new_run_id()
     folder = _make_folder(options.out_root / run_id, options.force)
@@ -97,14 +108,15 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     rng = np.random.default_rng(seed)
     info = runinfo.base_info(run_id, options.argv, suite.path, suite.name, suite.sha256, seed)
     info["processes"] = processes
-    info["adapters"].append({**chosen.info.__dict__, **chosen.details()})
+    info["adapters"] = [{**f.info.__dict__, **f.details(),
+                         "implementation_versions": implementations.get(
+                             f.info.implementation).versions()} for f in chosen]
     info["layers"] = {"native": loaded_info(loaded) if native else None}
     info["drift"] = []
     info["warnings"].extend(notes)
-    if chosen.info.is_software:
-        info["warnings"].append(
-            f"{chosen.info.device} is a CPU (software) adapter: its figures describe a driver "
-            "running on the CPU, not a GPU")
+    info["warnings"].extend(
+        f"{f.info.device} is a CPU (software) adapter: its figures describe a driver running "
+        "on the CPU, not a GPU" for f in chosen if f.info.is_software)
     samples_parts: list[pd.DataFrame] = []
     summary_parts: list[pd.DataFrame] = []
     run_start = time.time_ns()
@@ -114,39 +126,56 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
         if status != "running":
             info["finished"] = runinfo.now_iso()
         writers.write_run(folder, _concat(samples_parts, estimates.SAMPLE_COLUMNS),
-                          _concat(summary_parts, None), info)
+                          estimates.with_ratio_to_fastest(_concat(summary_parts, None)), info)
 
+    torch = _torch_adapter(options, notes)
+    if torch is not None:
+        info["adapters"].append(dict(torch.__dict__))
+    jobs = [(g, f.info) for g in suite.groups for f in chosen]
+    jobs += [(replace(g, cases=torch_baseline.cases(g, torch.backend)), torch)
+             for g in suite.groups if torch is not None and g.kernel.name in torch_baseline.KERNELS]
+    jobs.sort(key=lambda job: suite.groups.index(next(
+        g for g in suite.groups if (g.benchmark, g.elements) == (job[0].benchmark,
+                                                                 job[0].elements))))
+    if not jobs:
+        raise UserError("nothing to measure: no adapter and no PyTorch baseline here")
     save("running")
     try:
-        for index, group in enumerate(suite.groups):
-            reporter.group_started(group, index, len(suite.groups), processes)
+        for index, (suite_group, adapter) in enumerate(jobs):
+            group = suite_group if adapter.timestamps else _without_timestamps(suite_group)
+            reporter.group_started(group, index, len(jobs), processes, adapter.implementation)
             entry: dict[str, Any] = {"id": group.id, "benchmark": group.benchmark,
-                                     "elements": group.elements}
+                                     "elements": group.elements,
+                                     "implementation": adapter.implementation}
             share = replace(group, sampling=replace(
                 group.sampling, budget_s=group.sampling.budget_s / processes))
-            outcomes = [worker.run(worker.Job(share, chosen.info, worker.seeds(seed, index, p),
-                                              p, native, limits), reporter.round_done)
+            outcomes = [worker.run(worker.Job(share, adapter, worker.seeds(seed, index, p),
+                                              p, native, limits.get(adapter, {})),
+                                   reporter.round_done)
                         for p in range(processes)]
             errors = [o.error for o in outcomes if o.error]
             if errors:
                 entry["status"] = "failed"
-                info["errors"].extend(f"{group.id}: {e}" for e in errors)
+                info["errors"].extend(f"{group.id} ({adapter.implementation}): {e}"
+                                      for e in errors)
                 info["benchmarks"].append(entry)
                 reporter.group_done(group, None, errors[0])
                 save("running")
                 continue
-            rows, summary = _tables(run_id, chosen.info, group, outcomes, run_start, rng)
+            rows, summary = _tables(run_id, adapter, group, outcomes, run_start, rng)
             entry.update(status="ok", sampling=group.sampling.__dict__,
                          processes=[_process_entry(o) for o in outcomes])
             info["benchmarks"].append(entry)
             info["warnings"].extend(_timer_warnings(group, outcomes))
             info["warnings"].extend(_precision_warnings(group, summary))
-            found = estimates.drifts([estimates.series(o.samples, o.calibration,
-                                                       o.clock_offset_ns) for o in outcomes])
-            info["drift"].extend(found)
+            found_drift = estimates.drifts([estimates.series(o.samples, o.calibration,
+                                                             o.clock_offset_ns)
+                                            for o in outcomes])
+            info["drift"].extend({**d, "implementation": adapter.implementation}
+                                 for d in found_drift)
             info["warnings"].extend(
                 f"{d['case']} {d['metric']} drifts ({d['scope']}: rho {d['rho']:+.2f}, "
-                f"{d['change']:+.1%} first to last quarter)" for d in found)
+                f"{d['change']:+.1%} first to last quarter)" for d in found_drift)
             samples_parts.append(rows)
             summary_parts.append(summary)
             save("running")
@@ -155,7 +184,24 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
         save("interrupted")
     else:
         save("failed" if info["errors"] else "complete")
-    return RunResult(folder, info, _concat(summary_parts, None))
+    return RunResult(folder, info,
+                     estimates.with_ratio_to_fastest(_concat(summary_parts, None)))
+
+
+def _torch_adapter(options: RunOptions, notes: list[str]) -> adapters.AdapterInfo | None:
+    """The PyTorch baselines' device, where they are asked for (explicitly or by `all`)."""
+    wanted = options.implementations
+    if wanted is not None and implementations.TORCH not in wanted:
+        return None
+    reason = torch_baseline.available()
+    if reason is not None:
+        notes.append(reason)
+        return None
+    return torch_baseline.adapter_info()
+
+
+def _without_timestamps(group: Group) -> Group:
+    return replace(group, cases=tuple(c for c in group.cases if c.sync != TIMESTAMPS))
 
 
 def stamp() -> str:
@@ -185,7 +231,8 @@ def _process_entry(outcome: worker.Outcome) -> dict[str, Any]:
     s, cal = outcome.samples, outcome.calibration
     entry = {"process": outcome.process, "rounds": s.rounds, "warmup_rounds": s.warmup_rounds,
              "warmup_settled": s.warmup_settled, "stop": s.stop,
-             "clock_cost_ns": cal.timer_ns, "timestamp_period_ns": cal.tick_ns}
+             "clock_cost_ns": cal.timer_ns, "timestamp_period_ns": cal.tick_ns,
+             **outcome.device_notes}
     timer = estimates.gpu_timer(s, cal.tick_ns) if cal.tick_ns else None
     if timer is not None:
         entry.update(gpu_timer_resolution_ns=timer.resolution_ns,
@@ -258,8 +305,8 @@ def _check_shaders(chosen: adapters.FoundAdapter, suite: Suite, timestamps: bool
                    limits: dict[str, int]) -> None:
     """Compile every kernel once before anything is measured: a bad shader fails at once."""
     features = ["timestamp-query"] if timestamps else []
-    device = chosen.adapter.request_device_sync(required_features=features,
-                                                required_limits=limits)
+    device, _ = implementations.get(chosen.info.implementation).request_device(
+        chosen.adapter, features, limits)
     for group in suite.groups:
         compile_pipeline(device, group.kernel, group.workgroup_size)
     device.destroy()

@@ -47,6 +47,7 @@ class _Settings(BaseModel):
     min_rounds: Annotated[int, Field(ge=3)] | None = None
     max_rounds: Annotated[int, Field(ge=3)] | None = None
     warmup_max_rounds: Annotated[int, Field(ge=1)] | None = None
+    torch_compile_max_n: Annotated[int, Field(ge=0)] | None = None
 
     @field_validator("elements", mode="before")
     @classmethod
@@ -95,6 +96,7 @@ BUILTIN_DEFAULTS: dict[str, Any] = {
     "min_rounds": 10,
     "max_rounds": 100_000,
     "warmup_max_rounds": 30,
+    "torch_compile_max_n": 64,
 }
 
 
@@ -149,6 +151,8 @@ class Case:
     sync: str
     n_values: tuple[int, ...]
     layer: str = "wrapper"
+    #: Set where the case names its own implementation (the PyTorch baselines).
+    implementation: str | None = None
 
     def dispatches(self, n: int) -> int:
         """Dispatches one sample with N = n issues (the FFI floor issues none)."""
@@ -157,6 +161,8 @@ class Case:
     @property
     def id(self) -> str:
         base = f"{self.benchmark}/elements={self.elements}/{self.methodology}"
+        if self.implementation:
+            return f"{base}/{self.implementation}"
         if self.methodology == "naive":
             return f"{base}/{self.sync}"
         if self.methodology == "sequential":
@@ -175,6 +181,8 @@ class Group:
     workgroup_size: int
     sampling: Sampling
     cases: tuple[Case, ...]
+    #: Longest N-op chain handed to torch.compile in the PyTorch baseline (0: none).
+    torch_compile_max_n: int = 64
 
     @property
     def id(self) -> str:
@@ -305,14 +313,14 @@ def _expand(path: Path, doc: YamlDocument) -> Suite:
                                      layer="raw",
                                      n_values=tuple(n * FLOOR_CALLS_PER_N for n in n_values)))
             groups.append(Group(bench.name, kernel, elements, cfg["workgroup_size"],
-                                sampling, tuple(cases)))
+                                sampling, tuple(cases), cfg["torch_compile_max_n"]))
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     return Suite(path=path, name=model.name or path.stem, sha256=digest, groups=tuple(groups))
 
 
 def quick(suite: Suite) -> Suite:
-    """A smoke test of the same groups (`--quick`): a tiny budget and the N sweep's first
-    four values, so that even a CPU adapter gets through the default suite in seconds."""
+    """A smoke test of the same groups (`--quick`): a tiny budget, the N sweep's first four
+    values and no torch.compile, so that even a CPU gets through the default suite fast."""
     smoke = Sampling(budget_s=0.25, target_rel_ci=0.05, min_rounds=3, max_rounds=50,
                      warmup_max_rounds=3)
 
@@ -320,4 +328,5 @@ def quick(suite: Suite) -> Suite:
         return replace(case, n_values=case.n_values[:4])
 
     return replace(suite, groups=tuple(
-        replace(g, sampling=smoke, cases=tuple(map(shrink, g.cases))) for g in suite.groups))
+        replace(g, sampling=smoke, cases=tuple(map(shrink, g.cases)), torch_compile_max_n=0)
+        for g in suite.groups))

@@ -11,18 +11,19 @@ from __future__ import annotations
 import multiprocessing
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from time import perf_counter_ns
 from typing import Any
 
 import numpy as np
 
-from gpuoverhead import adapters, estimates, methods
+from gpuoverhead import adapters, estimates, implementations, methods
 from gpuoverhead.errors import IntegrityError, UserError
 from gpuoverhead.estimates import Calibration
 from gpuoverhead.sampling import GroupSamples, sample_group, timer_cost_ns
 from gpuoverhead.suite import TIMESTAMPS, Group
+from gpuoverhead.sync import waiter
 from gpuoverhead.workload import build_targets, compile_pipeline
 
 #: How long the parent waits for a worker's next message before it checks that it lives.
@@ -52,35 +53,38 @@ class Outcome:
     clock_offset_ns: int = 0
     error: str | None = None
     integrity: bool = False
+    device_notes: dict[str, Any] = field(default_factory=dict)
 
 
 def open_device(info: adapters.AdapterInfo, timestamps: bool,
-                required_limits: dict[str, int]) -> Any:
-    """A device on the adapter described by `info`, enumerated afresh in this process."""
-    found = [f for f in adapters.discover() if f.info == info]
+                required_limits: dict[str, int]) -> tuple[Any, dict[str, Any]]:
+    """A device on the adapter described by `info`, enumerated afresh in this process (a
+    Dawn adapter serves one device only), with the implementation's notes on it."""
+    found = [f for f in adapters.discover([info.implementation])[0] if f.info == info]
     if not found:
         raise UserError(f"adapter {info.label} is gone")
     features = ["timestamp-query"] if timestamps else []
-    return found[0].adapter.request_device_sync(required_features=features,
-                                                required_limits=required_limits)
+    impl = implementations.get(info.implementation)
+    return impl.request_device(found[0].adapter, features, required_limits)
 
 
 def measure(job: Job, send: Any) -> Outcome:
     """The worker's body: set up, sample, check outputs. Runs in the child process."""
     from gpuoverhead.layers import native as native_layer
-    from gpuoverhead.methods.timestamps import timestamp_period_ns
 
     group = job.group
+    impl = implementations.get(job.adapter.implementation)
     timestamps = any(c.sync == TIMESTAMPS for c in group.cases)
-    device = open_device(job.adapter, timestamps, job.required_limits)
+    device, notes = open_device(job.adapter, timestamps, job.required_limits)
+    wait = waiter(device)
     loop = native_layer.load() if job.native else None
     if isinstance(loop, str):
         raise UserError(loop)
     cal = Calibration(timer_ns=timer_cost_ns(),
-                      tick_ns=timestamp_period_ns(device.queue) if timestamps else None)
+                      tick_ns=impl.tick_ns(device.queue) if timestamps else None)
     rng = np.random.default_rng(list(job.seed))
     pipeline = compile_pipeline(device, group.kernel, group.workgroup_size)
-    targets = build_targets(device, pipeline, group, rng)
+    targets = build_targets(device, pipeline, group, rng, impl.name, wait)
     ops = {case: methods.operation(targets[case], case, loop) for case in group.cases}
     counts = dict.fromkeys(group.cases, 0)
 
@@ -93,12 +97,34 @@ def measure(job: Job, send: Any) -> Outcome:
     for case, target in targets.items():
         target.dispatched = counts[case]
         target.verify(case.id)
-    return Outcome(job.process, samples, cal, offset)
+    return Outcome(job.process, samples, cal, offset,
+                   device_notes={**notes, "wait": wait.__name__})
+
+
+def measure_torch(job: Job, send: Any) -> Outcome:
+    """The worker's body for the PyTorch baselines (same sampling, same output check)."""
+    from gpuoverhead import torch_baseline
+
+    notes: dict[str, Any] = {}
+    rng = np.random.default_rng(list(job.seed))
+    group, ops, verify = torch_baseline.operations(job.group, rng, notes)
+    cal = Calibration(timer_ns=timer_cost_ns(), tick_ns=None)
+    counts = dict.fromkeys(group.cases, 0)
+
+    def progress(samples: GroupSamples, elapsed: float, budget: float) -> None:
+        send(("round", job.process, samples.rounds, elapsed, budget))
+
+    offset = time.time_ns() - perf_counter_ns()
+    samples = sample_group(group, ops, rng, partial(estimates.worst_rel_ci, cal=cal), progress,
+                           counts)
+    verify(counts)
+    return Outcome(job.process, samples, cal, offset, device_notes=notes)
 
 
 def _child(job: Job, conn: Any) -> None:
+    body = measure_torch if job.adapter.implementation.startswith("torch") else measure
     try:
-        outcome = measure(job, conn.send)
+        outcome = body(job, conn.send)
     except KeyboardInterrupt:
         return
     except IntegrityError as exc:

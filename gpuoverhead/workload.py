@@ -9,6 +9,7 @@ how such a run is caught.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,8 @@ class Target:
     staging: Any
     initial: np.ndarray
     writes: str
+    implementation: str
+    wait: Callable[[], None]
     dispatched: int = 0
 
     def verify(self, case_id: str) -> None:
@@ -62,8 +65,7 @@ def grid_for(elements: int, workgroup_size: int) -> tuple[int, int]:
 
 def compile_pipeline(device: Any, kernel: Kernel, workgroup_size: int) -> Any:
     """A compute pipeline for `kernel`; WGSL errors become a one-line UserError with file:line."""
-    import wgpu
-
+    wgpu = _api(device)
     try:
         module = device.create_shader_module(code=kernel.source, label=kernel.name)
         return device.create_compute_pipeline(
@@ -86,10 +88,10 @@ def _shader_message(text: str) -> str:
     return f"{loc}: shader rejected: {reason}"
 
 
-def build_targets(device: Any, pipeline: Any, group: Group, rng: np.random.Generator
-                  ) -> dict[Case, Target]:
+def build_targets(device: Any, pipeline: Any, group: Group, rng: np.random.Generator,
+                  implementation: str, wait: Callable[[], None]) -> dict[Case, Target]:
     """One buffer, bind group and readback staging buffer per case of `group`."""
-    import wgpu
+    wgpu = _api(device)
 
     grid = grid_for(group.elements, group.workgroup_size)
     targets = {}
@@ -107,5 +109,10 @@ def build_targets(device: Any, pipeline: Any, group: Group, rng: np.random.Gener
             entries=[{"binding": 0, "resource": {"buffer": data, "offset": 0, "size": data.size}}],
         )
         targets[case] = Target(device, device.queue, pipeline, bind_group, grid, data, staging,
-                               initial, group.kernel.writes)
+                               initial, group.kernel.writes, implementation, wait)
     return targets
+
+
+def _api(device: Any) -> Any:
+    """The binding package (wgpu or wgpudawn) a device comes from, for its flags and enums."""
+    return __import__(type(device).__module__.split(".")[0])

@@ -53,6 +53,7 @@ def ci_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Complet
     by the schema tests."""
     out = tmp_path_factory.mktemp("ci-run")
     proc = gpuoverhead("run", "--suite", str(CONFIGS / "ci.yaml"), "--backend", "vulkan",
-                       "--out", str(out), "--seed", "7", "--processes", "2")
+                       "--out", str(out), "--seed", "7", "--processes", "2",
+                       "--implementation", "wgpu-native")
     assert proc.returncode == 0, proc.stderr
     return proc, only_run_folder(out)

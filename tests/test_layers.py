@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from conftest import CONFIGS, gpuoverhead, only_run_folder, read_run, write_suite
 
 from gpuoverhead.layers import native, raw, wrapper
@@ -63,8 +64,6 @@ def test_raw_and_native_layers_make_the_dispatches_they_claim():
     """Each layer's dispatches are checked by reading the buffer back (see test_wait)."""
     from test_wait import _target
 
-    from gpuoverhead.sync import wait_idle
-
     target = _target("add_one", 4096)
     raw_issue, _ = raw.build(target)
     loop = native.load()
@@ -76,7 +75,7 @@ def test_raw_and_native_layers_make_the_dispatches_they_claim():
         raw_issue[encoding](3)
         native_issue[encoding](4)
         total += 2 + 3 + 4
-    wait_idle(target.device)
+    target.wait()
     target.dispatched = total
     target.verify("layers")
 
@@ -104,3 +103,32 @@ def test_native_layer_is_skipped_with_a_note_without_a_compiler(tmp_path):
 def test_default_suite_asks_for_every_layer():
     proc = gpuoverhead("validate", str(CONFIGS / "default.yaml"))
     assert proc.returncode == 0, proc.stderr
+
+
+def _torch_missing() -> str | None:
+    from gpuoverhead.torch_baseline import available
+
+    return available()
+
+
+@pytest.mark.skipif(_torch_missing() is not None, reason="torch is not installed here (the "
+                    "PyTorch baselines need gpuoverhead[torch]); they run where torch exists")
+def test_torch_baselines_run_beside_webgpu_with_ratios_to_the_fastest(tmp_path):
+    suite = write_suite(tmp_path, (
+        "defaults: {n_sweep: [1, 2, 8], budget_s: 0.1, min_rounds: 3, warmup_max_rounds: 1,"
+        " torch_compile_max_n: 2, naive_sync: [wait], encodings: [submit, dispatch],"
+        " gpu_timestamps: false}\n"
+        "benchmarks:\n  - {name: a, kernel: add_one, elements: 256}\n"))
+    proc = gpuoverhead("run", "--suite", str(suite), "--backend", "vulkan", "--out",
+                       str(tmp_path / "o"), "--processes", "1", timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    _, summary, info = read_run(only_run_folder(tmp_path / "o"))
+    summary = summary[summary.process.isna()]
+    assert {"wgpu-native", "torch-eager", "torch-compile"} <= set(summary.implementation)
+    eager = summary[summary.implementation == "torch-eager"].set_index("metric")
+    assert eager.loc["latency_ns", "value"] > 0 and "per_dispatch_ns" in eager.index
+    ratios = summary[summary.metric == "per_dispatch_ns"]["ratio_to_fastest"]
+    assert ratios.min() == 1.0 and (ratios >= 1).all()
+    torch_entry = next(b for b in info["benchmarks"] if b["implementation"] == "torch-eager")
+    compiled = torch_entry["processes"][0]["torch_compile"]
+    assert set(compiled) == {"1", "2"} and all("compile_s" in v for v in compiled.values())

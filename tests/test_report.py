@@ -18,7 +18,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 def second_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("second")
     proc = gpuoverhead("run", "--suite", str(CONFIGS / "ci.yaml"), "--backend", "vulkan",
-                       "--out", str(out), "--processes", "1")
+                       "--out", str(out), "--processes", "1", "--implementation", "wgpu-native")
     assert proc.returncode == 0, proc.stderr
     return only_run_folder(out)
 

@@ -126,7 +126,7 @@ def test_a_kernel_that_does_not_write_fails_its_benchmark_loudly(tmp_path):
         "  - {name: honest, kernel: add_one, elements: 64}\n"))
     out = tmp_path / "out"
     proc = gpuoverhead("run", "--suite", str(suite), "--backend", "vulkan", "--out", str(out),
-                       "--processes", "1")
+                       "--processes", "1", "--implementation", "wgpu-native")
     assert proc.returncode == 1, proc.stderr
     assert "output check failed" in proc.stderr and "lazy/elements=64" in proc.stderr
     _, summary, info = read_run(only_run_folder(out))

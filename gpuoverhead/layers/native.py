@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuoverhead.layers.raw import ffi_lib
+from gpuoverhead import implementations
 from gpuoverhead.workload import Target
 
 SOURCE = Path(__file__).with_name("native_loop.c")
@@ -38,11 +38,10 @@ int gpuoverhead_issue(const Procs *p, void *device, void *queue, void *pipeline,
 
 @dataclass
 class NativeLoop:
-    """The loaded loop library, its function table, and where it came from."""
+    """The loaded loop library and where it came from."""
 
     ffi: Any
     lib: Any
-    procs: Any
     path: Path
     compiler: str
 
@@ -93,23 +92,22 @@ def load() -> NativeLoop | str:
 
     ffi = cffi.FFI()
     ffi.cdef(_CDEF)
-    lib = ffi.dlopen(str(path))
-    wffi, wlib = ffi_lib()
-    procs = ffi.new("Procs *")
-    for i, name in enumerate(PROCS):
-        procs.f[i] = ffi.cast("void *", int(wffi.cast("uintptr_t", wffi.addressof(wlib, name))))
-    return NativeLoop(ffi, lib, procs, path, version)
+    return NativeLoop(ffi, ffi.dlopen(str(path)), path, version)
 
 
 def issuers(loop: NativeLoop, t: Target) -> dict[str, Callable[[int], None]]:
-    """`issue(n)` per encoding: one call into C that issues all n operations."""
-    wffi, _ = ffi_lib()
+    """`issue(n)` per encoding: one call into C that issues all n operations, through the
+    functions of the library that `t`'s implementation loaded."""
+    wffi, wlib = implementations.get(t.implementation).ffi_lib()
 
-    def handle(obj: Any) -> Any:
-        return loop.ffi.cast("void *", int(wffi.cast("uintptr_t", obj._internal)))
+    def pointer(cdata: Any) -> Any:
+        return loop.ffi.cast("void *", int(wffi.cast("uintptr_t", cdata)))
 
-    args = (loop.procs, handle(t.device), handle(t.queue), handle(t.pipeline),
-            handle(t.bind_group), *t.grid)
+    procs = loop.ffi.new("Procs *")
+    for i, name in enumerate(PROCS):
+        procs.f[i] = pointer(wffi.addressof(wlib, name))
+    args = (procs, pointer(t.device._internal), pointer(t.queue._internal),
+            pointer(t.pipeline._internal), pointer(t.bind_group._internal), *t.grid)
     issue = loop.lib.gpuoverhead_issue
 
     def make(code: int) -> Callable[[int], None]:

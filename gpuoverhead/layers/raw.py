@@ -10,20 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from time import perf_counter_ns
-from typing import Any
 
-from gpuoverhead.sync import wait_idle
+from gpuoverhead import implementations
 from gpuoverhead.workload import Target
 
 #: Native calls per operation, per encoding (what the FFI floor is multiplied by).
 CALLS_PER_OP = {"submit": 11, "pass": 6, "dispatch": 3}
-
-
-def ffi_lib() -> tuple[Any, Any]:
-    """wgpu-native's cffi `ffi` and its unchecked `lib` (the wrapper goes through a checked one)."""
-    from wgpu.backends.wgpu_native._ffi import ffi, lib
-
-    return ffi, lib
 
 
 Issue = Callable[[int], None]
@@ -32,7 +24,7 @@ Breakdown = Callable[[], tuple[int, ...]]
 
 def build(t: Target) -> tuple[dict[str, Issue], Breakdown]:
     """`issue(n)` per encoding and the timed breakdown of one operation, bound to `t`."""
-    ffi, lib = ffi_lib()
+    ffi, lib = implementations.get(t.implementation).ffi_lib()
     device, queue = t.device._internal, t.queue._internal
     pipeline, bind_group = t.pipeline._internal, t.bind_group._internal
     x, y = t.grid
@@ -114,7 +106,7 @@ def build(t: Target) -> tuple[dict[str, Issue], Breakdown]:
         t7 = clock()
         submit(queue, 1, commands)
         t8 = clock()
-        wait_idle(t.device)
+        t.wait()
         t9 = clock()
         release_pass(compute)
         release_encoder(encoder)
@@ -126,13 +118,14 @@ def build(t: Target) -> tuple[dict[str, Issue], Breakdown]:
     return {"submit": submit_each, "pass": pass_each, "dispatch": one_pass}, breakdown
 
 
-def ffi_floor() -> Callable[[int], None]:
-    """`n` calls of the most trivial native function through the same FFI (wgpuGetVersion)."""
-    _, lib = ffi_lib()
-    get_version = lib.wgpuGetVersion
+def ffi_floor(t: Target) -> Callable[[int], None]:
+    """`n` calls of a trivial native function through the same FFI: wgpuBufferGetSize, a
+    getter of one handle that every implementation has."""
+    _, lib = implementations.get(t.implementation).ffi_lib()
+    get_size, buffer = lib.wgpuBufferGetSize, t.data._internal
 
     def call(n: int) -> None:
         for _ in range(n):
-            get_version()
+            get_size(buffer)
 
     return call

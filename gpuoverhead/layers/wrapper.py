@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from time import perf_counter_ns
 
-from gpuoverhead.sync import wait_idle
 from gpuoverhead.workload import Target
 
 #: Names of the timed parts of one `submit` operation, in order (breakdown methodology).
@@ -85,7 +84,7 @@ def breakdown(t: Target) -> tuple[int, ...]:
     t7 = clock()
     queue.submit([command_buffer])
     t8 = clock()
-    wait_idle(device)
+    t.wait()
     t9 = clock()
     del compute, encoder, command_buffer
     t10 = clock()

@@ -24,7 +24,7 @@ def operation(target: Target, case: Case, native: Any) -> Operation:
     if case.methodology == "breakdown":
         return breakdown.operation(target, case)
     if case.methodology == FFI_FLOOR:
-        return ffi_floor()
+        return ffi_floor(target)
     if case.sync == TIMESTAMPS:
         return timestamps.operation(target)
     return sequential.operation(target, case, native)

@@ -11,25 +11,23 @@ from collections.abc import Callable
 
 from gpuoverhead.layers.wrapper import submit_each
 from gpuoverhead.suite import Case
-from gpuoverhead.sync import wait_idle
 from gpuoverhead.workload import Target
 
 
 def operation(target: Target, case: Case) -> Callable[[int], None]:
     if case.sync == "wait":
-        device = target.device
+        wait = target.wait
 
         def op(n: int) -> None:
             submit_each(target, 1)
-            wait_idle(device)
+            wait()
 
         return op
     return _readback(target)
 
 
 def _readback(t: Target) -> Callable[[int], None]:
-    import wgpu
-
+    wgpu = __import__(type(t.device).__module__.split(".")[0])
     device, queue, pipeline, bind_group = t.device, t.queue, t.pipeline, t.bind_group
     x, y = t.grid
     data, staging, read = t.data, t.staging, wgpu.MapMode.READ

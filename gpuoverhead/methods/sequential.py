@@ -16,15 +16,14 @@ from typing import Any
 
 from gpuoverhead.layers import issuer
 from gpuoverhead.suite import Case
-from gpuoverhead.sync import wait_idle
 from gpuoverhead.workload import Target
 
 
 def operation(target: Target, case: Case, native: Any) -> Callable[[int], None]:
-    issue, device = issuer(target, case.layer, case.encoding, native), target.device
+    issue, wait = issuer(target, case.layer, case.encoding, native), target.wait
 
     def op(n: int) -> None:
         issue(n)
-        wait_idle(device)
+        wait()
 
     return op

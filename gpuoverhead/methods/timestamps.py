@@ -15,7 +15,7 @@ from gpuoverhead.workload import Target
 
 
 def operation(target: Target) -> Callable[[int], tuple[int, int]]:
-    import wgpu
+    wgpu = __import__(type(target.device).__module__.split(".")[0])
 
     device, queue, pipeline, bind_group = target.device, target.queue, target.pipeline, \
         target.bind_group
@@ -41,10 +41,3 @@ def operation(target: Target) -> Callable[[int], tuple[int, int]]:
 
     return op
 
-
-def timestamp_period_ns(queue: object) -> float:
-    """Nanoseconds per timestamp tick, from wgpuQueueGetTimestampPeriod."""
-    from gpuoverhead.layers.raw import ffi_lib
-
-    _, lib = ffi_lib()
-    return float(lib.wgpuQueueGetTimestampPeriod(queue._internal))  # type: ignore[attr-defined]
