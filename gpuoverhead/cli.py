@@ -163,15 +163,18 @@ def selftest(
     backend: Annotated[str | None, typer.Option(help="Adapter backend.")] = None,
     adapter: Annotated[str | None, typer.Option(help="Adapter name substring.")] = None,
     processes: Annotated[int, typer.Option(help="Worker processes per run.")] = 3,
+    implementation: Annotated[str, typer.Option(help="As for run.")] = "all",
     out: Annotated[Path, typer.Option(help="Folder that receives both runs.")] = Path("results"),
     threshold: Annotated[float, typer.Option(help="As for compare, in percent.")] = 5.0,
 ) -> None:
     """A/A test: run the same suite twice and compare; at least 95% must be `same`."""
+    with user_errors():
+        names = implementations.parse(implementation)
     runs = []
     for label in ("a", "b"):
         run_id = f"selftest-{runner.stamp()}-{label}"
         options = runner.RunOptions(suite=suite, out_root=out, backend=backend, adapter=adapter,
-                                    processes=processes, run_id=run_id)
+                                    implementations=names, processes=processes, run_id=run_id)
         with user_errors(), console.RichReporter() as reporter:
             runs.append(runner.run(options, reporter).folder)
     with user_errors():

@@ -173,9 +173,12 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
                                             for o in outcomes])
             info["drift"].extend({**d, "implementation": adapter.implementation}
                                  for d in found_drift)
-            info["warnings"].extend(
-                f"{d['case']} {d['metric']} drifts ({d['scope']}: rho {d['rho']:+.2f}, "
-                f"{d['change']:+.1%} first to last quarter)" for d in found_drift)
+            if found_drift:
+                worst = max(found_drift, key=lambda d: abs(d["change"]))
+                info["warnings"].append(
+                    f"{group.id} ({adapter.implementation}): {len(found_drift)} trends over "
+                    f"time (see drift in run.json); largest: {worst['case']} {worst['metric']}, "
+                    f"{worst['change']:+.1%} first to last quarter ({worst['scope']})")
             samples_parts.append(rows)
             summary_parts.append(summary)
             save("running")
@@ -249,14 +252,17 @@ def _timer_warnings(group: Group, outcomes: list[worker.Outcome]) -> list[str]:
             warnings.append(f"{group.id}: GPU timestamps are quantized to "
                             f"{timer.resolution_ns:.0f} ns; gpu_ns is no more precise than that")
             break
-    warnings += [f"{group.id}: warm-up of process {o.process} did not settle within "
-                 f"{o.samples.warmup_rounds} rounds" for o in outcomes
-                 if not o.samples.warmup_settled]
+    unsettled = [o for o in outcomes if not o.samples.warmup_settled]
+    if unsettled:
+        warnings.append(f"{group.id}: warm-up did not settle in {len(unsettled)} of "
+                        f"{len(outcomes)} processes (capped at "
+                        f"{max(o.samples.warmup_rounds for o in unsettled)} rounds)")
     return warnings
 
 
 def _precision_warnings(group: Group, summary: pd.DataFrame) -> list[str]:
     head = summary[summary["metric"].isin(estimates.HEADLINE) & summary["process"].isna()]
+    head = head[(head["ci_high"] - head["ci_low"]) / 2 > estimates.PRECISE_NS]
     if head.empty or head["stop"].eq("converged").all():
         return []
     worst = head.loc[head["rel_ci"].idxmax()]
