@@ -6,9 +6,11 @@ and a verdict a CI job can act on.
   do), where there are such samples (latencies, calls, the largest N of a sequential case,
   GPU times); derived figures (api, python, inflation, ...) are judged on the CI alone;
 - verdict: `slower`/`faster` when the ratio CI excludes 1, the change is at least the
-  threshold, and p < alpha; `same` when the ratio CI lies within 1 ± 2 x threshold (a
-  change of that size is ruled out); `unsure` otherwise. For ratios (inflation) the verdicts
-  are `higher`/`lower`.
+  threshold, and p < alpha (where there is a p); otherwise `same` when the ratio CI rules
+  out changes beyond RESOLVABLE (x1.5 either way), and `unsure` when it is wider than that
+  (the runs are too noisy to say anything). For ratios (inflation) the verdicts are
+  `higher`/`lower`. The CIs of runs with several processes include the variation between
+  processes, which is what keeps an A/A comparison from calling noise a change.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ from scipy import stats as sps
 
 from gpuoverhead.results import ResultSet
 
+#: A ratio CI wider than this factor either way leaves a comparison `unsure`.
+RESOLVABLE = 1.5
+#: Checks of the method itself (≈0 by construction), not performance: never compared.
+DIAGNOSTICS = ("closure_ns", "ffi_check_ns")
 KEY = ["implementation", "benchmark", "elements", "case", "metric", "call"]
 ALPHA = 0.01
 SAMPLE_COLUMNS = ["implementation", "case", "call", "phase", "n_dispatches", "wall_ns",
@@ -60,15 +66,15 @@ def verdict(ratio: float, low: float, high: float, p: float, threshold: float,
     if significant and abs(ratio - 1) >= threshold:
         up = ratio > 1
         return ("higher" if up else "lower") if is_ratio else ("slower" if up else "faster")
-    wide = 2 * threshold
-    if low >= 1 / (1 + wide) and high <= 1 + wide:
+    if low >= 1 / RESOLVABLE and high <= RESOLVABLE:
         return "same"
     return "unsure"
 
 
 def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> pd.DataFrame:
     """One row per estimate present in both runs."""
-    joined = base.summary.merge(new.summary, on=KEY, suffixes=("_base", "_new"))
+    judged = [rs.summary[~rs.summary["metric"].isin(DIAGNOSTICS)] for rs in (base, new)]
+    joined = judged[0].merge(judged[1], on=KEY, suffixes=("_base", "_new"))
     base_samples, new_samples = base.samples(SAMPLE_COLUMNS), new.samples(SAMPLE_COLUMNS)
     rows = []
     for _, r in joined.iterrows():
