@@ -6,11 +6,12 @@ and a verdict a CI job can act on.
   do), where there are such samples (latencies, calls, the largest N of a sequential case,
   GPU times); derived figures (api, python, inflation, ...) are judged on the CI alone;
 - verdict: `slower`/`faster` when the ratio CI excludes 1, the change is at least the
-  threshold, and p < alpha (where there is a p); otherwise `same` when the ratio CI rules
-  out changes beyond RESOLVABLE (x1.5 either way), and `unsure` when it is wider than that
-  (the runs are too noisy to say anything). For ratios (inflation) the verdicts are
-  `higher`/`lower`. The CIs of runs with several processes include the variation between
-  processes, which is what keeps an A/A comparison from calling noise a change.
+  threshold, and p < alpha (where there is a p); otherwise `same` when the ratio is within
+  twice the threshold and its CI rules out changes beyond RESOLVABLE (x1.5 either way), and
+  `unsure` when not (a change the runs are too noisy to confirm or rule out). For ratios
+  (inflation) the verdicts are `higher`/`lower`. The CIs of runs with several processes
+  include the variation between processes, which keeps an A/A comparison from calling
+  noise a change.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from gpuoverhead.results import ResultSet
 
 #: A ratio CI wider than this factor either way leaves a comparison `unsure`.
 RESOLVABLE = 1.5
+#: The figures a user publishes; the A/A self-test is judged on them.
+HEADLINE = ("latency_ns", "per_dispatch_ns")
 #: Checks of the method itself (≈0 by construction), not performance: never compared.
 DIAGNOSTICS = ("closure_ns", "ffi_check_ns")
 KEY = ["implementation", "benchmark", "elements", "case", "metric", "call"]
@@ -66,7 +69,7 @@ def verdict(ratio: float, low: float, high: float, p: float, threshold: float,
     if significant and abs(ratio - 1) >= threshold:
         up = ratio > 1
         return ("higher" if up else "lower") if is_ratio else ("slower" if up else "faster")
-    if low >= 1 / RESOLVABLE and high <= RESOLVABLE:
+    if abs(ratio - 1) < 2 * threshold and low >= 1 / RESOLVABLE and high <= RESOLVABLE:
         return "same"
     return "unsure"
 

@@ -27,18 +27,19 @@ class Figure:
     label: str
     metric: str
     methodology: str = "sequential"
-    encoding: str = "submit"
+    encoding: str | None = "submit"  # None: any (the PyTorch baselines have none)
     sync: str = "wait"
     layer: str = "wrapper"
 
 
 FIGURES = (
-    Figure("naive", "latency_ns", "naive"),
+    Figure("naive", "latency_ns", "naive", encoding=None),
     Figure("submit", "per_dispatch_ns"),
     Figure("pass", "per_dispatch_ns", encoding="pass"),
     Figure("dispatch", "per_dispatch_ns", encoding="dispatch"),
     Figure("api (submit)", "api_ns"),
     Figure("python (submit)", "python_ns"),
+    Figure("sequential (torch)", "per_dispatch_ns", encoding="-"),
     Figure("gpu", "gpu_ns", encoding="dispatch", sync="timestamps"),
     Figure("inflation", "inflation"),
     Figure("fusion speedup", "fusion_speedup", methodology="fusion", encoding="-", sync="-"),
@@ -104,7 +105,7 @@ def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | N
 def _pick(rows: pd.DataFrame, f: Figure) -> pd.DataFrame:
     mask = rows["metric"] == f.metric
     for column in ("methodology", "encoding", "sync", "layer"):
-        if column in rows:
+        if column in rows and getattr(f, column) is not None:
             mask &= rows[column] == getattr(f, column)
     return rows[mask]
 
