@@ -22,7 +22,7 @@ from gpuoverhead import adapters, estimates, implementations, methods
 from gpuoverhead.errors import IntegrityError, UserError
 from gpuoverhead.estimates import Calibration
 from gpuoverhead.sampling import GroupSamples, sample_group, timer_cost_ns
-from gpuoverhead.suite import TIMESTAMPS, Group
+from gpuoverhead.suite import TIMESTAMPS, Case, Group
 from gpuoverhead.sync import waiter
 from gpuoverhead.workload import build_targets, compile_pipeline
 
@@ -85,20 +85,15 @@ def measure(job: Job, send: Any) -> Outcome:
     rng = np.random.default_rng(list(job.seed))
     pipeline = compile_pipeline(device, group.kernel, group.workgroup_size)
     targets = build_targets(device, pipeline, group, rng, impl.name, wait)
+
+    def verify(counts: dict[Case, int]) -> None:
+        for case, target in targets.items():
+            target.dispatched = counts[case]
+            target.verify(case.id)
+
     ops = {case: methods.operation(targets[case], case, loop) for case in group.cases}
-    counts = dict.fromkeys(group.cases, 0)
-
-    def progress(samples: GroupSamples, elapsed: float, budget: float) -> None:
-        send(("round", job.process, samples.rounds, elapsed, budget))
-
-    offset = time.time_ns() - perf_counter_ns()
-    samples = sample_group(group, ops, rng, partial(estimates.worst_rel_ci, cal=cal), progress,
-                           counts)
-    for case, target in targets.items():
-        target.dispatched = counts[case]
-        target.verify(case.id)
-    return Outcome(job.process, samples, cal, offset,
-                   device_notes={**notes, "wait": wait.__name__})
+    return _sample(job, group, ops, verify, cal, rng, send,
+                   {**notes, "wait": wait.__name__})
 
 
 def measure_torch(job: Job, send: Any) -> Outcome:
@@ -108,7 +103,12 @@ def measure_torch(job: Job, send: Any) -> Outcome:
     notes: dict[str, Any] = {}
     rng = np.random.default_rng(list(job.seed))
     group, ops, verify = torch_baseline.operations(job.group, rng, notes)
-    cal = Calibration(timer_ns=timer_cost_ns(), tick_ns=None)
+    return _sample(job, group, ops, verify, Calibration(timer_cost_ns(), None), rng, send, notes)
+
+
+def _sample(job: Job, group: Group, ops: dict[Case, Any], verify: Any, cal: Calibration,
+            rng: np.random.Generator, send: Any, notes: dict[str, Any]) -> Outcome:
+    """Interleaved sampling with progress sent to the parent, then the output check."""
     counts = dict.fromkeys(group.cases, 0)
 
     def progress(samples: GroupSamples, elapsed: float, budget: float) -> None:

@@ -132,3 +132,20 @@ def test_torch_baselines_run_beside_webgpu_with_ratios_to_the_fastest(tmp_path):
     torch_entry = next(b for b in info["benchmarks"] if b["implementation"] == "torch-eager")
     compiled = torch_entry["processes"][0]["torch_compile"]
     assert set(compiled) == {"1", "2"} and all("compile_s" in v for v in compiled.values())
+
+
+def test_dawn_runs_or_says_why_not(tmp_path):
+    """Dawn rejects Mesa 22's lavapipe (and wgpudawn may not be installed): the run must say
+    so in one line. Where Dawn sees an adapter (a GPU machine), it must measure on it."""
+    from gpuoverhead import adapters
+
+    found, notes = adapters.discover(["dawn"])
+    proc = gpuoverhead("run", "--implementation", "dawn", "--quick", "--out", str(tmp_path))
+    if not found:
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        assert "dawn offers no adapter" in proc.stderr or "wgpudawn is not usable" in proc.stderr
+        assert notes
+        return
+    assert proc.returncode == 0, proc.stderr
+    _, summary, _ = read_run(only_run_folder(tmp_path))
+    assert set(summary.implementation) == {"dawn"}
