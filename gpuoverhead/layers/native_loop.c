@@ -31,6 +31,17 @@ static void op(const Procs *p, WGPUComputePassEncoder pass, WGPUComputePipeline 
     p->dispatch(pass, x, y, 1);
 }
 
+/* One compute pass holding one operation, ended and released. */
+static void op_in_own_pass(const Procs *p, WGPUCommandEncoder encoder,
+                           const WGPUComputePassDescriptor *pass_desc,
+                           WGPUComputePipeline pipeline, WGPUBindGroup group,
+                           uint32_t x, uint32_t y) {
+    WGPUComputePassEncoder pass = p->begin_pass(encoder, pass_desc);
+    op(p, pass, pipeline, group, x, y);
+    p->end_pass(pass);
+    p->release_pass(pass);
+}
+
 static void submit_and_release(const Procs *p, WGPUQueue queue, WGPUCommandEncoder encoder) {
     WGPUCommandBufferDescriptor buffer_desc = {0};
     WGPUCommandBuffer command = p->finish(encoder, &buffer_desc);
@@ -48,22 +59,15 @@ int gpuoverhead_issue(const Procs *p, WGPUDevice device, WGPUQueue queue,
     if (encoding == ENC_SUBMIT) {
         for (uint32_t i = 0; i < n; i++) {
             WGPUCommandEncoder encoder = p->create_encoder(device, &encoder_desc);
-            WGPUComputePassEncoder pass = p->begin_pass(encoder, &pass_desc);
-            op(p, pass, pipeline, group, x, y);
-            p->end_pass(pass);
-            p->release_pass(pass);
+            op_in_own_pass(p, encoder, &pass_desc, pipeline, group, x, y);
             submit_and_release(p, queue, encoder);
         }
         return 0;
     }
     if (encoding == ENC_PASS) {
         WGPUCommandEncoder encoder = p->create_encoder(device, &encoder_desc);
-        for (uint32_t i = 0; i < n; i++) {
-            WGPUComputePassEncoder pass = p->begin_pass(encoder, &pass_desc);
-            op(p, pass, pipeline, group, x, y);
-            p->end_pass(pass);
-            p->release_pass(pass);
-        }
+        for (uint32_t i = 0; i < n; i++)
+            op_in_own_pass(p, encoder, &pass_desc, pipeline, group, x, y);
         submit_and_release(p, queue, encoder);
         return 0;
     }

@@ -4,6 +4,8 @@ Descriptors, handles and the command-buffer array are prepared once, outside the
 region, so that an operation costs the native calls plus the FFI's per-call overhead and
 nothing of the wrapper's logic. What the wrapper releases when its objects are dropped
 (pass, encoder, command buffer) is released explicitly here, so both make the same calls.
+The loops are spelled out per encoding on purpose: a shared helper would add a Python call
+per operation to the layer that is meant to have no Python beyond the FFI.
 """
 
 from __future__ import annotations
