@@ -83,7 +83,7 @@ def prepare(options: RunOptions) -> tuple[Suite, list[adapters.FoundAdapter], li
     found, notes = adapters.discover(options.implementations)
     torch_only = options.implementations == [implementations.TORCH]
     if not found and notes and not torch_only:
-        raise UserError("; ".join(notes))
+        raise UserError("; ".join([adapters.NO_ADAPTER, *notes]))
     return suite, adapters.select(found, options.backend, options.adapter, torch_only), notes
 
 
