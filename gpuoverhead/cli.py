@@ -12,7 +12,15 @@ from typing import Annotated
 import pandas as pd
 import typer
 
-from gpuoverhead import adapters, console, implementations, report_formats, results, runner
+from gpuoverhead import (
+    adapters,
+    console,
+    implementations,
+    report_formats,
+    results,
+    runinfo,
+    runner,
+)
 from gpuoverhead import compare as comparing
 from gpuoverhead import report as reporting
 from gpuoverhead.errors import UserError
@@ -172,7 +180,7 @@ def selftest(
         names = implementations.parse(implementation)
     runs = []
     for label in ("a", "b"):
-        run_id = f"selftest-{runner.stamp()}-{label}"
+        run_id = f"selftest-{runinfo.new_run_id()}-{label}"
         options = runner.RunOptions(suite=suite, out_root=out, backend=backend, adapter=adapter,
                                     implementations=names, processes=processes, run_id=run_id)
         with user_errors(), console.RichReporter() as reporter:

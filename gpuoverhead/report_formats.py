@@ -94,8 +94,7 @@ def html_page(report: Report, images: dict[str, str]) -> str:
 
 
 def write(path: Path, text: str) -> None:
-    if path.suffix not in SUFFIXES:
-        raise UserError(f"{path}: unknown report format; use one of {', '.join(SUFFIXES)}")
+    """Write one output file (its format was checked by `publish` before anything ran)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")

@@ -209,11 +209,6 @@ def _without_timestamps(group: Group) -> Group:
     return replace(group, cases=tuple(c for c in group.cases if c.sync != TIMESTAMPS))
 
 
-def stamp() -> str:
-    """A fresh run id."""
-    return runinfo.new_run_id()
-
-
 def loaded_info(loop: Any) -> dict[str, str]:
     return {"library": str(loop.path), "compiler": loop.compiler}
 

@@ -52,7 +52,6 @@ class Outcome:
     #: Epoch ns minus perf_counter ns in the worker, to put its samples on a shared clock.
     clock_offset_ns: int = 0
     error: str | None = None
-    integrity: bool = False
     device_notes: dict[str, Any] = field(default_factory=dict)
 
 
@@ -127,9 +126,7 @@ def _child(job: Job, conn: Any) -> None:
         outcome = body(job, conn.send)
     except KeyboardInterrupt:
         return
-    except IntegrityError as exc:
-        outcome = Outcome(job.process, error=str(exc), integrity=True)
-    except UserError as exc:
+    except (IntegrityError, UserError) as exc:
         outcome = Outcome(job.process, error=str(exc))
     except Exception:  # a bug or a driver failure: report it whole, the parent goes on
         outcome = Outcome(job.process, error=traceback.format_exc(limit=5).strip())
