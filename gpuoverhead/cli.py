@@ -102,8 +102,11 @@ def show(folder: Annotated[Path, typer.Argument(help="A run folder (results/<run
 def _print_summary(summary: pd.DataFrame) -> None:
     if summary.empty:
         return
-    console.out.print(console.summary_grid(summary))
-    for extra in (console.implementations_grid(summary), console.breakdown_grid(summary)):
+    plain = summary[summary["methodology"] != "fusion"]
+    if not plain.empty:
+        console.out.print(console.summary_grid(plain))
+    for extra in (console.implementations_grid(plain), console.breakdown_grid(plain),
+                  console.fusion_grid(summary), console.crossover_grid(summary)):
         if extra is not None:
             console.out.print(extra)
 

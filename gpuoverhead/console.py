@@ -142,6 +142,80 @@ def implementations_grid(summary: pd.DataFrame) -> Table | None:
     return table
 
 
+def _fusion_rows(summary: pd.DataFrame) -> pd.DataFrame:
+    if "variant" not in summary:
+        return summary.iloc[0:0]
+    return summary[(summary["methodology"] == "fusion") & summary["process"].isna()]
+
+
+def _pick(part: pd.DataFrame, variant: str, metric: str) -> Any:
+    hit = part[(part.variant == variant) & (part.metric == metric)]
+    return hit.iloc[0] if not hit.empty else None
+
+
+def _ratio_cells(r: Any) -> list[str]:
+    if r is None:
+        return ["", ""]
+    return [fmt_value(r.value, "ratio"),
+            f"{fmt_value(r.ci_low, 'ratio')}–{fmt_value(r.ci_high, 'ratio')}"]
+
+
+def fusion_grid(summary: pd.DataFrame) -> Table | None:
+    """Per fusion case: one unit of work unfused and fused (slopes: the wait amortized), the
+    speedup with its CI, and the speedups when each unit is synced and on the GPU."""
+    rows = _fusion_rows(summary)
+    rows = rows[rows.variant.isin(("fused", "unfused"))]
+    if rows.empty:
+        return None
+    table = Table(title="Fusion: one unit of work (µs), unfused / fused speedups")
+    for name in ("benchmark", "impl.", "k", "unfused", "fused", "speedup", "95% CI",
+                 "synced", "GPU"):
+        table.add_column(name, justify="left" if name in ("benchmark", "impl.") else "right")
+    for (bench, elements), group in rows.groupby(["benchmark", "elements"], sort=False):
+        label = f"{bench} {elements:,} el."
+        # PyTorch's unfused and fused forms are two implementations (eager, compile/graph).
+        family = group["implementation"].where(~group["implementation"].str.startswith(
+            "torch"), "torch")
+        for (_, k), part in group.groupby([family, "k"], sort=False):
+            impl = " / ".join(dict.fromkeys(part["implementation"]))
+            unfused, fused = (_pick(part, v, "per_unit_ns") for v in ("unfused", "fused"))
+            table.add_row(label, str(impl), str(k),
+                          *(fmt_value(r.value, "ns") if r is not None else "—"
+                            for r in (unfused, fused)),
+                          *_ratio_cells(_pick(part, "fused", "fusion_speedup")),
+                          *(_ratio_cells(_pick(part, "fused", m))[0]
+                            for m in ("fusion_speedup_synced", "fusion_gpu_speedup")))
+            label = ""
+        table.add_section()
+    return table
+
+
+def crossover_grid(summary: pd.DataFrame) -> Table | None:
+    """Matmul per size M: issuing cost, synced latency and GPU time of one matmul (µs), then
+    the size M where GPU time reaches the overhead."""
+    rows = _fusion_rows(summary)
+    rows = rows[rows.variant.isin(("single", "crossover"))]
+    if rows.empty:
+        return None
+    table = Table(title="Matmul: where GPU time overtakes dispatch overhead (µs)")
+    for name in ("benchmark", "impl.", "M", "per dispatch", "synced", "GPU"):
+        table.add_column(name, justify="left" if name in ("benchmark", "impl.") else "right")
+    for (bench, impl), group in rows.groupby(["benchmark", "implementation"], sort=False):
+        label = str(bench)
+        for k, part in group[group.variant == "single"].groupby("k", sort=True):
+            cells = [_pick(part, "single", m) for m in ("per_unit_ns", "latency_ns", "gpu_ns")]
+            table.add_row(label, str(impl), str(k),
+                          *(fmt_value(r.value, "ns") if r is not None else "—" for r in cells))
+            label = ""
+        for r in group[group.variant == "crossover"].itertuples():
+            size = f"{r.value:.0f} [{r.ci_low:.0f}–{r.ci_high:.0f}]" \
+                if math.isfinite(r.value) else "not reached"
+            table.add_row("", str(impl), "crossover" if r.metric == "crossover_size"
+                          else "crossover, synced", size, "", "")
+        table.add_section()
+    return table
+
+
 def breakdown_grid(summary: pd.DataFrame) -> Table | None:
     """Per call of one `submit` operation, the median CPU time in each layer that ran."""
     calls = summary[(summary.metric == "call_ns")

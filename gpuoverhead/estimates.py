@@ -27,7 +27,7 @@ process's own estimate is a row of its own (`process` set).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import reduce
 from typing import Any
 
@@ -46,16 +46,16 @@ from gpuoverhead.stats import (
     outlier_flags,
     round_fits,
 )
-from gpuoverhead.suite import FFI_FLOOR, TIMESTAMPS, Case, Group
+from gpuoverhead.suite import FFI_FLOOR, FUSION, TIMESTAMPS, Case, Group
 
 #: Metrics whose precision decides when sampling stops.
-HEADLINE = ("latency_ns", "per_dispatch_ns")
+HEADLINE = ("latency_ns", "per_dispatch_ns", "per_unit_ns")
 #: GPU timers coarser than this are flagged as quantized.
 QUANTIZED_NS = 1000.0
 
 _CASE_COLUMNS = ["run_id", "benchmark", "case", "methodology", "encoding", "sync", "layer",
                  "call", "implementation", "backend", "adapter", "vendor", "adapter_type",
-                 "kernel", "elements", "workgroup_size"]
+                 "kernel", "elements", "workgroup_size", "variant", "k"]
 SAMPLE_COLUMNS = _CASE_COLUMNS + ["n_dispatches", "repetition", "phase", "process",
                                   "elapsed_ns", "wall_ns", "gpu_ns", "outlier"]
 
@@ -148,10 +148,28 @@ def series(samples: GroupSamples, cal: Calibration, clock_offset_ns: int = 0
     slopes: dict[tuple[str, str, str | None], tuple[Case, np.ndarray, np.ndarray]] = {}
     floor: np.ndarray | None = None
     timer = gpu_timer(samples, cal.tick_ns) if cal.tick_ns else None
+    units: dict[tuple[int, str, str], tuple[Case, np.ndarray, np.ndarray | None, np.ndarray]] = {}
     for index, case in enumerate(samples.cases):
         pos = _measured(rec, index)
         walls = rec[pos, 5].astype(float)
         times = (rec[pos, 4] + clock_offset_ns).astype(float)
+        if case.methodology == FUSION:
+            round_times = _by_round(times, case)[:, 0]
+            if case.sync == TIMESTAMPS:
+                if cal.tick_ns is None or timer is None:
+                    continue
+                matrix = _by_round(gpu_times(samples, pos, cal.tick_ns), case)
+                metrics = ("gpu_ns", "gpu_fixed_ns")
+            else:
+                matrix = _by_round(walls, case)
+                metrics = ("per_unit_ns", "fixed_ns")
+            slope = _add_fits(out, case, matrix, round_times, metrics, "round-median theil-sen")
+            single = matrix[:, 0] if case.n_values[0] == 1 else None
+            if single is not None and case.sync != TIMESTAMPS:
+                out[Key(case, "latency_ns", "ns", "median of N=1 samples")] = Series(
+                    single, round_times, single.size)
+            units[(case.k, case.variant, case.sync)] = (case, slope, single, round_times)
+            continue
         if case.methodology in ("naive", "breakdown"):
             out[Key(case, "latency_ns", "ns", "median")] = Series(walls, times, walls.size)
             if case.methodology == "naive" and case.sync == "wait":
@@ -191,7 +209,36 @@ def series(samples: GroupSamples, cal: Calibration, clock_offset_ns: int = 0
                 out[Key(case, "inflation", "ratio", "round-median ratio")] = Series(
                     naive[0][:r] / s[:r], t[:r], r)
     _add_layers(out, slopes, floor)
+    _add_fusion(out, units)
     return out
+
+
+#: Fusion ratios: metric, the sync of the series they pair, and which of its values.
+_FUSION_RATIOS = (("fusion_speedup", "wait", 1, "unfused slope / fused slope, per round"),
+                  ("fusion_speedup_synced", "wait", 2,
+                   "unfused / fused wall at N=1, per round"),
+                  ("fusion_gpu_speedup", TIMESTAMPS, 1,
+                   "unfused / fused GPU-time slope, per round"))
+
+
+def _add_fusion(out: dict[Key, Series],
+                units: dict[tuple[int, str, str], tuple[Case, np.ndarray, np.ndarray | None,
+                                                        np.ndarray]]) -> None:
+    """Fusion speedups, on the fused case: unfused over fused, paired round by round."""
+    for (k, variant, sync), fused in units.items():
+        unfused = units.get((k, "unfused", sync))
+        if variant != "fused" or unfused is None:
+            continue
+        for metric, wanted, part, estimator in _FUSION_RATIOS:
+            top, bottom = unfused[part], fused[part]
+            if sync != wanted or top is None or bottom is None:
+                continue
+            r = min(len(top), len(bottom))
+            keep = bottom[:r] > 0
+            ratios = top[:r][keep] / bottom[:r][keep]
+            if ratios.size:
+                out[Key(fused[0], metric, "ratio", estimator)] = Series(
+                    ratios, fused[3][:r][keep], int(ratios.size))
 
 
 def _add_fits(out: dict[Key, Series], case: Case, matrix: np.ndarray, times: np.ndarray,
@@ -260,6 +307,7 @@ def combine(per_process: list[dict[Key, Series]], rng: np.random.Generator) -> l
         spread = (max(medians) - min(medians)) / abs(est.value) if est.value else float("nan")
         rows.append(Row(key, est, None, spread if len(present) > 1 else float("nan")))
     rows += _closures(rows)
+    rows += _crossovers(rows)
     if len(per_process) > 1:
         for process, found in enumerate(per_process):
             rows += [Row(k, _with_count(median_ci(s.values), s.count), process)
@@ -282,6 +330,53 @@ def _closures(rows: list[Row]) -> list[Row]:
         key = Key(case, "closure_ns", "ns", "median(wrapper) - median(api) - median(python)")
         out.append(Row(key, Estimate(closure, closure, closure, wrapper.n_samples)))
     return out
+
+
+#: Crossover metrics: the overhead that GPU time per matmul is compared with (at the
+#: smallest size, where GPU work is negligible): issuing a dispatch, or a synced one.
+_CROSSOVERS = (("crossover_size", "per_unit_ns"), ("crossover_size_synced", "latency_ns"))
+
+
+def _crossovers(rows: list[Row]) -> list[Row]:
+    """Matmul size M where GPU time per matmul reaches the overhead of issuing one: log-log
+    interpolation between the sizes measured; the CI pairs the ends of the two CIs."""
+    sizes: dict[int, dict[str, tuple[Case, Estimate]]] = {}
+    for r in rows:
+        if r.key.case.methodology == FUSION and r.key.case.variant == "single":
+            sizes.setdefault(r.key.case.k, {})[r.key.metric] = (r.key.case, r.estimate)
+    if not sizes or any("gpu_ns" not in m for m in sizes.values()):
+        return []
+    ms = sorted(sizes)
+    gpu = [sizes[m]["gpu_ns"][1] for m in ms]
+    out = []
+    for metric, overhead_metric in _CROSSOVERS:
+        if overhead_metric not in sizes[ms[0]]:
+            continue
+        case, overhead = sizes[ms[0]][overhead_metric]
+        points = [_crossing(ms, [g.value for g in gpu], overhead.value),
+                  _crossing(ms, [g.ci_high for g in gpu], overhead.ci_low),
+                  _crossing(ms, [g.ci_low for g in gpu], overhead.ci_high)]
+        value, low, high = points
+        how = f"M where gpu_ns reaches {overhead_metric} at M={ms[0]} (log-log interpolation)"
+        if math.isnan(value):
+            how = f"not reached up to M={ms[-1]}: GPU time stays under {overhead_metric}"
+        key = Key(replace(case, variant="crossover", k=0, elements=0, sync="-"), metric,
+                  "M", how)
+        out.append(Row(key, Estimate(value, low, high, overhead.n_samples)))
+    return out
+
+
+def _crossing(ms: list[int], gpu: list[float], overhead: float) -> float:
+    """First M where `gpu` reaches `overhead`, interpolated; nan when it never does."""
+    for i, g in enumerate(gpu):
+        if g >= overhead:
+            if i == 0:
+                return float(ms[0])
+            lo, hi = max(gpu[i - 1], 1e-9), max(g, 1e-9)
+            frac = (math.log(overhead) - math.log(lo)) / (math.log(hi) - math.log(lo)) \
+                if hi > lo else 1.0
+            return float(math.exp(math.log(ms[i - 1]) + frac * math.log(ms[i] / ms[i - 1])))
+    return float("nan")
 
 
 def drifts(per_process: list[dict[Key, Series]]) -> list[dict[str, Any]]:
@@ -314,6 +409,7 @@ def _case_fields(run_id: str, adapter: AdapterInfo, case: Case) -> dict[str, Any
         "backend": adapter.backend, "adapter": adapter.device, "vendor": adapter.vendor,
         "adapter_type": adapter.adapter_type, "kernel": case.kernel,
         "elements": case.elements, "workgroup_size": case.workgroup_size,
+        "variant": case.variant, "k": case.k,
     }
 
 

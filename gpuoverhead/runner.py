@@ -27,6 +27,7 @@ from gpuoverhead import (
     implementations,
     runinfo,
     torch_baseline,
+    torch_fusion,
     worker,
     writers,
 )
@@ -134,8 +135,8 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     if torch is not None:
         info["adapters"].append(dict(torch.__dict__))
     jobs = [(g, f.info) for g in suite.groups for f in chosen]
-    jobs += [(replace(g, cases=torch_baseline.cases(g, torch.backend)), torch)
-             for g in suite.groups if torch is not None and g.kernel.name in torch_baseline.KERNELS]
+    jobs += [(replace(g, cases=_torch_cases(g, torch.backend)), torch)
+             for g in suite.groups if torch is not None and _torch_cases(g, torch.backend)]
     jobs.sort(key=lambda job: suite.groups.index(next(
         g for g in suite.groups if (g.benchmark, g.elements) == (job[0].benchmark,
                                                                  job[0].elements))))
@@ -203,6 +204,15 @@ def _torch_adapter(options: RunOptions, notes: list[str]) -> adapters.AdapterInf
         notes.append(reason)
         return None
     return torch_baseline.adapter_info()
+
+
+def _torch_cases(group: Group, kind: str) -> tuple[Case, ...]:
+    """The PyTorch baseline's cases of a group (none where it has no such kernel)."""
+    if group.fusion is not None:
+        return torch_fusion.cases(group, kind)
+    if group.kernel.name in torch_baseline.KERNELS:
+        return torch_baseline.cases(group, kind)
+    return ()
 
 
 def _without_timestamps(group: Group) -> Group:
@@ -311,7 +321,8 @@ def _check_shaders(chosen: adapters.FoundAdapter, suite: Suite, timestamps: bool
     device, _ = implementations.get(chosen.info.implementation).request_device(
         chosen.adapter, features, limits)
     for group in suite.groups:
-        compile_pipeline(device, group.kernel, group.workgroup_size)
+        if group.fusion is None:  # fusion kernels are checked against numpy by each worker
+            compile_pipeline(device, group.kernel, group.workgroup_size)
     device.destroy()
 
 

@@ -24,9 +24,11 @@ Methodology = Literal["naive", "sequential", "breakdown"]
 Encoding = Literal["submit", "pass", "dispatch"]
 Sync = Literal["wait", "readback"]
 Layer = Literal["wrapper", "raw", "native"]
+Pattern = Literal["chain", "loop", "rmsnorm", "matmul"]
 PosInt = Annotated[int, Field(gt=0)]
 
 _WRITES_DIRECTIVE = re.compile(r"//\s*gpuoverhead:\s*writes\s*=\s*(all|first)\b")
+_FUSION_DIRECTIVE = re.compile(r"//\s*gpuoverhead:\s*fusion\s*=")
 
 
 class _Settings(BaseModel):
@@ -48,6 +50,7 @@ class _Settings(BaseModel):
     max_rounds: Annotated[int, Field(ge=3)] | None = None
     warmup_max_rounds: Annotated[int, Field(ge=1)] | None = None
     torch_compile_max_n: Annotated[int, Field(ge=0)] | None = None
+    k_sweep: list[PosInt] | None = Field(None, min_length=1)
 
     @field_validator("elements", mode="before")
     @classmethod
@@ -69,7 +72,9 @@ class _Settings(BaseModel):
 
 class _Benchmark(_Settings):
     name: Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")]
-    kernel: Annotated[str, Field(min_length=1)]
+    kernel: Annotated[str, Field(min_length=1)] | None = None
+    #: A fusion benchmark names its pattern instead of a kernel (see gpuoverhead/fusion.py).
+    fusion: Pattern | None = None
 
 
 class _Suite(BaseModel):
@@ -97,6 +102,7 @@ BUILTIN_DEFAULTS: dict[str, Any] = {
     "max_rounds": 100_000,
     "warmup_max_rounds": 30,
     "torch_compile_max_n": 64,
+    "k_sweep": [1, 2, 5, 8, 16, 32, 64],
 }
 
 
@@ -130,6 +136,14 @@ class Sampling:
 FFI_FLOOR = "ffi-floor"
 #: Sync of the sequential case timed by GPU timestamp queries instead of the CPU clock.
 TIMESTAMPS = "timestamps"
+#: Methodology of fusion cases (fused vs unfused forms of the same work).
+FUSION = "fusion"
+#: Fixed sizes of the fusion patterns: RMSNorm's hidden size (Qwen2.5-0.5B) and dispatches,
+#: the most cells the dependent loop holds in one workgroup, matmul's tile.
+RMSNORM_HIDDEN = 896
+RMSNORM_STEPS = 5
+LOOP_MAX_CELLS = 256
+MATMUL_TILE = 16
 #: The FFI floor's sweep is the N sweep times this: one call costs far less than a dispatch.
 FLOOR_CALLS_PER_N = 16
 
@@ -153,14 +167,23 @@ class Case:
     layer: str = "wrapper"
     #: Set where the case names its own implementation (the PyTorch baselines).
     implementation: str | None = None
+    #: Fusion: `unfused`, `fused` or (matmul) `single`; the pattern's K, L or M is `k`.
+    variant: str = ""
+    k: int = 0
 
     def dispatches(self, n: int) -> int:
-        """Dispatches one sample with N = n issues (the FFI floor issues none)."""
+        """Dispatches one sample with N = n issues (the FFI floor issues none); a fusion
+        case's N counts units of work, and so does its count."""
         return 0 if self.methodology == FFI_FLOOR else n
 
     @property
     def id(self) -> str:
         base = f"{self.benchmark}/elements={self.elements}/{self.methodology}"
+        if self.methodology == FUSION:
+            base = f"{base}/k={self.k}/{self.variant}"
+            if self.sync == TIMESTAMPS:
+                return f"{base}/gpu-timestamps"
+            return f"{base}/{self.implementation}" if self.implementation else base
         if self.implementation:
             return f"{base}/{self.implementation}"
         if self.methodology == "naive":
@@ -183,9 +206,13 @@ class Group:
     cases: tuple[Case, ...]
     #: Longest N-op chain handed to torch.compile in the PyTorch baseline (0: none).
     torch_compile_max_n: int = 64
+    #: The fusion pattern of a fusion benchmark's group.
+    fusion: str | None = None
 
     @property
     def id(self) -> str:
+        if self.fusion == "matmul":
+            return f"{self.benchmark}/matmul"
         return f"{self.benchmark}/elements={self.elements}"
 
 
@@ -224,14 +251,47 @@ def suite_problems(path: Path) -> list[str]:
             message = f"duplicate benchmark name {bench.name!r}"
             problems.append(_describe(doc, loc + ("name",), message))
         seen.add(bench.name)
-        try:
-            _kernel(doc.path, bench.kernel)
-        except UserError as exc:
-            problems.append(_describe(doc, loc + ("kernel",), str(exc)))
         merged = _merged(model.defaults, bench)
+        if bench.fusion is not None:
+            problems += [_describe(doc, loc + (key,), message)
+                         for key, message in _fusion_problems(bench, merged)]
+        elif bench.kernel is None:
+            problems.append(_describe(doc, loc + ("kernel",),
+                                      "required key is missing (or name a `fusion` pattern)"))
+        else:
+            try:
+                _kernel(doc.path, bench.kernel)
+            except UserError as exc:
+                problems.append(_describe(doc, loc + ("kernel",), str(exc)))
         if merged["min_rounds"] > merged["max_rounds"]:
             problems.append(_describe(doc, loc, "min_rounds is larger than max_rounds"))
     return problems
+
+
+def _fusion_problems(bench: _Benchmark, cfg: dict[str, Any]) -> list[tuple[str, str]]:
+    """What a fusion pattern cannot do with the sizes given, as (key, message) pairs."""
+    found = []
+    if bench.kernel is not None:
+        found.append(("kernel", f"a fusion benchmark runs its pattern's shipped kernels "
+                                f"(shaders/fusion_{bench.fusion}.wgsl); remove `kernel`"))
+    if bench.fusion == "loop" and max(cfg["elements"]) > LOOP_MAX_CELLS:
+        found.append(("elements", f"the dependent loop keeps all cells in one workgroup: at "
+                                  f"most {LOOP_MAX_CELLS} elements"))
+    if bench.fusion == "rmsnorm":
+        bad = [e for e in cfg["elements"] if e % RMSNORM_HIDDEN]
+        if bad:
+            found.append(("elements", f"RMSNorm rows have {RMSNORM_HIDDEN} values: elements "
+                                      f"must be multiples of {RMSNORM_HIDDEN}, not {bad[0]}"))
+    wg = cfg["workgroup_size"]
+    if bench.fusion == "rmsnorm" and (wg & (wg - 1) or wg > 1024):
+        found.append(("workgroup_size", f"RMSNorm reduces a row in a tree: workgroup_size must "
+                                        f"be a power of two up to 1024, not {wg}"))
+    if bench.fusion == "matmul":
+        bad = [k for k in cfg["k_sweep"] if k % MATMUL_TILE]
+        if bad:
+            found.append(("k_sweep", f"matmul sizes (k_sweep) must be multiples of "
+                                     f"{MATMUL_TILE}, not {bad[0]}"))
+    return found
 
 
 def _message(error: Any) -> str:
@@ -256,7 +316,7 @@ def _describe(doc: YamlDocument, loc: Loc, message: str) -> str:
 def _merged(defaults: _Settings, bench: _Benchmark) -> dict[str, Any]:
     merged = dict(BUILTIN_DEFAULTS)
     for layer in (defaults, bench):
-        merged.update(layer.model_dump(exclude_none=True, exclude={"name", "kernel"}))
+        merged.update(layer.model_dump(exclude_none=True, exclude={"name", "kernel", "fusion"}))
     return merged
 
 
@@ -266,16 +326,57 @@ def _kernel(suite_path: Path, name: str) -> Kernel:
         path = (suite_path.parent / name).resolve()
     else:
         path = SHADERS_DIR / f"{name}.wgsl"
-        if not path.is_file():
-            shipped = sorted(p.stem for p in SHADERS_DIR.glob("*.wgsl"))
-            raise UserError(f"unknown kernel {name!r}; shipped kernels: {', '.join(shipped)}")
-    try:
-        source = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot read shader {path}: {exc.strerror or exc}") from None
+        if not path.is_file() or name.startswith("fusion_"):
+            shipped = sorted(p.stem for p in SHADERS_DIR.glob("*.wgsl")
+                             if not p.stem.startswith("fusion_"))
+            raise UserError(f"unknown kernel {name!r}; shipped kernels: {', '.join(shipped)} "
+                            "(fusion kernels are named by `fusion: <pattern>`)")
+    source = _read_shader(path)
+    if _FUSION_DIRECTIVE.search(source):
+        raise UserError(f"{path} is a fusion pattern's kernel; name it with `fusion:`")
     match = _WRITES_DIRECTIVE.search(source)
     writes = match.group(1) if match else "all"
     return Kernel(name=Path(name).stem, path=path, source=source, writes=writes)  # type: ignore[arg-type]
+
+
+def _read_shader(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot read shader {path}: {exc.strerror or exc}") from None
+
+
+def _fusion_kernel(pattern: str) -> Kernel:
+    path = SHADERS_DIR / f"fusion_{pattern}.wgsl"
+    return Kernel(name=path.stem, path=path, source=_read_shader(path), writes="all")
+
+
+def _fusion_groups(name: str, pattern: str, cfg: dict[str, Any], sampling: Sampling
+                   ) -> list[Group]:
+    """A fusion benchmark's groups: per element count, every K with its unfused and fused
+    form (and GPU-timestamp twins), interleaved; matmul: one group over its sizes M."""
+    kernel = _fusion_kernel(pattern)
+    n_values = tuple(sorted(set(cfg["n_sweep"])))
+    syncs = ["wait", TIMESTAMPS] if cfg["gpu_timestamps"] else ["wait"]
+    base = Case(name, kernel.name, 0, cfg["workgroup_size"], FUSION, "dispatch", "wait",
+                n_values)
+    ks = list(dict.fromkeys(cfg["k_sweep"]))
+    if pattern == "matmul":
+        cases = tuple(replace(base, elements=m * m, workgroup_size=MATMUL_TILE ** 2, k=m,
+                              variant="single", sync=s) for m in ks for s in syncs)
+        return [Group(name, kernel, max(ks) ** 2, MATMUL_TILE ** 2, sampling, cases,
+                      cfg["torch_compile_max_n"], pattern)]
+    if pattern == "rmsnorm":
+        ks = [RMSNORM_STEPS]
+    groups = []
+    for elements in cfg["elements"]:
+        size = elements if pattern == "loop" else cfg["workgroup_size"]
+        cases = tuple(replace(base, elements=elements, workgroup_size=size, k=k, variant=v,
+                              sync=s)
+                      for k in ks for v in ("unfused", "fused") for s in syncs)
+        groups.append(Group(name, kernel, elements, size, sampling, cases,
+                            cfg["torch_compile_max_n"], pattern))
+    return groups
 
 
 def _expand(path: Path, doc: YamlDocument) -> Suite:
@@ -283,7 +384,6 @@ def _expand(path: Path, doc: YamlDocument) -> Suite:
     groups = []
     for bench in model.benchmarks:
         cfg = _merged(model.defaults, bench)
-        kernel = _kernel(path, bench.kernel)
         sampling = Sampling(
             budget_s=cfg["budget_s"],
             target_rel_ci=cfg["target_rel_ci"],
@@ -291,6 +391,10 @@ def _expand(path: Path, doc: YamlDocument) -> Suite:
             max_rounds=cfg["max_rounds"],
             warmup_max_rounds=cfg["warmup_max_rounds"],
         )
+        if bench.fusion is not None:
+            groups += _fusion_groups(bench.name, bench.fusion, cfg, sampling)
+            continue
+        kernel = _kernel(path, bench.kernel)
         n_values = tuple(sorted(set(cfg["n_sweep"])))
         for elements in cfg["elements"]:
             base = Case(bench.name, kernel.name, elements, cfg["workgroup_size"],

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from gpuoverhead.workload import binding_of
+
 Wait = Callable[[], None]
 
 
@@ -26,7 +28,7 @@ def waiter(device: Any) -> Wait:
 
 
 def _map_fence(device: Any) -> Wait:
-    api = __import__(type(device).__module__.split(".")[0])
+    api = binding_of(device)
     flags, mode = api.BufferUsage, api.MapMode.READ
     source = device.create_buffer(size=4, usage=flags.COPY_SRC)
     target = device.create_buffer(size=4, usage=flags.MAP_READ | flags.COPY_DST)

@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from gpuoverhead import adapters, estimates, implementations, methods
+from gpuoverhead import adapters, estimates, fusion, implementations, methods
 from gpuoverhead.errors import IntegrityError, UserError
 from gpuoverhead.estimates import Calibration
+from gpuoverhead.methods import fusion as fusion_method
 from gpuoverhead.sampling import GroupSamples, sample_group, timer_cost_ns
 from gpuoverhead.suite import TIMESTAMPS, Case, Group
 from gpuoverhead.sync import waiter
@@ -82,6 +83,12 @@ def measure(job: Job, send: Any) -> Outcome:
     cal = Calibration(timer_ns=timer_cost_ns(),
                       tick_ns=impl.tick_ns(device.queue) if timestamps else None)
     rng = np.random.default_rng(list(job.seed))
+    notes = {**notes, "wait": wait.__name__}
+    if group.fusion is not None:
+        works = fusion.build(device, group, rng, wait)
+        ops = {case: fusion_method.operation(works[case], device, wait, case.sync == TIMESTAMPS)
+               for case in group.cases}
+        return _sample(job, group, ops, partial(fusion.verify, works), cal, rng, send, notes)
     pipeline = compile_pipeline(device, group.kernel, group.workgroup_size)
     targets = build_targets(device, pipeline, group, rng, impl.name, wait)
 
@@ -91,8 +98,7 @@ def measure(job: Job, send: Any) -> Outcome:
             target.verify(case.id)
 
     ops = {case: methods.operation(targets[case], case, loop) for case in group.cases}
-    return _sample(job, group, ops, verify, cal, rng, send,
-                   {**notes, "wait": wait.__name__})
+    return _sample(job, group, ops, verify, cal, rng, send, notes)
 
 
 def measure_torch(job: Job, send: Any) -> Outcome:
@@ -101,6 +107,13 @@ def measure_torch(job: Job, send: Any) -> Outcome:
 
     notes: dict[str, Any] = {}
     rng = np.random.default_rng(list(job.seed))
+    if job.group.fusion is not None:
+        from gpuoverhead import torch_fusion
+
+        group, ops, verify, cuda_events = torch_fusion.operations(job.group, rng, notes)
+        # CUDA events give ns directly: one "tick" is one ns.
+        cal = Calibration(timer_cost_ns(), 1.0 if cuda_events else None)
+        return _sample(job, group, ops, verify, cal, rng, send, notes)
     group, ops, verify = torch_baseline.operations(job.group, rng, notes)
     return _sample(job, group, ops, verify, Calibration(timer_cost_ns(), None), rng, send, notes)
 

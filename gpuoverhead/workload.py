@@ -65,7 +65,7 @@ def grid_for(elements: int, workgroup_size: int) -> tuple[int, int]:
 
 def compile_pipeline(device: Any, kernel: Kernel, workgroup_size: int) -> Any:
     """A compute pipeline for `kernel`; WGSL errors become a one-line UserError with file:line."""
-    wgpu = _api(device)
+    wgpu = binding_of(device)
     try:
         module = device.create_shader_module(code=kernel.source, label=kernel.name)
         return device.create_compute_pipeline(
@@ -75,10 +75,10 @@ def compile_pipeline(device: Any, kernel: Kernel, workgroup_size: int) -> Any:
             label=kernel.name,
         )
     except wgpu.GPUError as exc:
-        raise UserError(f"{kernel.path}{_shader_message(str(exc))}") from None
+        raise UserError(f"{kernel.path}{shader_message(str(exc))}") from None
 
 
-def _shader_message(text: str) -> str:
+def shader_message(text: str) -> str:
     where = re.search(r"wgsl:(\d+):(\d+)", text)
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     reason = next((ln for ln in lines if "error" in ln.lower() and "Validation Error" not in ln),
@@ -91,7 +91,7 @@ def _shader_message(text: str) -> str:
 def build_targets(device: Any, pipeline: Any, group: Group, rng: np.random.Generator,
                   implementation: str, wait: Callable[[], None]) -> dict[Case, Target]:
     """One buffer, bind group and readback staging buffer per case of `group`."""
-    wgpu = _api(device)
+    wgpu = binding_of(device)
 
     grid = grid_for(group.elements, group.workgroup_size)
     targets = {}
@@ -113,6 +113,6 @@ def build_targets(device: Any, pipeline: Any, group: Group, rng: np.random.Gener
     return targets
 
 
-def _api(device: Any) -> Any:
+def binding_of(device: Any) -> Any:
     """The binding package (wgpu or wgpudawn) a device comes from, for its flags and enums."""
     return __import__(type(device).__module__.split(".")[0])

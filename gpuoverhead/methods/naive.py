@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from gpuoverhead.layers.wrapper import submit_each
 from gpuoverhead.suite import Case
-from gpuoverhead.workload import Target
+from gpuoverhead.workload import Target, binding_of
 
 
 def operation(target: Target, case: Case) -> Callable[[int], None]:
@@ -27,7 +27,7 @@ def operation(target: Target, case: Case) -> Callable[[int], None]:
 
 
 def _readback(t: Target) -> Callable[[int], None]:
-    wgpu = __import__(type(t.device).__module__.split(".")[0])
+    wgpu = binding_of(t.device)
     device, queue, pipeline, bind_group = t.device, t.queue, t.pipeline, t.bind_group
     x, y = t.grid
     data, staging, read = t.data, t.staging, wgpu.MapMode.READ

@@ -11,11 +11,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuoverhead.workload import Target
+from gpuoverhead.workload import Target, binding_of
 
 
 def operation(target: Target) -> Callable[[int], tuple[int, int]]:
-    wgpu = __import__(type(target.device).__module__.split(".")[0])
+    wgpu = binding_of(target.device)
 
     device, queue, pipeline, bind_group = target.device, target.queue, target.pipeline, \
         target.bind_group
