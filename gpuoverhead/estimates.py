@@ -360,6 +360,8 @@ def _crossovers(rows: list[Row]) -> list[Row]:
         how = f"M where gpu_ns reaches {overhead_metric} at M={ms[0]} (log-log interpolation)"
         if math.isnan(value):
             how = f"not reached up to M={ms[-1]}: GPU time stays under {overhead_metric}"
+        elif value == ms[0]:
+            how = f"at or below M={ms[0]}: gpu_ns already reaches {overhead_metric} there"
         key = Key(replace(case, variant="crossover", k=0, elements=0, sync="-"), metric,
                   "M", how)
         out.append(Row(key, Estimate(value, low, high, overhead.n_samples)))

@@ -171,12 +171,14 @@ def _loop(group: Group, rng: np.random.Generator, dev: Any, torch: Any) -> tuple
                 mixed = torch.roll(x, 1) ^ (((right << 5) & _MASK) | (right >> 27))
                 x.copy_((mixed * mult + x) & _MASK)
 
-        def graph(steps: Any = steps) -> Callable[[], None]:
+        def graph(steps: Any = steps, x: Any = x) -> Callable[[], None]:
+            saved = x.clone()
             stream = torch.cuda.Stream()
             stream.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(stream):  # warm-up outside the capture, as torch asks
                 steps()
             torch.cuda.current_stream().wait_stream(stream)
+            x.copy_(saved)  # the warm-up ran a unit: undo it, the check counts units
             captured = torch.cuda.CUDAGraph()
             with torch.cuda.graph(captured):
                 steps()
