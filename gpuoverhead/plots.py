@@ -72,7 +72,8 @@ def wall_vs_n(sets: list[ResultSet], benchmark: str, elements: int) -> Figure | 
     shown: dict[tuple, ResultSet] = {}
     for rs in sets:
         s = rs.summary
-        if ((s.benchmark == benchmark) & (s.elements == elements)).any():
+        here = (s.benchmark == benchmark) & (s.elements == elements)
+        if (here & (s.methodology == "sequential")).any():  # fusion benchmarks have no N-plot
             shown.setdefault(tuple(s[ROW_KEYS].iloc[0]), rs)
     if not shown:
         return None

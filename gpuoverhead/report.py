@@ -30,6 +30,8 @@ class Figure:
     encoding: str | None = "submit"  # None: any (the PyTorch baselines have none)
     sync: str = "wait"
     layer: str = "wrapper"
+    #: A fusion figure's K (L, M): one column per K of the benchmark.
+    k: int | None = None
 
 
 FIGURES = (
@@ -42,8 +44,20 @@ FIGURES = (
     Figure("sequential (torch)", "per_dispatch_ns", encoding="-"),
     Figure("gpu", "gpu_ns", encoding="dispatch", sync="timestamps"),
     Figure("inflation", "inflation"),
-    Figure("fusion speedup", "fusion_speedup", methodology="fusion", encoding="-", sync="-"),
 )
+#: A matmul sweep's columns: the sizes where GPU time overtakes dispatch overhead.
+CROSSOVER_FIGURES = (
+    Figure("crossover M", "crossover_size", "fusion", "dispatch", "-"),
+    Figure("crossover M (synced)", "crossover_size_synced", "fusion", "dispatch", "-"),
+)
+
+
+def _fusion_figures(rows: pd.DataFrame) -> list[Figure]:
+    """A fusion benchmark's columns: the speedup at each K (amortized), or the crossover."""
+    if "crossover_size" in set(rows["metric"]):
+        return list(CROSSOVER_FIGURES)
+    ks = sorted(int(k) for k in rows.loc[rows["metric"] == "fusion_speedup", "k"].unique())
+    return [Figure(f"speedup K={k}", "fusion_speedup", "fusion", "dispatch", k=k) for k in ks]
 
 
 @dataclass
@@ -80,7 +94,9 @@ def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | N
     rows = rows[rows["elements"] == size]
     if rows.empty:
         raise UserError(f"benchmark {bench!r} was not measured at {size} elements")
-    figures = [f for f in FIGURES if not _pick(rows, f).empty]
+    fusion = (rows["methodology"] == "fusion").any()
+    candidates = _fusion_figures(rows) if fusion else FIGURES
+    figures = [f for f in candidates if not _pick(rows, f).empty]
     notes: list[str] = []
     out = []
     for key, group in rows.groupby(ROW_KEYS, sort=True):
@@ -99,7 +115,10 @@ def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | N
             marks.append(str(notes.index(warning) + 1))
         record["notes"] = ",".join(marks)
         out.append(record)
-    return Report(bench, size, pd.DataFrame(out), figures, notes)
+    table = pd.DataFrame(out)
+    if fusion and figures:  # the unfused forms' rows (torch-eager) have no figure of their own
+        table = table[table[[f.label for f in figures]].notna().any(axis=1)]
+    return Report(bench, size, table.reset_index(drop=True), figures, notes)
 
 
 def _pick(rows: pd.DataFrame, f: Figure) -> pd.DataFrame:
@@ -107,6 +126,8 @@ def _pick(rows: pd.DataFrame, f: Figure) -> pd.DataFrame:
     for column in ("methodology", "encoding", "sync", "layer"):
         if column in rows and getattr(f, column) is not None:
             mask &= rows[column] == getattr(f, column)
+    if f.k is not None:
+        mask &= rows["k"] == f.k
     return rows[mask]
 
 

@@ -15,12 +15,15 @@ from gpuoverhead.report import ROW_KEYS, Report
 SUFFIXES = (".md", ".csv", ".html")
 
 
-def cell(value: float, low: float, high: float, ratio: bool) -> str:
-    """'135.0 [132.7–142.4]' in µs, or '2.08x [1.96–2.27]' for ratios; '—' when absent."""
+def cell(value: float, low: float, high: float, kind: str) -> str:
+    """'135.0 [132.7–142.4]' in µs, '2.08x [1.96–2.27]' for ratios, 'M 145 [88–222]' for
+    sizes; '—' when absent."""
     if value is None or not math.isfinite(value):
         return "—"
-    if ratio:
+    if kind == "ratio":
         return f"{value:.2f}x [{low:.2f}–{high:.2f}]"
+    if kind == "size":
+        return f"M {value:.0f} [{low:.0f}–{high:.0f}]"
     return f"{value / 1e3:.1f} [{low / 1e3:.1f}–{high / 1e3:.1f}]"
 
 
@@ -29,8 +32,9 @@ def display_frame(report: Report) -> pd.DataFrame:
     t = report.table
     out = t[ROW_KEYS + ["runs"]].copy()
     for f in report.figures:
-        ratio = f.metric in ("inflation", "fusion_speedup")
-        out[f.label] = [cell(v, lo, hi, ratio) for v, lo, hi in
+        kind = "ratio" if f.metric in ("inflation", "fusion_speedup") else \
+            "size" if f.metric.startswith("crossover") else "ns"
+        out[f.label] = [cell(v, lo, hi, kind) for v, lo, hi in
                         zip(t[f.label], t[f"{f.label} low"], t[f"{f.label} high"], strict=True)]
     out["notes"] = t["notes"]
     return out
@@ -38,7 +42,11 @@ def display_frame(report: Report) -> pd.DataFrame:
 
 def title(report: Report) -> str:
     return (f"Dispatch overhead per vendor: benchmark `{report.benchmark}` at "
-            f"{report.elements:,} elements (µs per dispatch unless marked x; median [95% CI])")
+            f"{report.elements:,} elements (µs per dispatch unless marked x; median [95% CI])"
+            if report.figures and report.figures[0].methodology != "fusion" else
+            f"Fusion per vendor: benchmark `{report.benchmark}`"
+            + (f" at {report.elements:,} elements" if report.elements else "")
+            + " (unfused / fused, one unit of work with the wait amortized; median [95% CI])")
 
 
 def terminal(report: Report) -> Table:
