@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
@@ -15,6 +16,7 @@ import typer
 from gpuoverhead import (
     adapters,
     console,
+    estimates,
     implementations,
     report_formats,
     results,
@@ -47,10 +49,21 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(EXIT_USER) from None
 
 
-def _terminate_as_interrupt() -> Callable[..., None]:
-    def handler(signum: int, frame: object) -> None:
+def _install_interrupts() -> None:
+    """The first SIGINT or SIGTERM stops the run cleanly (a KeyboardInterrupt: the runner
+    writes what it finished); a second one exits at once. Result files are replaced
+    atomically, so exiting mid-write leaves the previous complete file, never half of one."""
+    def second(signum: int, frame: object) -> None:
+        os.write(2, b"\ninterrupted again: exiting at once\n")
+        os._exit(EXIT_INTERRUPTED)
+
+    def first(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGINT, second)
+        signal.signal(signal.SIGTERM, second)
         raise KeyboardInterrupt
-    return handler
+
+    signal.signal(signal.SIGINT, first)
+    signal.signal(signal.SIGTERM, first)
 
 
 @app.command()
@@ -69,14 +82,20 @@ def run(
     seed: Annotated[int | None, typer.Option(help="Seed of the interleaving order.")] = None,
     run_id: Annotated[str | None, typer.Option(help="Name of the run folder.")] = None,
     force: Annotated[bool, typer.Option(help="Overwrite an existing run folder.")] = False,
+    outside_shaders: Annotated[bool, typer.Option(
+        help="Allow kernel paths outside the suite's folder.")] = False,
+    stall_timeout: Annotated[float, typer.Option(
+        help="Stop a benchmark whose worker finishes no round for this many seconds "
+             "(a hung GPU wait).")] = 300.0,
 ) -> None:
     """Measure naive and sequential dispatch overhead and write results/<run_id>/."""
-    signal.signal(signal.SIGTERM, _terminate_as_interrupt())
+    _install_interrupts()
     with user_errors():
         names = implementations.parse(implementation)
     options = runner.RunOptions(suite=suite, out_root=out, backend=backend, adapter=adapter,
                                 implementations=names, quick=quick, processes=processes,
-                                seed=seed, run_id=run_id, force=force)
+                                seed=seed, run_id=run_id, force=force,
+                                outside_shaders=outside_shaders, stall_timeout_s=stall_timeout)
     with user_errors(), console.RichReporter() as reporter:
         result = runner.run(options, reporter)
     _print_summary(result.summary)
@@ -102,6 +121,7 @@ def show(folder: Annotated[Path, typer.Argument(help="A run folder (results/<run
 def _print_summary(summary: pd.DataFrame) -> None:
     if summary.empty:
         return
+    summary = summary[summary["metric"] != estimates.ERROR]  # errors are printed as such
     plain = summary[summary["methodology"] != "fusion"]
     if not plain.empty:
         console.out.print(console.summary_grid(plain))
@@ -219,15 +239,17 @@ def list_adapters(
 
 
 @app.command()
-def validate(file: Annotated[Path, typer.Argument(help="Suite YAML file.")]) -> None:
+def validate(file: Annotated[Path, typer.Argument(help="Suite YAML file.")],
+             outside_shaders: Annotated[bool, typer.Option(
+                 help="Allow kernel paths outside the suite's folder.")] = False) -> None:
     """Check a suite and explain every problem with file, line and key."""
-    problems = suite_problems(file)
+    problems = suite_problems(file, outside_shaders)
     for problem in problems:
         console.err.print(problem, highlight=False, soft_wrap=True)
     if problems:
         raise typer.Exit(EXIT_USER)
     with user_errors():
-        suite = load_suite(file)
+        suite = load_suite(file, outside_shaders)
     cases = sum(len(g.cases) for g in suite.groups)
     console.out.print(f"{file}: ok: {len(suite.groups)} groups, {cases} cases", highlight=False)
 

@@ -17,19 +17,20 @@ and a verdict a CI job can act on.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from gpuoverhead.results import ResultSet
+from gpuoverhead.results import ResultSet, check_units
 
 #: A ratio CI wider than this factor either way leaves a comparison `unsure`.
 RESOLVABLE = 1.5
 #: The figures a user publishes; the A/A self-test is judged on them.
 HEADLINE = ("latency_ns", "per_dispatch_ns")
 #: Checks of the method itself (≈0 by construction), not performance: never compared.
-DIAGNOSTICS = ("closure_ns", "ffi_check_ns")
+DIAGNOSTICS = ("closure_ns", "ffi_check_ns", "error")
 KEY = ["implementation", "benchmark", "elements", "case", "metric", "call"]
 ALPHA = 0.01
 SAMPLE_COLUMNS = ["implementation", "case", "call", "phase", "n_dispatches", "wall_ns",
@@ -75,7 +76,9 @@ def verdict(ratio: float, low: float, high: float, p: float, threshold: float,
 
 
 def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> pd.DataFrame:
-    """One row per estimate present in both runs."""
+    """One row per estimate present in both runs (in the same units)."""
+    check_units(pd.concat([base.summary[["metric", "unit"]], new.summary[["metric", "unit"]]]),
+                Path(f"{base.folder} and {new.folder}"))
     judged = [rs.summary[~rs.summary["metric"].isin(DIAGNOSTICS)] for rs in (base, new)]
     joined = judged[0].merge(judged[1], on=KEY, suffixes=("_base", "_new"))
     base_samples, new_samples = base.samples(SAMPLE_COLUMNS), new.samples(SAMPLE_COLUMNS)

@@ -482,6 +482,19 @@ def summary_table(run_id: str, adapter: AdapterInfo, group: Group, rows: list[Ro
     return frame
 
 
+#: Metric of the summary row that records a benchmark that failed (its message in
+#: `estimator`), so that the summary says what is missing and why.
+ERROR = "error"
+
+
+def error_row(run_id: str, adapter: AdapterInfo, group: Group, message: str) -> pd.DataFrame:
+    """One summary row for a group that produced no estimates."""
+    fields = _case_fields(run_id, adapter, group.cases[0]) if group.cases else {}
+    return pd.DataFrame([{**fields, "case": group.id, "metric": ERROR, "unit": "-",
+                          "estimator": message[:2000], "value": float("nan"),
+                          "process": pd.NA}]).astype({"process": "Int64"})
+
+
 #: Metrics whose implementations are compared side by side (`ratio_to_fastest`).
 COMPARED = ("latency_ns", "per_dispatch_ns")
 

@@ -68,13 +68,31 @@ def load(folder: Path) -> ResultSet:
         raise UserError(f"{path}: schema version {version!r}, this gpuoverhead reads version "
                         f"{SCHEMA_VERSION}")
     summary = _read_parquet(folder / f"{SUMMARY}.parquet")
+    check_units(summary, folder / f"{SUMMARY}.parquet")
     if "process" in summary:
         summary = summary[summary["process"].isna()]
     return ResultSet(folder, info, summary.reset_index(drop=True))
 
 
 def load_all(paths: list[str]) -> list[ResultSet]:
-    return [load(f) for f in find_folders(paths)]
+    sets = [load(f) for f in find_folders(paths)]
+    if len(sets) > 1:
+        check_units(pd.concat([rs.summary[["metric", "unit"]] for rs in sets]),
+                     Path(", ".join(str(rs.folder) for rs in sets)))
+    return sets
+
+
+def check_units(summary: pd.DataFrame, where: Path) -> None:
+    """Every metric in one unit, and the `_ns` metrics in ns: numbers in other units (a
+    hand-edited or foreign table) would be compared as if they were the same."""
+    if not {"metric", "unit"} <= set(summary.columns):
+        raise UserError(f"{where}: no metric/unit columns: not a gpuoverhead summary")
+    units = summary.groupby("metric")["unit"].unique()
+    for metric, found in units.items():
+        if len(found) > 1 or (str(metric).endswith("_ns") and found[0] != "ns"):
+            raise UserError(f"{where}: mixed units: metric {metric!r} comes in "
+                            f"{', '.join(map(str, found))}; gpuoverhead writes it in "
+                            f"{'ns' if str(metric).endswith('_ns') else 'one unit'}")
 
 
 def _read_parquet(path: Path, columns: list[str] | None = None, filters: list | None = None

@@ -25,6 +25,7 @@ from gpuoverhead import (
     adapters,
     estimates,
     implementations,
+    noise,
     runinfo,
     torch_baseline,
     torch_fusion,
@@ -59,6 +60,9 @@ class RunOptions:
     seed: int | None = None
     run_id: str | None = None
     force: bool = False
+    outside_shaders: bool = False
+    #: Seconds a worker may go without finishing a round before it is stopped (a hung wait).
+    stall_timeout_s: float = 300.0
     argv: list[str] = field(default_factory=lambda: list(sys.argv))
 
 
@@ -78,7 +82,7 @@ def prepare(options: RunOptions) -> tuple[Suite, list[adapters.FoundAdapter], li
     the suite, and per implementation the adapter to measure (with notes on the others)."""
     if options.processes < 1:
         raise UserError(f"--processes must be at least 1, not {options.processes}")
-    suite = load_suite(options.suite)
+    suite = load_suite(options.suite, options.outside_shaders)
     if options.quick:
         suite = quick(suite)
     found, notes = adapters.discover(options.implementations)
@@ -117,6 +121,9 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     info["layers"] = {"native": loaded_info(loaded) if native else None}
     info["drift"] = []
     info["warnings"].extend(notes)
+    state, noisy = noise.check()
+    info["noise"] = {"before": state}
+    info["warnings"].extend(noisy)
     info["warnings"].extend(
         f"{f.info.device} is a CPU (software) adapter: its figures describe a driver running "
         "on the CPU, not a GPU" for f in chosen if f.info.is_software)
@@ -154,7 +161,7 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
                 group.sampling, budget_s=group.sampling.budget_s / processes))
             outcomes = [worker.run(worker.Job(share, adapter, worker.seeds(seed, index, p),
                                               p, native, limits.get(adapter, {})),
-                                   reporter.round_done)
+                                   reporter.round_done, options.stall_timeout_s)
                         for p in range(processes)]
             errors = [o.error for o in outcomes if o.error]
             if errors:
@@ -162,6 +169,7 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
                 info["errors"].extend(f"{group.id} ({adapter.implementation}): {e}"
                                       for e in errors)
                 info["benchmarks"].append(entry)
+                summary_parts.append(estimates.error_row(run_id, adapter, group, errors[0]))
                 reporter.group_done(group, None, errors[0])
                 save("running")
                 continue
@@ -189,6 +197,9 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     except KeyboardInterrupt:
         save("interrupted")
     else:
+        state, noisy = noise.check()
+        info["noise"]["after"] = state
+        info["warnings"].extend(w + " (at the end of the run)" for w in noisy)
         save("failed" if info["errors"] else "complete")
     return RunResult(folder, info,
                      estimates.with_ratio_to_fastest(_concat(summary_parts, None)))

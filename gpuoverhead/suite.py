@@ -224,16 +224,17 @@ class Suite:
     groups: tuple[Group, ...]
 
 
-def load_suite(path: Path) -> Suite:
-    """Load, validate and expand a suite; raises UserError listing every problem found."""
-    problems = suite_problems(path)
+def load_suite(path: Path, outside_shaders: bool = False) -> Suite:
+    """Load, validate and expand a suite; raises UserError listing every problem found.
+    `outside_shaders` allows kernel paths that leave the suite's folder."""
+    problems = suite_problems(path, outside_shaders)
     if problems:
         more = f" (and {len(problems) - 1} more: run `gpuoverhead validate {path}`)"
         raise UserError(problems[0] + (more if len(problems) > 1 else ""))
-    return _expand(path, load_yaml(path))
+    return _expand(path, load_yaml(path), outside_shaders)
 
 
-def suite_problems(path: Path) -> list[str]:
+def suite_problems(path: Path, outside_shaders: bool = False) -> list[str]:
     """Every problem of a suite as 'file:line: key: message' lines; empty when it is sound."""
     try:
         doc = load_yaml(path)
@@ -260,7 +261,7 @@ def suite_problems(path: Path) -> list[str]:
                                       "required key is missing (or name a `fusion` pattern)"))
         else:
             try:
-                _kernel(doc.path, bench.kernel)
+                _kernel(doc.path, bench.kernel, outside_shaders)
             except UserError as exc:
                 problems.append(_describe(doc, loc + ("kernel",), str(exc)))
         if merged["min_rounds"] > merged["max_rounds"]:
@@ -320,10 +321,16 @@ def _merged(defaults: _Settings, bench: _Benchmark) -> dict[str, Any]:
     return merged
 
 
-def _kernel(suite_path: Path, name: str) -> Kernel:
-    """Resolve a kernel: a shipped one by name, or a `.wgsl` path relative to the suite."""
+def _kernel(suite_path: Path, name: str, outside_shaders: bool = False) -> Kernel:
+    """Resolve a kernel: a shipped one by name, or a `.wgsl` path relative to the suite,
+    inside the suite's folder unless `outside_shaders` (a suite from elsewhere must not read
+    arbitrary files by naming `../../x.wgsl` or an absolute path)."""
     if name.endswith(".wgsl"):
-        path = (suite_path.parent / name).resolve()
+        folder = suite_path.parent.resolve()
+        path = (folder / name).resolve()
+        if not outside_shaders and not path.is_relative_to(folder):
+            raise UserError(f"shader path {name!r} leads outside the suite's folder {folder}; "
+                            "pass --outside-shaders to allow it")
     else:
         path = SHADERS_DIR / f"{name}.wgsl"
         if not path.is_file() or name.startswith("fusion_"):
@@ -379,7 +386,7 @@ def _fusion_groups(name: str, pattern: str, cfg: dict[str, Any], sampling: Sampl
     return groups
 
 
-def _expand(path: Path, doc: YamlDocument) -> Suite:
+def _expand(path: Path, doc: YamlDocument, outside_shaders: bool) -> Suite:
     model = _Suite.model_validate(doc.data)
     groups = []
     for bench in model.benchmarks:
@@ -394,7 +401,7 @@ def _expand(path: Path, doc: YamlDocument) -> Suite:
         if bench.fusion is not None:
             groups += _fusion_groups(bench.name, bench.fusion, cfg, sampling)
             continue
-        kernel = _kernel(path, bench.kernel)
+        kernel = _kernel(path, bench.kernel, outside_shaders)
         n_values = tuple(sorted(set(cfg["n_sweep"])))
         for elements in cfg["elements"]:
             base = Case(bench.name, kernel.name, elements, cfg["workgroup_size"],

@@ -147,16 +147,19 @@ def _child(job: Job, conn: Any) -> None:
     conn.close()
 
 
-def run(job: Job, on_round: Any) -> Outcome:
+def run(job: Job, on_round: Any, stall_timeout_s: float = float("inf")) -> Outcome:
     """Spawn a worker for `job`, relay its progress to `on_round`, return its outcome.
 
-    A KeyboardInterrupt in the parent (Ctrl-C, SIGTERM) stops the worker before it goes on.
+    A worker that finishes no round for `stall_timeout_s` (a GPU wait that never returns,
+    a kernel that runs far too long) is stopped and its job reported as failed. A
+    KeyboardInterrupt in the parent (Ctrl-C, SIGTERM) stops the worker before it goes on.
     """
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(job, child), daemon=True)
     proc.start()
     child.close()
+    last = time.monotonic()
     try:
         while True:
             if parent.poll(_POLL_S):
@@ -167,16 +170,31 @@ def run(job: Job, on_round: Any) -> Outcome:
                 if kind == "done":
                     proc.join()
                     return payload[0]
+                last = time.monotonic()
                 on_round(*payload)
             elif not proc.is_alive():
                 break
+            elif time.monotonic() - last > stall_timeout_s:
+                _stop(proc)
+                return Outcome(job.process, error=(
+                    f"worker process {job.process} finished no round in {stall_timeout_s:g} s "
+                    "(a GPU wait that does not return, or a kernel that runs far too long); "
+                    "it was stopped (--stall-timeout)"))
     except BaseException:
-        proc.terminate()
-        proc.join()
+        _stop(proc)
         raise
     proc.join()
     return Outcome(job.process, error=f"worker process {job.process} died "
                                       f"(exit code {proc.exitcode}) before reporting")
+
+
+def _stop(proc: Any) -> None:
+    """Terminate a worker; kill it if a driver call keeps it from exiting."""
+    proc.terminate()
+    proc.join(2.0)
+    if proc.is_alive():
+        proc.kill()
+        proc.join()
 
 
 def seeds(run_seed: int, group_index: int, process: int) -> tuple[int, ...]:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, only_run_folder, read_run, write_suite
@@ -56,3 +58,102 @@ def _wait_for_finished_benchmarks(out, child) -> list[str]:
                 return [b["benchmark"] for b in benchmarks]
         time.sleep(0.05)
     raise AssertionError("no benchmark finished in time")
+
+
+def _start(tmp_path, *extra: str, suite: str = SUITE) -> tuple[subprocess.Popen, Path]:
+    out = tmp_path / "out"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "gpuoverhead", "run", "--suite", str(write_suite(tmp_path, suite)),
+         "--backend", "vulkan", "--implementation", "wgpu-native", "--out", str(out), *extra],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+    return child, out
+
+
+def test_hostile_fault_sigkill_leaves_finished_benchmarks_readable(tmp_path):
+    """kill -9 of the run and its workers half-way: `report` reads exactly what finished."""
+    child, out = _start(tmp_path)
+    try:
+        _wait_for_finished_benchmarks(out, child)
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate(timeout=30)
+    finally:
+        child.kill()
+    assert child.returncode == -signal.SIGKILL
+    folder = only_run_folder(out)
+    info = json.loads((folder / "run.json").read_text())
+    assert info["status"] == "running"  # it never got to say otherwise
+    finished = [b["benchmark"] for b in info["benchmarks"] if b["status"] == "ok"]
+    assert 1 <= len(finished) < 4
+    proc = subprocess.run([sys.executable, "-m", "gpuoverhead", "report", str(folder),
+                           "--benchmark", finished[0], "-o", str(tmp_path / "t.md")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "NVIDIA" not in proc.stdout and "llvmpipe" in (tmp_path / "t.md").read_text()
+    _, summary, _ = read_run(folder)
+    assert list(summary.benchmark.unique()) == finished
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")]  # no half-written temp
+
+
+def test_hostile_fault_second_interrupt_exits_at_once(tmp_path):
+    child, out = _start(tmp_path)
+    try:
+        _wait_for_finished_benchmarks(out, child)
+        child.send_signal(signal.SIGINT)
+        child.send_signal(signal.SIGINT)
+        start = time.monotonic()
+        _, stderr = child.communicate(timeout=30)
+        took = time.monotonic() - start
+    finally:
+        os.killpg(child.pid, signal.SIGKILL) if child.poll() is None else None
+    assert child.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert took < 5, took
+    info = json.loads((only_run_folder(out) / "run.json").read_text())  # whole, readable
+    assert info["benchmarks"]
+
+
+HANG = """// gpuoverhead: writes=all
+// Every invocation spins (lavapipe caps a shader's loop iterations at 65535, so the length
+// comes from 4M invocations x 60000 steps): one dispatch runs for hours on a CPU driver.
+override WG: u32 = 64;
+@group(0) @binding(0) var<storage, read_write> data: array<u32>;
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if (i >= arrayLength(&data)) {
+        return;
+    }
+    var acc = data[i];
+    let n = arrayLength(&data);
+    for (var s = 0u; s < 60000u; s = s + 1u) {
+        acc = acc * 1664525u + data[acc % n];  // a load per step: no closed form to fold
+    }
+    data[i] = data[i] + 1u + select(0u, 1u, acc == 12345u);
+}
+"""
+
+
+def test_hostile_fault_hung_wait_is_stopped_and_the_run_goes_on(tmp_path):
+    (tmp_path / "hang.wgsl").write_text(HANG)
+    suite = ("defaults: {n_sweep: [1, 2], budget_s: 0.05, min_rounds: 3, warmup_max_rounds: 1,"
+             " methodologies: [naive, sequential]}\n"
+             "benchmarks:\n"
+             "  - {name: hang, kernel: hang.wgsl, elements: 4194304}\n"
+             "  - {name: after, kernel: add_one, elements: 64}\n")
+    child, out = _start(tmp_path, "--processes", "1", "--stall-timeout", "10", suite=suite)
+    try:
+        _, stderr = child.communicate(timeout=240)
+    finally:
+        os.killpg(child.pid, signal.SIGKILL) if child.poll() is None else None
+    assert child.returncode == 1, stderr  # a benchmark failed; the run itself finished
+    assert "finished no round in 10 s" in stderr and "Traceback" not in stderr
+    _, summary, info = read_run(only_run_folder(out))
+    assert info["status"] == "failed"
+    assert [b["status"] for b in info["benchmarks"]] == ["failed", "ok"]
+    error = summary[summary.metric == "error"]
+    assert list(error.benchmark) == ["hang"]
+    assert "--stall-timeout" in error.estimator.iat[0]
+    assert (summary[summary.benchmark == "after"].metric == "per_dispatch_ns").any()
+    assert "noise" in info and "before" in info["noise"] and "after" in info["noise"]
