@@ -35,12 +35,14 @@ def test_every_sequential_encoding_is_split_into_api_and_python(ci_run):
 def test_gpu_time_comes_from_timestamp_queries(ci_run):
     _, folder = ci_run
     samples, summary, info = read_run(folder)
-    gpu = summary[(summary.metric == "gpu_ns") & summary.process.isna()]
+    gpu = summary[(summary.metric == "gpu_ns") & summary.process.isna()
+                  & (summary.methodology == "sequential")]
     assert set(gpu.benchmark) == {"empty", "add_one"}
     assert (gpu.value > 0).all()
     assert all(p["gpu_timer_resolution_ns"] > 0 and p["timestamp_period_ns"] > 0
                for b in info["benchmarks"] for p in b["processes"])
-    stamped = samples[(samples.sync == "timestamps") & (samples.phase == "measure")]
+    stamped = samples[(samples.sync == "timestamps") & (samples.phase == "measure")
+                      & (samples.methodology == "sequential")]
     by_n = stamped.groupby("n_dispatches")["gpu_ns"].median()
     assert by_n.iloc[-1] > by_n.iloc[0]  # 32 dispatches take the GPU longer than one
 
