@@ -273,8 +273,9 @@ def _timer_warnings(group: Group, outcomes: list[worker.Outcome]) -> list[str]:
     unsettled = [o for o in outcomes if not o.samples.warmup_settled]
     if unsettled:
         warnings.append(f"{group.id}: warm-up did not settle in {len(unsettled)} of "
-                        f"{len(outcomes)} processes (capped at "
-                        f"{max(o.samples.warmup_rounds for o in unsettled)} rounds)")
+                        f"{len(outcomes)} processes (stopped after at most "
+                        f"{max(o.samples.warmup_rounds for o in unsettled)} rounds by "
+                        f"warmup_max_rounds or by the warm-up's share of the budget)")
     return warnings
 
 
