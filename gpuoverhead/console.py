@@ -82,7 +82,10 @@ class RichReporter:
 
 
 def fmt_value(value: float, unit: str) -> str:
-    """µs with one decimal for times, `x` for ratios, a dash for what is not a number."""
+    """µs with one decimal for times, `x` for ratios (∞ for an unbounded one), a dash for
+    what is not a number."""
+    if unit == "ratio" and value == math.inf:
+        return "∞"
     if value is None or not math.isfinite(value):
         return "—"
     return f"{value:.2f}x" if unit == "ratio" else f"{value / 1e3:.1f}"

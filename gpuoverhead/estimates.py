@@ -4,8 +4,8 @@ Metrics (ns unless said otherwise), each a median over rounds with its 95% CI:
 - `latency_ns`: one naive op (or one breakdown op, all its calls together);
 - `per_dispatch_ns` / `fixed_ns`: slope and intercept of each round's Theil-Sen fit of a
   sequential case (the intercept is the fixed cost of the final wait);
-- `inflation` (ratio): naive(wait) latency / the slope of a wrapper-layer sequential case;
-  DESIGN.md's inflation is the one on the `submit` encoding;
+- `inflation` (ratio): median naive(wait) latency / median slope of a wrapper-layer
+  sequential case; DESIGN.md's inflation is the one on the `submit` encoding;
 - `gpu_ns` / `gpu_fixed_ns`: slope and intercept of GPU time (timestamp queries) against N;
 - `ffi_floor_ns`: one trivial native call through the FFI, loop included;
 - `call_ns` (with `call` set): one API call of a breakdown op, the clock's cost subtracted;
@@ -14,7 +14,9 @@ Metrics (ns unless said otherwise), each a median over rounds with its 95% CI:
   `python_ns` = wrapper slope - api; `closure_ns` = median(wrapper) - median(api) -
   median(python), ~0 when the parts add up; `ffi_check_ns` = (raw - calls x floor) - native,
   which validates the FFI correction where both layers ran.
-- `first_round_ns`: a naive op in the first warm-up round, what a short-lived program pays.
+- `first_round_ns`: a naive op in the first warm-up round, what a short-lived program pays;
+- fusion (on the fused case): `per_unit_ns` and `latency_ns` as above per form, and
+  `fusion_speedup*` = median unfused / median fused (ratios: see `stats`).
 Sampling stops when `latency_ns` and `per_dispatch_ns` are precise enough; the others are
 reported with whatever precision that gives.
 
@@ -42,7 +44,9 @@ from gpuoverhead.stats import (
     Estimate,
     drift,
     hierarchical_median_ci,
+    hierarchical_ratio_ci,
     median_ci,
+    median_ratio,
     outlier_flags,
     round_fits,
 )
@@ -82,11 +86,19 @@ class Key:
 @dataclass
 class Series:
     """The values an estimate is the median of (one per round, or per sample), with the
-    time each was taken (epoch ns) and how many samples they came from."""
+    time each was taken (epoch ns) and how many samples they came from. A ratio also has
+    its denominators, paired with the values round by round: its estimate is
+    median(values) / median(denominator)."""
 
     values: np.ndarray
     times: np.ndarray
     count: int
+    denominator: np.ndarray | None = None
+
+    def point(self) -> float:
+        if self.denominator is None:
+            return float(np.median(self.values))
+        return median_ratio(self.values, self.denominator)
 
 
 @dataclass(frozen=True)
@@ -206,25 +218,25 @@ def series(samples: GroupSamples, cal: Calibration, clock_offset_ns: int = 0
             # A fused chain (torch-compile) has no per-dispatch cost to inflate.
             if layer == "wrapper" and np.median(s) > PRECISE_NS:
                 r = min(len(naive[0]), len(s))
-                out[Key(case, "inflation", "ratio", "round-median ratio")] = Series(
-                    naive[0][:r] / s[:r], t[:r], r)
+                out[Key(case, "inflation", "ratio", "median naive / median slope")] = Series(
+                    naive[0][:r], t[:r], r, denominator=s[:r])
     _add_layers(out, slopes, floor)
     _add_fusion(out, units)
     return out
 
 
 #: Fusion ratios: metric, the sync of the series they pair, and which of its values.
-_FUSION_RATIOS = (("fusion_speedup", "wait", 1, "unfused slope / fused slope, per round"),
+_FUSION_RATIOS = (("fusion_speedup", "wait", 1, "median unfused slope / median fused slope"),
                   ("fusion_speedup_synced", "wait", 2,
-                   "unfused / fused wall at N=1, per round"),
+                   "median unfused / median fused wall at N=1"),
                   ("fusion_gpu_speedup", TIMESTAMPS, 1,
-                   "unfused / fused GPU-time slope, per round"))
+                   "median unfused / median fused GPU-time slope"))
 
 
 def _add_fusion(out: dict[Key, Series],
                 units: dict[tuple[int, str, str], tuple[Case, np.ndarray, np.ndarray | None,
                                                         np.ndarray]]) -> None:
-    """Fusion speedups, on the fused case: unfused over fused, paired round by round."""
+    """Fusion speedups, on the fused case: unfused over fused, rounds paired for the CI."""
     for (k, variant, sync), fused in units.items():
         unfused = units.get((k, "unfused", sync))
         if variant != "fused" or unfused is None:
@@ -234,11 +246,9 @@ def _add_fusion(out: dict[Key, Series],
             if sync != wanted or top is None or bottom is None:
                 continue
             r = min(len(top), len(bottom))
-            keep = bottom[:r] > 0
-            ratios = top[:r][keep] / bottom[:r][keep]
-            if ratios.size:
+            if r:
                 out[Key(fused[0], metric, "ratio", estimator)] = Series(
-                    ratios, fused[3][:r][keep], int(ratios.size))
+                    top[:r], fused[3][:r], r, denominator=bottom[:r])
 
 
 def _add_fits(out: dict[Key, Series], case: Case, matrix: np.ndarray, times: np.ndarray,
@@ -301,22 +311,25 @@ def combine(per_process: list[dict[Key, Series]], rng: np.random.Generator) -> l
     rows = []
     for key in keys:
         present = [p[key] for p in per_process if key in p]
-        est = hierarchical_median_ci([s.values for s in present], rng)
-        est = Estimate(est.value, est.ci_low, est.ci_high, sum(s.count for s in present))
-        medians = [float(np.median(s.values)) for s in present]
+        est = _estimate(present, rng)
+        medians = [s.point() for s in present]
         spread = (max(medians) - min(medians)) / abs(est.value) if est.value else float("nan")
         rows.append(Row(key, est, None, spread if len(present) > 1 else float("nan")))
     rows += _closures(rows)
     rows += _crossovers(rows)
     if len(per_process) > 1:
         for process, found in enumerate(per_process):
-            rows += [Row(k, _with_count(median_ci(s.values), s.count), process)
-                     for k, s in found.items()]
+            rows += [Row(k, _estimate([s], rng), process) for k, s in found.items()]
     return rows
 
 
-def _with_count(est: Estimate, count: int) -> Estimate:
-    return Estimate(est.value, est.ci_low, est.ci_high, count)
+def _estimate(present: list[Series], rng: np.random.Generator) -> Estimate:
+    """The median (or ratio of medians) over these processes' values, with its CI."""
+    if present[0].denominator is not None:
+        est = hierarchical_ratio_ci([(s.values, s.denominator) for s in present], rng)
+    else:
+        est = hierarchical_median_ci([s.values for s in present], rng)
+    return Estimate(est.value, est.ci_low, est.ci_high, sum(s.count for s in present))
 
 
 def _closures(rows: list[Row]) -> list[Row]:

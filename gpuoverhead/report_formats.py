@@ -16,12 +16,15 @@ SUFFIXES = (".md", ".csv", ".html")
 
 
 def cell(value: float, low: float, high: float, kind: str) -> str:
-    """'135.0 [132.7–142.4]' in µs, '2.08x [1.96–2.27]' for ratios, 'M 145 [88–222]' for
-    sizes; '—' when absent."""
+    """'135.0 [132.7–142.4]' in µs, '2.08x [1.96–2.27]' for ratios ('24.0x [10.1–∞]' or
+    '> 10.1x' where the denominator's CI reaches zero), 'M 145 [88–222]' for sizes; '—'
+    when absent."""
+    if kind == "ratio" and value == math.inf and math.isfinite(low):
+        return f"> {low:.2f}x"
     if value is None or not math.isfinite(value):
         return "—"
     if kind == "ratio":
-        return f"{value:.2f}x [{low:.2f}–{high:.2f}]"
+        return f"{value:.2f}x [{low:.2f}–{'∞' if high == math.inf else f'{high:.2f}'}]"
     if kind == "size":
         return f"M {value:.0f} [{low:.0f}–{high:.0f}]"
     return f"{value / 1e3:.1f} [{low / 1e3:.1f}–{high / 1e3:.1f}]"

@@ -1,8 +1,17 @@
 """The estimators on synthetic data whose true values are known."""
 
+import math
+
 import numpy as np
 
-from gpuoverhead.stats import median_ci, outlier_flags, round_fits
+from gpuoverhead.report_formats import cell
+from gpuoverhead.stats import (
+    hierarchical_ratio_ci,
+    median_ci,
+    median_ratio,
+    outlier_flags,
+    round_fits,
+)
 
 
 def test_round_fits_recover_a_known_slope_and_intercept():
@@ -31,3 +40,33 @@ def test_outliers_are_flagged_not_removed():
     flags = outlier_flags(values)
     assert flags.shape == values.shape
     assert flags[-1] and flags[:-1].sum() == 0
+
+
+def _noisy_speedup_rounds(rng: np.random.Generator, rounds: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-round slopes of an unfused (160 µs) and a fused (5 µs) unit, each with 6 µs of
+    round-to-round noise: the fused slope comes out <= 0 in about one round in five."""
+    return rng.normal(160_000, 6_000, rounds), rng.normal(5_000, 6_000, rounds)
+
+
+def test_a_speedup_keeps_the_rounds_whose_fused_slope_came_out_at_or_below_zero():
+    rng = np.random.default_rng(11)
+    top, bottom = _noisy_speedup_rounds(rng, 400)
+    assert (bottom <= 0).sum() > 40
+    est = hierarchical_ratio_ci([(top[:200], bottom[:200]), (top[200:], bottom[200:])], rng)
+    assert est.value == median_ratio(top, bottom)
+    assert est.ci_low <= 32.0 <= est.ci_high  # the true ratio, 160 / 5
+    # The per-round ratio without those rounds is biased low, beyond its own CI's reach.
+    kept = bottom > 0
+    assert median_ci(top[kept] / bottom[kept]).ci_high < 32.0
+
+
+def test_a_speedup_whose_denominator_may_be_zero_is_unbounded_above_and_says_so():
+    rng = np.random.default_rng(12)
+    top, bottom = _noisy_speedup_rounds(rng, 6)
+    bottom[:2] = -1_000.0  # two of six rounds: the bootstrap sees a median <= 0 often
+    est = hierarchical_ratio_ci([(top, bottom)], rng)
+    assert math.isfinite(est.value) and est.ci_low > 0 and est.ci_high == math.inf
+    assert cell(est.value, est.ci_low, est.ci_high, "ratio").endswith("–∞]")
+    assert cell(math.inf, 12.5, math.inf, "ratio") == "> 12.50x"
+    assert median_ratio(np.array([5.0]), np.array([-1.0])) == math.inf
+    assert math.isnan(median_ratio(np.array([-5.0]), np.array([-1.0])))
