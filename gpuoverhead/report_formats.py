@@ -17,10 +17,10 @@ SUFFIXES = (".md", ".csv", ".html")
 
 def cell(value: float, low: float, high: float, kind: str) -> str:
     """'135.0 [132.7–142.4]' in µs, '2.08x [1.96–2.27]' for ratios ('24.0x [10.1–∞]' or
-    '> 10.1x' where the denominator's CI reaches zero), 'M 145 [88–222]' for sizes; '—'
-    when absent."""
-    if kind == "ratio" and value == math.inf and math.isfinite(low):
-        return f"> {low:.2f}x"
+    '> 10.1x' where the denominator's CI reaches zero, 'undetermined' where nothing bounds
+    it), 'M 145 [88–222]' for sizes; '—' when absent."""
+    if kind == "ratio" and value == math.inf:
+        return f"> {low:.2f}x" if math.isfinite(low) and low > 0 else "undetermined"
     if value is None or not math.isfinite(value):
         return "—"
     if kind == "ratio":

@@ -68,5 +68,6 @@ def test_a_speedup_whose_denominator_may_be_zero_is_unbounded_above_and_says_so(
     assert math.isfinite(est.value) and est.ci_low > 0 and est.ci_high == math.inf
     assert cell(est.value, est.ci_low, est.ci_high, "ratio").endswith("–∞]")
     assert cell(math.inf, 12.5, math.inf, "ratio") == "> 12.50x"
+    assert cell(math.inf, -0.2, math.inf, "ratio") == "undetermined"
     assert median_ratio(np.array([5.0]), np.array([-1.0])) == math.inf
     assert math.isnan(median_ratio(np.array([-5.0]), np.array([-1.0])))
