@@ -142,8 +142,8 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     if torch is not None:
         info["adapters"].append(dict(torch.__dict__))
     jobs = [(g, f.info) for g in suite.groups for f in chosen]
-    jobs += [(replace(g, cases=_torch_cases(g, torch.backend)), torch)
-             for g in suite.groups if torch is not None and _torch_cases(g, torch.backend)]
+    jobs += [(replace(g, cases=cases), torch) for g in suite.groups
+             if torch is not None and (cases := _torch_cases(g, torch.backend))]
     jobs.sort(key=lambda job: suite.groups.index(next(
         g for g in suite.groups if (g.benchmark, g.elements) == (job[0].benchmark,
                                                                  job[0].elements))))
