@@ -1,33 +1,26 @@
-"""The command line: parses arguments and delegates; user errors end in one line and exit 2."""
+"""The command line: parses arguments and delegates; user errors end in one line and exit 2.
+
+Commands import what they use when they run, so that `--help` answers at once.
+"""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import pandas as pd
 import typer
 
-from gpuoverhead import (
-    adapters,
-    console,
-    estimates,
-    implementations,
-    report_formats,
-    results,
-    runinfo,
-    runner,
-)
-from gpuoverhead import compare as comparing
-from gpuoverhead import report as reporting
 from gpuoverhead.errors import UserError
+from gpuoverhead.gpu.adapters import BACKENDS
 from gpuoverhead.resources import DEFAULT_SUITE
-from gpuoverhead.suite import load_suite, suite_problems
+
+if TYPE_CHECKING:
+    from gpuoverhead.run.plan import RunOptions
+    from gpuoverhead.run.runner import RunResult
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -38,6 +31,18 @@ EXIT_USER = 2
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
 
+# Options that `run` and `selftest` share.
+SuiteOption = Annotated[Path, typer.Option(help="Suite YAML file.")]
+BackendOption = Annotated[str | None, typer.Option(
+    help=f"Adapter backend: {', '.join(BACKENDS)}.")]
+AdapterOption = Annotated[str | None, typer.Option(
+    help="Pick the adapter whose device name contains this (case-insensitive).")]
+ImplementationOption = Annotated[str, typer.Option(
+    help="WebGPU implementation: wgpu-native, dawn, torch, or all installed.")]
+ProcessesOption = Annotated[int, typer.Option(
+    help="Fresh worker processes per benchmark, one after another.")]
+OutOption = Annotated[Path, typer.Option(help="Folder that receives <run_id>/.")]
+
 
 @contextmanager
 def user_errors() -> Iterator[None]:
@@ -45,7 +50,9 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except UserError as exc:
-        console.err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        from gpuoverhead.present.console import err
+
+        err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_USER) from None
 
 
@@ -66,19 +73,24 @@ def _install_interrupts() -> None:
     signal.signal(signal.SIGTERM, first)
 
 
+def _measure(options: RunOptions) -> RunResult:
+    """One run with progress on stderr; a user error ends it in one line."""
+    from gpuoverhead.present.progress import RichReporter
+    from gpuoverhead.run.runner import run as run_plan
+
+    with user_errors(), RichReporter() as reporter:
+        return run_plan(options, reporter)
+
+
 @app.command()
 def run(
-    suite: Annotated[Path, typer.Option(help="Suite YAML file.")] = DEFAULT_SUITE,
-    backend: Annotated[str | None, typer.Option(
-        help=f"Adapter backend: {', '.join(adapters.BACKENDS)}.")] = None,
-    adapter: Annotated[str | None, typer.Option(
-        help="Pick the adapter whose device name contains this (case-insensitive).")] = None,
-    implementation: Annotated[str, typer.Option(
-        help="WebGPU implementation: wgpu-native, dawn, or all installed.")] = "all",
-    out: Annotated[Path, typer.Option(help="Folder that receives <run_id>/.")] = Path("results"),
+    suite: SuiteOption = DEFAULT_SUITE,
+    backend: BackendOption = None,
+    adapter: AdapterOption = None,
+    implementation: ImplementationOption = "all",
+    out: OutOption = Path("results"),
     quick: Annotated[bool, typer.Option(help="Smoke run: tiny budget, one process.")] = False,
-    processes: Annotated[int, typer.Option(
-        help="Fresh worker processes per benchmark, one after another.")] = 3,
+    processes: ProcessesOption = 3,
     seed: Annotated[int | None, typer.Option(help="Seed of the interleaving order.")] = None,
     run_id: Annotated[str | None, typer.Option(help="Name of the run folder.")] = None,
     force: Annotated[bool, typer.Option(help="Overwrite an existing run folder.")] = False,
@@ -89,22 +101,22 @@ def run(
              "(a hung GPU wait).")] = 300.0,
 ) -> None:
     """Measure naive and sequential dispatch overhead and write results/<run_id>/."""
+    from gpuoverhead.gpu import implementations
+    from gpuoverhead.present import console
+    from gpuoverhead.run.plan import RunOptions
+
     _install_interrupts()
     with user_errors():
         names = implementations.parse(implementation)
-    options = runner.RunOptions(suite=suite, out_root=out, backend=backend, adapter=adapter,
-                                implementations=names, quick=quick, processes=processes,
-                                seed=seed, run_id=run_id, force=force,
-                                outside_shaders=outside_shaders, stall_timeout_s=stall_timeout)
-    with user_errors(), console.RichReporter() as reporter:
-        result = runner.run(options, reporter)
-    _print_summary(result.summary)
-    console.show_warnings(result.info["warnings"])
-    for error in result.info["errors"]:
-        console.err.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
-    status = result.info["status"]
-    console.err.print(f"{status}: results in {result.folder}", highlight=False)
-    if status == "interrupted":
+    result = _measure(RunOptions(
+        suite=suite, out_root=out, backend=backend, adapter=adapter, implementations=names,
+        quick=quick, processes=processes, seed=seed, run_id=run_id, force=force,
+        outside_shaders=outside_shaders, stall_timeout_s=stall_timeout))
+    console.print_summary(result.summary)
+    console.show_warnings(result.record.warnings)
+    console.show_errors(result.record.errors)
+    console.err.print(f"{result.record.status}: results in {result.folder}", highlight=False)
+    if result.record.status == "interrupted":
         raise typer.Exit(EXIT_INTERRUPTED)
     if result.failed:
         raise typer.Exit(EXIT_FAILED)
@@ -113,22 +125,12 @@ def run(
 @app.command()
 def show(folder: Annotated[Path, typer.Argument(help="A run folder (results/<run_id>).")]) -> None:
     """Print the summary table of a finished run."""
+    from gpuoverhead.present import console
+    from gpuoverhead.results import read
+
     with user_errors():
-        summary = results.load(folder).summary
-    _print_summary(summary)
-
-
-def _print_summary(summary: pd.DataFrame) -> None:
-    if summary.empty:
-        return
-    summary = summary[summary["metric"] != estimates.ERROR]  # errors are printed as such
-    plain = summary[summary["methodology"] != "fusion"]
-    if not plain.empty:
-        console.out.print(console.summary_grid(plain))
-    for extra in (console.implementations_grid(plain), console.breakdown_grid(plain),
-                  console.fusion_grid(summary), console.crossover_grid(summary)):
-        if extra is not None:
-            console.out.print(extra)
+        summary = read.load(folder).summary
+    console.print_summary(summary)
 
 
 @app.command()
@@ -144,13 +146,17 @@ def report(
         help="Folder for the plots as PNG and SVG.")] = None,
 ) -> None:
     """Per-vendor overhead tables from any number of result sets."""
+    from gpuoverhead.present import console, render
+    from gpuoverhead.present import report as reporting
+    from gpuoverhead.results import read
+
     with user_errors():
-        sets = results.load_all(paths)
+        sets = read.load_all(paths)
         table = reporting.build(sets, benchmark, elements)
-        console.out.print(report_formats.terminal(table))
-        for note in report_formats.footnotes(table):
+        console.out.print(render.terminal(table))
+        for note in render.footnotes(table):
             console.out.print(note, highlight=False)
-        written = report_formats.publish(table, sets, output or [], plots)
+        written = render.publish(table, sets, output or [], plots)
     for path in written:
         console.err.print(f"wrote {path}", highlight=False)
 
@@ -167,8 +173,12 @@ def compare(
     markdown: Annotated[bool, typer.Option(help="Print Markdown instead of a table.")] = False,
 ) -> None:
     """Per estimate: NEW/BASE with a CI, a rank test on the raw samples, and a verdict."""
+    from gpuoverhead.present import compare as comparing
+    from gpuoverhead.present import console
+    from gpuoverhead.results import read
+
     with user_errors():
-        table = comparing.compare(results.load(base), results.load(new), threshold / 100)
+        table = comparing.compare(read.load(base), read.load(new), threshold / 100)
     _print_comparison(table, markdown)
     if fail_above is not None:
         worse = comparing.regressions(table, fail_above / 100)
@@ -178,47 +188,53 @@ def compare(
             raise typer.Exit(EXIT_FAILED)
 
 
-def _print_comparison(table: pd.DataFrame, markdown: bool) -> None:
+def _print_comparison(table: object, markdown: bool) -> None:
+    from gpuoverhead.present import compare as comparing
+    from gpuoverhead.present import console
+
     shown = comparing.display(table)
     if markdown:
         print(shown.to_markdown(index=False))
     else:
         console.out.print(console.frame_table(shown, "NEW vs BASE"))
-    counts = table["verdict"].value_counts()
-    console.out.print(", ".join(f"{n} {v}" for v, n in counts.items()), highlight=False)
+    console.out.print(comparing.verdict_counts(table), highlight=False)
 
 
 @app.command()
 def selftest(
-    suite: Annotated[Path, typer.Option(help="Suite YAML file.")] = DEFAULT_SUITE,
-    backend: Annotated[str | None, typer.Option(help="Adapter backend.")] = None,
-    adapter: Annotated[str | None, typer.Option(help="Adapter name substring.")] = None,
-    processes: Annotated[int, typer.Option(help="Worker processes per run.")] = 3,
-    implementation: Annotated[str, typer.Option(help="As for run.")] = "all",
-    out: Annotated[Path, typer.Option(help="Folder that receives both runs.")] = Path("results"),
+    suite: SuiteOption = DEFAULT_SUITE,
+    backend: BackendOption = None,
+    adapter: AdapterOption = None,
+    processes: ProcessesOption = 3,
+    implementation: ImplementationOption = "all",
+    out: OutOption = Path("results"),
     threshold: Annotated[float, typer.Option(help="As for compare, in percent.")] = 5.0,
 ) -> None:
     """A/A test: run the same suite twice and compare; at least 95% must be `same`."""
+    from gpuoverhead.gpu import implementations
+    from gpuoverhead.present import compare as comparing
+    from gpuoverhead.present import console
+    from gpuoverhead.results import read
+    from gpuoverhead.run.environment import new_run_id
+    from gpuoverhead.run.plan import RunOptions
+
     with user_errors():
         names = implementations.parse(implementation)
-    runs = []
-    for label in ("a", "b"):
-        run_id = f"selftest-{runinfo.new_run_id()}-{label}"
-        options = runner.RunOptions(suite=suite, out_root=out, backend=backend, adapter=adapter,
-                                    implementations=names, processes=processes, run_id=run_id)
-        with user_errors(), console.RichReporter() as reporter:
-            runs.append(runner.run(options, reporter).folder)
+    stem = f"selftest-{new_run_id()}"
+    runs = [_measure(RunOptions(suite=suite, out_root=out, backend=backend, adapter=adapter,
+                                implementations=names, processes=processes,
+                                run_id=f"{stem}-{label}")).folder for label in ("a", "b")]
     with user_errors():
-        table = comparing.compare(results.load(runs[0]), results.load(runs[1]), threshold / 100)
+        table = comparing.compare(read.load(runs[0]), read.load(runs[1]), threshold / 100)
     _print_comparison(table, False)
-    headline = table[table["metric"].isin(comparing.HEADLINE)]
-    for label, rows in (("all", table), ("headline (latency, per dispatch)", headline)):
-        share = float((rows["verdict"] == "same").mean()) if len(rows) else 0.0
-        console.out.print(f"A/A, {label}: {share:.1%} of {len(rows)} estimates are 'same'",
+    for label, headline_only in (("all", False), ("headline (latency, per dispatch)", True)):
+        share, count = comparing.share_same(table, headline_only)
+        console.out.print(f"A/A, {label}: {share:.1%} of {count} estimates are 'same'",
                           highlight=False)
     console.out.print(f"({runs[0].name} vs {runs[1].name}; the target is at least 95% of the "
                       "headline estimates)", highlight=False)
-    if not len(headline) or (headline["verdict"] == "same").mean() < 0.95:
+    share, count = comparing.share_same(table, True)
+    if not count or share < 0.95:
         raise typer.Exit(EXIT_FAILED)
 
 
@@ -227,6 +243,11 @@ def list_adapters(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List every adapter the installed implementations see, best first."""
+    import json
+
+    from gpuoverhead.gpu import adapters
+    from gpuoverhead.present import console
+
     found, notes = adapters.discover()
     console.show_warnings(notes)
     if not found:
@@ -243,15 +264,17 @@ def validate(file: Annotated[Path, typer.Argument(help="Suite YAML file.")],
              outside_shaders: Annotated[bool, typer.Option(
                  help="Allow kernel paths outside the suite's folder.")] = False) -> None:
     """Check a suite and explain every problem with file, line and key."""
+    from gpuoverhead.suite.expand import load_suite, suite_problems
+
     problems = suite_problems(file, outside_shaders)
     for problem in problems:
-        console.err.print(problem, highlight=False, soft_wrap=True)
+        typer.echo(problem, err=True)
     if problems:
         raise typer.Exit(EXIT_USER)
     with user_errors():
         suite = load_suite(file, outside_shaders)
     cases = sum(len(g.cases) for g in suite.groups)
-    console.out.print(f"{file}: ok: {len(suite.groups)} groups, {cases} cases", highlight=False)
+    typer.echo(f"{file}: ok: {len(suite.groups)} groups, {cases} cases")
 
 
 def main() -> None:

@@ -1,0 +1,1 @@
+"""Analysis: raw samples → series per methodology → estimates over processes; `stats` is pure."""

@@ -1,0 +1,117 @@
+"""Estimates across worker processes: each key's series combined, then what derives from them.
+
+With several worker processes each process's values stay apart: the combined estimate is
+the median of all of them with a CI over processes, `rel_spread_between` is the range of the
+process medians relative to it, and each process's own estimate is a row of its own
+(`process` set). Derived rows: closures of the layer split, matmul crossovers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from gpuoverhead.analysis.series import Key, Series
+from gpuoverhead.analysis.stats import Estimate, hierarchical_median_ci, hierarchical_ratio_ci
+from gpuoverhead.suite.model import FUSION, Case
+
+
+@dataclass(frozen=True)
+class Row:
+    key: Key
+    estimate: Estimate
+    process: int | None = None
+    rel_spread_between: float = float("nan")
+
+
+def combine(per_process: list[dict[Key, Series]], rng: np.random.Generator) -> list[Row]:
+    """Estimates across processes (hierarchical CI, between-process spread), then, where
+    there are several processes, each process's own estimate (`process` set)."""
+    keys = list(dict.fromkeys(k for p in per_process for k in p))
+    rows = []
+    for key in keys:
+        present = [p[key] for p in per_process if key in p]
+        est = _estimate(present, rng)
+        medians = [s.point() for s in present]
+        spread = (max(medians) - min(medians)) / abs(est.value) if est.value else float("nan")
+        rows.append(Row(key, est, None, spread if len(present) > 1 else float("nan")))
+    rows += _closures(rows)
+    rows += _crossovers(rows)
+    if len(per_process) > 1:
+        for process, found in enumerate(per_process):
+            rows += [Row(k, _estimate([s], rng), process) for k, s in found.items()]
+    return rows
+
+
+def _estimate(present: list[Series], rng: np.random.Generator) -> Estimate:
+    """The median (or ratio of medians) over these processes' values, with its CI."""
+    if present[0].denominator is not None:
+        est = hierarchical_ratio_ci([(s.values, s.denominator) for s in present], rng)
+    else:
+        est = hierarchical_median_ci([s.values for s in present], rng)
+    return Estimate(est.value, est.ci_low, est.ci_high, sum(s.count for s in present))
+
+
+def _closures(rows: list[Row]) -> list[Row]:
+    """wrapper - api - python from the combined medians: how far the split fails to add up."""
+    by = {(r.key.case, r.key.metric): r.estimate for r in rows}
+    out = []
+    for (case, metric), wrapper in by.items():
+        if metric != "per_dispatch_ns" or (case, "api_ns") not in by:
+            continue
+        closure = wrapper.value - by[(case, "api_ns")].value - by[(case, "python_ns")].value
+        key = Key(case, "closure_ns", "ns", "median(wrapper) - median(api) - median(python)")
+        out.append(Row(key, Estimate(closure, closure, closure, wrapper.n_samples)))
+    return out
+
+
+#: Crossover metrics: the overhead that GPU time per matmul is compared with (at the
+#: smallest size, where GPU work is negligible): issuing a dispatch, or a synced one.
+_CROSSOVERS = (("crossover_size", "per_unit_ns"), ("crossover_size_synced", "latency_ns"))
+
+
+def _crossovers(rows: list[Row]) -> list[Row]:
+    """Matmul size M where GPU time per matmul reaches the overhead of issuing one: log-log
+    interpolation between the sizes measured; the CI pairs the ends of the two CIs."""
+    sizes: dict[int, dict[str, tuple[Case, Estimate]]] = {}
+    for r in rows:
+        if r.key.case.methodology == FUSION and r.key.case.variant == "single":
+            sizes.setdefault(r.key.case.k, {})[r.key.metric] = (r.key.case, r.estimate)
+    if not sizes or any("gpu_ns" not in m for m in sizes.values()):
+        return []
+    ms = sorted(sizes)
+    gpu = [sizes[m]["gpu_ns"][1] for m in ms]
+    out = []
+    for metric, overhead_metric in _CROSSOVERS:
+        if overhead_metric not in sizes[ms[0]]:
+            continue
+        case, overhead = sizes[ms[0]][overhead_metric]
+        points = [_crossing(ms, [g.value for g in gpu], overhead.value),
+                  _crossing(ms, [g.ci_high for g in gpu], overhead.ci_low),
+                  _crossing(ms, [g.ci_low for g in gpu], overhead.ci_high)]
+        value, low, high = points
+        how = f"M where gpu_ns reaches {overhead_metric} at M={ms[0]} (log-log interpolation)"
+        if math.isnan(value):
+            how = f"not reached up to M={ms[-1]}: GPU time stays under {overhead_metric}"
+        elif value == ms[0]:
+            how = f"at or below M={ms[0]}: gpu_ns already reaches {overhead_metric} there"
+        key = Key(replace(case, variant="crossover", k=0, elements=0, sync="-"), metric,
+                  "M", how)
+        out.append(Row(key, Estimate(value, low, high, overhead.n_samples)))
+    return out
+
+
+def _crossing(ms: list[int], gpu: list[float], overhead: float) -> float:
+    """First M where `gpu` reaches `overhead`, interpolated; nan when it never does."""
+    for i, g in enumerate(gpu):
+        if g >= overhead:
+            if i == 0:
+                return float(ms[0])
+            lo, hi = max(gpu[i - 1], 1e-9), max(g, 1e-9)
+            frac = (math.log(overhead) - math.log(lo)) / (math.log(hi) - math.log(lo)) \
+                if hi > lo else 1.0
+            return float(math.exp(math.log(ms[i - 1]) + frac * math.log(ms[i] / ms[i - 1])))
+    return float("nan")
+

@@ -1,0 +1,85 @@
+"""The raw samples that measuring hands to analysis, and views of them.
+
+A worker records one tuple per timed call of one group's operations; the calibration says
+what the clock costs and what one GPU tick is. Everything downstream reads these.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import reduce
+
+import numpy as np
+
+from gpuoverhead.suite.model import TIMESTAMPS, Case
+
+#: GPU timers coarser than this are flagged as quantized.
+QUANTIZED_NS = 1000.0
+
+
+@dataclass
+class GroupSamples:
+    """Raw samples of one group: one record per timed call, plus how sampling ended."""
+
+    cases: tuple[Case, ...]
+    #: (case index, n, round, is_warmup, start_ns, wall_ns) per sample.
+    records: list[tuple[int, int, int, bool, int, int]] = field(default_factory=list)
+    #: Parts of a sample that its operation returned (per-call times, GPU ticks), by record.
+    parts: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    warmup_rounds: int = 0
+    warmup_settled: bool = False
+    rounds: int = 0
+    stop: str = ""
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Facts of the run that estimates need: the clock's own cost and the GPU tick."""
+
+    timer_ns: float
+    tick_ns: float | None
+
+
+
+@dataclass(frozen=True)
+class GpuTimer:
+    """What the timestamps of a group say about the timer itself."""
+
+    resolution_ns: float
+
+    @property
+    def quantized(self) -> bool:
+        return self.resolution_ns >= QUANTIZED_NS
+
+
+def records(samples: GroupSamples) -> np.ndarray:
+    return np.array(samples.records, dtype=np.int64).reshape(-1, 6)
+
+
+def measured(rec: np.ndarray, index: int) -> np.ndarray:
+    """Record positions of a case's measured samples, by round then N."""
+    pos = np.flatnonzero((rec[:, 0] == index) & (rec[:, 3] == 0))
+    return pos[np.lexsort((rec[pos, 1], rec[pos, 2]))]
+
+
+def by_round(values: np.ndarray, case: Case) -> np.ndarray:
+    """Values of a sequential case (ordered by round, then N) as rounds x N, complete rounds."""
+    k = len(case.n_values)
+    return values[: len(values) // k * k].reshape(-1, k).astype(float)
+
+
+def gpu_times(samples: GroupSamples, positions: np.ndarray, tick_ns: float) -> np.ndarray:
+    ticks = np.array([samples.parts[p] for p in positions], dtype=np.uint64).reshape(-1, 2)
+    return (ticks[:, 1] - ticks[:, 0]).astype(float) * tick_ns
+
+
+def gpu_timer(samples: GroupSamples, tick_ns: float) -> GpuTimer | None:
+    """The timer's resolution: the largest tick step that divides every timestamp."""
+    stamps = [v for i, c in enumerate(samples.cases) if c.sync == TIMESTAMPS
+              for (r, p) in samples.parts.items() if samples.records[r][0] == i for v in p]
+    if not stamps:
+        return None
+    step = reduce(math.gcd, (int(v) for v in stamps), 0) or 1
+    return GpuTimer(resolution_ns=step * tick_ns)
+

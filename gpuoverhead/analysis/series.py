@@ -1,0 +1,284 @@
+"""Per estimate, the values of one worker process: one function per methodology.
+
+A series holds one value per round (a slope, an intercept) or per sample (a latency), with
+the time each was taken, so that processes can be combined (`combine`) and drift found
+(`drift`). Which metric is which, and how each is made, is in docs/schema.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpuoverhead.analysis.samples import (
+    Calibration,
+    GpuTimer,
+    GroupSamples,
+    by_round,
+    gpu_timer,
+    gpu_times,
+    measured,
+    records,
+)
+from gpuoverhead.analysis.stats import median_ci, median_ratio, round_fits
+from gpuoverhead.gpu.layers.raw import CALLS_PER_OP
+from gpuoverhead.gpu.methods.breakdown import CALLS
+from gpuoverhead.suite.model import FFI_FLOOR, FUSION, TIMESTAMPS, Case
+
+#: Metrics whose precision decides when sampling stops.
+STOP_METRICS = ("latency_ns", "per_dispatch_ns", "per_unit_ns")
+
+
+@dataclass(frozen=True)
+class Key:
+    """What one estimate is of: a case's metric (and call, for a breakdown)."""
+
+    case: Case
+    metric: str
+    unit: str
+    estimator: str
+    call: str = ""
+
+
+@dataclass
+class Series:
+    """The values an estimate is the median of (one per round, or per sample), with the
+    time each was taken (epoch ns) and how many samples they came from. A ratio also has
+    its denominators, paired with the values round by round: its estimate is
+    median(values) / median(denominator)."""
+
+    values: np.ndarray
+    times: np.ndarray
+    count: int
+    denominator: np.ndarray | None = None
+
+    def point(self) -> float:
+        if self.denominator is None:
+            return float(np.median(self.values))
+        return median_ratio(self.values, self.denominator)
+
+
+
+@dataclass
+class _View:
+    """One process's samples as arrays, and what the per-methodology functions share."""
+
+    samples: GroupSamples
+    cal: Calibration
+    clock_offset_ns: int
+    rec: np.ndarray = field(init=False)
+    timer: GpuTimer | None = field(init=False)
+    naive: np.ndarray | None = None
+    #: Wall-time slopes per (encoding, layer, implementation): case, slopes, round times.
+    slopes: dict[tuple[str, str, str | None], tuple[Case, np.ndarray, np.ndarray]] = field(
+        default_factory=dict)
+    floor: np.ndarray | None = None
+    #: Fusion units per (k, variant, sync): case, slopes, N=1 values, round times.
+    units: dict[tuple[int, str, str], tuple[Case, np.ndarray, np.ndarray | None, np.ndarray]] \
+        = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.rec = records(self.samples)
+        self.timer = gpu_timer(self.samples, self.cal.tick_ns) if self.cal.tick_ns else None
+
+    def measured(self, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Positions, wall times and start times (epoch ns) of a case's measured samples."""
+        pos = measured(self.rec, index)
+        return (pos, self.rec[pos, 5].astype(float),
+                (self.rec[pos, 4] + self.clock_offset_ns).astype(float))
+
+    def gpu(self, pos: np.ndarray, case: Case) -> np.ndarray | None:
+        """GPU times as rounds x N, or None where the group has no usable timer."""
+        if self.cal.tick_ns is None or self.timer is None:
+            return None
+        return by_round(gpu_times(self.samples, pos, self.cal.tick_ns), case)
+
+
+Out = dict[Key, Series]
+SeriesOf = Callable[[_View, int, Case, Out], None]
+
+
+def series(samples: GroupSamples, cal: Calibration, clock_offset_ns: int = 0) -> Out:
+    """Per estimate, the per-round (or per-sample) values of one process."""
+    view = _View(samples, cal, clock_offset_ns)
+    out: Out = {}
+    for index, case in enumerate(samples.cases):
+        _methodology(case)(view, index, case, out)
+    _add_inflation(out, view)
+    _add_layers(out, view.slopes, view.floor)
+    _add_fusion(out, view.units)
+    return out
+
+
+def _methodology(case: Case) -> SeriesOf:
+    """The series function of a case, chosen as `gpu.methods.operation` chooses its op."""
+    if case.methodology == FUSION:
+        return _fusion
+    if case.methodology in ("naive", "breakdown"):
+        return _naive if case.methodology == "naive" else _breakdown
+    if case.methodology == FFI_FLOOR:
+        return _ffi_floor
+    return _gpu_time if case.sync == TIMESTAMPS else _sequential
+
+
+def _naive(view: _View, index: int, case: Case, out: Out) -> None:
+    """Latency per sample, and the first warm-up round's (what a short-lived program pays)."""
+    _, walls, times = view.measured(index)
+    out[Key(case, "latency_ns", "ns", "median")] = Series(walls, times, walls.size)
+    if case.sync == "wait":
+        view.naive = walls
+    rec = view.rec
+    first = np.flatnonzero((rec[:, 0] == index) & (rec[:, 2] == 0) & (rec[:, 3] == 1))
+    if first.size:
+        out[Key(case, "first_round_ns", "ns", "warm-up round 0")] = Series(
+            rec[first[:1], 5].astype(float), times[:1], 1)
+
+
+def _breakdown(view: _View, index: int, case: Case, out: Out) -> None:
+    """Latency of the whole op, and each call's time less the clock's own cost."""
+    pos, walls, times = view.measured(index)
+    out[Key(case, "latency_ns", "ns", "median")] = Series(walls, times, walls.size)
+    parts = np.array([view.samples.parts[p] for p in pos], dtype=float)
+    for j, call in enumerate(CALLS):
+        out[Key(case, "call_ns", "ns", "median - clock cost", call)] = Series(
+            parts[:, j] - view.cal.timer_ns, times, parts.shape[0])
+
+
+def _sequential(view: _View, index: int, case: Case, out: Out) -> None:
+    """Slope (per dispatch) and intercept (fixed wait) of wall time against N, per round."""
+    _, walls, times = view.measured(index)
+    matrix, round_times = by_round(walls, case), by_round(times, case)[:, 0]
+    slope = _add_fits(out, case, matrix, round_times, ("per_dispatch_ns", "fixed_ns"),
+                      "round-median theil-sen")
+    view.slopes[(case.encoding, case.layer, case.implementation)] = (case, slope, round_times)
+
+
+def _gpu_time(view: _View, index: int, case: Case, out: Out) -> None:
+    """Slope and intercept of GPU time (timestamp queries) against N, per round."""
+    pos, _, times = view.measured(index)
+    gpu = view.gpu(pos, case)
+    if gpu is None or view.timer is None:
+        return
+    note = (f"round-median theil-sen (timer quantized to {view.timer.resolution_ns:.0f} ns)"
+            if view.timer.quantized else "round-median theil-sen")
+    _add_fits(out, case, gpu, by_round(times, case)[:, 0], ("gpu_ns", "gpu_fixed_ns"), note)
+
+
+def _ffi_floor(view: _View, index: int, case: Case, out: Out) -> None:
+    """The cost of one trivial native call through the FFI (slope against calls)."""
+    _, walls, times = view.measured(index)
+    view.floor = _add_fits(out, case, by_round(walls, case), by_round(times, case)[:, 0],
+                           ("ffi_floor_ns",), "round-median theil-sen")
+
+
+def _fusion(view: _View, index: int, case: Case, out: Out) -> None:
+    """One unit of work per form: its slope (wait amortized) and N=1 latency, or GPU time."""
+    pos, walls, times = view.measured(index)
+    round_times = by_round(times, case)[:, 0]
+    if case.sync == TIMESTAMPS:
+        matrix = view.gpu(pos, case)
+        if matrix is None:
+            return
+        metrics: tuple[str, ...] = ("gpu_ns", "gpu_fixed_ns")
+    else:
+        matrix, metrics = by_round(walls, case), ("per_unit_ns", "fixed_ns")
+    slope = _add_fits(out, case, matrix, round_times, metrics, "round-median theil-sen")
+    single = matrix[:, 0] if case.n_values[0] == 1 else None
+    if single is not None and case.sync != TIMESTAMPS:
+        out[Key(case, "latency_ns", "ns", "median of N=1 samples")] = Series(
+            single, round_times, single.size)
+    view.units[(case.k, case.variant, case.sync)] = (case, slope, single, round_times)
+
+
+def _add_inflation(out: Out, view: _View) -> None:
+    """Naive latency over each wrapper-layer slope (rounds paired by index for the CI)."""
+    if view.naive is None:
+        return
+    for (_, layer, _), (case, s, t) in view.slopes.items():
+        # A fused chain (torch-compile) has no per-dispatch cost to inflate.
+        if layer == "wrapper" and np.median(s) > PRECISE_NS:
+            r = min(len(view.naive), len(s))
+            out[Key(case, "inflation", "ratio", "median naive / median slope")] = Series(
+                view.naive[:r], t[:r], r, denominator=s[:r])
+
+
+#: Fusion ratios: metric, the sync of the series they pair, and which of its values.
+_FUSION_RATIOS = (("fusion_speedup", "wait", 1, "median unfused slope / median fused slope"),
+                  ("fusion_speedup_synced", "wait", 2,
+                   "median unfused / median fused wall at N=1"),
+                  ("fusion_gpu_speedup", TIMESTAMPS, 1,
+                   "median unfused / median fused GPU-time slope"))
+
+
+def _add_fusion(out: dict[Key, Series],
+                units: dict[tuple[int, str, str], tuple[Case, np.ndarray, np.ndarray | None,
+                                                        np.ndarray]]) -> None:
+    """Fusion speedups, on the fused case: unfused over fused, rounds paired for the CI."""
+    for (k, variant, sync), fused in units.items():
+        unfused = units.get((k, "unfused", sync))
+        if variant != "fused" or unfused is None:
+            continue
+        for metric, wanted, part, estimator in _FUSION_RATIOS:
+            top, bottom = unfused[part], fused[part]
+            if sync != wanted or top is None or bottom is None:
+                continue
+            r = min(len(top), len(bottom))
+            if r:
+                out[Key(fused[0], metric, "ratio", estimator)] = Series(
+                    top[:r], fused[3][:r], r, denominator=bottom[:r])
+
+
+def _add_fits(out: dict[Key, Series], case: Case, matrix: np.ndarray, times: np.ndarray,
+              metrics: tuple[str, ...], estimator: str) -> np.ndarray:
+    """Per-round Theil-Sen fits as series; returns the slopes."""
+    fits = round_fits(np.array(case.n_values), matrix)
+    for metric, values in zip(metrics, fits[: len(metrics)], strict=True):
+        out[Key(case, metric, "ns", estimator)] = Series(values, times, matrix.size)
+    return fits[0]
+
+
+def _add_layers(out: dict[Key, Series],
+                slopes: dict[tuple[str, str, str | None], tuple[Case, np.ndarray, np.ndarray]],
+                floor: np.ndarray | None) -> None:
+    """api, python and FFI-check series per encoding, paired round by round."""
+    for (encoding, layer, impl), (case, wrapper, times) in slopes.items():
+        if layer != "wrapper" or impl is not None:
+            continue
+        raw = slopes.get((encoding, "raw", None), (None, None, None))[1]
+        native = slopes.get((encoding, "native", None), (None, None, None))[1]
+        calls = CALLS_PER_OP[encoding]
+        corrected = raw - calls * floor[: len(raw)] if raw is not None and floor is not None \
+            else None
+        if native is not None:
+            api, how = native, "native slope"
+        elif corrected is not None:
+            api, how = corrected, f"raw slope - {calls} x ffi floor (native layer absent)"
+        else:
+            continue
+        n = len(wrapper)
+        out[Key(case, "api_ns", "ns", how)] = Series(api, times, n)
+        out[Key(case, "python_ns", "ns", "wrapper slope - api")] = Series(wrapper - api, times, n)
+        if native is not None and corrected is not None:
+            raw_case = slopes[(encoding, "raw", None)][0]
+            out[Key(raw_case, "ffi_check_ns", "ns",
+                    f"(raw slope - {calls} x ffi floor) - native slope")] = Series(
+                corrected - native, times, n)
+
+
+#: A CI half-width below this is precise enough whatever the estimate (a fused chain's
+#: per-dispatch slope is ~0, so its relative CI would never reach a target).
+PRECISE_NS = 100.0
+
+
+def worst_rel_ci(samples: GroupSamples, cal: Calibration) -> float:
+    """Largest relative CI half-width among one process's headline estimates."""
+    rels = []
+    for key, s in series(samples, cal).items():
+        if key.metric in STOP_METRICS:
+            est = median_ci(s.values)
+            precise = (est.ci_high - est.ci_low) / 2 <= PRECISE_NS
+            rels.append(0.0 if precise else est.rel_ci)
+    return max(rels, default=float("inf"))
+

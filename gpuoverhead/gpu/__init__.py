@@ -1,0 +1,1 @@
+"""The GPU side: adapters and implementations, kernels and workloads, the wait, layers, methods."""

@@ -1,0 +1,171 @@
+"""Find the adapters a WebGPU implementation offers, describe them, and pick one.
+
+The description uses the words of the result schema: `backend` (vulkan, metal, d3d12,
+opengl), `adapter_type` as the implementation reports it (DiscreteGPU, IntegratedGPU, CPU,
+...), and `vendor` normalized from the PCI vendor id.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from gpuoverhead.errors import UserError
+
+BACKENDS = ("vulkan", "metal", "d3d12", "opengl")
+#: The backends each platform can have (sys.platform prefix): Metal only on macOS, D3D12
+#: only on Windows; Vulkan on macOS only through MoltenVK.
+PLATFORM_BACKENDS = {"linux": ("vulkan", "opengl"), "win32": ("d3d12", "vulkan", "opengl"),
+                     "darwin": ("metal", "vulkan")}
+
+#: PCI vendor ids (and Khronos ids for vendors without one) to normalized vendor names.
+VENDORS = {
+    0x10DE: "nvidia",
+    0x1002: "amd",
+    0x1022: "amd",
+    0x8086: "intel",
+    0x106B: "apple",
+    0x10005: "mesa",
+    0x1414: "microsoft",
+    0x13B5: "arm",
+    0x5143: "qualcomm",
+    0x14E4: "broadcom",
+    0x1010: "imagination",
+    0x19E5: "huawei",
+}
+
+_TYPE_RANK = {"DiscreteGPU": 0, "IntegratedGPU": 1, "VirtualGPU": 2, "Unknown": 3, "CPU": 4}
+_BACKEND_RANK = {"vulkan": 0, "metal": 0, "d3d12": 0, "opengl": 1}
+NO_ADAPTER = (
+    "no WebGPU adapter found; for a software one on Linux install Mesa's lavapipe "
+    "(apt-get install mesa-vulkan-drivers)"
+)
+
+
+@dataclass(frozen=True)
+class AdapterInfo:
+    """What the schema records about an adapter (the `adapter`, `vendor`, ... columns)."""
+
+    implementation: str
+    backend: str
+    adapter_type: str
+    vendor: str
+    vendor_id: int
+    device: str
+    driver: str
+    timestamps: bool
+
+    @property
+    def label(self) -> str:
+        return f"{self.device} ({self.backend}, {self.adapter_type}, {self.implementation})"
+
+    @property
+    def is_software(self) -> bool:
+        return self.adapter_type == "CPU"
+
+
+@dataclass
+class FoundAdapter:
+    """An adapter object with its description; it can create one device."""
+
+    info: AdapterInfo
+    adapter: Any
+
+    def details(self) -> dict[str, Any]:
+        """Everything the implementation reports, for run.json."""
+        return {
+            "info": dict(self.adapter.info),
+            "features": sorted(self.adapter.features),
+            "limits": dict(self.adapter.limits),
+        }
+
+
+def normalize_backend(name: str) -> str:
+    """Lower-case schema name for an implementation's backend name ('OpenGLES' -> 'opengl')."""
+    low = name.lower()
+    return "opengl" if low.startswith("opengl") or low == "gl" else low
+
+
+def vendor_name(vendor_id: int, reported: str = "") -> str:
+    """Normalized vendor from the PCI id; falls back to the reported name or the hex id."""
+    if vendor_id in VENDORS:
+        return VENDORS[vendor_id]
+    return reported.strip().lower() or f"0x{vendor_id:04x}"
+
+
+def describe(adapter: Any, implementation: str = "wgpu-native") -> AdapterInfo:
+    info = adapter.info
+    vendor_id = int(info.get("vendor_id", 0) or 0)
+    return AdapterInfo(
+        implementation=implementation,
+        backend=normalize_backend(str(info.get("backend_type", "unknown"))),
+        adapter_type=str(info.get("adapter_type", "Unknown")),
+        vendor=vendor_name(vendor_id, str(info.get("vendor", ""))),
+        vendor_id=vendor_id,
+        device=str(info.get("device", "")) or "unknown device",
+        driver=str(info.get("description", "")),
+        timestamps="timestamp-query" in adapter.features,
+    )
+
+
+def discover(names: list[str] | None = None) -> tuple[list[FoundAdapter], list[str]]:
+    """Every adapter the installed implementations (or those named) offer, best first, and
+    notes on the implementations that offered none."""
+    from gpuoverhead.gpu import implementations
+
+    usable, missing = implementations.installed()
+    notes = [reason for name, reason in missing.items() if names and name in names]
+    if names == [implementations.TORCH]:
+        return [], notes
+    found: list[FoundAdapter] = []
+    for impl in usable:
+        if names and impl.name not in names:
+            continue
+        try:
+            offered = impl.module().gpu.enumerate_adapters_sync()
+        except Exception as exc:  # a native library that cannot start an instance here
+            notes.append(f"{impl.name} could not enumerate adapters: {exc}")
+            continue
+        if not offered:
+            notes.append(f"{impl.name} offers no adapter on this machine (Dawn rejects some "
+                         "drivers, Mesa 22's lavapipe among them)")
+        found += [FoundAdapter(describe(a, impl.name), a) for a in offered]
+    return sorted(found, key=lambda f: rank(f.info)), notes
+
+
+def rank(info: AdapterInfo) -> tuple[int, int]:
+    """Sort key: discrete before integrated before software; native APIs before OpenGL."""
+    return (_TYPE_RANK.get(info.adapter_type, 3), _BACKEND_RANK.get(info.backend, 1))
+
+
+def select(found: list[FoundAdapter], backend: str | None, substring: str | None,
+           torch_only: bool = False) -> list[FoundAdapter]:
+    """Per implementation, the best adapter matching `backend` and a case-insensitive
+    `substring` of its name; at least one, or a UserError listing what is there."""
+    if backend is not None and backend not in BACKENDS:
+        raise UserError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    here = next((v for k, v in PLATFORM_BACKENDS.items() if sys.platform.startswith(k)), None)
+    if backend is not None and here is not None and backend not in here:
+        raise UserError(f"backend {backend} does not exist on {sys.platform}; this platform "
+                        f"can have {', '.join(here)}")
+    if not found:
+        if torch_only:
+            return []
+        raise UserError(NO_ADAPTER)
+    matches = [
+        f for f in found
+        if (backend is None or f.info.backend == backend)
+        and (substring is None or substring.lower() in f.info.device.lower())
+    ]
+    if not matches:
+        wanted = " and ".join(
+            x for x in (backend and f"backend {backend}",
+                        substring and f"name ~ {substring!r}") if x
+        )
+        present = "; ".join(f.info.label for f in found)
+        raise UserError(f"no adapter with {wanted}; present: {present}")
+    best: dict[str, FoundAdapter] = {}
+    for f in matches:
+        best.setdefault(f.info.implementation, f)
+    return list(best.values())

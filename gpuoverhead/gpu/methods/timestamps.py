@@ -1,0 +1,58 @@
+"""GPU time: one compute pass of N dispatches with timestamp queries at its start and end.
+
+The slope of GPU time against N is the GPU's execution time per dispatch. Reading the
+timestamps back is part of this case's operation, so its wall time is not an overhead
+figure and is not estimated; only its GPU time is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from gpuoverhead.gpu.kernels import Target, binding_of
+
+
+class PassTimer:
+    """Timestamp queries at the start and end of one compute pass, and their readback."""
+
+    def __init__(self, device: Any) -> None:
+        wgpu = binding_of(device)
+        self.query_set = device.create_query_set(type=wgpu.QueryType.timestamp, count=2)
+        self.resolved = device.create_buffer(
+            size=16, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
+        #: `timestamp_writes` of the timed `begin_compute_pass`.
+        self.writes = {"query_set": self.query_set, "beginning_of_pass_write_index": 0,
+                       "end_of_pass_write_index": 1}
+
+    def resolve(self, encoder: Any) -> None:
+        """Record the copy of both timestamps into the readable buffer (after the pass)."""
+        encoder.resolve_query_set(self.query_set, 0, 2, self.resolved, 0)
+
+    def read(self, queue: Any) -> tuple[int, int]:
+        """The pass's begin and end ticks, once its submission has run."""
+        begin, end = np.frombuffer(queue.read_buffer(self.resolved), dtype=np.uint64)
+        return int(begin), int(end)
+
+
+def operation(target: Target) -> Callable[[int], tuple[int, int]]:
+    device, queue, pipeline, bind_group = target.device, target.queue, target.pipeline, \
+        target.bind_group
+    x, y = target.grid
+    timer = PassTimer(device)
+
+    def op(n: int) -> tuple[int, int]:
+        encoder = device.create_command_encoder()
+        compute = encoder.begin_compute_pass(timestamp_writes=timer.writes)
+        for _ in range(n):
+            compute.set_pipeline(pipeline)
+            compute.set_bind_group(0, bind_group)
+            compute.dispatch_workgroups(x, y, 1)
+        compute.end()
+        timer.resolve(encoder)
+        queue.submit([encoder.finish()])
+        return timer.read(queue)
+
+    return op

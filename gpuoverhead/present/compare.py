@@ -1,0 +1,132 @@
+"""Compare two runs estimate by estimate: ratio with a CI, a rank test on the raw samples,
+and a verdict a CI job can act on.
+
+- ratio = NEW / BASE; its 95% CI combines the two CIs on the log scale (delta method);
+- p = Mann-Whitney U on the raw samples behind the estimate (as asv and google-benchmark
+  do), where there are such samples (latencies, calls, the largest N of a sequential case,
+  GPU times); derived figures (api, python, inflation, ...) are judged on the CI alone;
+- verdict: `slower`/`faster` when the ratio CI excludes 1, the change is at least the
+  threshold, and p < alpha (where there is a p); otherwise `same` when the ratio is within
+  twice the threshold and its CI rules out changes beyond RESOLVABLE (x1.5 either way), and
+  `unsure` when not (a change the runs are too noisy to confirm or rule out). For ratios
+  (inflation) the verdicts are `higher`/`lower`. The CIs of runs with several processes
+  include the variation between processes, which keeps an A/A comparison from calling
+  noise a change.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from gpuoverhead.present import format as fmt
+from gpuoverhead.results.read import ResultSet, check_units
+from gpuoverhead.results.schema import HEADLINE
+
+#: A ratio CI wider than this factor either way leaves a comparison `unsure`.
+RESOLVABLE = 1.5
+#: Checks of the method itself (≈0 by construction), not performance: never compared.
+DIAGNOSTICS = ("closure_ns", "ffi_check_ns", "error")
+KEY = ["implementation", "benchmark", "elements", "case", "metric", "call"]
+ALPHA = 0.01
+_RAW_COLUMNS = ["implementation", "case", "call", "phase", "n_dispatches", "wall_ns",
+                "gpu_ns"]
+
+
+def _raw(samples: pd.DataFrame, row: pd.Series) -> np.ndarray | None:
+    """The raw samples an estimate summarizes, or None for derived estimates."""
+    mine = samples[(samples["case"] == row["case"]) & (samples["phase"] == "measure")
+                   & (samples["implementation"] == row["implementation"])]
+    metric = row["metric"]
+    if metric == "latency_ns":
+        return mine.loc[mine["call"] == "", "wall_ns"].to_numpy(float)
+    if metric == "call_ns":
+        return mine.loc[mine["call"] == row["call"], "wall_ns"].to_numpy(float)
+    if metric in ("per_dispatch_ns", "gpu_ns") and len(mine):
+        top = mine[mine["n_dispatches"] == mine["n_dispatches"].max()]
+        column = "gpu_ns" if metric == "gpu_ns" else "wall_ns"
+        return top[column].dropna().to_numpy(float)
+    return None
+
+
+def _ratio_ci(b: pd.Series, n: pd.Series) -> tuple[float, float, float]:
+    if not (b["value"] > 0 and n["value"] > 0 and b["ci_low"] > 0 and n["ci_low"] > 0):
+        return (math.nan,) * 3
+    ratio = n["value"] / b["value"]
+    half = math.hypot(math.log(b["ci_high"] / b["ci_low"]) / 2,
+                      math.log(n["ci_high"] / n["ci_low"]) / 2)
+    return ratio, ratio * math.exp(-half), ratio * math.exp(half)
+
+
+def verdict(ratio: float, low: float, high: float, p: float, threshold: float,
+            is_ratio: bool) -> str:
+    if not math.isfinite(ratio):
+        return "unsure"
+    significant = (low > 1 or high < 1) and not (math.isfinite(p) and p >= ALPHA)
+    if significant and abs(ratio - 1) >= threshold:
+        up = ratio > 1
+        return ("higher" if up else "lower") if is_ratio else ("slower" if up else "faster")
+    if abs(ratio - 1) < 2 * threshold and low >= 1 / RESOLVABLE and high <= RESOLVABLE:
+        return "same"
+    return "unsure"
+
+
+def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> pd.DataFrame:
+    """One row per estimate present in both runs (in the same units)."""
+    check_units(pd.concat([base.summary[["metric", "unit"]], new.summary[["metric", "unit"]]]),
+                Path(f"{base.folder} and {new.folder}"))
+    judged = [rs.summary[~rs.summary["metric"].isin(DIAGNOSTICS)] for rs in (base, new)]
+    joined = judged[0].merge(judged[1], on=KEY, suffixes=("_base", "_new"))
+    base_samples, new_samples = base.samples(_RAW_COLUMNS), new.samples(_RAW_COLUMNS)
+    rows = []
+    for _, r in joined.iterrows():
+        b = pd.Series({k: r[f"{k}_base"] for k in ("value", "ci_low", "ci_high")})
+        n = pd.Series({k: r[f"{k}_new"] for k in ("value", "ci_low", "ci_high")})
+        ratio, low, high = _ratio_ci(b, n)
+        raw_b, raw_n = _raw(base_samples, r), _raw(new_samples, r)
+        p = math.nan
+        if raw_b is not None and raw_n is not None and len(raw_b) and len(raw_n):
+            p = float(sps.mannwhitneyu(raw_b, raw_n, alternative="two-sided").pvalue)
+        rows.append({**{k: r[k] for k in KEY}, "unit": r["unit_base"],
+                     "base": b["value"], "new": n["value"], "ratio": ratio,
+                     "ratio_low": low, "ratio_high": high, "p_value": p,
+                     "verdict": verdict(ratio, low, high, p, threshold,
+                                        r["unit_base"] == "ratio")})
+    return pd.DataFrame(rows)
+
+
+def regressions(table: pd.DataFrame, fail_above: float) -> pd.DataFrame:
+    """Estimates that got significantly slower by more than `fail_above` (a fraction)."""
+    return table[(table["verdict"] == "slower") & (table["ratio"] - 1 > fail_above)]
+
+
+def display(table: pd.DataFrame) -> pd.DataFrame:
+    """The comparison as strings, for the terminal or Markdown."""
+    return pd.DataFrame({
+        "implementation": table["implementation"], "case": table["case"],
+        "metric": table["metric"], "call": table["call"],
+        "base (µs)": [fmt.value(v, u, 2) for v, u in zip(table["base"], table["unit"],
+                                                          strict=True)],
+        "new (µs)": [fmt.value(v, u, 2) for v, u in zip(table["new"], table["unit"],
+                                                        strict=True)],
+        "new/base [95% CI]": [
+            fmt.ratio_with_ci(r, lo, hi)
+            for r, lo, hi in zip(table["ratio"], table["ratio_low"], table["ratio_high"],
+                                 strict=True)],
+        "p": ["—" if not math.isfinite(p) else f"{p:.2g}" for p in table["p_value"]],
+        "verdict": table["verdict"],
+    })
+
+
+def verdict_counts(table: pd.DataFrame) -> str:
+    return ", ".join(f"{n} {v}" for v, n in table["verdict"].value_counts().items())
+
+
+def share_same(table: pd.DataFrame, headline_only: bool) -> tuple[float, int]:
+    """The share of (headline) estimates judged `same`, and how many were judged."""
+    rows = table[table["metric"].isin(HEADLINE)] if headline_only else table
+    return (float((rows["verdict"] == "same").mean()) if len(rows) else 0.0), len(rows)

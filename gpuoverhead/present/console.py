@@ -1,0 +1,233 @@
+"""What the terminal shows of results: the summary grids, adapters, warnings (stdout/stderr)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from gpuoverhead.gpu.adapters import FoundAdapter
+from gpuoverhead.present import format as fmt
+from gpuoverhead.results.schema import ERROR
+
+out = Console()
+err = Console(stderr=True)
+
+#: Rows of the summary per group: (label, methodology, encoding, sync, layer, metric).
+_ROWS = [
+    ("naive", "naive", "submit", "wait", "wrapper", "latency_ns"),
+    ("naive readback", "naive", "submit", "readback", "wrapper", "latency_ns"),
+    ("seq submit", "sequential", "submit", "wait", "wrapper", "per_dispatch_ns"),
+    ("  api", "sequential", "submit", "wait", "wrapper", "api_ns"),
+    ("  python", "sequential", "submit", "wait", "wrapper", "python_ns"),
+    ("seq pass", "sequential", "pass", "wait", "wrapper", "per_dispatch_ns"),
+    ("  api", "sequential", "pass", "wait", "wrapper", "api_ns"),
+    ("  python", "sequential", "pass", "wait", "wrapper", "python_ns"),
+    ("seq dispatch", "sequential", "dispatch", "wait", "wrapper", "per_dispatch_ns"),
+    ("  api", "sequential", "dispatch", "wait", "wrapper", "api_ns"),
+    ("  python", "sequential", "dispatch", "wait", "wrapper", "python_ns"),
+    ("gpu per dispatch", "sequential", "dispatch", "timestamps", "wrapper", "gpu_ns"),
+    ("fixed wait", "sequential", "submit", "wait", "wrapper", "fixed_ns"),
+    ("naive/submit", "sequential", "submit", "wait", "wrapper", "inflation"),
+    ("naive/dispatch", "sequential", "dispatch", "wait", "wrapper", "inflation"),
+]
+
+
+def summary_grid(summary: pd.DataFrame) -> Table:
+    """Per group the headline figures: median, 95% CI and its half-width relative to it.
+
+    `seq *` rows are per-dispatch slopes of the wrapper layer, split into `api` (native
+    implementation) and `python` where the layers ran; `fixed wait` is the submit fit's
+    intercept; `naive/*` rows are inflation ratios.
+    """
+    table = Table(title="Dispatch overhead (µs; ratios marked x)")
+    for name, justify in (("benchmark", "left"), ("measure", "left"), ("median", "right"),
+                          ("95% CI", "right"), ("±", "right"), ("rounds", "right")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    combined = summary[summary["process"].isna()] if "process" in summary else summary
+    for (bench, elements), rows in combined.groupby(["benchmark", "elements"], sort=False):
+        processes = int(rows["processes"].iat[0]) if "processes" in rows else 1
+        labels = [str(bench), f"{elements:,} el.", str(rows["stop"].iat[0]),
+                  f"{processes} process{'es' if processes > 1 else ''}"]
+        for name, method, encoding, sync, layer, metric in _ROWS:
+            hit = rows[(rows.methodology == method) & (rows.encoding == encoding)
+                       & (rows.sync == sync) & (rows.layer == layer) & (rows.metric == metric)]
+            if hit.empty:
+                continue
+            r = hit.iloc[0]
+            table.add_row(labels.pop(0) if labels else "", name, fmt.value(r.value, r.unit),
+                          f"{fmt.value(r.ci_low, r.unit)}–{fmt.value(r.ci_high, r.unit)}",
+                          f"{r.rel_ci:.1%}", str(r.rounds))
+        table.add_section()
+    return table
+
+
+def implementations_grid(summary: pd.DataFrame) -> Table | None:
+    """Implementations side by side per group: naive latency and per-dispatch cost of each
+    wrapper-layer case, with its ratio to the fastest way measured to do that work."""
+    if "ratio_to_fastest" not in summary or summary["implementation"].nunique() < 2:
+        return None
+    rows = summary[summary["metric"].isin(("latency_ns", "per_dispatch_ns"))
+                   & (summary["layer"] == "wrapper") & summary["process"].isna()
+                   & (summary["methodology"] != "breakdown")]
+    table = Table(title="Implementations side by side (µs; ratio to the fastest)")
+    for name in ("benchmark", "measure", "implementation", "encoding", "median", "vs fastest"):
+        table.add_column(name, justify="right" if name in ("median", "vs fastest") else "left")
+    for (bench, elements), group in rows.groupby(["benchmark", "elements"], sort=False):
+        label = f"{bench} {elements:,} el."
+        for metric, title in (("latency_ns", "naive"), ("per_dispatch_ns", "per dispatch")):
+            mine = group[(group.metric == metric) & (group.sync == "wait")]
+            for r in mine.sort_values("value").itertuples():
+                ratio = r.ratio_to_fastest
+                table.add_row(label, title, r.implementation, r.encoding,
+                              fmt.value(r.value, r.unit),
+                              f"{ratio:.2f}x" if ratio == ratio else "≈0: fused")
+                label, title = "", ""
+        table.add_section()
+    return table
+
+
+def _fusion_rows(summary: pd.DataFrame) -> pd.DataFrame:
+    if "variant" not in summary:
+        return summary.iloc[0:0]
+    return summary[(summary["methodology"] == "fusion") & summary["process"].isna()]
+
+
+def _pick(part: pd.DataFrame, variant: str, metric: str) -> Any:
+    hit = part[(part.variant == variant) & (part.metric == metric)]
+    return hit.iloc[0] if not hit.empty else None
+
+
+def _ratio_cells(r: Any) -> list[str]:
+    if r is None:
+        return ["", ""]
+    return [fmt.value(r.value, "ratio"),
+            f"{fmt.value(r.ci_low, 'ratio')}–{fmt.value(r.ci_high, 'ratio')}"]
+
+
+def fusion_grid(summary: pd.DataFrame) -> Table | None:
+    """Per fusion case: one unit of work unfused and fused (slopes: the wait amortized), the
+    speedup with its CI, and the speedups when each unit is synced and on the GPU."""
+    rows = _fusion_rows(summary)
+    rows = rows[rows.variant.isin(("fused", "unfused"))]
+    if rows.empty:
+        return None
+    table = Table(title="Fusion: one unit of work (µs), unfused / fused speedups")
+    for name in ("benchmark", "impl.", "k", "unfused", "fused", "speedup", "95% CI",
+                 "synced", "GPU"):
+        table.add_column(name, justify="left" if name in ("benchmark", "impl.") else "right")
+    for (bench, elements), group in rows.groupby(["benchmark", "elements"], sort=False):
+        label = f"{bench} {elements:,} el."
+        # PyTorch's unfused and fused forms are two implementations (eager, compile/graph).
+        family = group["implementation"].where(~group["implementation"].str.startswith(
+            "torch"), "torch")
+        for (_, k), part in group.groupby([family, "k"], sort=False):
+            impl = " / ".join(dict.fromkeys(part["implementation"]))
+            unfused, fused = (_pick(part, v, "per_unit_ns") for v in ("unfused", "fused"))
+            table.add_row(label, str(impl), str(k),
+                          *(fmt.value(r.value, "ns") if r is not None else "—"
+                            for r in (unfused, fused)),
+                          *_ratio_cells(_pick(part, "fused", "fusion_speedup")),
+                          *(_ratio_cells(_pick(part, "fused", m))[0]
+                            for m in ("fusion_speedup_synced", "fusion_gpu_speedup")))
+            label = ""
+        table.add_section()
+    return table
+
+
+def crossover_grid(summary: pd.DataFrame) -> Table | None:
+    """Matmul per size M: issuing cost, synced latency and GPU time of one matmul (µs), then
+    the size M where GPU time reaches the overhead."""
+    rows = _fusion_rows(summary)
+    rows = rows[rows.variant.isin(("single", "crossover"))]
+    if rows.empty:
+        return None
+    table = Table(title="Matmul: where GPU time overtakes dispatch overhead (µs)")
+    for name in ("benchmark", "impl.", "M", "per dispatch", "synced", "GPU"):
+        table.add_column(name, justify="left" if name in ("benchmark", "impl.") else "right")
+    for (bench, impl), group in rows.groupby(["benchmark", "implementation"], sort=False):
+        label = str(bench)
+        for k, part in group[group.variant == "single"].groupby("k", sort=True):
+            cells = [_pick(part, "single", m) for m in ("per_unit_ns", "latency_ns", "gpu_ns")]
+            table.add_row(label, str(impl), str(k),
+                          *(fmt.value(r.value, "ns") if r is not None else "—" for r in cells))
+            label = ""
+        for r in group[group.variant == "crossover"].itertuples():
+            size = f"{r.value:.0f} [{r.ci_low:.0f}–{r.ci_high:.0f}]" \
+                if math.isfinite(r.value) else "not reached"
+            table.add_row("", str(impl), "crossover" if r.metric == "crossover_size"
+                          else "crossover, synced", size, "", "")
+        table.add_section()
+    return table
+
+
+def breakdown_grid(summary: pd.DataFrame) -> Table | None:
+    """Per call of one `submit` operation, the median CPU time in each layer that ran."""
+    calls = summary[(summary.metric == "call_ns")
+                    & (summary["process"].isna() if "process" in summary else True)]
+    if calls.empty:
+        return None
+    layers = list(dict.fromkeys(calls.layer))
+    table = Table(title="Per-call breakdown of one submit op (µs, clock cost subtracted)")
+    table.add_column("benchmark")
+    table.add_column("call")
+    for layer in layers:
+        table.add_column(layer, justify="right")
+    for (bench, elements), rows in calls.groupby(["benchmark", "elements"], sort=False):
+        label = f"{bench} {elements:,} el."
+        for call, by_call in rows.groupby("call", sort=False):
+            cells = [fmt.value(by_call[by_call.layer == lay].value.iloc[0], "ns")
+                     if (by_call.layer == lay).any() else "—" for lay in layers]
+            table.add_row(label, str(call), *cells)
+            label = ""
+        table.add_section()
+    return table
+
+
+def frame_table(frame: pd.DataFrame, title: str) -> Table:
+    """Any frame of strings as a table."""
+    table = Table(title=title)
+    for column in frame.columns:
+        table.add_column(str(column))
+    for row in frame.itertuples(index=False):
+        table.add_row(*map(str, row))
+    return table
+
+
+def adapters_table(found: list[FoundAdapter]) -> Table:
+    table = Table(title="Adapters (best first)")
+    for col in ("#", "implementation", "backend", "type", "vendor", "device", "driver",
+                "timestamps"):
+        table.add_column(col)
+    for i, f in enumerate(found):
+        a = f.info
+        table.add_row(str(i), a.implementation, a.backend, a.adapter_type, a.vendor, a.device,
+                      a.driver, "yes" if a.timestamps else "no")
+    return table
+
+
+def print_summary(summary: pd.DataFrame) -> None:
+    """Every grid that the estimates of a run fill (errors are printed as such, elsewhere)."""
+    if summary.empty:
+        return
+    summary = summary[summary["metric"] != ERROR]
+    plain = summary[summary["methodology"] != "fusion"]
+    if not plain.empty:
+        out.print(summary_grid(plain))
+    for extra in (implementations_grid(plain), breakdown_grid(plain), fusion_grid(summary),
+                  crossover_grid(summary)):
+        if extra is not None:
+            out.print(extra)
+
+
+def show_errors(errors: list[str]) -> None:
+    for e in errors:
+        err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+
+
+def show_warnings(warnings: list[str]) -> None:
+    for w in warnings:
+        err.print(f"[yellow]warning:[/yellow] {w}", highlight=False)

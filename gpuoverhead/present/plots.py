@@ -1,0 +1,126 @@
+"""Figures for reports (matplotlib, headless): where the cost goes, and how wall time grows with N.
+
+Each function returns a matplotlib Figure; `save` writes PNG and SVG, `png_base64` embeds it
+in the self-contained HTML page.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from gpuoverhead.present.report import ROW_KEYS  # noqa: E402
+from gpuoverhead.results.read import ResultSet  # noqa: E402
+
+ENCODINGS = ("submit", "pass", "dispatch")
+
+
+def _label(key: tuple) -> str:
+    vendor, adapter, backend, implementation = key
+    return f"{adapter} ({backend}, {implementation})"
+
+
+def _colors(n: int) -> list:
+    return [plt.get_cmap("tab10")(i % 10) for i in range(n)]
+
+
+def decomposition(summary: pd.DataFrame) -> Figure | None:
+    """Per adapter, one bar per encoding: native API cost with the Python cost stacked on it,
+    and the GPU's own time per dispatch as a marker."""
+    rows = summary[summary["metric"].isin(["api_ns", "python_ns", "gpu_ns"])]
+    if rows.empty:
+        return None
+    keys = list(dict.fromkeys(map(tuple, rows[ROW_KEYS].to_numpy())))
+    fig, ax = plt.subplots(figsize=(max(6.0, 2.2 * len(keys) + 2), 4.2))
+    width = 0.8 / len(ENCODINGS)
+    for k, key in enumerate(keys):
+        mine = rows[(rows[ROW_KEYS] == pd.Series(key, index=ROW_KEYS)).all(axis=1)]
+
+        def value(metric: str, encoding: str, m: pd.DataFrame = mine) -> float:
+            hit = m[(m.metric == metric) & (m.encoding == encoding)]
+            return float(np.median(hit.value)) / 1e3 if len(hit) else 0.0
+
+        for e, (encoding, color) in enumerate(zip(ENCODINGS, _colors(3), strict=True)):
+            x = k + (e - 1) * width
+            api, python = value("api_ns", encoding), value("python_ns", encoding)
+            ax.bar(x, api, width, color=color, label=f"{encoding}: API" if k == 0 else None)
+            ax.bar(x, python, width, bottom=api, color=color, alpha=0.45, hatch="//",
+                   label=f"{encoding}: Python" if k == 0 else None)
+        gpu = value("gpu_ns", "dispatch")
+        if gpu:
+            ax.plot([k - 0.45, k + 0.45], [gpu, gpu], color="black", linestyle="--",
+                    label="GPU per dispatch" if k == 0 else None)
+    ax.set_xticks(range(len(keys)), [_label(k).replace(" (", "\n(") for k in keys], fontsize=8)
+    ax.set_ylabel("µs per dispatch")
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def wall_vs_n(sets: list[ResultSet], benchmark: str, elements: int) -> Figure | None:
+    """One panel per encoding: median wall time against N for each adapter and
+    implementation (its first run), with the fitted line and the band of its 95% CI."""
+    shown: dict[tuple, ResultSet] = {}
+    for rs in sets:
+        s = rs.summary
+        here = (s.benchmark == benchmark) & (s.elements == elements)
+        if (here & (s.methodology == "sequential")).any():  # fusion benchmarks have no N-plot
+            shown.setdefault(tuple(s[ROW_KEYS].iloc[0]), rs)
+    if not shown:
+        return None
+    fig, axes = plt.subplots(1, len(ENCODINGS), figsize=(13, 4.2), sharey=True)
+    columns = ["benchmark", "elements", "methodology", "encoding", "sync", "layer", "phase",
+               "n_dispatches", "wall_ns"]
+    filters = [("benchmark", "==", benchmark), ("elements", "==", elements),
+               ("methodology", "==", "sequential"), ("sync", "==", "wait"),
+               ("layer", "==", "wrapper"), ("phase", "==", "measure")]
+    for (key, rs), color in zip(shown.items(), _colors(len(shown)), strict=True):
+        samples = rs.samples(columns, filters)
+        fits = rs.summary[(rs.summary.benchmark == benchmark) & (rs.summary.elements == elements)
+                          & (rs.summary.layer == "wrapper") & (rs.summary.sync == "wait")]
+        for ax, encoding in zip(axes, ENCODINGS, strict=True):
+            med = samples[samples.encoding == encoding].groupby("n_dispatches")["wall_ns"].median()
+            if med.empty:
+                continue
+            n = med.index.to_numpy(dtype=float)
+            ax.plot(n, med.to_numpy() / 1e3, "o", color=color, markersize=4, label=_label(key))
+            slope = fits[(fits.encoding == encoding) & (fits.metric == "per_dispatch_ns")]
+            fixed = fits[(fits.encoding == encoding) & (fits.metric == "fixed_ns")]
+            if len(slope) and len(fixed):
+                grid = np.geomspace(n.min(), n.max(), 40)
+                b, a = slope.iloc[0], fixed.iloc[0].value
+                ax.plot(grid, (a + b.value * grid) / 1e3, color=color, linewidth=1)
+                ax.fill_between(grid, (a + b.ci_low * grid) / 1e3, (a + b.ci_high * grid) / 1e3,
+                                color=color, alpha=0.2)
+    for ax, encoding in zip(axes, ENCODINGS, strict=True):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(f"encoding: {encoding}", fontsize=10)
+        ax.set_xlabel("N (dispatches per sample)")
+    axes[0].set_ylabel("wall time, µs")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def save(fig: Figure, folder: Path, name: str) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / f"{name}.png", folder / f"{name}.svg"]
+    for path in paths:
+        fig.savefig(path, dpi=120)
+    return paths
+
+
+def png_base64(fig: Figure) -> str:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")

@@ -1,0 +1,137 @@
+"""Per-vendor overhead tables from many result sets.
+
+One row per vendor / device / backend / implementation, for one benchmark (by default the
+empty kernel, which is all overhead). Where several runs measured the same adapter and
+implementation, the row shows the median of their estimates and the widest CI bounds
+among them (so the spread between runs is never hidden), and says how many runs it merged.
+Warnings of the runs (software adapter, quantized timer, ...) become footnotes of the row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from gpuoverhead.errors import UserError
+from gpuoverhead.results.read import ResultSet
+
+ROW_KEYS = ["vendor", "adapter", "backend", "implementation"]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A column of the table: which estimate of the benchmark it shows."""
+
+    label: str
+    metric: str
+    methodology: str = "sequential"
+    encoding: str | None = "submit"  # None: any (the PyTorch baselines have none)
+    sync: str = "wait"
+    layer: str = "wrapper"
+    #: A fusion figure's K (L, M): one column per K of the benchmark.
+    k: int | None = None
+
+
+FIGURES = (
+    Figure("naive", "latency_ns", "naive", encoding=None),
+    Figure("submit", "per_dispatch_ns"),
+    Figure("pass", "per_dispatch_ns", encoding="pass"),
+    Figure("dispatch", "per_dispatch_ns", encoding="dispatch"),
+    Figure("api (submit)", "api_ns"),
+    Figure("python (submit)", "python_ns"),
+    Figure("sequential (torch)", "per_dispatch_ns", encoding="-"),
+    Figure("gpu", "gpu_ns", encoding="dispatch", sync="timestamps"),
+    Figure("inflation", "inflation"),
+)
+#: A matmul sweep's columns: the sizes where GPU time overtakes dispatch overhead.
+CROSSOVER_FIGURES = (
+    Figure("crossover M", "crossover_size", "fusion", "dispatch", "-"),
+    Figure("crossover M (synced)", "crossover_size_synced", "fusion", "dispatch", "-"),
+)
+
+
+def _fusion_figures(rows: pd.DataFrame) -> list[Figure]:
+    """A fusion benchmark's columns: the speedup at each K (amortized), or the crossover."""
+    if "crossover_size" in set(rows["metric"]):
+        return list(CROSSOVER_FIGURES)
+    ks = sorted(int(k) for k in rows.loc[rows["metric"] == "fusion_speedup", "k"].unique())
+    return [Figure(f"speedup K={k}", "fusion_speedup", "fusion", "dispatch", k=k) for k in ks]
+
+
+@dataclass
+class Report:
+    """The table (value, low and high columns per figure), its footnotes and its inputs."""
+
+    benchmark: str
+    elements: int
+    table: pd.DataFrame
+    figures: list[Figure]
+    notes: list[str]
+
+
+def merged_summary(sets: list[ResultSet]) -> pd.DataFrame:
+    frames = []
+    for i, rs in enumerate(sets):
+        frames.append(rs.summary.assign(result_set=i))
+    return pd.concat(frames, ignore_index=True)
+
+
+def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | None = None
+          ) -> Report:
+    """The per-vendor table of `benchmark` at `elements` (defaults: `empty`, its smallest)."""
+    summary = merged_summary(sets)
+    benchmarks = list(dict.fromkeys(summary["benchmark"]))
+    if not benchmarks:
+        raise UserError("the result sets hold no estimates")
+    bench = benchmark or ("empty" if "empty" in benchmarks else benchmarks[0])
+    rows = summary[summary["benchmark"] == bench]
+    if rows.empty:
+        raise UserError(f"no benchmark {bench!r} in the result sets; they have "
+                        f"{', '.join(benchmarks)}")
+    size = elements if elements is not None else int(rows["elements"].min())
+    rows = rows[rows["elements"] == size]
+    if rows.empty:
+        raise UserError(f"benchmark {bench!r} was not measured at {size} elements")
+    fusion = (rows["methodology"] == "fusion").any()
+    candidates = _fusion_figures(rows) if fusion else FIGURES
+    figures = [f for f in candidates if not _pick(rows, f).empty]
+    notes: list[str] = []
+    out = []
+    for key, group in rows.groupby(ROW_KEYS, sort=True):
+        record = dict(zip(ROW_KEYS, key, strict=True))
+        set_ids = sorted(group["result_set"].unique())
+        record["runs"] = len(set_ids)
+        for figure in figures:
+            hit = _pick(group, figure)
+            record[figure.label] = float(np.median(hit["value"])) if len(hit) else np.nan
+            record[f"{figure.label} low"] = float(hit["ci_low"].min()) if len(hit) else np.nan
+            record[f"{figure.label} high"] = float(hit["ci_high"].max()) if len(hit) else np.nan
+        marks = []
+        for warning in dict.fromkeys(w for i in set_ids for w in _row_warnings(sets[i])):
+            if warning not in notes:
+                notes.append(warning)
+            marks.append(str(notes.index(warning) + 1))
+        record["notes"] = ",".join(marks)
+        out.append(record)
+    table = pd.DataFrame(out)
+    if fusion and figures:  # the unfused forms' rows (torch-eager) have no figure of their own
+        table = table[table[[f.label for f in figures]].notna().any(axis=1)]
+    return Report(bench, size, table.reset_index(drop=True), figures, notes)
+
+
+def _pick(rows: pd.DataFrame, f: Figure) -> pd.DataFrame:
+    mask = rows["metric"] == f.metric
+    for column in ("methodology", "encoding", "sync", "layer"):
+        if column in rows and getattr(f, column) is not None:
+            mask &= rows[column] == getattr(f, column)
+    if f.k is not None:
+        mask &= rows["k"] == f.k
+    return rows[mask]
+
+
+def _row_warnings(rs: ResultSet) -> list[str]:
+    """The warnings of a run that qualify its figures (not the per-benchmark CI notes)."""
+    keep = ("software) adapter", "quantized", "timestamp queries", "layer skipped")
+    return [w for w in rs.info.get("warnings", []) if any(k in w for k in keep)]

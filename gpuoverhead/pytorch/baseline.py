@@ -1,0 +1,190 @@
+"""PyTorch baselines: the same op semantics (`x += 1` over the group's elements) without WebGPU.
+
+Implementations, each a case of one interleaved group:
+- `torch-eager`: naive (one op, then synchronize) and sequential (N ops, one synchronize);
+- `torch-cudagraph`: N ops captured once per N as a CUDA graph, replayed, synchronized (CUDA
+  only): the floor of what launching recorded work costs;
+- `torch-compile`: `torch.compile(mode="reduce-overhead")` of an N-op chain, for N up to the
+  suite's `torch_compile_max_n` (long unrolled chains make compilation slow or fail:
+  RecursionError, OOM). Compile time and failures are recorded as data, never allowed to
+  stop the run. Inductor fuses the chain into one kernel, so its slope is near zero: that is
+  the point of comparing with it.
+The device is the one torch finds: cuda, else mps, else cpu.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from gpuoverhead.errors import IntegrityError
+from gpuoverhead.gpu.adapters import AdapterInfo
+from gpuoverhead.suite.model import Case, Group
+
+EAGER, GRAPH, COMPILE = "torch-eager", "torch-cudagraph", "torch-compile"
+#: Kernels whose semantics the baseline reproduces (`empty` is one increment of data[0]).
+KERNELS = ("add_one", "empty")
+
+
+def available() -> str | None:
+    """None when torch imports, else why not."""
+    try:
+        import torch  # noqa: F401
+    except Exception as exc:
+        return f"PyTorch baselines skipped: torch is not usable ({exc}); install gpuoverhead[torch]"
+    return None
+
+
+def device_name() -> str:
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def adapter_info() -> AdapterInfo:
+    """The torch device described in the schema's words."""
+    import torch
+
+    kind = device_name()
+    if kind == "cuda":
+        name = torch.cuda.get_device_name(0)
+        driver = f"torch {torch.__version__}, CUDA {torch.version.cuda}"
+        return AdapterInfo(EAGER, "cuda", "DiscreteGPU", "nvidia" if "NVIDIA" in name.upper()
+                           else "amd", 0, name, driver, True)
+    if kind == "mps":
+        return AdapterInfo(EAGER, "mps", "IntegratedGPU", "apple", 0x106B, "Apple GPU (MPS)",
+                           f"torch {torch.__version__}", False)
+    import platform
+
+    return AdapterInfo(EAGER, "cpu", "CPU", "cpu", 0, platform.processor() or "CPU",
+                       f"torch {torch.__version__}", False)
+
+
+def cases(group: Group, kind: str) -> tuple[Case, ...]:
+    """The torch cases of a group: naive and sequential in each implementation available."""
+    base = Case(group.benchmark, group.kernel.name, group.elements, group.workgroup_size,
+                "naive", "-", "wait", (1,), "wrapper", EAGER)
+    seq = next((c for c in group.cases if c.methodology == "sequential"), None)
+    n_values = seq.n_values if seq else (1, 2)
+    out = [base, replace(base, methodology="sequential", n_values=n_values)]
+    if kind == "cuda":
+        out.append(replace(out[1], implementation=GRAPH))
+    capped = tuple(n for n in n_values if n <= group.torch_compile_max_n)
+    if len(capped) >= 2:
+        out.append(replace(out[1], implementation=COMPILE, n_values=capped))
+    return tuple(out)
+
+
+def operations(group: Group, rng: np.random.Generator, notes: dict[str, Any]
+               ) -> tuple[Group, dict[Case, Callable[[int], None]],
+                          Callable[[dict[Case, int]], None]]:
+    """The group as it can run here (a compile case loses the N that did not compile), the
+    timed op of each case, and a check of the outputs after sampling."""
+    import torch
+
+    kind = device_name()
+    dev = torch.device(kind)
+
+    def sync() -> None:
+        if kind == "cuda":
+            torch.cuda.synchronize()
+        elif kind == "mps":
+            torch.mps.synchronize()
+
+    ops: dict[Case, Callable[[int], None]] = {}
+    tensors: dict[Case, tuple[Any, np.ndarray]] = {}
+    kept = []
+    for case in group.cases:
+        initial = rng.integers(0, 1 << 20, size=group.elements).astype(np.int32)
+        x = torch.from_numpy(initial.copy()).to(dev)
+        if case.implementation == GRAPH:
+            op = _graph_op(x, case.n_values, sync)
+        elif case.implementation == COMPILE:
+            case, op = _compiled_op(x, case, sync, notes)
+            if op is None:
+                continue
+        else:
+            op = _eager_op(x, sync)
+        ops[case], tensors[case] = op, (x, initial)
+        kept.append(case)
+    sync()
+
+    def verify(counts: dict[Case, int]) -> None:
+        for case, (x, initial) in tensors.items():
+            got = x.cpu().numpy()
+            if not np.array_equal(got, initial + counts[case]):
+                raise IntegrityError(f"{case.id}: output check failed: expected "
+                                     f"+{counts[case]}, found {int(got[0]) - int(initial[0])}")
+
+    return replace(group, cases=tuple(kept)), ops, verify
+
+
+def _eager_op(x: Any, sync: Callable[[], None]) -> Callable[[int], None]:
+    def op(n: int) -> None:
+        for _ in range(n):
+            x.add_(1)
+        sync()
+
+    return op
+
+
+def _graph_op(x: Any, n_values: tuple[int, ...], sync: Callable[[], None]
+              ) -> Callable[[int], None]:
+    import torch
+
+    graphs = {}
+    for n in n_values:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):  # capture records; it does not run the ops
+            for _ in range(n):
+                x.add_(1)
+        graphs[n] = graph
+
+    def op(n: int) -> None:
+        graphs[n].replay()
+        sync()
+
+    return op
+
+
+def _compiled_op(x: Any, case: Case, sync: Callable[[], None], notes: dict[str, Any]
+                 ) -> tuple[Case, Callable[[int], None] | None]:
+    """One compiled chain per N, shortest first; the first N that fails to compile ends the
+    sweep there (longer chains fail the same way), and is recorded with its error."""
+    import torch
+
+    compiled: dict[int, Any] = {}
+    timings = notes.setdefault("torch_compile", {})
+    for n in case.n_values:
+        def chain(t: Any, n: int = n) -> Any:
+            for _ in range(n):
+                t = t + 1
+            return t
+
+        start = time.perf_counter()
+        try:
+            fn = torch.compile(chain, mode="reduce-overhead", dynamic=False)
+            fn(x.clone())  # compiles and runs once on a copy: x itself is untouched
+            sync()
+        except Exception as exc:  # RecursionError, OOM, backend failures: data, not a crash
+            timings[str(n)] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+            break
+        timings[str(n)] = {"compile_s": round(time.perf_counter() - start, 3)}
+        compiled[n] = fn
+    if len(compiled) < 2:
+        return case, None
+    case = replace(case, n_values=tuple(compiled))
+
+    def op(n: int) -> None:
+        x.copy_(compiled[n](x))
+        sync()
+
+    return case, op

@@ -1,0 +1,105 @@
+"""Reading result sets back: find run folders, check their schema, load their tables.
+
+Every problem a user can cause here (a path that matches nothing, a corrupt or truncated
+Parquet file, a run of another schema version) is a UserError naming the file.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from gpuoverhead.errors import UserError
+from gpuoverhead.results.schema import RUN_JSON, SAMPLES, SCHEMA_VERSION, SUMMARY
+
+
+@dataclass
+class ResultSet:
+    """One run folder: its run.json and its summary (only estimates over all processes)."""
+
+    folder: Path
+    info: dict[str, Any]
+    summary: pd.DataFrame
+
+    def samples(self, columns: list[str] | None = None, filters: list | None = None
+                ) -> pd.DataFrame:
+        """The samples table, reading only `columns` and the rows that pass `filters`
+        (pyarrow's (column, op, value) triples)."""
+        return _read_parquet(self.folder / f"{SAMPLES}.parquet", columns, filters)
+
+
+def find_folders(paths: list[str]) -> list[Path]:
+    """Run folders under each path (a folder, a glob, or a file inside a run folder)."""
+    folders: list[Path] = []
+    for pattern in paths:
+        matches = [Path(p) for p in glob.glob(pattern, recursive=True)] or [Path(pattern)]
+        for match in matches:
+            if match.is_file():
+                match = match.parent
+            if not match.exists():
+                raise UserError(f"{pattern}: no such file or folder")
+            if (match / RUN_JSON).is_file():
+                folders.append(match)
+            else:
+                folders += sorted(p.parent for p in match.rglob(RUN_JSON))
+    unique = list(dict.fromkeys(f.resolve() for f in folders))
+    if not unique:
+        raise UserError(f"no result sets (folders with {RUN_JSON}) under {', '.join(paths)}")
+    return unique
+
+
+def load(folder: Path) -> ResultSet:
+    """A result set, checked: readable run.json of this schema version, readable summary."""
+    path = folder / RUN_JSON
+    if not path.is_file():
+        raise UserError(f"{folder}: not a run folder (no {RUN_JSON})")
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{path}: cannot read: {exc}") from None
+    version = info.get("schema_version") if isinstance(info, dict) else None
+    if version != SCHEMA_VERSION:
+        raise UserError(f"{path}: schema version {version!r}, this gpuoverhead reads version "
+                        f"{SCHEMA_VERSION}")
+    summary = _read_parquet(folder / f"{SUMMARY}.parquet")
+    check_units(summary, folder / f"{SUMMARY}.parquet")
+    if "process" in summary:
+        summary = summary[summary["process"].isna()]
+    return ResultSet(folder, info, summary.reset_index(drop=True))
+
+
+def load_all(paths: list[str]) -> list[ResultSet]:
+    sets = [load(f) for f in find_folders(paths)]
+    if len(sets) > 1:
+        check_units(pd.concat([rs.summary[["metric", "unit"]] for rs in sets]),
+                     Path(", ".join(str(rs.folder) for rs in sets)))
+    return sets
+
+
+def check_units(summary: pd.DataFrame, where: Path) -> None:
+    """Every metric in one unit, and the `_ns` metrics in ns: numbers in other units (a
+    hand-edited or foreign table) would be compared as if they were the same."""
+    if not {"metric", "unit"} <= set(summary.columns):
+        raise UserError(f"{where}: no metric/unit columns: not a gpuoverhead summary")
+    units = summary.groupby("metric")["unit"].unique()
+    for metric, found in units.items():
+        if len(found) > 1 or (str(metric).endswith("_ns") and found[0] != "ns"):
+            raise UserError(f"{where}: mixed units: metric {metric!r} comes in "
+                            f"{', '.join(map(str, found))}; gpuoverhead writes it in "
+                            f"{'ns' if str(metric).endswith('_ns') else 'one unit'}")
+
+
+def _read_parquet(path: Path, columns: list[str] | None = None, filters: list | None = None
+                  ) -> pd.DataFrame:
+    try:
+        return pd.read_parquet(path, columns=columns, filters=filters)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except Exception as exc:  # pyarrow raises several types for corrupt or truncated files
+        raise UserError(f"{path}: not a readable Parquet file ({type(exc).__name__}: "
+                        f"{str(exc).splitlines()[0] if str(exc) else 'no detail'})") from None

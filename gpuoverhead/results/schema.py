@@ -1,0 +1,59 @@
+"""The result schema in one place: file names, columns, metric names, version, the run record.
+
+A run folder holds `samples` and `summary` (each as Parquet and CSV) and `run.json`. Readers
+check `schema_version`; bump it on any change that a reader of older sets must know about.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+#: Version of the result files' layout (samples, summary, run.json).
+SCHEMA_VERSION = 1
+
+SAMPLES = "samples"
+SUMMARY = "summary"
+RUN_JSON = "run.json"
+
+#: Columns that say what a sample or an estimate is of.
+CASE_COLUMNS = ["run_id", "benchmark", "case", "methodology", "encoding", "sync", "layer",
+                "call", "implementation", "backend", "adapter", "vendor", "adapter_type",
+                "kernel", "elements", "workgroup_size", "variant", "k"]
+SAMPLE_COLUMNS = CASE_COLUMNS + ["n_dispatches", "repetition", "phase", "process",
+                                 "elapsed_ns", "wall_ns", "gpu_ns", "outlier"]
+
+#: Metric of the summary row that records a benchmark that failed (its message in
+#: `estimator`), so that the summary says what is missing and why.
+ERROR = "error"
+#: The figures a user publishes: compared side by side (`ratio_to_fastest`) and judged by
+#: the A/A self-test.
+HEADLINE = ("latency_ns", "per_dispatch_ns")
+COMPARED = HEADLINE
+
+
+@dataclass
+class RunRecord:
+    """What run.json says of a run: how it was made, on what, and how it ended."""
+
+    run_id: str
+    argv: list[str]
+    suite: dict[str, str]
+    seed: int
+    started: str
+    host: dict[str, Any]
+    packages: dict[str, str | None]
+    native: dict[str, Any]
+    processes: int = 1
+    status: str = "running"
+    finished: str | None = None
+    adapters: list[dict[str, Any]] = field(default_factory=list)
+    layers: dict[str, Any] = field(default_factory=dict)
+    noise: dict[str, Any] = field(default_factory=dict)
+    benchmarks: list[dict[str, Any]] = field(default_factory=list)
+    drift: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"schema_version": SCHEMA_VERSION, **asdict(self)}

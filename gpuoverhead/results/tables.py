@@ -1,0 +1,124 @@
+"""The two tables of a run folder: one row per sample, one row per estimate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gpuoverhead.analysis.combine import Row
+from gpuoverhead.analysis.samples import Calibration, GroupSamples, gpu_times, records
+from gpuoverhead.analysis.series import PRECISE_NS
+from gpuoverhead.analysis.stats import outlier_flags
+from gpuoverhead.gpu.adapters import AdapterInfo
+from gpuoverhead.gpu.methods.breakdown import CALLS
+from gpuoverhead.results.schema import COMPARED, ERROR, SAMPLE_COLUMNS
+from gpuoverhead.suite.model import TIMESTAMPS, Case, Group
+
+
+def _case_fields(run_id: str, adapter: AdapterInfo, case: Case) -> dict[str, Any]:
+    return {
+        "run_id": run_id, "benchmark": case.benchmark, "case": case.id,
+        "methodology": case.methodology, "encoding": case.encoding, "sync": case.sync,
+        "layer": case.layer, "call": "",
+        "implementation": case.implementation or adapter.implementation,
+        "backend": adapter.backend, "adapter": adapter.device, "vendor": adapter.vendor,
+        "adapter_type": adapter.adapter_type, "kernel": case.kernel,
+        "elements": case.elements, "workgroup_size": case.workgroup_size,
+        "variant": case.variant, "k": case.k,
+    }
+
+
+def samples_table(run_id: str, adapter: AdapterInfo, samples: GroupSamples, process: int,
+                  run_start_ns: int, clock_offset_ns: int, cal: Calibration) -> pd.DataFrame:
+    """One row per sample (warm-up included, by `phase`), plus one row per call of a breakdown
+    sample (`call` set). Outliers are flagged, not dropped. `elapsed_ns` counts from the
+    run's start on a clock shared by all processes."""
+    rec = records(samples)
+    base = pd.DataFrame([_case_fields(run_id, adapter, c) for c in samples.cases])
+    table = base.iloc[rec[:, 0]].reset_index(drop=True)
+    table["n_dispatches"] = rec[:, 1]
+    table["repetition"] = rec[:, 2]
+    table["phase"] = np.where(rec[:, 3] == 1, "warmup", "measure")
+    table["process"] = process
+    table["elapsed_ns"] = rec[:, 4] + clock_offset_ns - run_start_ns
+    table["wall_ns"] = rec[:, 5]
+    gpu = pd.array([pd.NA] * len(table), dtype="Int64")
+    stamped = [p for p, (i, *_) in enumerate(samples.records)
+               if samples.cases[i].sync == TIMESTAMPS]
+    if stamped and cal.tick_ns:
+        gpu[stamped] = np.rint(gpu_times(samples, np.array(stamped), cal.tick_ns)).astype(int)
+    table["gpu_ns"] = gpu
+    split = [p for p in samples.parts
+             if samples.cases[samples.records[p][0]].methodology == "breakdown"]
+    if split:
+        calls = table.iloc[np.repeat(split, len(CALLS))].reset_index(drop=True)
+        calls["call"] = np.tile(CALLS, len(split))
+        calls["wall_ns"] = np.array([samples.parts[p] for p in split], dtype=np.int64).ravel()
+        table = pd.concat([table, calls], ignore_index=True)
+    outlier = np.zeros(len(table), dtype=bool)
+    measured = table["phase"] == "measure"
+    for _, idx in table[measured].groupby(["case", "call", "n_dispatches"]).groups.items():
+        outlier[idx] = outlier_flags(table.loc[idx, "wall_ns"].to_numpy())
+    table["outlier"] = outlier
+    return table[SAMPLE_COLUMNS]
+
+
+def summary_table(run_id: str, adapter: AdapterInfo, group: Group, rows: list[Row],
+                  runs: list[GroupSamples], sample_rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per estimate: the case columns, CI, precision, spread between processes and how
+    sampling ended. `process` is empty for estimates over all processes."""
+    outliers = sample_rows[sample_rows["outlier"]].groupby(["case", "call", "process"]).size()
+    table = []
+    for r in rows:
+        e, k = r.estimate, r.key
+        these = runs if r.process is None else [runs[r.process]]
+        table.append({
+            **_case_fields(run_id, adapter, k.case),
+            "call": k.call,
+            "n_dispatches": pd.NA,
+            "process": pd.NA if r.process is None else r.process,
+            "metric": k.metric, "unit": k.unit, "estimator": k.estimator,
+            "value": e.value, "ci_low": e.ci_low, "ci_high": e.ci_high,
+            "n_samples": e.n_samples, "rel_ci": e.rel_ci,
+            "rel_spread_between": r.rel_spread_between,
+            "processes": len(these),
+            "rounds": sum(s.rounds for s in these),
+            "warmup_rounds": sum(s.warmup_rounds for s in these),
+            "stop": ",".join(sorted({s.stop for s in these})),
+            "target_rel_ci": group.sampling.target_rel_ci,
+            "outliers": int(sum(outliers.get((k.case.id, k.call, p), 0)
+                                for p in ([r.process] if r.process is not None
+                                          else range(len(runs))))),
+        })
+    frame = pd.DataFrame(table)
+    frame["process"] = frame["process"].astype("Int64")
+    return frame
+
+
+
+def error_row(run_id: str, adapter: AdapterInfo, group: Group, message: str) -> pd.DataFrame:
+    """One summary row for a group that produced no estimates."""
+    fields = _case_fields(run_id, adapter, group.cases[0]) if group.cases else {}
+    return pd.DataFrame([{**fields, "case": group.id, "metric": ERROR, "unit": "-",
+                          "estimator": message[:2000], "value": float("nan"),
+                          "process": pd.NA}]).astype({"process": "Int64"})
+
+
+
+def with_ratio_to_fastest(summary: pd.DataFrame) -> pd.DataFrame:
+    """Adds `ratio_to_fastest`: per benchmark, elements, methodology and metric, each
+    wrapper-layer estimate over all processes divided by the smallest among implementations
+    and encodings (1.0 is the fastest way measured to do that work). Estimates under
+    PRECISE_NS (a fused chain's per-dispatch slope) get none."""
+    if summary.empty:
+        return summary
+    out = summary.copy()
+    # A fused chain's slope (torch-compile) is ~0: it has no ratio, and is no denominator.
+    mask = out["metric"].isin(COMPARED) & (out["layer"] == "wrapper") & out["process"].isna() \
+        & (out["methodology"] != "breakdown") & (out["value"] > PRECISE_NS)
+    best = out[mask].groupby(["benchmark", "elements", "methodology", "metric"])["value"]
+    out["ratio_to_fastest"] = np.nan
+    out.loc[mask, "ratio_to_fastest"] = out.loc[mask, "value"] / best.transform("min")
+    return out

@@ -1,0 +1,46 @@
+"""Result files, each replaced atomically so that a reader never sees a half-written one.
+
+A file is written beside its final name and moved over it with os.replace, which is atomic
+on POSIX and Windows; a run killed at any moment leaves the previous complete version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from gpuoverhead.results.schema import RUN_JSON, SAMPLES, SUMMARY
+
+
+def _atomic(path: Path, write: Callable[[Path], None]) -> None:
+    tmp = path.with_name(f".{path.name}.partial")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_table(folder: Path, name: str, table: pd.DataFrame) -> None:
+    """`name`.parquet and `name`.csv in `folder`."""
+    _atomic(folder / f"{name}.parquet", lambda p: table.to_parquet(p, index=False))
+    _atomic(folder / f"{name}.csv", lambda p: table.to_csv(p, index=False))
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    _atomic(path, lambda p: p.write_text(json.dumps(data, indent=2, default=str) + "\n",
+                                         encoding="utf-8"))
+
+
+def write_run(folder: Path, samples: pd.DataFrame, summary: pd.DataFrame,
+              run_info: dict[str, Any]) -> None:
+    """All five files of a run folder; run.json last, so it never names unwritten data."""
+    write_table(folder, SAMPLES, samples)
+    write_table(folder, SUMMARY, summary)
+    write_json(folder / RUN_JSON, run_info)
+

@@ -1,0 +1,67 @@
+"""What a finished group's samples say about the measurement itself, as run.json entries and
+warnings: the GPU timer, warm-up, precision against the target, trends over time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from gpuoverhead.analysis.samples import gpu_timer
+from gpuoverhead.analysis.series import PRECISE_NS, STOP_METRICS
+from gpuoverhead.run.worker import Outcome
+from gpuoverhead.suite.model import Group
+
+
+def process_entry(outcome: Outcome) -> dict[str, Any]:
+    """run.json's record of one worker process: how sampling ended, clocks, device notes."""
+    s, cal = outcome.samples, outcome.calibration
+    entry = {"process": outcome.process, "rounds": s.rounds, "warmup_rounds": s.warmup_rounds,
+             "warmup_settled": s.warmup_settled, "stop": s.stop,
+             "clock_cost_ns": cal.timer_ns, "timestamp_period_ns": cal.tick_ns,
+             **outcome.device_notes}
+    timer = gpu_timer(s, cal.tick_ns) if cal.tick_ns else None
+    if timer is not None:
+        entry.update(gpu_timer_resolution_ns=timer.resolution_ns,
+                     gpu_timer_quantized=timer.quantized)
+    return entry
+
+
+def timer_warnings(group: Group, outcomes: list[Outcome]) -> list[str]:
+    warnings = []
+    for o in outcomes:
+        timer = gpu_timer(o.samples, o.calibration.tick_ns) if o.calibration.tick_ns else None
+        if timer is not None and timer.quantized:
+            warnings.append(f"{group.id}: GPU timestamps are quantized to "
+                            f"{timer.resolution_ns:.0f} ns; gpu_ns is no more precise than that")
+            break
+    unsettled = [o for o in outcomes if not o.samples.warmup_settled]
+    if unsettled:
+        warnings.append(f"{group.id}: warm-up did not settle in {len(unsettled)} of "
+                        f"{len(outcomes)} processes (stopped after at most "
+                        f"{max(o.samples.warmup_rounds for o in unsettled)} rounds by "
+                        f"warmup_max_rounds or by the warm-up's share of the budget)")
+    return warnings
+
+
+def precision_warnings(group: Group, summary: pd.DataFrame) -> list[str]:
+    head = summary[summary["metric"].isin(STOP_METRICS) & summary["process"].isna()]
+    head = head[(head["ci_high"] - head["ci_low"]) / 2 > PRECISE_NS]
+    if head.empty or head["stop"].eq("converged").all():
+        return []
+    worst = head.loc[head["rel_ci"].idxmax()]
+    if worst["rel_ci"] <= group.sampling.target_rel_ci:
+        return []
+    return [f"{group.id}: {worst['case']} {worst['metric']} is only known to "
+            f"±{worst['rel_ci']:.1%} (target ±{group.sampling.target_rel_ci:.1%}) when sampling "
+            f"stopped ({worst['stop']}): the machine is noisy or the budget too small"]
+
+
+def drift_warnings(group: Group, implementation: str, found: list[dict[str, Any]]
+                   ) -> list[str]:
+    if not found:
+        return []
+    worst = max(found, key=lambda d: abs(d["change"]))
+    return [f"{group.id} ({implementation}): {len(found)} trends over time (see drift in "
+            f"run.json); largest: {worst['case']} {worst['metric']}, {worst['change']:+.1%} "
+            f"first to last quarter ({worst['scope']})"]

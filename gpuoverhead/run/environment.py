@@ -1,0 +1,79 @@
+"""The environment a run was made in, for run.json: host, packages, native library, adapters."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from gpuoverhead import __version__
+from gpuoverhead.results.schema import RunRecord
+
+_PACKAGES = ("wgpu", "numpy", "pandas", "pyarrow", "scipy", "pydantic", "pyyaml", "typer", "rich")
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def new_run_id() -> str:
+    """Sortable and unique enough for one machine: UTC time plus 4 random hex digits."""
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + os.urandom(2).hex()
+
+
+def _cpu_model() -> str:
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def host() -> dict[str, Any]:
+    return {
+        "os": platform.system(),
+        "os_release": platform.release(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "python_implementation": platform.python_implementation(),
+    }
+
+
+def packages() -> dict[str, str | None]:
+    found: dict[str, str | None] = {"gpuoverhead": __version__}
+    for name in _PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def native_libraries() -> dict[str, Any]:
+    """wgpu-native's version as loaded, and the path of the library file."""
+    from wgpu.backends import wgpu_native
+
+    return {
+        "wgpu-native": {
+            "version": ".".join(map(str, wgpu_native.lib_version_info)),
+            "expected": wgpu_native.__version__,
+            "path": str(wgpu_native.lib_path),
+        }
+    }
+
+
+def record(run_id: str, argv: list[str], suite_path: Path, suite_name: str, sha256: str,
+           seed: int, processes: int) -> RunRecord:
+    """A run's record as it starts: how it was asked for and the machine it runs on."""
+    return RunRecord(run_id=run_id, argv=argv, seed=seed, started=now_iso(),
+                     suite={"path": str(suite_path), "name": suite_name, "sha256": sha256},
+                     host=host(), packages=packages(), native=native_libraries(),
+                     processes=processes)

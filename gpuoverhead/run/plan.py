@@ -1,0 +1,174 @@
+"""What a run will measure, settled before anything is measured.
+
+Everything that can fail because of the user's input fails here, in seconds: the suite, the
+adapters, the native layer's build, device limits, every kernel compiled once. The plan is
+the list of jobs: each suite group as measured by each implementation.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from gpuoverhead.errors import UserError
+from gpuoverhead.gpu import adapters, implementations
+from gpuoverhead.gpu.kernels import compile_pipeline
+from gpuoverhead.gpu.layers import native as native_layer
+from gpuoverhead.pytorch import baseline as torch_baseline
+from gpuoverhead.pytorch import fusion_patterns as torch_fusion
+from gpuoverhead.suite.expand import load_suite, quick
+from gpuoverhead.suite.model import TIMESTAMPS, Case, Group, Suite
+
+
+@dataclass
+class RunOptions:
+    suite: Path
+    out_root: Path
+    backend: str | None = None
+    adapter: str | None = None
+    implementations: list[str] | None = None
+    quick: bool = False
+    processes: int = 3
+    seed: int | None = None
+    run_id: str | None = None
+    force: bool = False
+    outside_shaders: bool = False
+    #: Seconds a worker may go without finishing a round before it is stopped (a hung wait).
+    stall_timeout_s: float = 300.0
+    argv: list[str] = field(default_factory=lambda: list(sys.argv))
+
+
+@dataclass
+class Plan:
+    """The suite as it will run, the adapters measured, and the jobs in run order."""
+
+    suite: Suite
+    adapters: list[dict[str, Any]]
+    #: Each job: a suite group as one implementation measures it, on its adapter.
+    jobs: list[tuple[Group, adapters.AdapterInfo]]
+    processes: int
+    native: dict[str, str] | None
+    limits: dict[adapters.AdapterInfo, dict[str, int]]
+    notes: list[str]
+    software: list[str]
+
+
+def prepare(options: RunOptions) -> Plan:
+    """The plan of a run, or a UserError saying what in the input is wrong."""
+    if options.processes < 1:
+        raise UserError(f"--processes must be at least 1, not {options.processes}")
+    suite = load_suite(options.suite, options.outside_shaders)
+    if options.quick:
+        suite = quick(suite)
+    found, notes = adapters.discover(options.implementations)
+    torch_only = options.implementations == [implementations.TORCH]
+    if not found and notes and not torch_only:
+        raise UserError("; ".join([adapters.NO_ADAPTER, *notes]))
+    chosen = adapters.select(found, options.backend, options.adapter, torch_only)
+    suite, native = _native_layer(suite, notes)
+    timestamps = _any(suite, lambda c: c.sync == TIMESTAMPS)
+    notes += [f"{f.info.label} has no timestamp queries: no GPU times (gpu_ns)"
+              for f in chosen if timestamps and not f.info.timestamps]
+    limits = {f.info: _required_limits(f, suite) for f in chosen}
+    for f in chosen:
+        _check_shaders(f, suite, timestamps and f.info.timestamps, limits[f.info])
+    described = [{**f.info.__dict__, **f.details(), "implementation_versions":
+                  implementations.get(f.info.implementation).versions()} for f in chosen]
+    torch = _torch_adapter(options, notes)
+    if torch is not None:
+        described.append(dict(torch.__dict__))
+    jobs = _jobs(suite, [f.info for f in chosen], torch)
+    if not jobs:
+        raise UserError("nothing to measure: no adapter and no PyTorch baseline here")
+    return Plan(suite, described, jobs, 1 if options.quick else options.processes, native,
+                limits, notes, [f.info.device for f in chosen if f.info.is_software])
+
+
+def _native_layer(suite: Suite, notes: list[str]) -> tuple[Suite, dict[str, str] | None]:
+    """Build the C loop once here (workers find it in the cache), or drop its cases."""
+    if not _any(suite, lambda c: c.layer == "native"):
+        return suite, None
+    loaded = native_layer.load()
+    if isinstance(loaded, str):
+        notes.append(loaded)
+        return _without(suite, lambda c: c.layer == "native"), None
+    return suite, {"library": str(loaded.path), "compiler": loaded.compiler}
+
+
+def _jobs(suite: Suite, chosen: list[adapters.AdapterInfo],
+          torch: adapters.AdapterInfo | None) -> list[tuple[Group, adapters.AdapterInfo]]:
+    """Per suite group, in suite order: each adapter's job, then the PyTorch baseline's."""
+    jobs = []
+    for group in suite.groups:
+        jobs += [(group, info) for info in chosen]
+        if torch is not None and (cases := _torch_cases(group, torch.backend)):
+            jobs.append((replace(group, cases=cases), torch))
+    return [(g if info.timestamps else _without_timestamps(g), info) for g, info in jobs]
+
+
+def _torch_adapter(options: RunOptions, notes: list[str]) -> adapters.AdapterInfo | None:
+    """The PyTorch baselines' device, where they are asked for (explicitly or by `all`)."""
+    wanted = options.implementations
+    if wanted is not None and implementations.TORCH not in wanted:
+        return None
+    reason = torch_baseline.available()
+    if reason is not None:
+        notes.append(reason)
+        return None
+    return torch_baseline.adapter_info()
+
+
+def _torch_cases(group: Group, kind: str) -> tuple[Case, ...]:
+    """The PyTorch baseline's cases of a group (none where it has no such kernel)."""
+    if group.fusion is not None:
+        return torch_fusion.cases(group, kind)
+    if group.kernel.name in torch_baseline.KERNELS:
+        return torch_baseline.cases(group, kind)
+    return ()
+
+
+def _without_timestamps(group: Group) -> Group:
+    return replace(group, cases=tuple(c for c in group.cases if c.sync != TIMESTAMPS))
+
+
+def _any(suite: Suite, predicate: Callable[[Case], bool]) -> bool:
+    return any(predicate(c) for g in suite.groups for c in g.cases)
+
+
+def _without(suite: Suite, predicate: Callable[[Case], bool]) -> Suite:
+    """The suite less the cases that cannot run here (the reason goes into run.json)."""
+    groups = tuple(replace(g, cases=tuple(c for c in g.cases if not predicate(c)))
+                   for g in suite.groups)
+    return replace(suite, groups=groups)
+
+
+def _required_limits(chosen: adapters.FoundAdapter, suite: Suite) -> dict[str, int]:
+    """Device limits the suite needs beyond the defaults, checked against the adapter's."""
+    limits = chosen.adapter.limits
+    need_bytes = max(g.elements for g in suite.groups) * 4
+    for group in suite.groups:
+        for key in ("max-compute-invocations-per-workgroup", "max-compute-workgroup-size-x"):
+            if group.workgroup_size > limits[key]:
+                raise UserError(f"{group.id}: workgroup_size {group.workgroup_size} is over the "
+                                f"adapter's {key} of {limits[key]}")
+    for key in ("max-storage-buffer-binding-size", "max-buffer-size"):
+        if need_bytes > limits[key]:
+            raise UserError(f"elements up to {need_bytes // 4} need {need_bytes} bytes, over the "
+                            f"adapter's {key} of {limits[key]}")
+    return {key: need_bytes for key in ("max-storage-buffer-binding-size", "max-buffer-size")
+            if need_bytes > (1 << 27)}
+
+
+def _check_shaders(chosen: adapters.FoundAdapter, suite: Suite, timestamps: bool,
+                   limits: dict[str, int]) -> None:
+    """Compile every kernel once before anything is measured: a bad shader fails at once."""
+    features = ["timestamp-query"] if timestamps else []
+    device, _ = implementations.get(chosen.info.implementation).request_device(
+        chosen.adapter, features, limits)
+    for group in suite.groups:
+        if group.fusion is None:  # fusion kernels are checked against numpy by each worker
+            compile_pipeline(device, group.kernel, group.workgroup_size)
+    device.destroy()

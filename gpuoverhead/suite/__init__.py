@@ -1,0 +1,1 @@
+"""Suites: YAML source with line numbers → schema and checks → the expanded groups of cases."""

@@ -1,0 +1,161 @@
+"""Suites: YAML files of benchmarks, validated with file/line/key errors, expanded into cases.
+
+A suite has `defaults` and a list of `benchmarks`; each benchmark inherits the defaults and
+overrides what it names. A benchmark expands into one *group* per element count: the group
+is the set of cases that are compared with each other and therefore sampled interleaved
+(naive variants and sequential encodings of one kernel on one buffer size).
+"""
+import hashlib
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from gpuoverhead.errors import UserError
+from gpuoverhead.suite.kernels import fusion_kernel, resolve_kernel
+from gpuoverhead.suite.model import (
+    FFI_FLOOR,
+    FLOOR_CALLS_PER_N,
+    FUSION,
+    MATMUL_TILE,
+    RMSNORM_STEPS,
+    TIMESTAMPS,
+    Case,
+    Group,
+    Sampling,
+    Suite,
+)
+from gpuoverhead.suite.schema import SuiteModel, describe, error_text, fusion_problems, settings_of
+from gpuoverhead.suite.source import Loc, YamlDocument, load_yaml
+
+
+def load_suite(path: Path, outside_shaders: bool = False) -> Suite:
+    """Load, validate and expand a suite; raises UserError listing every problem found.
+    `outside_shaders` allows kernel paths that leave the suite's folder."""
+    problems = suite_problems(path, outside_shaders)
+    if problems:
+        more = f" (and {len(problems) - 1} more: run `gpuoverhead validate {path}`)"
+        raise UserError(problems[0] + (more if len(problems) > 1 else ""))
+    return _expand(path, load_yaml(path), outside_shaders)
+
+
+def suite_problems(path: Path, outside_shaders: bool = False) -> list[str]:
+    """Every problem of a suite as 'file:line: key: message' lines; empty when it is sound."""
+    try:
+        doc = load_yaml(path)
+    except UserError as exc:
+        return [str(exc)]
+    try:
+        model = SuiteModel.model_validate(doc.data)
+    except ValidationError as exc:
+        return [describe(doc, tuple(err["loc"]), error_text(err)) for err in exc.errors()]
+    problems = []
+    seen: set[str] = set()
+    for i, bench in enumerate(model.benchmarks):
+        loc: Loc = ("benchmarks", i)
+        if bench.name in seen:
+            message = f"duplicate benchmark name {bench.name!r}"
+            problems.append(describe(doc, loc + ("name",), message))
+        seen.add(bench.name)
+        cfg = settings_of(model.defaults, bench)
+        if bench.fusion is not None:
+            problems += [describe(doc, loc + (key,), message)
+                         for key, message in fusion_problems(bench, cfg)]
+        elif bench.kernel is None:
+            problems.append(describe(doc, loc + ("kernel",),
+                                      "required key is missing (or name a `fusion` pattern)"))
+        else:
+            try:
+                resolve_kernel(doc.path, bench.kernel, outside_shaders)
+            except UserError as exc:
+                problems.append(describe(doc, loc + ("kernel",), str(exc)))
+        if cfg["min_rounds"] > cfg["max_rounds"]:
+            problems.append(describe(doc, loc, "min_rounds is larger than max_rounds"))
+    return problems
+
+
+
+def _fusion_groups(name: str, pattern: str, cfg: dict[str, Any], sampling: Sampling
+                   ) -> list[Group]:
+    """A fusion benchmark's groups: per element count, every K with its unfused and fused
+    form (and GPU-timestamp twins), interleaved; matmul: one group over its sizes M."""
+    kernel = fusion_kernel(pattern)
+    n_values = tuple(sorted(set(cfg["n_sweep"])))
+    syncs = ["wait", TIMESTAMPS] if cfg["gpu_timestamps"] else ["wait"]
+    base = Case(name, kernel.name, 0, cfg["workgroup_size"], FUSION, "dispatch", "wait",
+                n_values)
+    ks = list(dict.fromkeys(cfg["k_sweep"]))
+    if pattern == "matmul":
+        cases = tuple(replace(base, elements=m * m, workgroup_size=MATMUL_TILE ** 2, k=m,
+                              variant="single", sync=s) for m in ks for s in syncs)
+        return [Group(name, kernel, max(ks) ** 2, MATMUL_TILE ** 2, sampling, cases,
+                      cfg["torch_compile_max_n"], pattern)]
+    if pattern == "rmsnorm":
+        ks = [RMSNORM_STEPS]
+    groups = []
+    for elements in cfg["elements"]:
+        size = elements if pattern == "loop" else cfg["workgroup_size"]
+        cases = tuple(replace(base, elements=elements, workgroup_size=size, k=k, variant=v,
+                              sync=s)
+                      for k in ks for v in ("unfused", "fused") for s in syncs)
+        groups.append(Group(name, kernel, elements, size, sampling, cases,
+                            cfg["torch_compile_max_n"], pattern))
+    return groups
+
+
+def _expand(path: Path, doc: YamlDocument, outside_shaders: bool) -> Suite:
+    model = SuiteModel.model_validate(doc.data)
+    groups = []
+    for bench in model.benchmarks:
+        cfg = settings_of(model.defaults, bench)
+        sampling = Sampling(
+            budget_per_case_s=cfg["budget_s"],
+            target_rel_ci=cfg["target_rel_ci"],
+            min_rounds=cfg["min_rounds"],
+            max_rounds=cfg["max_rounds"],
+            warmup_max_rounds=cfg["warmup_max_rounds"],
+        )
+        if bench.fusion is not None:
+            groups += _fusion_groups(bench.name, bench.fusion, cfg, sampling)
+            continue
+        kernel = resolve_kernel(path, bench.kernel, outside_shaders)
+        n_values = tuple(sorted(set(cfg["n_sweep"])))
+        for elements in cfg["elements"]:
+            base = Case(bench.name, kernel.name, elements, cfg["workgroup_size"],
+                        "naive", "submit", "wait", (1,))
+            cases = []
+            if "naive" in cfg["methodologies"]:
+                cases += [replace(base, sync=s) for s in dict.fromkeys(cfg["naive_sync"])]
+            layers = list(dict.fromkeys(cfg["layers"]))
+            if "sequential" in cfg["methodologies"]:
+                seq = replace(base, methodology="sequential", n_values=n_values)
+                cases += [replace(seq, encoding=e, layer=layer)
+                          for layer in layers for e in dict.fromkeys(cfg["encodings"])]
+                if cfg["gpu_timestamps"]:
+                    cases.append(replace(seq, encoding="dispatch", sync=TIMESTAMPS))
+            if "breakdown" in cfg["methodologies"]:
+                cases += [replace(base, methodology="breakdown", layer=layer)
+                          for layer in layers if layer != "native"]
+            if "raw" in layers:
+                cases.append(replace(base, methodology=FFI_FLOOR, encoding="-", sync="-",
+                                     layer="raw",
+                                     n_values=tuple(n * FLOOR_CALLS_PER_N for n in n_values)))
+            groups.append(Group(bench.name, kernel, elements, cfg["workgroup_size"],
+                                sampling, tuple(cases), cfg["torch_compile_max_n"]))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return Suite(path=path, name=model.name or path.stem, sha256=digest, groups=tuple(groups))
+
+
+def quick(suite: Suite) -> Suite:
+    """A smoke test of the same groups (`--quick`): a tiny budget, the N sweep's first four
+    values and no torch.compile, so that even a CPU gets through the default suite fast."""
+    smoke = Sampling(budget_per_case_s=0.25, target_rel_ci=0.05, min_rounds=3, max_rounds=50,
+                     warmup_max_rounds=3)
+
+    def shrink(case: Case) -> Case:
+        return replace(case, n_values=case.n_values[:4])
+
+    return replace(suite, groups=tuple(
+        replace(g, sampling=smoke, cases=tuple(map(shrink, g.cases)), torch_compile_max_n=0)
+        for g in suite.groups))

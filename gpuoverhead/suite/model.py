@@ -1,0 +1,127 @@
+"""The expanded suite: kernels, sampling settings, cases and the groups they are sampled in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A WGSL kernel and its output contract.
+
+    `writes` says what each dispatch adds 1 to: `all` of the first `elements` u32 of
+    binding 0, or only the `first` one. The shader declares it in a comment line
+    `// gpuoverhead: writes=first` (default: all).
+    """
+
+    name: str
+    path: Path
+    source: str
+    writes: Literal["all", "first"]
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How long and how precisely a group is sampled."""
+
+    #: Seconds per case, all processes together (the suite's `budget_s`; see run/budget.py).
+    budget_per_case_s: float
+    target_rel_ci: float
+    min_rounds: int
+    max_rounds: int
+    warmup_max_rounds: int
+
+
+#: Methodology of the case that times a trivial native call (the FFI floor of `raw`).
+FFI_FLOOR = "ffi-floor"
+#: Sync of the sequential case timed by GPU timestamp queries instead of the CPU clock.
+TIMESTAMPS = "timestamps"
+#: Methodology of fusion cases (fused vs unfused forms of the same work).
+FUSION = "fusion"
+#: Fixed sizes of the fusion patterns: RMSNorm's hidden size (Qwen2.5-0.5B) and dispatches,
+#: the most cells the dependent loop holds in one workgroup, matmul's tile.
+RMSNORM_HIDDEN = 896
+RMSNORM_STEPS = 5
+LOOP_MAX_CELLS = 256
+MATMUL_TILE = 16
+#: The FFI floor's sweep is the N sweep times this: one call costs far less than a dispatch.
+FLOOR_CALLS_PER_N = 16
+
+
+@dataclass(frozen=True)
+class Case:
+    """One measured combination: methodology, encoding, completion sync and layer.
+
+    A sequential case is a series over `n_values`; its samples carry their own N. `layer`
+    says what drives the calls: the Python `wrapper`, the `raw` FFI or a `native` C loop.
+    """
+
+    benchmark: str
+    kernel: str
+    elements: int
+    workgroup_size: int
+    methodology: str
+    encoding: str
+    sync: str
+    n_values: tuple[int, ...]
+    layer: str = "wrapper"
+    #: Set where the case names its own implementation (the PyTorch baselines).
+    implementation: str | None = None
+    #: Fusion: `unfused`, `fused` or (matmul) `single`; the pattern's K, L or M is `k`.
+    variant: str = ""
+    k: int = 0
+
+    def dispatches(self, n: int) -> int:
+        """Dispatches one sample with N = n issues (the FFI floor issues none); a fusion
+        case's N counts units of work, and so does its count."""
+        return 0 if self.methodology == FFI_FLOOR else n
+
+    @property
+    def id(self) -> str:
+        base = f"{self.benchmark}/elements={self.elements}/{self.methodology}"
+        if self.methodology == FUSION:
+            base = f"{base}/k={self.k}/{self.variant}"
+            if self.sync == TIMESTAMPS:
+                return f"{base}/gpu-timestamps"
+            return f"{base}/{self.implementation}" if self.implementation else base
+        if self.implementation:
+            return f"{base}/{self.implementation}"
+        if self.methodology == "naive":
+            return f"{base}/{self.sync}"
+        if self.methodology == "sequential":
+            driver = "gpu-timestamps" if self.sync == TIMESTAMPS else self.layer
+            return f"{base}/{self.encoding}/{driver}"
+        return f"{base}/{self.layer}"
+
+
+@dataclass(frozen=True)
+class Group:
+    """Cases of one benchmark at one element count, sampled interleaved round by round."""
+
+    benchmark: str
+    kernel: Kernel
+    elements: int
+    workgroup_size: int
+    sampling: Sampling
+    cases: tuple[Case, ...]
+    #: Longest N-op chain handed to torch.compile in the PyTorch baseline (0: none).
+    torch_compile_max_n: int = 64
+    #: The fusion pattern of a fusion benchmark's group.
+    fusion: str | None = None
+
+    @property
+    def id(self) -> str:
+        if self.fusion == "matmul":
+            return f"{self.benchmark}/matmul"
+        return f"{self.benchmark}/elements={self.elements}"
+
+
+@dataclass(frozen=True)
+class Suite:
+    path: Path
+    name: str
+    sha256: str
+    groups: tuple[Group, ...]
+

@@ -1,0 +1,141 @@
+"""Fusion on lavapipe: fused and unfused forms compute the same thing as numpy, the checks
+can fail, and a run yields speedups with CIs and the matmul crossover."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import gpuoverhead, only_run_folder, read_run, write_suite
+
+from gpuoverhead.errors import IntegrityError
+from gpuoverhead.gpu import adapters
+from gpuoverhead.gpu import fusion_patterns as fusion
+from gpuoverhead.gpu.methods import fusion as fusion_method
+from gpuoverhead.gpu.wait import waiter
+from gpuoverhead.suite.expand import load_suite
+
+SUITE = """
+defaults:
+  n_sweep: [1, 2]
+  gpu_timestamps: false
+benchmarks:
+  - {name: chain, fusion: chain, k_sweep: [1, 5, 7], elements: 5000}
+  - {name: loop, fusion: loop, k_sweep: [1, 6, 33], elements: 48}
+  - {name: rmsnorm, fusion: rmsnorm, elements: 2688, workgroup_size: 64}
+  - {name: matmul, fusion: matmul, k_sweep: [16, 48]}
+"""
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory):
+    """Every pattern's Work on one lavapipe device. `fusion.build` has already run one unit
+    of every case and compared it with numpy on fresh random inputs (it raises if not)."""
+    suite = load_suite(write_suite(tmp_path_factory.mktemp("fusion"), SUITE))
+    found = adapters.select(adapters.discover(["wgpu-native"])[0], "vulkan", None)[0]
+    device = found.adapter.request_device_sync()
+    wait = waiter(device)
+    rng = np.random.default_rng(3)
+    return device, wait, {g.benchmark: (g, fusion.build(device, g, rng, wait))
+                          for g in suite.groups}
+
+
+def _run(device, wait, works, units: dict) -> dict:
+    """`units[case]` timed-op calls' worth of units per case; returns the counts."""
+    for case, work in works.items():
+        fusion_method.operation(work, device, wait, False)(units.get(case, 3))
+    return {case: units.get(case, 3) for case in works}
+
+
+@pytest.mark.parametrize("pattern", ["chain", "loop", "rmsnorm", "matmul"])
+def test_fused_and_unfused_outputs_equal_numpy_after_timed_units(built, pattern):
+    device, wait, groups = built
+    group, works = groups[pattern]
+    counts = _run(device, wait, works, {})
+    fusion.verify(works, counts)  # numpy reference and fused == unfused; raises otherwise
+    for work in works.values():  # the kernels did something to random (nonzero) inputs
+        start = np.asarray(work.reference(0))
+        assert start.any() and not np.array_equal(work.read()[: start.size], start) \
+            or pattern in ("rmsnorm", "matmul")  # these write outputs, not their inputs
+
+
+def test_dependent_loop_matches_a_cpu_reference_for_small_l(built):
+    device, wait, groups = built
+    _, works = groups["loop"]
+    for case, work in works.items():
+        work.reset()
+        work.units_done[0] = 0
+        fusion_method.operation(work, device, wait, False)(2)
+        start = np.asarray(work.reference(0))
+        want = fusion.loop_reference(start, 2 * case.k)
+        assert np.array_equal(work.read(), want), case.id
+        work.reset()
+        work.units_done[0] = 0
+
+
+def test_a_missing_unit_fails_the_check(built):
+    """One unit fewer in the fused form of K=5 must be caught, by numpy and by the pair."""
+    device, wait, groups = built
+    _, works = groups["chain"]
+    for work in works.values():
+        work.reset()
+        work.units_done[0] = 0
+    fused = next(c for c in works if c.variant == "fused" and c.k == 5)
+    counts = _run(device, wait, works, {fused: 2})
+    counts[fused] = 3  # claims 3 units; only 2 ran
+    with pytest.raises(IntegrityError, match="output check failed"):
+        fusion.verify(works, counts)
+
+
+def test_loop_reference_is_the_stencil():
+    x = np.array([1, 2, 3], dtype=np.uint32)
+    right = np.array([2, 3, 1], dtype=np.uint32)
+    left = np.array([3, 1, 2], dtype=np.uint32)
+    want = (left ^ ((right << np.uint32(5)) | (right >> np.uint32(27)))) \
+        * np.uint32(0x9E3779B1) + x
+    assert np.array_equal(fusion.loop_reference(x, 1), want)
+    assert np.array_equal(fusion.loop_reference(x, 0), x)
+
+
+def test_run_reports_speedups_with_ci_and_the_crossover(ci_run):
+    _, folder = ci_run
+    _, summary, info = read_run(folder)
+    assert info["status"] == "complete" and not info["errors"]
+    combined = summary[summary["process"].isna()]
+    speed = combined[combined.metric == "fusion_speedup"]
+    for bench, ks in (("chain", {1, 5}), ("loop", {1, 16}), ("rmsnorm", {5})):
+        mine = speed[speed.benchmark == bench]
+        assert set(mine.k) == ks, bench
+        assert (mine.ci_low <= mine.value).all() and (mine.value <= mine.ci_high).all()
+        assert (mine.ci_low > 0).all()
+    # Fusing 16 dependent steps into one dispatch must pay even on a CPU driver.
+    assert speed[(speed.benchmark == "loop") & (speed.k == 16)].ci_low.iat[0] > 1.5
+    gpu = combined[(combined.metric == "fusion_gpu_speedup")]
+    assert not gpu.empty
+    cross = combined[combined.metric == "crossover_size"]
+    assert len(cross) == 1
+    assert math.isfinite(cross.value.iat[0]) or cross.estimator.iat[0].startswith("not reached")
+
+
+def test_torch_fusion_baseline_checks_its_outputs(tmp_path: Path):
+    pytest.importorskip("torch")
+    suite = write_suite(tmp_path, """
+defaults: {n_sweep: [1, 2], budget_s: 0.1, min_rounds: 3, warmup_max_rounds: 1,
+           torch_compile_max_n: 0}
+benchmarks:
+  - {name: chain, fusion: chain, k_sweep: [3], elements: 1000}
+  - {name: loop, fusion: loop, k_sweep: [4], elements: 32}
+  - {name: rmsnorm, fusion: rmsnorm, elements: 896}
+  - {name: matmul, fusion: matmul, k_sweep: [16, 32]}
+""")
+    out = tmp_path / "out"
+    proc = gpuoverhead("run", "--suite", str(suite), "--implementation", "torch",
+                       "--processes", "1", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    _, summary, info = read_run(only_run_folder(out))
+    assert not info["errors"]
+    units = summary[(summary.metric == "per_unit_ns") & summary.process.isna()]
+    assert set(units.benchmark) == {"chain", "loop", "rmsnorm", "matmul"}
+    assert set(units.implementation) == {"torch-eager"}  # compile off, no CUDA graph on CPU

@@ -1,0 +1,282 @@
+"""The hostile-input catalogue (`pytest -k hostile`): every error a user can cause ends in
+one clear line, exit code 2, no traceback, and no output file created or changed.
+
+Three tables: suites (checked by `validate` and refused by `run` before anything is
+written), run options, and result sets given to `report`/`compare`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import CONFIGS, ROOT, gpuoverhead, only_run_folder, write_suite
+
+GOOD = "benchmarks:\n  - {name: a, kernel: add_one, elements: 64}\n"
+
+BAD_SUITES = {
+    "empty file": ("", "suite.yaml: the file is empty"),
+    "not yaml": ("benchmarks: [1,\n", "suite.yaml:2: not valid YAML"),
+    "alias bomb": ("a: &a [1, 1]\nb: &b [*a, *a]\nc: [*b, *b]\n",
+                   "suite.yaml:2: YAML aliases are not allowed"),
+    "python tag": ("!!python/object/apply:os.system ['true']\n",
+                   "suite.yaml:1: not valid YAML: could not determine a constructor"),
+    "unknown key": ("benchmarks:\n  - name: a\n    kernel: add_one\n    colour: red\n",
+                    "suite.yaml:4: benchmarks[0].colour: unknown key 'colour'; known keys:"),
+    "unknown top key": ("benchmark: []\n", "suite.yaml:1: benchmark: unknown key 'benchmark'"),
+    "unknown default": ("defaults: {budget: 3}\n" + GOOD,
+                        "suite.yaml:1: defaults.budget: unknown key 'budget'"),
+    "wrong type": ("benchmarks:\n  - name: a\n    kernel: add_one\n    elements: lots\n",
+                   "suite.yaml:4: benchmarks[0].elements"),
+    "negative size": ("benchmarks:\n  - {name: a, kernel: add_one, elements: -4}\n",
+                      "suite.yaml:2: benchmarks[0].elements[0]: Input should be greater than 0"),
+    "zero workgroup": ("benchmarks:\n  - {name: a, kernel: add_one, workgroup_size: 0}\n",
+                       "benchmarks[0].workgroup_size: Input should be greater than 0"),
+    "one n": ("defaults:\n  n_sweep: [4, 4]\n" + GOOD,
+              "suite.yaml:2: defaults.n_sweep: Value error, needs at least two different N"),
+    "bad encoding": ("defaults: {encodings: [bundle]}\n" + GOOD,
+                     "defaults.encodings[0]: Input should be 'submit', 'pass' or 'dispatch'"),
+    "missing kernel key": ("benchmarks:\n  - {name: a}\n",
+                           "suite.yaml:2: benchmarks[0].kernel: required key is missing"),
+    "unknown kernel": ("benchmarks:\n  - {name: a, kernel: fma}\n",
+                       "suite.yaml:2: benchmarks[0].kernel: unknown kernel 'fma'; shipped"),
+    "missing shader": ("benchmarks:\n  - {name: a, kernel: gone.wgsl}\n",
+                       "suite.yaml:2: benchmarks[0].kernel: cannot read shader"),
+    "duplicate names": (GOOD + "  - {name: a, kernel: empty}\n",
+                        "suite.yaml:3: benchmarks[1].name: duplicate benchmark name 'a'"),
+    "no benchmarks": ("benchmarks: []\n", "benchmarks: List should have at least 1 item"),
+    "min over max rounds": ("defaults: {min_rounds: 50, max_rounds: 10}\n" + GOOD,
+                            "suite.yaml:3: benchmarks[0]: min_rounds is larger than max_rounds"),
+    "shader escapes with ..": ("benchmarks:\n  - {name: a, kernel: ../outside.wgsl}\n",
+                               "benchmarks[0].kernel: shader path '../outside.wgsl' leads "
+                               "outside the suite's folder"),
+    "absolute shader path": ("benchmarks:\n  - {name: a, kernel: /etc/x.wgsl}\n",
+                             "shader path '/etc/x.wgsl' leads outside the suite's folder"),
+    "shader is a folder": ("benchmarks:\n  - {name: a, kernel: folder.wgsl}\n",
+                           "benchmarks[0].kernel: cannot read shader"),
+    "fusion kernel as kernel": ("benchmarks:\n  - {name: a, kernel: fusion_chain}\n",
+                                "unknown kernel 'fusion_chain'; shipped kernels: add_one, empty"),
+    "unknown fusion pattern": ("benchmarks:\n  - {name: a, fusion: blur}\n",
+                               "benchmarks[0].fusion: Input should be 'chain', 'loop'"),
+    "fusion and kernel": ("benchmarks:\n  - {name: a, fusion: chain, kernel: add_one}\n",
+                          "benchmarks[0].kernel: a fusion benchmark runs its pattern's shipped "
+                          "kernels"),
+    "loop too large": ("benchmarks:\n  - {name: a, fusion: loop, elements: 300}\n",
+                       "benchmarks[0].elements: the dependent loop keeps all cells in one "
+                       "workgroup: at most 256"),
+    "rmsnorm rows": ("benchmarks:\n  - {name: a, fusion: rmsnorm, elements: 1000}\n",
+                     "elements must be multiples of 896, not 1000"),
+    "matmul size": ("benchmarks:\n  - {name: a, fusion: matmul, k_sweep: [64, 100]}\n",
+                    "benchmarks[0].k_sweep: matmul sizes (k_sweep) must be multiples of 16"),
+}
+
+
+def _assert_one_clear_line(proc, expected: str) -> None:
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    assert expected in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("name", BAD_SUITES)
+def test_hostile_suite(tmp_path, name):
+    """`validate` explains it; `run` refuses it before creating anything."""
+    text, expected = BAD_SUITES[name]
+    (tmp_path / "folder.wgsl").mkdir()
+    suite = write_suite(tmp_path, text)
+    _assert_one_clear_line(gpuoverhead("validate", str(suite)), expected)
+    out = tmp_path / "out"
+    proc = gpuoverhead("run", "--suite", str(suite), "--out", str(out), "--processes", "1")
+    # `run` names the first problem, and points to `validate` when there are more.
+    more = "more: run `gpuoverhead validate"
+    _assert_one_clear_line(proc, expected if more not in proc.stderr else more)
+    assert not out.exists()
+
+
+def test_shader_outside_the_suite_folder_runs_with_the_flag(tmp_path):
+    inner = tmp_path / "suites"
+    inner.mkdir()
+    shutil.copy(ROOT / "shaders" / "add_one.wgsl", tmp_path / "k.wgsl")
+    suite = write_suite(inner, "benchmarks:\n  - {name: a, kernel: ../k.wgsl}\n")
+    assert gpuoverhead("validate", str(suite)).returncode == 2
+    proc = gpuoverhead("validate", str(suite), "--outside-shaders")
+    assert proc.returncode == 0 and "ok: 1 groups" in proc.stdout, proc.stderr
+
+
+def test_validate_lists_every_problem(tmp_path):
+    suite = write_suite(tmp_path, "benchmarks:\n  - {name: a, kernel: add_one, elements: 0,"
+                                  " colour: 1}\n")
+    proc = gpuoverhead("validate", str(suite))
+    assert proc.returncode == 2
+    assert "elements[0]" in proc.stderr and "colour" in proc.stderr
+
+
+def test_hostile_shader_that_does_not_compile(tmp_path):
+    (tmp_path / "broken.wgsl").write_text("override WG: u32 = 64;\nfn main( {\n")
+    suite = write_suite(tmp_path, "benchmarks:\n  - {name: a, kernel: broken.wgsl}\n")
+    proc = gpuoverhead("run", "--suite", str(suite), "--backend", "vulkan",
+                       "--out", str(tmp_path / "out"))
+    _assert_one_clear_line(proc, "broken.wgsl:2:")
+    assert "shader rejected" in proc.stderr
+
+
+def test_hostile_unknown_backend(tmp_path):
+    proc = gpuoverhead("run", "--backend", "glide", "--out", str(tmp_path))
+    _assert_one_clear_line(proc, "unknown backend 'glide'; choose one of vulkan, metal, d3d12, "
+                                 "opengl")
+
+
+def test_hostile_backend_of_another_platform(tmp_path):
+    proc = gpuoverhead("run", "--backend", "metal", "--out", str(tmp_path / "out"))
+    _assert_one_clear_line(proc, "backend metal does not exist on linux; this platform can "
+                                 "have vulkan, opengl")
+    assert not (tmp_path / "out").exists()
+
+
+def test_hostile_adapter_name_not_present(tmp_path):
+    proc = gpuoverhead("run", "--adapter", "GeForce 256", "--out", str(tmp_path))
+    _assert_one_clear_line(proc, "no adapter with name ~ 'GeForce 256'; present: ")
+
+
+def test_hostile_no_adapter_at_all(tmp_path):
+    hide = {"VK_DRIVER_FILES": str(tmp_path / "none.json"),
+            "VK_ICD_FILENAMES": str(tmp_path / "none.json"),
+            "__EGL_VENDOR_LIBRARY_FILENAMES": str(tmp_path / "none.json")}
+    for args in (("run", "--out", str(tmp_path)), ("adapters",)):
+        proc = gpuoverhead(*args, env=hide)
+        _assert_one_clear_line(proc, "no WebGPU adapter found")
+        assert "apt-get install mesa-vulkan-drivers" in proc.stderr
+
+
+@pytest.mark.skipif(os.name == "posix" and os.geteuid() == 0,
+                    reason="root can write into a read-only folder; the file case covers it")
+def test_hostile_unwritable_output_folder(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    proc = gpuoverhead("run", "--suite", str(CONFIGS / "ci.yaml"), "--out", str(locked))
+    _assert_one_clear_line(proc, "cannot write results to")
+
+
+def test_hostile_output_folder_is_a_file(tmp_path):
+    blocker = tmp_path / "results"
+    blocker.write_text("not a folder")
+    proc = gpuoverhead("run", "--suite", str(CONFIGS / "ci.yaml"), "--out", str(blocker))
+    _assert_one_clear_line(proc, f"cannot write results to {blocker}")
+
+
+def test_hostile_existing_run_folder(tmp_path):
+    suite = write_suite(tmp_path, "defaults: {n_sweep: [1, 2], budget_s: 0.02, min_rounds: 3,"
+                                  " warmup_max_rounds: 1}\n" + GOOD)
+    args = ("run", "--suite", str(suite), "--backend", "vulkan", "--out", str(tmp_path / "o"),
+            "--run-id", "same", "--processes", "1")
+    assert gpuoverhead(*args).returncode == 0
+    before = (only_run_folder(tmp_path / "o") / "run.json").read_bytes()
+    proc = gpuoverhead(*args)
+    _assert_one_clear_line(proc, "already exists; choose another --run-id, or pass --force")
+    assert (only_run_folder(tmp_path / "o") / "run.json").read_bytes() == before
+    assert gpuoverhead(*args, "--force").returncode == 0
+
+
+#: Run options that cannot work: (arguments after `run`, expected line). None of them may
+#: create the output folder.
+BAD_RUNS = {
+    "unknown implementation": (["--implementation", "metal"],
+                               "unknown implementation 'metal'; choose one of"),
+    "zero processes": (["--processes", "0"], "--processes must be at least 1, not 0"),
+    "missing suite file": (["--suite", "nowhere.yaml"], "nowhere.yaml"),
+    "workgroup over the limit": (
+        ["--suite", "{suite:benchmarks:\n  - {name: a, kernel: add_one, workgroup_size: 4096}\n}"],
+        "workgroup_size 4096 is over the adapter's max-compute-invocations-per-workgroup"),
+    "elements over the limit": (
+        ["--suite", "{suite:benchmarks:\n  - {name: a, kernel: add_one, elements: 2000000000}\n}"],
+        "elements up to 2000000000 need 8000000000 bytes, over the adapter's"),
+}
+
+
+@pytest.mark.parametrize("name", BAD_RUNS)
+def test_hostile_run_option(tmp_path, name):
+    args, expected = BAD_RUNS[name]
+    args = [str(write_suite(tmp_path, a[len("{suite:"):-1])) if a.startswith("{suite:") else a
+            for a in args]
+    out = tmp_path / "out"
+    proc = gpuoverhead("run", "--backend", "vulkan", "--out", str(out), *args)
+    _assert_one_clear_line(proc, expected)
+    assert not out.exists()
+
+
+@pytest.fixture(scope="module")
+def good_run(tmp_path_factory) -> Path:
+    """One small finished run whose copies the result-set cases damage."""
+    out = tmp_path_factory.mktemp("good")
+    suite = write_suite(out, "defaults: {n_sweep: [1, 2], budget_s: 0.02, min_rounds: 3,"
+                             " warmup_max_rounds: 1, methodologies: [naive, sequential]}\n"
+                        + GOOD)
+    proc = gpuoverhead("run", "--suite", str(suite), "--backend", "vulkan", "--processes", "1",
+                       "--implementation", "wgpu-native", "--out", str(out / "o"))
+    assert proc.returncode == 0, proc.stderr
+    return only_run_folder(out / "o")
+
+
+def _truncate(folder: Path) -> None:
+    data = (folder / "summary.parquet").read_bytes()
+    (folder / "summary.parquet").write_bytes(data[: len(data) // 2])
+
+
+def _garbage(folder: Path) -> None:
+    (folder / "summary.parquet").write_bytes(b"PAR1 this is not parquet")
+
+
+def _bad_json(folder: Path) -> None:
+    (folder / "run.json").write_text("{\"schema_version\": ")
+
+
+def _other_schema(folder: Path) -> None:
+    info = json.loads((folder / "run.json").read_text())
+    info["schema_version"] = 99
+    (folder / "run.json").write_text(json.dumps(info))
+
+
+def _mixed_units(folder: Path) -> None:
+    summary = pd.read_parquet(folder / "summary.parquet")
+    summary.loc[summary.metric == "latency_ns", "unit"] = "us"
+    summary.to_parquet(folder / "summary.parquet")
+
+
+def _no_run_json(folder: Path) -> None:
+    (folder / "run.json").unlink()
+
+
+#: Damage done to a copy of a good result set, and what `report` and `compare` must say.
+BAD_RESULTS = {
+    "truncated parquet": (_truncate, "summary.parquet: not a readable Parquet file"),
+    "corrupt parquet": (_garbage, "summary.parquet: not a readable Parquet file"),
+    "run.json not json": (_bad_json, "run.json: cannot read"),
+    "other schema version": (_other_schema, "schema version 99, this gpuoverhead reads"),
+    "mixed units": (_mixed_units, "mixed units: metric 'latency_ns' comes in us"),
+    "no run.json": (_no_run_json, "no result sets (folders with run.json)"),
+}
+
+
+@pytest.mark.parametrize("command", ["report", "compare"])
+@pytest.mark.parametrize("name", BAD_RESULTS)
+def test_hostile_result_set(tmp_path, good_run, name, command):
+    damage, expected = BAD_RESULTS[name]
+    bad = tmp_path / "bad"
+    shutil.copytree(good_run, bad)
+    damage(bad)
+    written = tmp_path / "table.md"
+    args = ["report", str(bad), "-o", str(written)] if command == "report" else \
+        ["compare", str(good_run), str(bad)]
+    proc = gpuoverhead(*args)
+    if command == "compare" and name == "no run.json":
+        expected = "not a run folder (no run.json)"
+    _assert_one_clear_line(proc, expected)
+    assert not written.exists()
+
+
+def test_hostile_report_on_a_path_that_does_not_exist(tmp_path):
+    _assert_one_clear_line(gpuoverhead("report", str(tmp_path / "nothing")),
+                           "nothing: no such file or folder")

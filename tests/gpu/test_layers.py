@@ -1,0 +1,157 @@
+"""Cost layers on the real Vulkan adapter: wrapper, raw FFI, native C loop, breakdown, GPU time."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import CONFIGS, gpuoverhead, only_run_folder, read_run, write_suite
+
+from gpuoverhead.gpu.layers import native, raw, wrapper
+from gpuoverhead.gpu.methods.breakdown import CALLS
+
+
+def test_every_sequential_encoding_is_split_into_api_and_python(ci_run):
+    _, folder = ci_run
+    _, summary, info = read_run(folder)
+    summary = summary[summary.process.isna()]
+    for bench in ("empty", "add_one"):
+        rows = summary[(summary.benchmark == bench) & (summary.methodology == "sequential")]
+        for encoding in ("submit", "pass", "dispatch"):
+            enc = rows[rows.encoding == encoding]
+            layers = set(enc[enc.metric == "per_dispatch_ns"].layer)
+            assert layers == {"wrapper", "raw", "native"}
+            derived = enc[enc.layer == "wrapper"].set_index("metric")
+            assert {"api_ns", "python_ns", "closure_ns"} <= set(derived.index)
+            assert derived.loc["api_ns", "estimator"] == "native slope"
+            assert derived.loc["api_ns", "value"] > 0
+            assert np.isfinite(derived.loc["closure_ns", "value"])
+            check = enc[enc.metric == "ffi_check_ns"]
+            assert len(check) == 1 and check.layer.iat[0] == "raw"
+    floor = summary[summary.metric == "ffi_floor_ns"]
+    assert len(floor) == 2 and (floor.value > 0).all() and (floor.value < 10_000).all()
+    assert info["layers"]["native"]["compiler"]
+
+
+def test_gpu_time_comes_from_timestamp_queries(ci_run):
+    _, folder = ci_run
+    samples, summary, info = read_run(folder)
+    gpu = summary[(summary.metric == "gpu_ns") & summary.process.isna()
+                  & (summary.methodology == "sequential")]
+    assert set(gpu.benchmark) == {"empty", "add_one"}
+    assert (gpu.value > 0).all()
+    assert all(p["gpu_timer_resolution_ns"] > 0 and p["timestamp_period_ns"] > 0
+               for b in info["benchmarks"] for p in b["processes"])
+    stamped = samples[(samples.sync == "timestamps") & (samples.phase == "measure")
+                      & (samples.methodology == "sequential")]
+    by_n = stamped.groupby("n_dispatches")["gpu_ns"].median()
+    assert by_n.iloc[-1] > by_n.iloc[0]  # 32 dispatches take the GPU longer than one
+
+
+def test_breakdown_has_a_row_for_each_call_in_both_python_layers(ci_run):
+    _, folder = ci_run
+    samples, summary, info = read_run(folder)
+    calls = summary[(summary.metric == "call_ns") & summary.process.isna()]
+    for layer in ("wrapper", "raw"):
+        assert set(calls[calls.layer == layer].call) == set(CALLS)
+    assert all(p["clock_cost_ns"] > 0 for b in info["benchmarks"] for p in b["processes"])
+    # The wrapper builds descriptors and checks errors on top of the same native call.
+    enc = calls[calls.call == "create_encoder"].groupby("layer")["value"].median()
+    assert enc["wrapper"] > enc["raw"]
+    per_call = samples[(samples.methodology == "breakdown") & (samples.call != "")]
+    ops = samples[(samples.methodology == "breakdown") & (samples.call == "")]
+    assert len(per_call) == len(ops) * len(CALLS)
+
+
+def test_raw_and_native_layers_make_the_dispatches_they_claim():
+    """Each layer's dispatches are checked by reading the buffer back (see test_wait)."""
+    from test_wait import _target
+
+    target = _target("add_one", 4096)
+    raw_issue, _ = raw.build(target)
+    loop = native.load()
+    assert not isinstance(loop, str), loop
+    native_issue = native.issuers(loop, target)
+    total = 0
+    for encoding in ("submit", "pass", "dispatch"):
+        wrapper.ISSUERS[encoding](target, 2)
+        raw_issue[encoding](3)
+        native_issue[encoding](4)
+        total += 2 + 3 + 4
+    target.wait()
+    target.dispatched = total
+    target.verify("layers")
+
+
+def test_native_layer_is_skipped_with_a_note_without_a_compiler(tmp_path):
+    suite = write_suite(tmp_path, (
+        "defaults: {n_sweep: [1, 2], budget_s: 0.05, min_rounds: 3, warmup_max_rounds: 1,"
+        " layers: [wrapper, raw, native], gpu_timestamps: false}\n"
+        "benchmarks:\n  - {name: a, kernel: empty}\n"))
+    proc = gpuoverhead("run", "--suite", str(suite), "--backend", "vulkan", "--out",
+                       str(tmp_path / "o"), "--processes", "1",
+                       env={"CC": str(tmp_path / "no-such-cc")})
+    assert proc.returncode == 0, proc.stderr
+    assert "native layer skipped: no C compiler" in proc.stderr
+    _, summary, info = read_run(only_run_folder(tmp_path / "o"))
+    assert any("native layer skipped" in w for w in info["warnings"])
+    assert info["layers"]["native"] is None
+    assert "native" not in set(summary.layer)
+    api = summary[summary.metric == "api_ns"]
+    assert len(api) == 3
+    assert api.estimator.str.startswith("raw slope - ").all()
+    assert api.estimator.str.contains("native layer absent").all()
+
+
+def test_default_suite_asks_for_every_layer():
+    proc = gpuoverhead("validate", str(CONFIGS / "default.yaml"))
+    assert proc.returncode == 0, proc.stderr
+
+
+def _torch_missing() -> str | None:
+    from gpuoverhead.pytorch.baseline import available
+
+    return available()
+
+
+@pytest.mark.skipif(_torch_missing() is not None, reason="torch is not installed here (the "
+                    "PyTorch baselines need gpuoverhead[torch]); they run where torch exists")
+def test_torch_baselines_run_beside_webgpu_with_ratios_to_the_fastest(tmp_path):
+    suite = write_suite(tmp_path, (
+        "defaults: {n_sweep: [1, 2, 8], budget_s: 0.1, min_rounds: 3, warmup_max_rounds: 1,"
+        " torch_compile_max_n: 2, naive_sync: [wait], encodings: [submit, dispatch],"
+        " gpu_timestamps: false}\n"
+        "benchmarks:\n  - {name: a, kernel: add_one, elements: 256}\n"))
+    proc = gpuoverhead("run", "--suite", str(suite), "--backend", "vulkan", "--out",
+                       str(tmp_path / "o"), "--processes", "1", timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    _, summary, info = read_run(only_run_folder(tmp_path / "o"))
+    summary = summary[summary.process.isna()]
+    assert {"wgpu-native", "torch-eager", "torch-compile"} <= set(summary.implementation)
+    eager = summary[summary.implementation == "torch-eager"].set_index("metric")
+    assert eager.loc["latency_ns", "value"] > 0 and "per_dispatch_ns" in eager.index
+    per_dispatch = summary[summary.metric == "per_dispatch_ns"]
+    ratios = per_dispatch["ratio_to_fastest"].dropna()
+    assert ratios.min() == 1.0 and (ratios >= 1).all()
+    # A fused chain's slope below 100 ns has no ratio (it would be a meaningless denominator).
+    unrated = per_dispatch[per_dispatch["ratio_to_fastest"].isna()]
+    assert (unrated["value"] <= 100).all()
+    torch_entry = next(b for b in info["benchmarks"] if b["implementation"] == "torch-eager")
+    compiled = torch_entry["processes"][0]["torch_compile"]
+    assert set(compiled) == {"1", "2"} and all("compile_s" in v for v in compiled.values())
+
+
+def test_dawn_runs_or_says_why_not(tmp_path):
+    """Dawn rejects Mesa 22's lavapipe (and wgpudawn may not be installed): the run must say
+    so in one line. Where Dawn sees an adapter (a GPU machine), it must measure on it."""
+    from gpuoverhead.gpu import adapters
+
+    found, notes = adapters.discover(["dawn"])
+    proc = gpuoverhead("run", "--implementation", "dawn", "--quick", "--out", str(tmp_path))
+    if not found:
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        assert "dawn offers no adapter" in proc.stderr or "wgpudawn is not usable" in proc.stderr
+        assert notes
+        return
+    assert proc.returncode == 0, proc.stderr
+    _, summary, _ = read_run(only_run_folder(tmp_path))
+    assert set(summary.implementation) == {"dawn"}

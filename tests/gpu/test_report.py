@@ -1,0 +1,134 @@
+"""report and compare over real lavapipe runs, and copies of them made to look like others."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import CONFIGS, gpuoverhead, only_run_folder
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def second_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("second")
+    proc = gpuoverhead("run", "--suite", str(CONFIGS / "ci.yaml"), "--backend", "vulkan",
+                       "--out", str(out), "--processes", "1", "--implementation", "wgpu-native")
+    assert proc.returncode == 0, proc.stderr
+    return only_run_folder(out)
+
+
+def _copy(run: Path, to: Path, **rewrite: str) -> Path:
+    """A copy of a run folder with some case columns rewritten (a 'run on another machine')."""
+    shutil.copytree(run, to)
+    for name in ("samples", "summary"):
+        table = pd.read_parquet(to / f"{name}.parquet").assign(**rewrite)
+        table.to_parquet(to / f"{name}.parquet", index=False)
+        table.to_csv(to / f"{name}.csv", index=False)
+    return to
+
+
+def _slowed(run: Path, to: Path, factor: float) -> Path:
+    """A copy of a run in which every time is `factor` times longer."""
+    shutil.copytree(run, to)
+    samples = pd.read_parquet(to / "samples.parquet")
+    samples["wall_ns"] = (samples["wall_ns"] * factor).round().astype("int64")
+    samples["gpu_ns"] = (samples["gpu_ns"].astype("Float64") * factor).round().astype("Int64")
+    samples.to_parquet(to / "samples.parquet", index=False)
+    summary = pd.read_parquet(to / "summary.parquet")
+    times = summary["unit"] == "ns"
+    for column in ("value", "ci_low", "ci_high"):
+        summary.loc[times, column] *= factor
+    summary.to_parquet(to / "summary.parquet", index=False)
+    return to
+
+
+def test_report_merges_runs_and_vendors(ci_run, second_run, tmp_path):
+    _, first = ci_run
+    fake = _copy(first, tmp_path / "sets" / "nv", vendor="nvidia", adapter="Imaginary GPU",
+                 adapter_type="DiscreteGPU")
+    shutil.copytree(second_run, tmp_path / "sets" / "second")
+    shutil.copytree(first, tmp_path / "sets" / "first")
+    proc = gpuoverhead("report", str(tmp_path / "sets"), "-o", str(tmp_path / "r.md"),
+                       "-o", str(tmp_path / "r.csv"))
+    assert proc.returncode == 0, proc.stderr
+    table = pd.read_csv(tmp_path / "r.csv")
+    assert len(table) == 2  # lavapipe (two runs merged) and the rewritten copy
+    lava = table[table.vendor == "mesa"].iloc[0]
+    assert lava["runs"] == 2 and lava["backend"] == "vulkan"
+    assert table.loc[table.vendor == "nvidia", "adapter"].iat[0] == "Imaginary GPU"
+    for figure in ("naive", "submit", "pass", "dispatch", "api (submit)", "gpu", "inflation"):
+        assert (table[f"{figure} low"] <= table[figure]).all()
+        assert (table[figure] <= table[f"{figure} high"]).all()
+    markdown = (tmp_path / "r.md").read_text()
+    assert "| mesa" in markdown and "Imaginary GPU" in markdown
+    assert "CPU (software) adapter" in markdown  # the footnote of the lavapipe row
+    assert fake.exists()
+
+
+def test_compare_flags_an_injected_slowdown_and_not_identical_data(second_run, tmp_path):
+    """On the single-process run: two processes on lavapipe give CIs so wide (they include
+    the between-process spread) that a 20% change is rightly `unsure` for some estimates."""
+    base = second_run
+    slow = _slowed(base, tmp_path / "slow", 1.2)
+    same = gpuoverhead("compare", str(base), str(base), "--fail-above", "10", "--markdown")
+    assert same.returncode == 0, same.stderr
+    assert "slower" not in same.stdout and "faster" not in same.stdout
+    assert "same" in same.stdout
+    worse = gpuoverhead("compare", str(base), str(slow), "--fail-above", "10")
+    assert worse.returncode == 1, worse.stdout
+    assert "got slower by more than 10" in worse.stderr
+    from gpuoverhead.present.compare import compare
+    from gpuoverhead.results.read import load
+
+    table = compare(load(base), load(slow))
+    head = table[table.metric.isin(["latency_ns", "per_dispatch_ns"])]
+    assert (head.verdict == "slower").mean() >= 0.8, head[["case", "metric", "verdict"]]
+    assert not head.verdict.isin(["faster", "same"]).any()
+    assert (head.ratio.round(6) == 1.2).all()
+
+
+def test_report_and_compare_refuse_broken_inputs(ci_run, tmp_path):
+    _, run = ci_run
+    broken = shutil.copytree(run, tmp_path / "broken")
+    data = (broken / "summary.parquet").read_bytes()
+    (broken / "summary.parquet").write_bytes(data[: len(data) // 2])
+    proc = gpuoverhead("report", str(broken))
+    assert proc.returncode == 2 and "not a readable Parquet file" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    old = shutil.copytree(run, tmp_path / "old")
+    info = json.loads((old / "run.json").read_text())
+    info["schema_version"] = 0
+    (old / "run.json").write_text(json.dumps(info))
+    proc = gpuoverhead("compare", str(old), str(run))
+    assert proc.returncode == 2 and "schema version 0, this gpuoverhead reads version 1" in \
+        proc.stderr
+    proc = gpuoverhead("report", str(tmp_path / "nothing-*"))
+    assert proc.returncode == 2 and "no such file or folder" in proc.stderr
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt-get install "
+                                             "chromium); the HTML page is not rendered here")
+def test_html_report_renders_in_headless_chromium(ci_run, tmp_path):
+    _, run = ci_run
+    page = tmp_path / "report.html"
+    proc = gpuoverhead("report", str(run), "-o", str(page), "--plots", str(tmp_path / "plots"))
+    assert proc.returncode == 0, proc.stderr
+    assert {p.name for p in (tmp_path / "plots").iterdir()} == {
+        "cost_decomposition.png", "cost_decomposition.svg", "wall_vs_n.png", "wall_vs_n.svg"}
+    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+             "--no-first-run", "--disable-background-networking", "--disable-component-update",
+             "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run(flags + ["--dump-dom", page.as_uri()], capture_output=True, text=True,
+                         timeout=120).stdout
+    assert 'id="overhead"' in dom and "<table" in dom and "llvmpipe" in dom
+    assert dom.count('src="data:image/png;base64,') == 2
+    shot = tmp_path / "report.png"
+    subprocess.run(flags + [f"--screenshot={shot}", "--window-size=1400,1800", page.as_uri()],
+                   capture_output=True, timeout=120)
+    assert shot.stat().st_size > 20_000  # a page with a table and two plots, not a blank one

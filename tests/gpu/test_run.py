@@ -1,0 +1,178 @@
+"""A full run of the CI suite on the real Vulkan adapter, checked against the result schema."""
+
+from __future__ import annotations
+
+import pandas as pd
+from conftest import CONFIGS, gpuoverhead, only_run_folder, read_run, write_suite
+
+from gpuoverhead.suite.expand import load_suite
+
+SAMPLE_COLUMNS = {"run_id", "benchmark", "case", "methodology", "encoding", "layer", "call",
+                  "implementation", "backend", "adapter", "vendor", "adapter_type", "kernel",
+                  "elements", "n_dispatches", "repetition", "wall_ns", "gpu_ns"}
+SUMMARY_COLUMNS = {"metric", "estimator", "value", "ci_low", "ci_high", "n_samples", "rel_ci"}
+
+
+def test_run_writes_five_files_with_the_schema(ci_run):
+    _, folder = ci_run
+    names = {p.name for p in folder.iterdir()}
+    assert {"samples.parquet", "samples.csv", "summary.parquet", "summary.csv",
+            "run.json"} <= names
+    samples, summary, info = read_run(folder)
+    assert set(samples.columns) >= SAMPLE_COLUMNS
+    assert set(summary.columns) >= SUMMARY_COLUMNS
+    # CSV and Parquet hold the same rows.
+    assert len(pd.read_csv(folder / "samples.csv")) == len(samples)
+    assert len(pd.read_csv(folder / "summary.csv")) == len(summary)
+    assert set(samples["backend"]) == {"vulkan"}
+    assert set(samples["implementation"]) == {"wgpu-native"}
+    assert samples["wall_ns"].gt(0).all()
+    stamped = samples["sync"] == "timestamps"
+    assert samples.loc[stamped, "gpu_ns"].gt(0).all()
+    assert samples.loc[~stamped, "gpu_ns"].isna().all()
+    assert info["schema_version"] == 1 and info["status"] == "complete"
+    assert info["suite"]["name"] == "ci" and len(info["suite"]["sha256"]) == 64
+    assert info["adapters"][0]["backend"] == "vulkan"
+    assert info["adapters"][0]["limits"]["max-compute-workgroup-size-x"] > 0
+    assert info["native"]["wgpu-native"]["version"]
+    assert all(b["status"] == "ok" for b in info["benchmarks"])
+
+
+def test_summary_has_every_estimate_inside_its_ci(ci_run):
+    _, folder = ci_run
+    _, summary, _ = read_run(folder)
+    for bench in ("empty", "add_one"):
+        rows = summary[(summary.benchmark == bench) & summary.process.isna()]
+        naive = rows[(rows.metric == "latency_ns") & (rows.methodology == "naive")
+                     & (rows.sync == "wait")]
+        assert len(naive) == 1
+        per_dispatch = rows[(rows.metric == "per_dispatch_ns") & (rows.layer == "wrapper")]
+        assert set(per_dispatch.encoding) == {"submit", "pass", "dispatch"}
+    assert (summary.ci_low <= summary.value).all() and (summary.value <= summary.ci_high).all()
+    assert summary.stop.str.split(",").map(
+        lambda stops: set(stops) <= {"converged", "budget", "max_rounds"}).all()
+
+
+def test_sequential_slope_lies_below_naive_latency(ci_run):
+    _, folder = ci_run
+    _, summary, _ = read_run(folder)
+    summary = summary[summary.process.isna()]
+    inflation = summary[summary.metric == "inflation"].set_index(["benchmark", "encoding"])
+    assert set(summary[summary.metric == "inflation"].layer) == {"wrapper"}
+    assert len(inflation) == 2 * 3
+    assert (inflation.loc[(slice(None), "submit"), "value"] > 1).all(), inflation["value"]
+    # Recording all dispatches in one pass is the cheapest encoding, so it inflates most.
+    for bench in ("empty", "add_one"):
+        assert inflation.loc[(bench, "dispatch"), "value"] > inflation.loc[(bench, "submit"),
+                                                                             "value"]
+
+
+def test_samples_are_interleaved_and_warmup_is_kept_apart(ci_run):
+    _, folder = ci_run
+    samples, summary, _ = read_run(folder)
+    group = next(g for g in load_suite(CONFIGS / "ci.yaml").groups if g.benchmark == "add_one")
+    first = samples[(samples.benchmark == "add_one") & (samples.repetition == 3)
+                    & (samples.phase == "measure") & (samples.call == "")
+                    & (samples.process == 0)]
+    # One round holds every (case, N) once, and not in the order the suite lists them.
+    assert len(first) == sum(len(c.n_values) for c in group.cases)
+    assert first.duplicated(["case", "n_dispatches"]).sum() == 0
+    listed = [c.id for c in group.cases for _ in c.n_values]
+    assert first.sort_values("elapsed_ns")["case"].tolist() != listed
+    assert (samples.phase == "warmup").any()
+    rounds = summary[summary.process.isna()].groupby("benchmark")["rounds"].first()
+    measured = samples[samples.phase == "measure"].groupby(["benchmark", "process"])[
+        "repetition"].max().add(1).groupby("benchmark").sum()
+    assert (rounds == measured).all()
+
+
+def test_two_processes_give_process_ids_and_one_merged_summary(ci_run):
+    _, folder = ci_run
+    samples, summary, info = read_run(folder)
+    assert set(samples.process) == {0, 1} and info["processes"] == 2
+    combined = summary[summary.process.isna()]
+    per_process = summary[summary.process.notna()]
+    assert set(per_process.process) == {0, 1}
+    key = ["case", "metric", "call"]
+    assert not combined.duplicated(key).any()
+    # closures and matmul crossovers are derived from the combined estimates only
+    derived = combined.metric.isin(["closure_ns", "crossover_size", "crossover_size_synced"])
+    assert len(per_process) == 2 * len(combined[~derived])
+    spread = combined[combined.metric == "per_dispatch_ns"]["rel_spread_between"]
+    assert spread.notna().all() and (spread >= 0).all()
+    assert (combined.processes == 2).all()
+    assert all(len(b["processes"]) == 2 for b in info["benchmarks"])
+    first = combined[combined.metric == "first_round_ns"]
+    assert len(first) == 4 and (first.value > 0).all()  # naive wait + readback, 2 benchmarks
+
+
+def test_summary_table_is_printed(ci_run):
+    proc, _ = ci_run
+    assert "Dispatch overhead" in proc.stdout and "seq dispatch" in proc.stdout
+    assert "complete: results in" in proc.stderr
+    assert "CPU (software) adapter" in proc.stderr
+
+
+def test_a_kernel_that_does_not_write_fails_its_benchmark_loudly(tmp_path):
+    (tmp_path / "lazy.wgsl").write_text(
+        "override WG: u32 = 64;\n"
+        "@group(0) @binding(0) var<storage, read_write> data: array<u32>;\n"
+        "@compute @workgroup_size(WG)\n"
+        "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+        "    if (gid.x == 100000u) { data[0] = 0u; }\n"
+        "}\n")
+    suite = write_suite(tmp_path, (
+        "defaults: {n_sweep: [1, 2], budget_s: 0.05, min_rounds: 3, warmup_max_rounds: 1}\n"
+        "benchmarks:\n"
+        "  - {name: lazy, kernel: lazy.wgsl, elements: 64}\n"
+        "  - {name: honest, kernel: add_one, elements: 64}\n"))
+    out = tmp_path / "out"
+    proc = gpuoverhead("run", "--suite", str(suite), "--backend", "vulkan", "--out", str(out),
+                       "--processes", "1", "--implementation", "wgpu-native")
+    assert proc.returncode == 1, proc.stderr
+    assert "output check failed" in proc.stderr and "lazy/elements=64" in proc.stderr
+    _, summary, info = read_run(only_run_folder(out))
+    assert info["status"] == "failed"
+    assert [b["status"] for b in info["benchmarks"]] == ["failed", "ok"]
+    # nothing estimated from unverified samples: the lazy benchmark has only its error row
+    assert set(summary[summary.metric != "error"].benchmark) == {"honest"}
+    error = summary[summary.metric == "error"]
+    assert list(error.benchmark) == ["lazy"] and error.value.isna().all()
+    assert "output check failed" in error.estimator.iat[0]
+
+
+def test_quick_run_of_the_embedded_default_suite(tmp_path):
+    proc = gpuoverhead("run", "--quick", "--backend", "vulkan", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    _, summary, info = read_run(only_run_folder(tmp_path))
+    assert info["suite"]["name"] == "default"
+    assert {"empty", "add_one"} <= set(summary.benchmark)
+    assert (summary[summary.metric.isin(["latency_ns", "per_dispatch_ns"])].value > 0).all()
+
+
+def test_adapters_lists_the_vulkan_adapter_as_json():
+    import json
+
+    proc = gpuoverhead("adapters", "--json")
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)
+    vulkan = [a for a in found if a["backend"] == "vulkan"]
+    assert vulkan and {"device", "vendor", "adapter_type", "driver", "timestamps"} <= set(vulkan[0])
+
+
+def test_ci_suite_validates():
+    for name in ("ci.yaml", "default.yaml"):
+        proc = gpuoverhead("validate", str(CONFIGS / name))
+        assert proc.returncode == 0 and ": ok:" in proc.stdout, proc.stderr
+
+
+def test_show_prints_a_finished_run(ci_run):
+    _, folder = ci_run
+    proc = gpuoverhead("show", str(folder))
+    assert proc.returncode == 0, proc.stderr
+    assert "seq submit" in proc.stdout and "naive/dispatch" in proc.stdout
+
+
+def test_show_refuses_a_folder_without_results(tmp_path):
+    proc = gpuoverhead("show", str(tmp_path))
+    assert proc.returncode == 2 and "not a run folder (no run.json)" in proc.stderr

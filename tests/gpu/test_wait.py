@@ -1,0 +1,65 @@
+"""The completion wait really waits for the GPU, and the kernels really do their work."""
+
+from __future__ import annotations
+
+from time import perf_counter_ns
+
+import numpy as np
+
+from gpuoverhead.gpu import adapters
+from gpuoverhead.gpu.kernels import build_targets, compile_pipeline, grid_for
+from gpuoverhead.gpu.layers.wrapper import one_pass, submit_each
+from gpuoverhead.gpu.wait import waiter
+from gpuoverhead.resources import SHADERS_DIR
+from gpuoverhead.suite.model import Case, Group, Kernel, Sampling
+
+ELEMENTS = 1 << 22
+
+
+def _target(kernel_name: str, elements: int):
+    found = adapters.select(adapters.discover(["wgpu-native"])[0], "vulkan", None)[0]
+    device = found.adapter.request_device_sync()
+    path = SHADERS_DIR / f"{kernel_name}.wgsl"
+    writes = "first" if kernel_name == "empty" else "all"
+    kernel = Kernel(kernel_name, path, path.read_text(), writes)
+    case = Case("t", kernel_name, elements, 64, "sequential", "submit", "wait", (1,))
+    group = Group("t", kernel, elements, 64, Sampling(1, 0.1, 3, 3, 1), (case,))
+    pipeline = compile_pipeline(device, kernel, 64)
+    return build_targets(device, pipeline, group, np.random.default_rng(0), "wgpu-native",
+                         waiter(device))[case]
+
+
+def test_wait_blocks_until_the_dispatches_are_done():
+    target = _target("add_one", ELEMENTS)
+    submit_each(target, 1)  # first use: pipeline compilation stays out of the timing
+    target.wait()
+    t0 = perf_counter_ns()
+    one_pass(target, 8)  # one submit: lavapipe runs a submit while the next one waits
+    issued = perf_counter_ns() - t0
+    target.wait()
+    waited = perf_counter_ns() - t0
+    # 8 dispatches over 4M values take a while even on a fast GPU; issuing them takes µs.
+    assert waited > 5 * issued, (issued, waited)
+    target.dispatched = 9
+    target.verify("t")  # raises unless every element grew by exactly 9
+
+
+def test_empty_kernel_touches_only_its_counter():
+    target = _target("empty", 4096)
+    submit_each(target, 5)
+    target.wait()
+    target.dispatched = 5
+    target.verify("t")
+    got = np.frombuffer(target.queue.read_buffer(target.data), dtype=np.uint32)
+    assert got[0] == target.initial[0] + 5 and (got[1:] == target.initial[1:]).all()
+
+
+def test_grid_covers_more_than_one_dimension_of_workgroups():
+    assert grid_for(64, 64) == (1, 1)
+    x, y = grid_for(70_000 * 64, 64)
+    assert x == 65535 and x * y * 64 >= 70_000 * 64
+
+
+def test_the_wait_of_wgpu_native_is_its_blocking_device_poll():
+    target = _target("empty", 1)
+    assert target.wait.__name__ == "_poll_wait"
