@@ -17,6 +17,9 @@ const MAX_WG: u32 = 1024u;
 @group(0) @binding(4) var<storage, read_write> r: array<f32>;
 @group(0) @binding(5) var<storage, read_write> t: array<f32>;
 @group(0) @binding(6) var<storage, read_write> y: array<f32>;
+// Units of work done: the last dispatch of each unit adds 1, so the output check sees a
+// missing unit (the normalized rows are the same after one unit or many).
+@group(0) @binding(7) var<storage, read_write> units_done: atomic<u32>;
 
 var<workgroup> sums: array<f32, MAX_WG>;
 
@@ -82,6 +85,9 @@ fn weight(@builtin(global_invocation_id) gid: vec3<u32>,
     if (i < arrayLength(&y)) {
         y[i] = t[i] * w[i % H];
     }
+    if (i == 0u) {
+        atomicAdd(&units_done, 1u);
+    }
 }
 
 @compute @workgroup_size(WG)
@@ -97,5 +103,8 @@ fn fused(@builtin(workgroup_id) row: vec3<u32>, @builtin(local_invocation_index)
     for (var j = lid; j < H; j = j + WG) {
         let i = row.x * H + j;
         y[i] = (x[i] * scale) * w[j];
+    }
+    if (row.x == 0u && lid == 0u) {
+        atomicAdd(&units_done, 1u);
     }
 }

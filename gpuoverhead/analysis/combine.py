@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpuoverhead.analysis.series import Key, Series
-from gpuoverhead.analysis.stats import Estimate, hierarchical_median_ci, hierarchical_ratio_ci
+from gpuoverhead.analysis.stats import Estimate, process_median_ci, ratio_ci
 from gpuoverhead.suite.model import FUSION, Case
 
 
@@ -24,11 +24,14 @@ class Row:
     estimate: Estimate
     process: int | None = None
     rel_spread_between: float = float("nan")
+    #: What limits a sequential case's throughput: `gpu` where GPU time per dispatch is most
+    #: of its wall time per dispatch, `cpu` where issuing it is, else empty.
+    bound: str = ""
 
 
 def combine(per_process: list[dict[Key, Series]], rng: np.random.Generator) -> list[Row]:
-    """Estimates across processes (hierarchical CI, between-process spread), then, where
-    there are several processes, each process's own estimate (`process` set)."""
+    """Estimates across processes (an interval over processes, the spread between them),
+    then, where there are several processes, each process's own estimate (`process` set)."""
     keys = list(dict.fromkeys(k for p in per_process for k in p))
     rows = []
     for key in keys:
@@ -37,6 +40,7 @@ def combine(per_process: list[dict[Key, Series]], rng: np.random.Generator) -> l
         medians = [s.point() for s in present]
         spread = (max(medians) - min(medians)) / abs(est.value) if est.value else float("nan")
         rows.append(Row(key, est, None, spread if len(present) > 1 else float("nan")))
+    rows = _with_bounds(rows)
     rows += _closures(rows)
     rows += _crossovers(rows)
     if len(per_process) > 1:
@@ -46,24 +50,49 @@ def combine(per_process: list[dict[Key, Series]], rng: np.random.Generator) -> l
 
 
 def _estimate(present: list[Series], rng: np.random.Generator) -> Estimate:
-    """The median (or ratio of medians) over these processes' values, with its CI."""
+    """The median (or ratio of medians) over these processes' values, with its interval."""
     if present[0].denominator is not None:
-        est = hierarchical_ratio_ci([(s.values, s.denominator) for s in present], rng)
+        est = ratio_ci([(s.values, s.denominator) for s in present], rng)
     else:
-        est = hierarchical_median_ci([s.values for s in present], rng)
-    return Estimate(est.value, est.ci_low, est.ci_high, sum(s.count for s in present))
+        est = process_median_ci([s.values for s in present])
+    return replace(est, n_samples=sum(s.count for s in present))
+
+
+#: Share of the wall time per dispatch that GPU time (or issue time) must reach for a case
+#: to be called GPU-bound (CPU-bound).
+BOUND_SHARE = 0.85
+
+
+def _with_bounds(rows: list[Row]) -> list[Row]:
+    """Label each wall-time slope by what sets it: GPU time per dispatch (timestamps), or
+    the CPU's issue time, where either is most of it."""
+    by = {(r.key.case, r.key.metric): r.estimate for r in rows}
+    gpu = next((e for (c, m), e in by.items() if m == "gpu_ns" and c.methodology != FUSION),
+               None)
+    out = []
+    for r in rows:
+        cpu = by.get((r.key.case, "cpu_per_dispatch_ns"))
+        if r.key.metric == "per_dispatch_ns" and r.estimate.value > 0:
+            wall = r.estimate.value
+            label = ("gpu" if gpu is not None and gpu.value >= BOUND_SHARE * wall else
+                     "cpu" if cpu is not None and cpu.value >= BOUND_SHARE * wall else "")
+            r = replace(r, bound=label)
+        out.append(r)
+    return out
 
 
 def _closures(rows: list[Row]) -> list[Row]:
-    """wrapper - api - python from the combined medians: how far the split fails to add up."""
+    """wrapper - api - python (CPU per dispatch) from the combined estimates: how far the
+    split fails to add up."""
     by = {(r.key.case, r.key.metric): r.estimate for r in rows}
     out = []
     for (case, metric), wrapper in by.items():
-        if metric != "per_dispatch_ns" or (case, "api_ns") not in by:
+        if metric != "cpu_per_dispatch_ns" or (case, "api_ns") not in by:
             continue
         closure = wrapper.value - by[(case, "api_ns")].value - by[(case, "python_ns")].value
-        key = Key(case, "closure_ns", "ns", "median(wrapper) - median(api) - median(python)")
-        out.append(Row(key, Estimate(closure, closure, closure, wrapper.n_samples)))
+        key = Key(case, "closure_ns", "ns", "cpu(wrapper) - api - python")
+        out.append(Row(key, Estimate(closure, math.nan, math.nan, wrapper.n_samples, 0.0,
+                                     "derived from three estimates: no interval")))
     return out
 
 
@@ -99,7 +128,9 @@ def _crossovers(rows: list[Row]) -> list[Row]:
             how = f"at or below M={ms[0]}: gpu_ns already reaches {overhead_metric} there"
         key = Key(replace(case, variant="crossover", k=0, elements=0, sync="-"), metric,
                   "M", how)
-        out.append(Row(key, Estimate(value, low, high, overhead.n_samples)))
+        out.append(Row(key, Estimate(value, low, high, overhead.n_samples, math.nan,
+                                     "ends of the GPU-time and overhead intervals paired: "
+                                     "coverage unknown")))
     return out
 
 

@@ -12,7 +12,7 @@ from functools import reduce
 
 import numpy as np
 
-from gpuoverhead.suite.model import TIMESTAMPS, Case
+from gpuoverhead.suite.model import FUSION, TIMESTAMPS, Case
 
 #: GPU timers coarser than this are flagged as quantized.
 QUANTIZED_NS = 1000.0
@@ -25,7 +25,8 @@ class GroupSamples:
     cases: tuple[Case, ...]
     #: (case index, n, round, is_warmup, start_ns, wall_ns) per sample.
     records: list[tuple[int, int, int, bool, int, int]] = field(default_factory=list)
-    #: Parts of a sample that its operation returned (per-call times, GPU ticks), by record.
+    #: Parts of a sample that its operation returned (per-call times, GPU ticks, the clock
+    #: read after the last submit), by record.
     parts: dict[int, tuple[int, ...]] = field(default_factory=dict)
     warmup_rounds: int = 0
     warmup_settled: bool = False
@@ -69,9 +70,24 @@ def by_round(values: np.ndarray, case: Case) -> np.ndarray:
     return values[: len(values) // k * k].reshape(-1, k).astype(float)
 
 
+def issues(case: Case) -> bool:
+    """Whether a case's samples carry their issue time: the clock read after the last
+    submit (or launch), before the wait."""
+    return case.methodology in ("sequential", FUSION) and case.sync != TIMESTAMPS
+
+
+def issue_times(samples: GroupSamples, positions: np.ndarray) -> np.ndarray:
+    """Issue time of each sample (ns from its start to the clock read before its wait)."""
+    return np.array([samples.parts[p][0] - samples.records[p][4] for p in positions],
+                    dtype=float)
+
+
 def gpu_times(samples: GroupSamples, positions: np.ndarray, tick_ns: float) -> np.ndarray:
-    ticks = np.array([samples.parts[p] for p in positions], dtype=np.uint64).reshape(-1, 2)
-    return (ticks[:, 1] - ticks[:, 0]).astype(float) * tick_ns
+    """End - begin of each sample's timestamps in ns; NaN where the end comes before the
+    begin (a timer that wrapped or was reset: no duration to believe)."""
+    span = np.array([samples.parts[p][1] - samples.parts[p][0] for p in positions],
+                    dtype=float)  # Python ints: exact for any 64-bit tick
+    return np.where(span >= 0, span * tick_ns, np.nan)
 
 
 def gpu_timer(samples: GroupSamples, tick_ns: float) -> GpuTimer | None:
@@ -83,3 +99,9 @@ def gpu_timer(samples: GroupSamples, tick_ns: float) -> GpuTimer | None:
     step = reduce(math.gcd, (int(v) for v in stamps), 0) or 1
     return GpuTimer(resolution_ns=step * tick_ns)
 
+
+
+def backwards_stamps(samples: GroupSamples) -> int:
+    """Samples whose end timestamp comes before their begin (left out of GPU times)."""
+    return sum(1 for r, p in samples.parts.items()
+               if samples.cases[samples.records[r][0]].sync == TIMESTAMPS and p[1] < p[0])

@@ -19,6 +19,7 @@ from gpuoverhead.analysis.samples import (
     by_round,
     gpu_timer,
     gpu_times,
+    issue_times,
     measured,
     records,
 )
@@ -28,7 +29,7 @@ from gpuoverhead.gpu.methods.breakdown import CALLS
 from gpuoverhead.suite.model import FFI_FLOOR, FUSION, TIMESTAMPS, Case
 
 #: Metrics whose precision decides when sampling stops.
-STOP_METRICS = ("latency_ns", "per_dispatch_ns", "per_unit_ns")
+STOP_METRICS = ("latency_ns", "per_dispatch_ns", "cpu_per_dispatch_ns", "per_unit_ns")
 
 
 @dataclass(frozen=True)
@@ -71,9 +72,9 @@ class _View:
     rec: np.ndarray = field(init=False)
     timer: GpuTimer | None = field(init=False)
     naive: np.ndarray | None = None
-    #: Wall-time slopes per (encoding, layer, implementation): case, slopes, round times.
-    slopes: dict[tuple[str, str, str | None], tuple[Case, np.ndarray, np.ndarray]] = field(
-        default_factory=dict)
+    #: Per (encoding, layer, implementation): case, wall slopes, CPU (issue) slopes, times.
+    slopes: dict[tuple[str, str, str | None], tuple[Case, np.ndarray, np.ndarray, np.ndarray]] \
+        = field(default_factory=dict)
     floor: np.ndarray | None = None
     #: Fusion units per (k, variant, sync): case, slopes, N=1 values, round times.
     units: dict[tuple[int, str, str], tuple[Case, np.ndarray, np.ndarray | None, np.ndarray]] \
@@ -88,6 +89,10 @@ class _View:
         pos = measured(self.rec, index)
         return (pos, self.rec[pos, 5].astype(float),
                 (self.rec[pos, 4] + self.clock_offset_ns).astype(float))
+
+    def issue(self, pos: np.ndarray, case: Case) -> np.ndarray:
+        """Issue times (the clock read before the wait) as rounds x N."""
+        return by_round(issue_times(self.samples, pos), case)
 
     def gpu(self, pos: np.ndarray, case: Case) -> np.ndarray | None:
         """GPU times as rounds x N, or None where the group has no usable timer."""
@@ -147,12 +152,16 @@ def _breakdown(view: _View, index: int, case: Case, out: Out) -> None:
 
 
 def _sequential(view: _View, index: int, case: Case, out: Out) -> None:
-    """Slope (per dispatch) and intercept (fixed wait) of wall time against N, per round."""
-    _, walls, times = view.measured(index)
+    """Per round: the slope (throughput cost per dispatch) and intercept (fixed wait) of
+    wall time against N, and the slope of issue time, the CPU cost per dispatch."""
+    pos, walls, times = view.measured(index)
     matrix, round_times = by_round(walls, case), by_round(times, case)[:, 0]
     slope = _add_fits(out, case, matrix, round_times, ("per_dispatch_ns", "fixed_ns"),
-                      "round-median theil-sen")
-    view.slopes[(case.encoding, case.layer, case.implementation)] = (case, slope, round_times)
+                      "round-median theil-sen of wall time")
+    cpu = _add_fits(out, case, view.issue(pos, case), round_times, ("cpu_per_dispatch_ns",),
+                    "round-median theil-sen of issue time (clock read before the wait)")
+    view.slopes[(case.encoding, case.layer, case.implementation)] = (case, slope, cpu,
+                                                                     round_times)
 
 
 def _gpu_time(view: _View, index: int, case: Case, out: Out) -> None:
@@ -184,6 +193,8 @@ def _fusion(view: _View, index: int, case: Case, out: Out) -> None:
         metrics: tuple[str, ...] = ("gpu_ns", "gpu_fixed_ns")
     else:
         matrix, metrics = by_round(walls, case), ("per_unit_ns", "fixed_ns")
+        _add_fits(out, case, view.issue(pos, case), round_times, ("cpu_per_unit_ns",),
+                  "round-median theil-sen of issue time (clock read before the wait)")
     slope = _add_fits(out, case, matrix, round_times, metrics, "round-median theil-sen")
     single = matrix[:, 0] if case.n_values[0] == 1 else None
     if single is not None and case.sync != TIMESTAMPS:
@@ -196,9 +207,9 @@ def _add_inflation(out: Out, view: _View) -> None:
     """Naive latency over each wrapper-layer slope (rounds paired by index for the CI)."""
     if view.naive is None:
         return
-    for (_, layer, _), (case, s, t) in view.slopes.items():
+    for (_, layer, _), (case, s, _, t) in view.slopes.items():
         # A fused chain (torch-compile) has no per-dispatch cost to inflate.
-        if layer == "wrapper" and np.median(s) > PRECISE_NS:
+        if layer == "wrapper" and np.median(s) > FUSED_NS:
             r = min(len(view.naive), len(s))
             out[Key(case, "inflation", "ratio", "median naive / median slope")] = Series(
                 view.naive[:r], t[:r], r, denominator=s[:r])
@@ -232,53 +243,68 @@ def _add_fusion(out: dict[Key, Series],
 
 def _add_fits(out: dict[Key, Series], case: Case, matrix: np.ndarray, times: np.ndarray,
               metrics: tuple[str, ...], estimator: str) -> np.ndarray:
-    """Per-round Theil-Sen fits as series; returns the slopes."""
+    """Per-round Theil-Sen fits as series (rounds with a missing value left out); returns
+    the slopes of every round."""
     fits = round_fits(np.array(case.n_values), matrix)
+    whole = np.isfinite(matrix).all(axis=1)
     for metric, values in zip(metrics, fits[: len(metrics)], strict=True):
-        out[Key(case, metric, "ns", estimator)] = Series(values, times, matrix.size)
+        out[Key(case, metric, "ns", estimator)] = Series(values[whole], times[whole],
+                                                         int(np.isfinite(matrix).sum()))
     return fits[0]
 
 
-def _add_layers(out: dict[Key, Series],
-                slopes: dict[tuple[str, str, str | None], tuple[Case, np.ndarray, np.ndarray]],
+def _add_layers(out: Out, slopes: dict[tuple[str, str, str | None],
+                                       tuple[Case, np.ndarray, np.ndarray, np.ndarray]],
                 floor: np.ndarray | None) -> None:
-    """api, python and FFI-check series per encoding, paired round by round."""
-    for (encoding, layer, impl), (case, wrapper, times) in slopes.items():
+    """CPU cost per dispatch split into api (the native implementation) and python (the
+    binding), from issue-time slopes paired round by round, and the FFI check."""
+    for (encoding, layer, impl), (case, _, wrapper, times) in slopes.items():
         if layer != "wrapper" or impl is not None:
             continue
-        raw = slopes.get((encoding, "raw", None), (None, None, None))[1]
-        native = slopes.get((encoding, "native", None), (None, None, None))[1]
+        raw = slopes.get((encoding, "raw", None), (None, None, None, None))[2]
+        native = slopes.get((encoding, "native", None), (None, None, None, None))[2]
         calls = CALLS_PER_OP[encoding]
         corrected = raw - calls * floor[: len(raw)] if raw is not None and floor is not None \
             else None
         if native is not None:
-            api, how = native, "native slope"
+            api, how = native, "native issue slope"
         elif corrected is not None:
-            api, how = corrected, f"raw slope - {calls} x ffi floor (native layer absent)"
+            api, how = corrected, f"raw issue slope - {calls} x ffi floor (native layer absent)"
         else:
             continue
         n = len(wrapper)
         out[Key(case, "api_ns", "ns", how)] = Series(api, times, n)
-        out[Key(case, "python_ns", "ns", "wrapper slope - api")] = Series(wrapper - api, times, n)
+        out[Key(case, "python_ns", "ns", "wrapper issue slope - api")] = Series(
+            wrapper - api, times, n)
         if native is not None and corrected is not None:
             raw_case = slopes[(encoding, "raw", None)][0]
             out[Key(raw_case, "ffi_check_ns", "ns",
-                    f"(raw slope - {calls} x ffi floor) - native slope")] = Series(
+                    f"(raw issue slope - {calls} x ffi floor) - native issue slope")] = Series(
                 corrected - native, times, n)
 
 
-#: A CI half-width below this is precise enough whatever the estimate (a fused chain's
-#: per-dispatch slope is ~0, so its relative CI would never reach a target).
-PRECISE_NS = 100.0
+#: A per-op slope under this is no cost but a fused chain's ~0 (torch.compile): it gets no
+#: inflation and no ratio to the fastest.
+FUSED_NS = 100.0
+#: A CI half-width below this is precise enough however small the estimate (a fused
+#: chain's per-dispatch slope is ~0, so its relative CI would never reach a target); above
+#: it, the relative target applies (10 ns is under 1% of the cheapest dispatch measured).
+PRECISE_NS = 10.0
 
 
-def worst_rel_ci(samples: GroupSamples, cal: Calibration) -> float:
-    """Largest relative CI half-width among one process's headline estimates."""
+def precise_enough(half_width: float, value: float, target_rel: float) -> bool:
+    """Whether an interval's half-width meets the relative target, or the absolute floor."""
+    return half_width <= max(target_rel * abs(value), PRECISE_NS)
+
+
+def worst_rel_ci(samples: GroupSamples, cal: Calibration, target_rel: float) -> float:
+    """Largest relative CI half-width among one process's headline estimates, 0 for those
+    that are precise enough by the absolute floor."""
     rels = []
     for key, s in series(samples, cal).items():
         if key.metric in STOP_METRICS:
             est = median_ci(s.values)
-            precise = (est.ci_high - est.ci_low) / 2 <= PRECISE_NS
-            rels.append(0.0 if precise else est.rel_ci)
+            half = (est.ci_high - est.ci_low) / 2
+            rels.append(0.0 if precise_enough(half, est.value, target_rel) else est.rel_ci)
     return max(rels, default=float("inf"))
 

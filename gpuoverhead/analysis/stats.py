@@ -1,4 +1,4 @@
-"""Robust estimators with distribution-free 95% confidence intervals.
+"""Robust estimators and intervals that cover what they say they cover.
 
 Sequential cases are sampled in interleaved rounds, each round measuring every N of the
 sweep once. Each round therefore yields its own Theil-Sen fit (slope = per-dispatch cost,
@@ -10,7 +10,11 @@ assumption about the shape of the distribution.
 A ratio of two such estimates (a fusion speedup, the inflation) is the ratio of their
 medians, not the median of per-round ratios: one round's denominator slope can come out at
 or below zero when it is small against the noise, and a per-round ratio would then have to
-drop that round (biasing the ratio low) or divide by it. Its CI is a paired bootstrap.
+drop that round (biasing the ratio low) or divide by it.
+
+Processes differ more than rounds within a process do, so intervals over processes are t
+intervals on the process medians (or log ratios), which hold their coverage for two or three
+processes; every Estimate says its real coverage (`level`) and what its interval is (`kind`).
 """
 
 from __future__ import annotations
@@ -27,12 +31,23 @@ CONFIDENCE = 0.95
 OUTLIER_Z = 3.5
 
 
+#: What an interval is: within one process, or over processes (what a new process would see).
+WITHIN = "within one process"
+BETWEEN = "between processes"
+
+
 @dataclass(frozen=True)
 class Estimate:
+    """A value with an interval that covers the estimand with probability `level` (the
+    exact coverage where fewer values cannot give 95%; 0 where there is no interval), of
+    the `kind` said (how it was made)."""
+
     value: float
     ci_low: float
     ci_high: float
     n_samples: int
+    level: float = CONFIDENCE
+    kind: str = ""
 
     @property
     def rel_ci(self) -> float:
@@ -43,17 +58,44 @@ class Estimate:
 
 
 def median_ci(values: np.ndarray) -> Estimate:
-    """Median with the exact order-statistic 95% CI (scipy's quantile test)."""
+    """Median with the exact order-statistic 95% CI (scipy's quantile test). Under six
+    values no pair of order statistics reaches 95%: the interval is then the observed range
+    and `level` its real coverage, 1 - 2 * 0.5**n (n = 5: 93.75%, n = 3: 75%)."""
     values = np.asarray(values, dtype=float)
+    kind = f"{WITHIN}: order statistics"
     if values.size == 0:
-        return Estimate(float("nan"), float("nan"), float("nan"), 0)
-    ci = sps.quantile_test(values, q=float(np.median(values)), p=0.5).confidence_interval(
-        CONFIDENCE
-    )
-    # With very few values the exact interval is unbounded; report the observed range.
-    low = ci.low if np.isfinite(ci.low) else values.min()
-    high = ci.high if np.isfinite(ci.high) else values.max()
-    return Estimate(float(np.median(values)), float(low), float(high), int(values.size))
+        return Estimate(math.nan, math.nan, math.nan, 0, 0.0, kind)
+    med = float(np.median(values))
+    if values.size < 6:
+        level = 1.0 - 2.0 * 0.5 ** values.size if values.size > 1 else 0.0
+        return Estimate(med, float(values.min()), float(values.max()), int(values.size),
+                        level, f"{kind} (observed range)")
+    ci = sps.quantile_test(values, q=med, p=0.5).confidence_interval(CONFIDENCE)
+    return Estimate(med, float(ci.low), float(ci.high), int(values.size), CONFIDENCE, kind)
+
+
+def t_interval(values: np.ndarray) -> tuple[float, float, float]:
+    """Mean of a few values with its Student t 95% interval (len - 1 degrees of freedom)."""
+    values = np.asarray(values, dtype=float)
+    mean = float(values.mean())
+    half = float(sps.t.ppf(0.5 + CONFIDENCE / 2, values.size - 1)
+                 * values.std(ddof=1) / math.sqrt(values.size))
+    return mean, mean - half, mean + half
+
+
+def process_median_ci(groups: list[np.ndarray]) -> Estimate:
+    """The median a process sees, over processes. Values of one process vary less than
+    processes do (driver state, memory placement, clocks), so with several processes the
+    estimate is the mean of their medians with a t interval over processes (P - 1 degrees
+    of freedom), which covers at 95% even for P = 2 or 3 where resampling processes does
+    not. One process: its median with the within-process interval, said so in `kind`."""
+    groups = [np.asarray(g, dtype=float) for g in groups if len(g)]
+    if len(groups) <= 1:
+        return median_ci(groups[0] if groups else np.array([]))
+    medians = np.array([np.median(g) for g in groups])
+    mean, low, high = t_interval(medians)
+    return Estimate(mean, low, high, int(sum(g.size for g in groups)), CONFIDENCE,
+                    f"{BETWEEN}: mean of {len(groups)} process medians, t interval")
 
 
 def round_fits(n_values: np.ndarray, walls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -83,34 +125,12 @@ def outlier_flags(values: np.ndarray) -> np.ndarray:
     return np.abs(0.6745 * (values - med) / mad) > OUTLIER_Z
 
 
-#: Bootstrap resamples for CIs that combine processes.
+#: Bootstrap resamples for a ratio's within-process CI.
 BOOTSTRAP_RESAMPLES = 2000
 #: Drift is reported when a rank correlation with time is at least this strong ...
 DRIFT_MIN_RHO = 0.3
 #: ... and this unlikely under no trend (strict, since many cases are tested at once).
 DRIFT_MAX_P = 0.001
-
-
-def hierarchical_median_ci(groups: list[np.ndarray], rng: np.random.Generator) -> Estimate:
-    """Median of all values with a CI that includes between-process variation.
-
-    Two-level bootstrap: resample processes with replacement, then values within each chosen
-    process, and take the pooled median; the CI is the 2.5-97.5 percentile of those medians.
-    With one process this is the order-statistic CI of `median_ci`.
-    """
-    groups = [np.asarray(g, dtype=float) for g in groups if len(g)]
-    if len(groups) <= 1:
-        return median_ci(groups[0] if groups else np.array([]))
-    pooled = np.concatenate(groups)
-    medians = np.empty(BOOTSTRAP_RESAMPLES)
-    sizes = np.array([len(g) for g in groups])
-    for b in range(BOOTSTRAP_RESAMPLES):
-        picks = rng.integers(0, len(groups), len(groups))
-        medians[b] = np.median(np.concatenate(
-            [groups[p][rng.integers(0, sizes[p], sizes[p])] for p in picks]))
-    low, high = np.percentile(medians, [2.5, 97.5])
-    value = float(np.median(pooled))
-    return Estimate(value, float(min(low, value)), float(max(high, value)), int(pooled.size))
 
 
 def median_ratio(top: np.ndarray, bottom: np.ndarray) -> float:
@@ -122,38 +142,45 @@ def median_ratio(top: np.ndarray, bottom: np.ndarray) -> float:
     return math.inf if t > 0 else math.nan
 
 
-def hierarchical_ratio_ci(groups: list[tuple[np.ndarray, np.ndarray]],
-                          rng: np.random.Generator) -> Estimate:
-    """Ratio of the pooled medians of paired values (numerator, denominator per round), with
-    a bootstrap CI that resamples processes (when there are several), then rounds within
-    each, keeping a round's numerator and denominator together. The upper bound is +inf when
-    resampled denominators reach zero."""
+def ratio_ci(groups: list[tuple[np.ndarray, np.ndarray]], rng: np.random.Generator
+             ) -> Estimate:
+    """Ratio of medians of paired values (numerator, denominator per round).
+
+    One process: median(top) / median(bottom) with a paired bootstrap over rounds (a
+    within-process interval). Several: each process's ratio, and their geometric mean with
+    a t interval on the logs over processes. A ratio whose denominator's median is not
+    positive has no upper bound: the interval then reaches +inf."""
     groups = [(np.asarray(t, dtype=float), np.asarray(b, dtype=float)) for t, b in groups
               if len(t)]
     if not groups:
-        return Estimate(math.nan, math.nan, math.nan, 0)
-    top = np.concatenate([t for t, _ in groups])
-    bottom = np.concatenate([b for _, b in groups])
+        return Estimate(math.nan, math.nan, math.nan, 0, 0.0, "no values")
+    count = int(sum(t.size for t, _ in groups))
+    if len(groups) > 1:
+        ratios = np.array([median_ratio(t, b) for t, b in groups])
+        kind = f"{BETWEEN}: geometric mean of {len(groups)} process ratios, t interval on logs"
+        if np.all(np.isfinite(ratios) & (ratios > 0)):
+            mean, low, high = t_interval(np.log(ratios))
+            return Estimate(math.exp(mean), math.exp(low), math.exp(high), count,
+                            CONFIDENCE, kind)
+        top = np.concatenate([t for t, _ in groups])
+        bottom = np.concatenate([b for _, b in groups])
+        return Estimate(median_ratio(top, bottom), math.nan, math.inf, count, 0.0,
+                        f"{BETWEEN}: unbounded (a process's denominator median is not "
+                        "positive)")
+    top, bottom = groups[0]
     value = median_ratio(top, bottom)
-    if len(groups) == 1:
-        picks = rng.integers(0, top.size, (BOOTSTRAP_RESAMPLES, top.size))
-        tops, bottoms = np.median(top[picks], axis=1), np.median(bottom[picks], axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratios = np.where(bottoms > 0, tops / np.where(bottoms > 0, bottoms, 1.0),
-                              np.where(tops > 0, math.inf, math.nan))
-    else:
-        ratios = np.empty(BOOTSTRAP_RESAMPLES)
-        for i in range(BOOTSTRAP_RESAMPLES):
-            chosen = [groups[p] for p in rng.integers(0, len(groups), len(groups))]
-            rows = [(t[r], b[r]) for t, b in chosen for r in [rng.integers(0, t.size, t.size)]]
-            ratios[i] = median_ratio(np.concatenate([t for t, _ in rows]),
-                                     np.concatenate([b for _, b in rows]))
+    picks = rng.integers(0, top.size, (BOOTSTRAP_RESAMPLES, top.size))
+    tops, bottoms = np.median(top[picks], axis=1), np.median(bottom[picks], axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.where(bottoms > 0, tops / np.where(bottoms > 0, bottoms, 1.0),
+                          np.where(tops > 0, math.inf, math.nan))
     ratios = ratios[~np.isnan(ratios)]
+    kind = f"{WITHIN}: paired bootstrap over rounds"
     if not ratios.size or math.isnan(value):
-        return Estimate(value, math.nan, math.nan, int(top.size))
+        return Estimate(value, math.nan, math.nan, count, 0.0, kind)
     # No interpolation: a quantile next to an infinite ratio stays a ratio that was seen.
     low, high = np.quantile(ratios, [0.025, 0.975], method="inverted_cdf")
-    return Estimate(value, float(min(low, value)), float(max(high, value)), int(top.size))
+    return Estimate(value, float(low), float(high), count, CONFIDENCE, kind)
 
 
 @dataclass(frozen=True)

@@ -114,14 +114,12 @@ def discover(names: list[str] | None = None) -> tuple[list[FoundAdapter], list[s
     notes on the implementations that offered none."""
     from gpuoverhead.gpu import implementations
 
-    usable, missing = implementations.installed()
-    notes = [reason for name, reason in missing.items() if names and name in names]
     if names == [implementations.TORCH]:
-        return [], notes
+        return [], []
+    usable, missing = implementations.installed(names)
+    notes = [reason for name, reason in missing.items() if names and name in names]
     found: list[FoundAdapter] = []
     for impl in usable:
-        if names and impl.name not in names:
-            continue
         try:
             offered = impl.module().gpu.enumerate_adapters_sync()
         except Exception as exc:  # a native library that cannot start an instance here

@@ -77,10 +77,14 @@ def get(name: str) -> Implementation:
     return IMPLEMENTATIONS[name]
 
 
-def installed() -> tuple[list[Implementation], dict[str, str]]:
-    """The implementations that import here, and why each other one does not."""
+def installed(names: list[str] | None = None) -> tuple[list[Implementation], dict[str, str]]:
+    """The implementations (of those named, or all) that import here, and why each other
+    one does not. Only those named are imported: a worker process loads no native library
+    but the one it measures."""
     found, missing = [], {}
     for impl in IMPLEMENTATIONS.values():
+        if names is not None and impl.name not in names:
+            continue
         try:
             impl.backend()
             found.append(impl)

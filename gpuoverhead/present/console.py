@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import pandas as pd
@@ -13,54 +14,61 @@ from gpuoverhead.gpu.adapters import FoundAdapter
 from gpuoverhead.present import format as fmt
 from gpuoverhead.results.schema import ERROR
 
-out = Console()
-err = Console(stderr=True)
+# Piped output keeps whole lines: rich would cut tables to 80 columns.
+out = Console(width=None if sys.stdout.isatty() else 200)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
-#: Rows of the summary per group: (label, methodology, encoding, sync, layer, metric).
-_ROWS = [
-    ("naive", "naive", "submit", "wait", "wrapper", "latency_ns"),
-    ("naive readback", "naive", "submit", "readback", "wrapper", "latency_ns"),
-    ("seq submit", "sequential", "submit", "wait", "wrapper", "per_dispatch_ns"),
-    ("  api", "sequential", "submit", "wait", "wrapper", "api_ns"),
-    ("  python", "sequential", "submit", "wait", "wrapper", "python_ns"),
-    ("seq pass", "sequential", "pass", "wait", "wrapper", "per_dispatch_ns"),
-    ("  api", "sequential", "pass", "wait", "wrapper", "api_ns"),
-    ("  python", "sequential", "pass", "wait", "wrapper", "python_ns"),
-    ("seq dispatch", "sequential", "dispatch", "wait", "wrapper", "per_dispatch_ns"),
-    ("  api", "sequential", "dispatch", "wait", "wrapper", "api_ns"),
-    ("  python", "sequential", "dispatch", "wait", "wrapper", "python_ns"),
-    ("gpu per dispatch", "sequential", "dispatch", "timestamps", "wrapper", "gpu_ns"),
-    ("fixed wait", "sequential", "submit", "wait", "wrapper", "fixed_ns"),
-    ("naive/submit", "sequential", "submit", "wait", "wrapper", "inflation"),
-    ("naive/dispatch", "sequential", "dispatch", "wait", "wrapper", "inflation"),
-]
+#: Rows of the summary per group: (label, methodology, encoding, sync, layer, metric, call).
+_ROWS = [("naive", "naive", "submit", "wait", "wrapper", "latency_ns", ""),
+         ("naive readback", "naive", "submit", "readback", "wrapper", "latency_ns", "")]
+for _encoding in ("submit", "pass", "dispatch"):
+    _ROWS += [(f"{_encoding} wall", "sequential", _encoding, "wait", "wrapper",
+               "per_dispatch_ns", ""),
+              ("  cpu", "sequential", _encoding, "wait", "wrapper", "cpu_per_dispatch_ns", ""),
+              ("    api", "sequential", _encoding, "wait", "wrapper", "api_ns", ""),
+              ("    python", "sequential", _encoding, "wait", "wrapper", "python_ns", ""),
+              ("    api/ref.", "sequential", _encoding, "wait", "native", "reference_ratio",
+               "cpu_per_dispatch_ns")]
+_ROWS += [("gpu", "sequential", "dispatch", "timestamps", "wrapper", "gpu_ns", ""),
+          ("fixed wait", "sequential", "submit", "wait", "wrapper", "fixed_ns", ""),
+          ("naive/submit", "sequential", "submit", "wait", "wrapper", "inflation", ""),
+          ("naive/dispatch", "sequential", "dispatch", "wait", "wrapper", "inflation", "")]
 
 
 def summary_grid(summary: pd.DataFrame) -> Table:
-    """Per group the headline figures: median, 95% CI and its half-width relative to it.
+    """Per group and implementation the headline figures: estimate, interval (its coverage
+    where under 95%) and half-width relative to it.
 
-    `seq *` rows are per-dispatch slopes of the wrapper layer, split into `api` (native
-    implementation) and `python` where the layers ran; `fixed wait` is the submit fit's
-    intercept; `naive/*` rows are inflation ratios.
+    Per encoding: wall time per op (the throughput cost; `gpu-bound` where GPU time is most
+    of it), CPU time per op (issue time, read before the wait), split into `api` (the
+    native implementation) and `python` where the layers ran, and the native layer against
+    the reference loop. `fixed wait` is the submit fit's intercept; `naive/*` are inflation
+    ratios.
     """
-    table = Table(title="Dispatch overhead (µs; ratios marked x)")
-    for name, justify in (("benchmark", "left"), ("measure", "left"), ("median", "right"),
-                          ("95% CI", "right"), ("±", "right"), ("rounds", "right")):
+    table = Table(title="Dispatch overhead per op (µs; ratios marked x): wall time, CPU "
+                        "(issue) time, GPU time")
+    for name, justify in (("benchmark", "left"), ("measure", "left"), ("estimate", "right"),
+                          ("interval", "right"), ("±", "right"), ("bound", "left"),
+                          ("rounds", "right")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     combined = summary[summary["process"].isna()] if "process" in summary else summary
-    for (bench, elements), rows in combined.groupby(["benchmark", "elements"], sort=False):
-        processes = int(rows["processes"].iat[0]) if "processes" in rows else 1
-        labels = [str(bench), f"{elements:,} el.", str(rows["stop"].iat[0]),
+    combined = combined[combined["variant"].fillna("") == ""] if "variant" in combined \
+        else combined
+    for (bench, elements, impl), rows in combined.groupby(
+            ["benchmark", "elements", "implementation"], sort=False):
+        processes = int(rows["processes"].max()) if "processes" in rows else 1
+        labels = [str(bench), f"{elements:,} el.", str(impl),
                   f"{processes} process{'es' if processes > 1 else ''}"]
-        for name, method, encoding, sync, layer, metric in _ROWS:
+        for name, method, encoding, sync, layer, metric, call in _ROWS:
             hit = rows[(rows.methodology == method) & (rows.encoding == encoding)
-                       & (rows.sync == sync) & (rows.layer == layer) & (rows.metric == metric)]
+                       & (rows.sync == sync) & (rows.layer == layer) & (rows.metric == metric)
+                       & (rows.call == call)]
             if hit.empty:
                 continue
             r = hit.iloc[0]
             table.add_row(labels.pop(0) if labels else "", name, fmt.value(r.value, r.unit),
-                          f"{fmt.value(r.ci_low, r.unit)}–{fmt.value(r.ci_high, r.unit)}",
-                          f"{r.rel_ci:.1%}", str(r.rounds))
+                          fmt.interval(r), fmt.relative(r), getattr(r, "bound", "") or "",
+                          str(r.rounds))
         table.add_section()
     return table
 

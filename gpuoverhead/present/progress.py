@@ -12,12 +12,10 @@ import pandas as pd
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from gpuoverhead.present.console import err
-from gpuoverhead.run.budget import Budget
-from gpuoverhead.suite.model import Group
 
 
 class RichReporter:
-    """Shows one progress bar per group: time spent against its budget, and the worst CI."""
+    """One progress bar per benchmark: time spent against its budget, then the worst CI."""
 
     def __init__(self) -> None:
         self._progress = Progress(
@@ -32,25 +30,23 @@ class RichReporter:
     def __exit__(self, *exc: object) -> None:
         self._progress.stop()
 
-    def group_started(self, group: Group, index: int, total: int, budget: Budget,
-                      implementation: str) -> None:
-        self._progress.start()  # only now: errors before the first group print cleanly
-        self._processes = budget.processes
-        self._task = self._progress.add_task(
-            f"[{index + 1}/{total}] {group.id} {implementation}", total=budget.group_s,
-            info="warming up")
+    def benchmark_started(self, label: str, index: int, total: int, seconds: float) -> None:
+        self._progress.start()  # only now: errors before the first benchmark print cleanly
+        self._task = self._progress.add_task(f"[{index + 1}/{total}] {label}", total=seconds,
+                                             info="warming up")
 
-    def round_done(self, process: int, rounds: int, elapsed_s: float, budget_s: float) -> None:
-        done = process * budget_s + min(elapsed_s, budget_s)
-        self._progress.update(self._task, completed=done,
-                              info=f"process {process + 1}/{self._processes}, {rounds} rounds")
+    def progress(self, done_s: float, info: str) -> None:
+        self._progress.update(self._task, completed=done_s, info=info)
 
-    def group_done(self, group: Group, summary: pd.DataFrame | None, error: str | None) -> None:
+    def benchmark_done(self, label: str, summary: pd.DataFrame | None, errors: list[str]
+                       ) -> None:
         task = self._progress.tasks[-1]
-        if error:
-            self._progress.update(self._task, info="[red]output check failed")
-        else:
-            head = summary[summary["metric"].isin(("latency_ns", "per_dispatch_ns"))
-                           & summary["process"].isna()]
-            info = f"{head['rel_ci'].max():.1%} worst CI, {head['stop'].iat[0]}"
-            self._progress.update(self._task, completed=task.total, info=info)
+        if errors:
+            first = errors[0].splitlines()[0]
+            self._progress.update(self._task, info=f"[red]{len(errors)} failed: {first[:60]}")
+            return
+        head = summary[summary["metric"].isin(("latency_ns", "per_dispatch_ns"))
+                       & summary["process"].isna()] if summary is not None else None
+        info = "done" if head is None or head.empty else \
+            f"{head['rel_ci'].max():.1%} worst CI, {','.join(sorted(set(head['stop'])))}"
+        self._progress.update(self._task, completed=task.total, info=info)

@@ -22,19 +22,21 @@ def display_frame(report: Report) -> pd.DataFrame:
     for f in report.figures:
         kind = "ratio" if f.metric in ("inflation", "fusion_speedup") else \
             "size" if f.metric.startswith("crossover") else "ns"
-        out[f.label] = [fmt.with_ci(v, lo, hi, kind) for v, lo, hi in
-                        zip(t[f.label], t[f"{f.label} low"], t[f"{f.label} high"], strict=True)]
+        out[f.label] = [fmt.with_ci(v, lo, hi, kind, level) for v, lo, hi, level in
+                        zip(t[f.label], t[f"{f.label} low"], t[f"{f.label} high"],
+                            t[f"{f.label} level"], strict=True)]
     out["notes"] = t["notes"]
     return out
 
 
 def title(report: Report) -> str:
     return (f"Dispatch overhead per vendor: benchmark `{report.benchmark}` at "
-            f"{report.elements:,} elements (µs per dispatch unless marked x; median [95% CI])"
+            f"{report.elements:,} elements (µs per op unless marked x; estimate [95% interval])"
             if report.figures and report.figures[0].methodology != "fusion" else
             f"Fusion per vendor: benchmark `{report.benchmark}`"
             + (f" at {report.elements:,} elements" if report.elements else "")
-            + " (unfused / fused, one unit of work with the wait amortized; median [95% CI])")
+            + " (unfused / fused, one unit of work with the wait amortized; "
+              "estimate [95% interval])")
 
 
 def terminal(report: Report) -> Table:

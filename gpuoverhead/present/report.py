@@ -2,8 +2,9 @@
 
 One row per vendor / device / backend / implementation, for one benchmark (by default the
 empty kernel, which is all overhead). Where several runs measured the same adapter and
-implementation, the row shows the median of their estimates and the widest CI bounds
-among them (so the spread between runs is never hidden), and says how many runs it merged.
+implementation, the row shows the median of their estimates and the span of their
+intervals, from the lowest bound to the highest (so the spread between runs is never
+hidden; it is no 95% interval of that median), and says how many runs it merged.
 Warnings of the runs (software adapter, quantized timer, ...) become footnotes of the row.
 """
 
@@ -18,6 +19,9 @@ from gpuoverhead.errors import UserError
 from gpuoverhead.results.read import ResultSet
 
 ROW_KEYS = ["vendor", "adapter", "backend", "implementation"]
+#: The footnote of a row that merges several runs.
+MERGED = ("runs > 1: the median of the runs' estimates, and the span of their intervals from "
+          "the lowest bound to the highest (not a 95% interval of that median)")
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,8 @@ FIGURES = (
     Figure("submit", "per_dispatch_ns"),
     Figure("pass", "per_dispatch_ns", encoding="pass"),
     Figure("dispatch", "per_dispatch_ns", encoding="dispatch"),
+    Figure("cpu (submit)", "cpu_per_dispatch_ns"),
+    Figure("cpu (dispatch)", "cpu_per_dispatch_ns", encoding="dispatch"),
     Figure("api (submit)", "api_ns"),
     Figure("python (submit)", "python_ns"),
     Figure("sequential (torch)", "per_dispatch_ns", encoding="-"),
@@ -108,11 +114,17 @@ def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | N
             record[figure.label] = float(np.median(hit["value"])) if len(hit) else np.nan
             record[f"{figure.label} low"] = float(hit["ci_low"].min()) if len(hit) else np.nan
             record[f"{figure.label} high"] = float(hit["ci_high"].max()) if len(hit) else np.nan
+            record[f"{figure.label} level"] = float(hit["ci_level"].min()) if len(hit) \
+                else np.nan
         marks = []
         for warning in dict.fromkeys(w for i in set_ids for w in _row_warnings(sets[i])):
             if warning not in notes:
                 notes.append(warning)
             marks.append(str(notes.index(warning) + 1))
+        if record["runs"] > 1:
+            if MERGED not in notes:
+                notes.append(MERGED)
+            marks.append(str(notes.index(MERGED) + 1))
         record["notes"] = ",".join(marks)
         out.append(record)
     table = pd.DataFrame(out)
@@ -122,7 +134,7 @@ def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | N
 
 
 def _pick(rows: pd.DataFrame, f: Figure) -> pd.DataFrame:
-    mask = rows["metric"] == f.metric
+    mask = (rows["metric"] == f.metric) & (rows["variant"].fillna("") != "reference")
     for column in ("methodology", "encoding", "sync", "layer"):
         if column in rows and getattr(f, column) is not None:
             mask &= rows[column] == getattr(f, column)

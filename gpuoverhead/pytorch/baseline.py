@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from time import perf_counter_ns
 from typing import Any
 
 import numpy as np
@@ -127,11 +128,13 @@ def operations(group: Group, rng: np.random.Generator, notes: dict[str, Any]
     return replace(group, cases=tuple(kept)), ops, verify
 
 
-def _eager_op(x: Any, sync: Callable[[], None]) -> Callable[[int], None]:
-    def op(n: int) -> None:
+def _eager_op(x: Any, sync: Callable[[], None]) -> Callable[[int], tuple[int]]:
+    def op(n: int) -> tuple[int]:
         for _ in range(n):
             x.add_(1)
+        launched = perf_counter_ns()
         sync()
+        return (launched,)
 
     return op
 
@@ -148,9 +151,11 @@ def _graph_op(x: Any, n_values: tuple[int, ...], sync: Callable[[], None]
                 x.add_(1)
         graphs[n] = graph
 
-    def op(n: int) -> None:
+    def op(n: int) -> tuple[int]:
         graphs[n].replay()
+        launched = perf_counter_ns()
         sync()
+        return (launched,)
 
     return op
 
@@ -183,8 +188,10 @@ def _compiled_op(x: Any, case: Case, sync: Callable[[], None], notes: dict[str, 
         return case, None
     case = replace(case, n_values=tuple(compiled))
 
-    def op(n: int) -> None:
+    def op(n: int) -> tuple[int]:
         x.copy_(compiled[n](x))
+        launched = perf_counter_ns()
         sync()
+        return (launched,)
 
     return case, op

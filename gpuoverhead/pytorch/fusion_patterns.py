@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from time import perf_counter_ns
 from typing import Any
 
 import numpy as np
@@ -78,18 +79,20 @@ def operations(group: Group, rng: np.random.Generator, notes: dict[str, Any]
     for case in kept:
         outputs[case].reset()
 
-    def verify(counts: dict[Case, int]) -> None:
+    def verify(counts: dict[Case, int]) -> list[str]:
         works = {case: outputs[case] for case in kept}
-        fusion.verify(works, counts)
+        return fusion.verify(works, counts)
 
     return replace(group, cases=tuple(kept)), ops, verify, kind == "cuda"
 
 
-def _op(unit: Callable[[], None], sync: Callable[[], None]) -> Callable[[int], None]:
-    def op(n: int) -> None:
+def _op(unit: Callable[[], None], sync: Callable[[], None]) -> Callable[[int], tuple[int]]:
+    def op(n: int) -> tuple[int]:
         for _ in range(n):
             unit()
+        launched = perf_counter_ns()
         sync()
+        return (launched,)
 
     return op
 

@@ -63,14 +63,28 @@ def load(folder: Path) -> ResultSet:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UserError(f"{path}: cannot read: {exc}") from None
     version = info.get("schema_version") if isinstance(info, dict) else None
-    if version != SCHEMA_VERSION:
-        raise UserError(f"{path}: schema version {version!r}, this gpuoverhead reads version "
-                        f"{SCHEMA_VERSION}")
+    if version not in READABLE:
+        raise UserError(f"{path}: schema version {version!r}, this gpuoverhead reads versions "
+                        f"{', '.join(map(str, READABLE))}")
     summary = _read_parquet(folder / f"{SUMMARY}.parquet")
     check_units(summary, folder / f"{SUMMARY}.parquet")
+    summary = migrate(summary)
     if "process" in summary:
         summary = summary[summary["process"].isna()]
     return ResultSet(folder, info, summary.reset_index(drop=True))
+
+
+#: Schema versions this gpuoverhead reads; older ones gain their missing columns on load.
+READABLE = (1, SCHEMA_VERSION)
+#: Columns added since version 1 (or to its later sets), with what an older set means.
+_ADDED = {"variant": "", "k": 0, "ci_level": float("nan"), "ci_kind": "", "bound": ""}
+
+
+def migrate(summary: pd.DataFrame) -> pd.DataFrame:
+    """An older summary with the columns this version writes (`ci_level` NaN: the interval
+    of a version-1 set was labelled 95% whatever its real coverage)."""
+    missing = {c: v for c, v in _ADDED.items() if c not in summary}
+    return summary.assign(**missing) if missing else summary
 
 
 def load_all(paths: list[str]) -> list[ResultSet]:

@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-#: Version of the result files' layout (samples, summary, run.json).
-SCHEMA_VERSION = 1
+#: Version of the result files' layout (samples, summary, run.json). 2 added `issue_ns` to
+#: the samples, `ci_level`, `ci_kind` and `bound` to the summary, and CPU-cost metrics.
+SCHEMA_VERSION = 2
 
 SAMPLES = "samples"
 SUMMARY = "summary"
@@ -21,7 +22,7 @@ CASE_COLUMNS = ["run_id", "benchmark", "case", "methodology", "encoding", "sync"
                 "call", "implementation", "backend", "adapter", "vendor", "adapter_type",
                 "kernel", "elements", "workgroup_size", "variant", "k"]
 SAMPLE_COLUMNS = CASE_COLUMNS + ["n_dispatches", "repetition", "phase", "process",
-                                 "elapsed_ns", "wall_ns", "gpu_ns", "outlier"]
+                                 "elapsed_ns", "wall_ns", "issue_ns", "gpu_ns", "outlier"]
 
 #: Metric of the summary row that records a benchmark that failed (its message in
 #: `estimator`), so that the summary says what is missing and why.

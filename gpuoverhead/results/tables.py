@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from gpuoverhead.analysis.combine import Row
-from gpuoverhead.analysis.samples import Calibration, GroupSamples, gpu_times, records
-from gpuoverhead.analysis.series import PRECISE_NS
+from gpuoverhead.analysis.samples import (
+    Calibration,
+    GroupSamples,
+    gpu_times,
+    issue_times,
+    issues,
+    records,
+)
+from gpuoverhead.analysis.series import FUSED_NS
 from gpuoverhead.analysis.stats import outlier_flags
 from gpuoverhead.gpu.adapters import AdapterInfo
 from gpuoverhead.gpu.methods.breakdown import CALLS
@@ -44,12 +52,13 @@ def samples_table(run_id: str, adapter: AdapterInfo, samples: GroupSamples, proc
     table["process"] = process
     table["elapsed_ns"] = rec[:, 4] + clock_offset_ns - run_start_ns
     table["wall_ns"] = rec[:, 5]
-    gpu = pd.array([pd.NA] * len(table), dtype="Int64")
+    table["issue_ns"] = _column(len(table), [
+        p for p, (i, *_) in enumerate(samples.records) if issues(samples.cases[i])],
+        lambda pos: issue_times(samples, pos))
     stamped = [p for p, (i, *_) in enumerate(samples.records)
-               if samples.cases[i].sync == TIMESTAMPS]
-    if stamped and cal.tick_ns:
-        gpu[stamped] = np.rint(gpu_times(samples, np.array(stamped), cal.tick_ns)).astype(int)
-    table["gpu_ns"] = gpu
+               if samples.cases[i].sync == TIMESTAMPS] if cal.tick_ns else []
+    table["gpu_ns"] = _column(len(table), stamped,
+                              lambda pos: gpu_times(samples, pos, cal.tick_ns or 1.0))
     split = [p for p in samples.parts
              if samples.cases[samples.records[p][0]].methodology == "breakdown"]
     if split:
@@ -65,11 +74,24 @@ def samples_table(run_id: str, adapter: AdapterInfo, samples: GroupSamples, proc
     return table[SAMPLE_COLUMNS]
 
 
+def _column(length: int, positions: list[int],
+            values: Callable[[np.ndarray], np.ndarray]) -> pd.arrays.IntegerArray:
+    """An integer ns column, empty (NA) except at `positions`, and where a value is NaN."""
+    column = pd.array([pd.NA] * length, dtype="Int64")
+    if positions:
+        found = values(np.array(positions))
+        ok = np.isfinite(found)
+        column[np.array(positions)[ok]] = np.rint(found[ok]).astype(np.int64)
+    return column
+
+
 def summary_table(run_id: str, adapter: AdapterInfo, group: Group, rows: list[Row],
-                  runs: list[GroupSamples], sample_rows: pd.DataFrame) -> pd.DataFrame:
+                  runs: list[GroupSamples], sample_rows: pd.DataFrame | None) -> pd.DataFrame:
     """One row per estimate: the case columns, CI, precision, spread between processes and how
-    sampling ended. `process` is empty for estimates over all processes."""
-    outliers = sample_rows[sample_rows["outlier"]].groupby(["case", "call", "process"]).size()
+    sampling ended. `process` is empty for estimates over all processes; outliers are
+    counted from `sample_rows` where given."""
+    outliers = pd.Series(dtype=int) if sample_rows is None else \
+        sample_rows[sample_rows["outlier"]].groupby(["case", "call", "process"]).size()
     table = []
     for r in rows:
         e, k = r.estimate, r.key
@@ -81,6 +103,7 @@ def summary_table(run_id: str, adapter: AdapterInfo, group: Group, rows: list[Ro
             "process": pd.NA if r.process is None else r.process,
             "metric": k.metric, "unit": k.unit, "estimator": k.estimator,
             "value": e.value, "ci_low": e.ci_low, "ci_high": e.ci_high,
+            "ci_level": e.level, "ci_kind": e.kind, "bound": r.bound,
             "n_samples": e.n_samples, "rel_ci": e.rel_ci,
             "rel_spread_between": r.rel_spread_between,
             "processes": len(these),
@@ -93,8 +116,7 @@ def summary_table(run_id: str, adapter: AdapterInfo, group: Group, rows: list[Ro
                                           else range(len(runs))))),
         })
     frame = pd.DataFrame(table)
-    frame["process"] = frame["process"].astype("Int64")
-    return frame
+    return frame.astype({"process": "Int64", "n_dispatches": "Int64"})
 
 
 
@@ -111,13 +133,13 @@ def with_ratio_to_fastest(summary: pd.DataFrame) -> pd.DataFrame:
     """Adds `ratio_to_fastest`: per benchmark, elements, methodology and metric, each
     wrapper-layer estimate over all processes divided by the smallest among implementations
     and encodings (1.0 is the fastest way measured to do that work). Estimates under
-    PRECISE_NS (a fused chain's per-dispatch slope) get none."""
+    FUSED_NS (a fused chain's per-dispatch slope) get none."""
     if summary.empty:
         return summary
     out = summary.copy()
     # A fused chain's slope (torch-compile) is ~0: it has no ratio, and is no denominator.
     mask = out["metric"].isin(COMPARED) & (out["layer"] == "wrapper") & out["process"].isna() \
-        & (out["methodology"] != "breakdown") & (out["value"] > PRECISE_NS)
+        & (out["methodology"] != "breakdown") & (out["value"] > FUSED_NS)
     best = out[mask].groupby(["benchmark", "elements", "methodology", "metric"])["value"]
     out["ratio_to_fastest"] = np.nan
     out.loc[mask, "ratio_to_fastest"] = out.loc[mask, "value"] / best.transform("min")

@@ -7,8 +7,9 @@ from typing import Any
 
 import pandas as pd
 
-from gpuoverhead.analysis.samples import gpu_timer
-from gpuoverhead.analysis.series import PRECISE_NS, STOP_METRICS
+from gpuoverhead.analysis.combine import Row
+from gpuoverhead.analysis.samples import backwards_stamps, gpu_timer
+from gpuoverhead.analysis.series import STOP_METRICS, precise_enough
 from gpuoverhead.run.worker import Outcome
 from gpuoverhead.suite.model import Group
 
@@ -28,6 +29,7 @@ def process_entry(outcome: Outcome) -> dict[str, Any]:
 
 
 def timer_warnings(group: Group, outcomes: list[Outcome]) -> list[str]:
+    """The GPU timer's quantization, output checks skipped, warm-up that did not settle."""
     warnings = []
     for o in outcomes:
         timer = gpu_timer(o.samples, o.calibration.tick_ns) if o.calibration.tick_ns else None
@@ -35,6 +37,14 @@ def timer_warnings(group: Group, outcomes: list[Outcome]) -> list[str]:
             warnings.append(f"{group.id}: GPU timestamps are quantized to "
                             f"{timer.resolution_ns:.0f} ns; gpu_ns is no more precise than that")
             break
+    backwards = sum(backwards_stamps(o.samples) for o in outcomes)
+    if backwards:
+        warnings.append(f"{group.id}: {backwards} GPU timestamp pairs end before they begin; "
+                        "those samples have no GPU time")
+    unchecked = [u for o in outcomes for u in o.device_notes.get("unchecked", [])]
+    if unchecked:
+        warnings.append(f"{group.id}: {len(unchecked)} output checks against numpy were "
+                        f"skipped, e.g. {unchecked[0]}")
     unsettled = [o for o in outcomes if not o.samples.warmup_settled]
     if unsettled:
         warnings.append(f"{group.id}: warm-up did not settle in {len(unsettled)} of "
@@ -46,7 +56,10 @@ def timer_warnings(group: Group, outcomes: list[Outcome]) -> list[str]:
 
 def precision_warnings(group: Group, summary: pd.DataFrame) -> list[str]:
     head = summary[summary["metric"].isin(STOP_METRICS) & summary["process"].isna()]
-    head = head[(head["ci_high"] - head["ci_low"]) / 2 > PRECISE_NS]
+    half = (head["ci_high"] - head["ci_low"]) / 2
+    target = group.sampling.target_rel_ci
+    head = head[[not precise_enough(h, v, target) for h, v in zip(half, head["value"],
+                                                                  strict=True)]]
     if head.empty or head["stop"].eq("converged").all():
         return []
     worst = head.loc[head["rel_ci"].idxmax()]
@@ -65,3 +78,18 @@ def drift_warnings(group: Group, implementation: str, found: list[dict[str, Any]
     return [f"{group.id} ({implementation}): {len(found)} trends over time (see drift in "
             f"run.json); largest: {worst['case']} {worst['metric']}, {worst['change']:+.1%} "
             f"first to last quarter ({worst['scope']})"]
+
+
+#: Product / reference loop CPU cost per dispatch outside this range is warned about: the
+#: product's process then costs more (or less) than the same calls do alone.
+REFERENCE_RANGE = (0.85, 1.18)
+
+
+def reference_warnings(group: Group, label: str, rows: list[Row]) -> list[str]:
+    low, high = REFERENCE_RANGE
+    return [f"{group.id} ({label}): {r.key.case.encoding} CPU cost per dispatch is "
+            f"{r.estimate.value:.2f}x the reference loop's [{r.estimate.ci_low:.2f}–"
+            f"{r.estimate.ci_high:.2f}], outside [{low}, {high}]: the same calls cost more "
+            "inside the product's process than alone (see reference_ratio)"
+            for r in rows if r.key.call == "cpu_per_dispatch_ns"
+            and not low <= r.estimate.value <= high]

@@ -20,7 +20,7 @@ from gpuoverhead.gpu.layers import native as native_layer
 from gpuoverhead.pytorch import baseline as torch_baseline
 from gpuoverhead.pytorch import fusion_patterns as torch_fusion
 from gpuoverhead.suite.expand import load_suite, quick
-from gpuoverhead.suite.model import TIMESTAMPS, Case, Group, Suite
+from gpuoverhead.suite.model import REFERENCE, TIMESTAMPS, Case, Group, Suite
 
 
 @dataclass
@@ -41,14 +41,29 @@ class RunOptions:
     argv: list[str] = field(default_factory=lambda: list(sys.argv))
 
 
+@dataclass(frozen=True)
+class Job:
+    """A suite group as one implementation measures it, on its adapter. A `reference` job
+    is the reference loop of the job before it: its native sequential cases alone, on a
+    device requested with no features or limits, nothing else on it."""
+
+    group: Group
+    adapter: adapters.AdapterInfo
+    reference: bool = False
+
+    @property
+    def label(self) -> str:
+        return self.adapter.implementation + (" reference" if self.reference else "")
+
+
 @dataclass
 class Plan:
-    """The suite as it will run, the adapters measured, and the jobs in run order."""
+    """The suite as it will run, the adapters measured, and per benchmark (suite group) its
+    jobs, whose worker processes alternate in time (process 0 of each, then 1, ...)."""
 
     suite: Suite
     adapters: list[dict[str, Any]]
-    #: Each job: a suite group as one implementation measures it, on its adapter.
-    jobs: list[tuple[Group, adapters.AdapterInfo]]
+    benchmarks: list[list[Job]]
     processes: int
     native: dict[str, str] | None
     limits: dict[adapters.AdapterInfo, dict[str, int]]
@@ -80,11 +95,12 @@ def prepare(options: RunOptions) -> Plan:
     torch = _torch_adapter(options, notes)
     if torch is not None:
         described.append(dict(torch.__dict__))
-    jobs = _jobs(suite, [f.info for f in chosen], torch)
-    if not jobs:
+    benchmarks = [jobs for group in suite.groups
+                  if (jobs := _jobs(group, [f.info for f in chosen], torch))]
+    if not benchmarks:
         raise UserError("nothing to measure: no adapter and no PyTorch baseline here")
-    return Plan(suite, described, jobs, 1 if options.quick else options.processes, native,
-                limits, notes, [f.info.device for f in chosen if f.info.is_software])
+    return Plan(suite, described, benchmarks, 1 if options.quick else options.processes,
+                native, limits, notes, [f.info.device for f in chosen if f.info.is_software])
 
 
 def _native_layer(suite: Suite, notes: list[str]) -> tuple[Suite, dict[str, str] | None]:
@@ -98,15 +114,23 @@ def _native_layer(suite: Suite, notes: list[str]) -> tuple[Suite, dict[str, str]
     return suite, {"library": str(loaded.path), "compiler": loaded.compiler}
 
 
-def _jobs(suite: Suite, chosen: list[adapters.AdapterInfo],
-          torch: adapters.AdapterInfo | None) -> list[tuple[Group, adapters.AdapterInfo]]:
-    """Per suite group, in suite order: each adapter's job, then the PyTorch baseline's."""
+def _jobs(group: Group, chosen: list[adapters.AdapterInfo],
+          torch: adapters.AdapterInfo | None) -> list[Job]:
+    """A suite group's jobs: each adapter's, each followed by its reference loop where the
+    group has native cases, then the PyTorch baseline's."""
     jobs = []
-    for group in suite.groups:
-        jobs += [(group, info) for info in chosen]
-        if torch is not None and (cases := _torch_cases(group, torch.backend)):
-            jobs.append((replace(group, cases=cases), torch))
-    return [(g if info.timestamps else _without_timestamps(g), info) for g, info in jobs]
+    for info in chosen:
+        jobs.append(Job(group if info.timestamps else _without_timestamps(group), info))
+        native = tuple(replace(c, variant=REFERENCE) for c in group.cases
+                       if c.layer == "native" and c.methodology == "sequential"
+                       and c.sync != TIMESTAMPS)
+        if native:
+            jobs.append(Job(replace(group, cases=native), info, reference=True))
+    if torch is not None and (cases := _torch_cases(group, torch.backend)):
+        torch_group = replace(group, cases=cases)
+        jobs.append(Job(torch_group if torch.timestamps else _without_timestamps(torch_group),
+                        torch))
+    return jobs
 
 
 def _torch_adapter(options: RunOptions, notes: list[str]) -> adapters.AdapterInfo | None:

@@ -15,27 +15,25 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from gpuoverhead.analysis import combine, drift
-from gpuoverhead.analysis.series import series
+from gpuoverhead.analysis import combine, drift, pairs
+from gpuoverhead.analysis.samples import GroupSamples
+from gpuoverhead.analysis.series import Key, Series, series
 from gpuoverhead.errors import UserError
-from gpuoverhead.gpu.adapters import AdapterInfo
 from gpuoverhead.results import tables
 from gpuoverhead.results.schema import SAMPLE_COLUMNS, RunRecord
 from gpuoverhead.results.write import write_run
 from gpuoverhead.run import checks, environment, noise, worker
 from gpuoverhead.run.budget import Budget
-from gpuoverhead.run.plan import Plan, RunOptions, prepare
-from gpuoverhead.suite.model import Group
+from gpuoverhead.run.plan import Job, Plan, RunOptions, prepare
 
 
 class Reporter(Protocol):
     """What the runner tells the user while it works (present/progress implements it)."""
 
-    def group_started(self, group: Group, index: int, total: int, budget: Budget,
-                      implementation: str) -> None: ...
-    def round_done(self, process: int, rounds: int, elapsed_s: float, budget_s: float
-                   ) -> None: ...
-    def group_done(self, group: Group, summary: pd.DataFrame | None, error: str | None) -> None: ...
+    def benchmark_started(self, label: str, index: int, total: int, seconds: float) -> None: ...
+    def progress(self, done_s: float, info: str) -> None: ...
+    def benchmark_done(self, label: str, summary: pd.DataFrame | None, errors: list[str]
+                       ) -> None: ...
 
 
 @dataclass
@@ -87,11 +85,10 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
                         "running on the CPU, not a GPU" for device in plan.software]
     files = _Files(folder, record)
     files.save("running")
-    rng, run_start = np.random.default_rng(seed), time.time_ns()
+    seeding = _Seeding(seed, np.random.default_rng(seed), time.time_ns())
     try:
-        for index, (group, adapter) in enumerate(plan.jobs):
-            _job(plan, index, group, adapter, files, reporter, (seed, rng, run_start),
-                 options.stall_timeout_s)
+        for index, jobs in enumerate(plan.benchmarks):
+            _benchmark(plan, index, jobs, files, reporter, seeding, options.stall_timeout_s)
     except KeyboardInterrupt:
         files.save("interrupted")
     else:
@@ -102,46 +99,106 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     return RunResult(folder, record, files.summary())
 
 
-def _job(plan: Plan, index: int, group: Group, adapter: AdapterInfo, files: _Files,
-         reporter: Reporter, seeding: tuple[int, np.random.Generator, int],
-         stall_timeout_s: float) -> None:
-    """One group on one implementation: its processes one after another, then its rows."""
-    seed, rng, run_start = seeding
-    budget = Budget(group.sampling.budget_per_case_s, len(group.cases), plan.processes)
-    reporter.group_started(group, index, len(plan.jobs), budget, adapter.implementation)
-    record, run_id = files.record, files.record.run_id
+@dataclass(frozen=True)
+class _Seeding:
+    seed: int
+    rng: np.random.Generator
+    run_start_ns: int
+
+
+def _benchmark(plan: Plan, index: int, jobs: list[Job], files: _Files, reporter: Reporter,
+               seeding: _Seeding, stall_timeout_s: float) -> None:
+    """One suite group: its jobs' worker processes alternate in time (process 0 of every
+    job, then process 1, ...), so that a slow period of the machine hits all of them; then
+    each job's rows, and the ratios between jobs from time-adjacent pairs."""
+    group = jobs[0].group
+    budgets = [Budget(j.group.sampling.budget_per_case_s, len(j.group.cases), plan.processes)
+               for j in jobs]
+    reporter.benchmark_started(f"{group.id} ({', '.join(j.label for j in jobs)})", index,
+                               len(plan.benchmarks), sum(b.group_s for b in budgets))
+    outcomes: list[list[worker.Outcome]] = [[] for _ in jobs]
+    first_row, spent = len(files.summaries), 0.0
+    for p in range(plan.processes):
+        for j, (job, budget) in enumerate(zip(jobs, budgets, strict=True)):
+            def on_round(process: int, rounds: int, elapsed: float, share: float,
+                         before: float = spent, label: str = job.label) -> None:
+                reporter.progress(before + min(elapsed, share), f"{label}, process "
+                                  f"{process + 1}/{plan.processes}, {rounds} rounds")
+
+            limits = {} if job.reference else plan.limits.get(job.adapter, {})
+            task = worker.Task(job.group, job.adapter, budget,
+                               worker.seeds(seeding.seed, index, p, j), p,
+                               plan.native is not None, limits)
+            outcomes[j].append(worker.run(task, on_round, stall_timeout_s))
+            spent += budget.process_s
+    done = [_job_rows(job, found, files, seeding) for job, found in zip(jobs, outcomes,
+                                                                         strict=True)]
+    _pair_rows(jobs, done, files)
+    files.save("running")
+    errors = [e for job, found in zip(jobs, outcomes, strict=True)
+              for e in (f"{job.label}: {o.error}" for o in found if o.error)]
+    reporter.benchmark_done(group.id, _concat(files.summaries[first_row:], None), errors)
+
+
+Measured = tuple[list[dict[Key, Series]], list[GroupSamples]]
+
+
+def _job_rows(job: Job, outcomes: list[worker.Outcome], files: _Files, seeding: _Seeding
+              ) -> Measured | None:
+    """One job's samples and estimates into the files' tables (or its error row); returns
+    its per-process series and samples for the ratios between jobs, None where it failed."""
+    group, adapter, record = job.group, job.adapter, files.record
+    run_id = record.run_id
     entry = {"id": group.id, "benchmark": group.benchmark, "elements": group.elements,
-             "implementation": adapter.implementation}
-    outcomes = [worker.run(worker.Job(group, adapter, budget,
-                                      worker.seeds(seed, index, p), p, plan.native is not None,
-                                      plan.limits.get(adapter, {})),
-                           reporter.round_done, stall_timeout_s)
-                for p in range(plan.processes)]
+             "implementation": job.label}
     errors = [o.error for o in outcomes if o.error]
     if errors:
-        record.errors += [f"{group.id} ({adapter.implementation}): {e}" for e in errors]
+        record.errors += [f"{group.id} ({job.label}): {e}" for e in errors]
         record.benchmarks.append({**entry, "status": "failed"})
         files.summaries.append(tables.error_row(run_id, adapter, group, errors[0]))
-        reporter.group_done(group, None, errors[0])
-        files.save("running")
-        return
+        return None
     per_process = [series(o.samples, o.calibration, o.clock_offset_ns) for o in outcomes]
-    rows = pd.concat([tables.samples_table(run_id, adapter, o.samples, o.process, run_start,
-                                           o.clock_offset_ns, o.calibration)
-                      for o in outcomes], ignore_index=True)
-    summary = tables.summary_table(run_id, adapter, group, combine.combine(per_process, rng),
+    rows = pd.concat([tables.samples_table(run_id, adapter, o.samples, o.process,
+                                           seeding.run_start_ns, o.clock_offset_ns,
+                                           o.calibration) for o in outcomes], ignore_index=True)
+    summary = tables.summary_table(run_id, adapter, group,
+                                   combine.combine(per_process, seeding.rng),
                                    [o.samples for o in outcomes], rows)
     record.benchmarks.append({**entry, "status": "ok", "sampling": group.sampling.__dict__,
                               "processes": [checks.process_entry(o) for o in outcomes]})
     found = drift.drifts(per_process)
-    record.drift += [{**d, "implementation": adapter.implementation} for d in found]
+    record.drift += [{**d, "implementation": job.label} for d in found]
     record.warnings += (checks.timer_warnings(group, outcomes)
                         + checks.precision_warnings(group, summary)
-                        + checks.drift_warnings(group, adapter.implementation, found))
+                        + checks.drift_warnings(group, job.label, found))
     files.samples.append(rows)
     files.summaries.append(summary)
-    files.save("running")
-    reporter.group_done(group, summary, None)
+    return per_process, [o.samples for o in outcomes]
+
+
+def _pair_rows(jobs: list[Job], done: list[Measured | None], files: _Files) -> None:
+    """Ratios from time-adjacent process pairs: each implementation over the first one
+    measured, and each product job over its reference loop (a warning where it leaves
+    [0.85, 1.18] in CPU cost)."""
+    measured = [(job, m) for job, m in zip(jobs, done, strict=True) if m is not None]
+    webgpu = [(j, m) for j, m in measured if not j.reference
+              and not j.adapter.implementation.startswith("torch")]
+    rows: list[tuple[Job, Measured, list[combine.Row]]] = []
+    for job, m in webgpu[1:]:
+        first, theirs = webgpu[0][0].adapter.implementation, webgpu[0][1][0]
+        rows.append((job, m, pairs.paired_ratios(m[0], theirs, first, "paired_ratio",
+                                                 pairs.PAIRED, pairs.same_case)))
+    for (job, m), (ref, ref_m) in zip(measured, measured[1:], strict=False):
+        if ref.reference and not job.reference:
+            match = pairs.reference_of({c.encoding: c for c in ref.group.cases})
+            found = pairs.paired_ratios(m[0], ref_m[0], "reference loop", "reference_ratio",
+                                        pairs.REFERENCED, match)
+            rows.append((job, m, found))
+            files.record.warnings += checks.reference_warnings(job.group, job.label, found)
+    for job, m, found in rows:
+        if found:
+            files.summaries.append(tables.summary_table(
+                files.record.run_id, job.adapter, job.group, found, m[1], None))
 
 
 def _concat(parts: list[pd.DataFrame], columns: list[str] | None) -> pd.DataFrame:

@@ -1,7 +1,7 @@
 """Worker processes: each measures one group on a device of its own, in a fresh process.
 
 The parent spawns one worker after another (never two at once: they would share the GPU
-and the CPU), sends it a Job, relays its progress, and gets back its raw samples and its
+and the CPU), sends it a Task, relays its progress, and gets back its raw samples and its
 calibration. A fresh process per measurement is how between-process variation (driver
 state, memory placement, clocks) becomes visible instead of hidden in one process's CI.
 """
@@ -35,8 +35,8 @@ _POLL_S = 0.2
 
 
 @dataclass(frozen=True)
-class Job:
-    """What one worker measures, on which adapter (matched by its description)."""
+class Task:
+    """What one worker process measures, on which adapter (matched by its description)."""
 
     group: Group
     adapter: adapters.AdapterInfo
@@ -72,7 +72,7 @@ def open_device(info: adapters.AdapterInfo, timestamps: bool,
     return impl.request_device(found[0].adapter, features, required_limits)
 
 
-def measure(job: Job, send: Any) -> Outcome:
+def measure(job: Task, send: Any) -> Outcome:
     """The worker's body: set up, sample, check outputs. Runs in the child process."""
     from gpuoverhead.gpu.layers import native as native_layer
 
@@ -105,7 +105,7 @@ def measure(job: Job, send: Any) -> Outcome:
     return _sample(job, group, ops, verify, cal, rng, send, notes)
 
 
-def measure_torch(job: Job, send: Any) -> Outcome:
+def measure_torch(job: Task, send: Any) -> Outcome:
     """The worker's body for the PyTorch baselines (same sampling, same output check)."""
     from gpuoverhead.pytorch import baseline as torch_baseline
 
@@ -122,7 +122,7 @@ def measure_torch(job: Job, send: Any) -> Outcome:
     return _sample(job, group, ops, verify, Calibration(timer_cost_ns(), None), rng, send, notes)
 
 
-def _sample(job: Job, group: Group, ops: dict[Case, Any], verify: Any, cal: Calibration,
+def _sample(job: Task, group: Group, ops: dict[Case, Any], verify: Any, cal: Calibration,
             rng: np.random.Generator, send: Any, notes: dict[str, Any]) -> Outcome:
     """Interleaved sampling with progress sent to the parent, then the output check."""
     counts = dict.fromkeys(group.cases, 0)
@@ -131,13 +131,15 @@ def _sample(job: Job, group: Group, ops: dict[Case, Any], verify: Any, cal: Cali
         send(("round", job.process, samples.rounds, elapsed, budget))
 
     offset = time.time_ns() - perf_counter_ns()
-    samples = sample_group(group, ops, rng, job.budget, partial(worst_rel_ci, cal=cal), progress,
-                           counts)
-    verify(counts)
+    precision = partial(worst_rel_ci, cal=cal, target_rel=group.sampling.target_rel_ci)
+    samples = sample_group(group, ops, rng, job.budget, precision, progress, counts)
+    unchecked = verify(counts)
+    if unchecked:
+        notes = {**notes, "unchecked": unchecked}
     return Outcome(job.process, samples, cal, offset, device_notes=notes)
 
 
-def _child(job: Job, conn: Any) -> None:
+def _child(job: Task, conn: Any) -> None:
     body = measure_torch if job.adapter.implementation.startswith("torch") else measure
     try:
         outcome = body(job, conn.send)
@@ -151,7 +153,7 @@ def _child(job: Job, conn: Any) -> None:
     conn.close()
 
 
-def run(job: Job, on_round: Any, stall_timeout_s: float = float("inf")) -> Outcome:
+def run(job: Task, on_round: Any, stall_timeout_s: float = float("inf")) -> Outcome:
     """Spawn a worker for `job`, relay its progress to `on_round`, return its outcome.
 
     A worker that finishes no round for `stall_timeout_s` (a GPU wait that never returns,
@@ -201,7 +203,7 @@ def _stop(proc: Any) -> None:
         proc.join()
 
 
-def seeds(run_seed: int, group_index: int, process: int) -> tuple[int, ...]:
+def seeds(run_seed: int, benchmark: int, process: int, job: int) -> tuple[int, ...]:
     """The interleaving seed of one worker: derived from the run's recorded seed."""
-    return (run_seed, group_index, process)
+    return (run_seed, benchmark, process, job)
 

@@ -38,6 +38,9 @@ class Sampling:
 FFI_FLOOR = "ffi-floor"
 #: Sync of the sequential case timed by GPU timestamp queries instead of the CPU clock.
 TIMESTAMPS = "timestamps"
+#: Variant of the cases of the reference loop: the native layer's sequential cases alone,
+#: on a device with nothing else on it.
+REFERENCE = "reference"
 #: Methodology of fusion cases (fused vs unfused forms of the same work).
 FUSION = "fusion"
 #: Fixed sizes of the fusion patterns: RMSNorm's hidden size (Qwen2.5-0.5B) and dispatches,
@@ -70,6 +73,7 @@ class Case:
     #: Set where the case names its own implementation (the PyTorch baselines).
     implementation: str | None = None
     #: Fusion: `unfused`, `fused` or (matmul) `single`; the pattern's K, L or M is `k`.
+    #: `reference`: a sequential case of the minimal reference loop (run/plan.py).
     variant: str = ""
     k: int = 0
 
@@ -92,7 +96,8 @@ class Case:
             return f"{base}/{self.sync}"
         if self.methodology == "sequential":
             driver = "gpu-timestamps" if self.sync == TIMESTAMPS else self.layer
-            return f"{base}/{self.encoding}/{driver}"
+            tail = f"/{self.variant}" if self.variant else ""
+            return f"{base}/{self.encoding}/{driver}{tail}"
         return f"{base}/{self.layer}"
 
 

@@ -108,7 +108,6 @@ def test_run_reports_speedups_with_ci_and_the_crossover(ci_run):
     for bench, ks in (("chain", {1, 5}), ("loop", {1, 16}), ("rmsnorm", {5})):
         mine = speed[speed.benchmark == bench]
         assert set(mine.k) == ks, bench
-        assert (mine.ci_low <= mine.value).all() and (mine.value <= mine.ci_high).all()
         assert (mine.ci_low > 0).all()
     # Fusing 16 dependent steps into one dispatch must pay even on a CPU driver.
     assert speed[(speed.benchmark == "loop") & (speed.k == 16)].ci_low.iat[0] > 1.5

@@ -96,10 +96,13 @@ def test_native_layer_is_skipped_with_a_note_without_a_compiler(tmp_path):
     assert any("native layer skipped" in w for w in info["warnings"])
     assert info["layers"]["native"] is None
     assert "native" not in set(summary.layer)
-    api = summary[summary.metric == "api_ns"]
+    combined = summary[summary.process.isna()]
+    api = combined[combined.metric == "api_ns"].set_index("encoding")["value"]
+    raw = combined[(combined.metric == "cpu_per_dispatch_ns") & (combined.layer == "raw")
+                   ].set_index("encoding")["value"]
     assert len(api) == 3
-    assert api.estimator.str.startswith("raw slope - ").all()
-    assert api.estimator.str.contains("native layer absent").all()
+    # raw - calls x FFI floor: below the raw layer's own CPU cost, by the FFI's share.
+    assert (api < raw.loc[api.index]).all(), (api, raw)
 
 
 def test_default_suite_asks_for_every_layer():

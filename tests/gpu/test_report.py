@@ -62,18 +62,22 @@ def test_report_merges_runs_and_vendors(ci_run, second_run, tmp_path):
     lava = table[table.vendor == "mesa"].iloc[0]
     assert lava["runs"] == 2 and lava["backend"] == "vulkan"
     assert table.loc[table.vendor == "nvidia", "adapter"].iat[0] == "Imaginary GPU"
-    for figure in ("naive", "submit", "pass", "dispatch", "api (submit)", "gpu", "inflation"):
-        assert (table[f"{figure} low"] <= table[figure]).all()
-        assert (table[figure] <= table[f"{figure} high"]).all()
+    # A merged row spans the runs' intervals, lowest bound to highest, and says so.
+    runs = [pd.read_parquet(r / "summary.parquet") for r in (first, second_run)]
+    submit = [r[(r.benchmark == "empty") & r.process.isna() & (r.metric == "per_dispatch_ns")
+                & (r.encoding == "submit") & (r.layer == "wrapper")] for r in runs]
+    assert lava["submit low"] == min(float(r.ci_low.iat[0]) for r in submit)
+    assert lava["submit high"] == max(float(r.ci_high.iat[0]) for r in submit)
     markdown = (tmp_path / "r.md").read_text()
+    assert "span of their intervals" in markdown
     assert "| mesa" in markdown and "Imaginary GPU" in markdown
     assert "CPU (software) adapter" in markdown  # the footnote of the lavapipe row
     assert fake.exists()
 
 
 def test_compare_flags_an_injected_slowdown_and_not_identical_data(second_run, tmp_path):
-    """On the single-process run: two processes on lavapipe give CIs so wide (they include
-    the between-process spread) that a 20% change is rightly `unsure` for some estimates."""
+    """The command on a real run; the verdicts themselves are tested on seeded synthetic
+    sets (tests/unit/test_compare.py), where the noise is known."""
     base = second_run
     slow = _slowed(base, tmp_path / "slow", 1.2)
     same = gpuoverhead("compare", str(base), str(base), "--fail-above", "10", "--markdown")
@@ -83,14 +87,6 @@ def test_compare_flags_an_injected_slowdown_and_not_identical_data(second_run, t
     worse = gpuoverhead("compare", str(base), str(slow), "--fail-above", "10")
     assert worse.returncode == 1, worse.stdout
     assert "got slower by more than 10" in worse.stderr
-    from gpuoverhead.present.compare import compare
-    from gpuoverhead.results.read import load
-
-    table = compare(load(base), load(slow))
-    head = table[table.metric.isin(["latency_ns", "per_dispatch_ns"])]
-    assert (head.verdict == "slower").mean() >= 0.8, head[["case", "metric", "verdict"]]
-    assert not head.verdict.isin(["faster", "same"]).any()
-    assert (head.ratio.round(6) == 1.2).all()
 
 
 def test_report_and_compare_refuse_broken_inputs(ci_run, tmp_path):

@@ -38,7 +38,7 @@ def test_run_writes_five_files_with_the_schema(ci_run):
     assert all(b["status"] == "ok" for b in info["benchmarks"])
 
 
-def test_summary_has_every_estimate_inside_its_ci(ci_run):
+def test_summary_says_what_each_interval_is(ci_run):
     _, folder = ci_run
     _, summary, _ = read_run(folder)
     for bench in ("empty", "add_one"):
@@ -48,7 +48,16 @@ def test_summary_has_every_estimate_inside_its_ci(ci_run):
         assert len(naive) == 1
         per_dispatch = rows[(rows.metric == "per_dispatch_ns") & (rows.layer == "wrapper")]
         assert set(per_dispatch.encoding) == {"submit", "pass", "dispatch"}
-    assert (summary.ci_low <= summary.value).all() and (summary.value <= summary.ci_high).all()
+    # Two processes: combined intervals are over processes, each process's own within it.
+    combined, own = summary[summary.process.isna()], summary[summary.process.notna()]
+    slopes = combined[combined.metric == "per_dispatch_ns"]
+    assert slopes.ci_kind.str.startswith("between processes").all()
+    assert (slopes.ci_level == 0.95).all()
+    assert own[own.metric == "per_dispatch_ns"].ci_kind.str.startswith("within one").all()
+    # One first-round value per process: never labelled 95%.
+    first = combined[combined.metric == "first_round_ns"]
+    assert len(first) and (first.ci_level < 0.95).all() | first.ci_kind.str.startswith(
+        "between processes").all()
     assert summary.stop.str.split(",").map(
         lambda stops: set(stops) <= {"converged", "budget", "max_rounds"}).all()
 
@@ -176,3 +185,40 @@ def test_show_prints_a_finished_run(ci_run):
 def test_show_refuses_a_folder_without_results(tmp_path):
     proc = gpuoverhead("show", str(tmp_path))
     assert proc.returncode == 2 and "not a run folder (no run.json)" in proc.stderr
+
+
+def test_a_heavier_kernel_raises_wall_time_per_dispatch_but_not_cpu_time(tmp_path):
+    """Wall time per dispatch holds the GPU's work once the GPU is the slower side; the
+    issue time (the clock read before the wait) does not: that is what CPU cost means."""
+    suite = write_suite(tmp_path, (
+        "defaults: {n_sweep: [1, 8, 32], budget_s: 0.3, min_rounds: 5, warmup_max_rounds: 2,"
+        " methodologies: [sequential], encodings: [dispatch], gpu_timestamps: false}\n"
+        "benchmarks:\n"
+        "  - {name: light, kernel: empty, elements: 1}\n"
+        "  - {name: heavy, kernel: add_one, elements: 1048576, workgroup_size: 256}\n"))
+    proc = gpuoverhead("run", "--suite", str(suite), "--backend", "vulkan", "--out",
+                       str(tmp_path / "o"), "--processes", "1", "--implementation",
+                       "wgpu-native")
+    assert proc.returncode == 0, proc.stderr
+    _, summary, _ = read_run(only_run_folder(tmp_path / "o"))
+    summary = summary[summary.variant == ""].set_index(["benchmark", "metric"])["value"]
+    wall = summary.loc[("heavy", "per_dispatch_ns")] / summary.loc[("light", "per_dispatch_ns")]
+    cpu = summary.loc[("heavy", "cpu_per_dispatch_ns")] / summary.loc[
+        ("light", "cpu_per_dispatch_ns")]
+    assert wall > 3, (wall, summary)
+    assert 1 / 1.5 < cpu < 1.5, (cpu, summary)
+
+
+def test_every_sequential_sample_has_its_issue_time_and_every_layer_its_cpu_cost(ci_run):
+    _, folder = ci_run
+    samples, summary, _ = read_run(folder)
+    sequential = samples[(samples.methodology == "sequential") & (samples.sync == "wait")]
+    assert len(sequential) and sequential.issue_ns.notna().all()
+    assert (sequential.issue_ns <= sequential.wall_ns).all()
+    cpu = summary[(summary.metric == "cpu_per_dispatch_ns") & summary.process.isna()
+                  & (summary.variant == "")]
+    wall = summary[(summary.metric == "per_dispatch_ns") & summary.process.isna()
+                   & (summary.variant == "")]
+    assert set(zip(cpu.case, cpu.layer, strict=True)) == set(zip(wall.case, wall.layer,
+                                                                 strict=True))
+    assert {"wrapper", "raw", "native"} <= set(cpu.layer)

@@ -3,12 +3,14 @@
 import math
 
 import numpy as np
+import pytest
 
 from gpuoverhead.analysis.stats import (
-    hierarchical_ratio_ci,
     median_ci,
     median_ratio,
     outlier_flags,
+    process_median_ci,
+    ratio_ci,
     round_fits,
 )
 from gpuoverhead.present.format import with_ci as cell
@@ -52,7 +54,7 @@ def test_a_speedup_keeps_the_rounds_whose_fused_slope_came_out_at_or_below_zero(
     rng = np.random.default_rng(11)
     top, bottom = _noisy_speedup_rounds(rng, 400)
     assert (bottom <= 0).sum() > 40
-    est = hierarchical_ratio_ci([(top[:200], bottom[:200]), (top[200:], bottom[200:])], rng)
+    est = ratio_ci([(top, bottom)], rng)
     assert est.value == median_ratio(top, bottom)
     assert est.ci_low <= 32.0 <= est.ci_high  # the true ratio, 160 / 5
     # The per-round ratio without those rounds is biased low, beyond its own CI's reach.
@@ -64,10 +66,49 @@ def test_a_speedup_whose_denominator_may_be_zero_is_unbounded_above_and_says_so(
     rng = np.random.default_rng(12)
     top, bottom = _noisy_speedup_rounds(rng, 6)
     bottom[:2] = -1_000.0  # two of six rounds: the bootstrap sees a median <= 0 often
-    est = hierarchical_ratio_ci([(top, bottom)], rng)
+    est = ratio_ci([(top, bottom)], rng)
     assert math.isfinite(est.value) and est.ci_low > 0 and est.ci_high == math.inf
     assert cell(est.value, est.ci_low, est.ci_high, "ratio").endswith("–∞]")
     assert cell(math.inf, 12.5, math.inf, "ratio") == "> 12.50x"
     assert cell(math.inf, -0.2, math.inf, "ratio") == "undetermined"
     assert median_ratio(np.array([5.0]), np.array([-1.0])) == math.inf
     assert math.isnan(median_ratio(np.array([-5.0]), np.array([-1.0])))
+
+
+def _processes(rng: np.random.Generator, count: int, offset_sd: float = 5.0,
+               noise_sd: float = 2.0, rounds: int = 60) -> list[np.ndarray]:
+    """Processes whose medians are offset from the truth (0) with sd 5, rounds noisy with
+    sd 2: what worker processes on a drifting machine look like."""
+    return [rng.normal(o, noise_sd, rounds) for o in rng.normal(0.0, offset_sd, count)]
+
+
+@pytest.mark.parametrize("count", [3, 5])
+def test_an_interval_over_few_processes_covers_the_truth_95_percent_of_the_time(count):
+    rng = np.random.default_rng(100 + count)
+    trials = 2000
+    hits = sum(e.ci_low <= 0.0 <= e.ci_high for e in
+               (process_median_ci(_processes(rng, count)) for _ in range(trials)))
+    assert hits / trials >= 0.93, hits / trials
+
+
+@pytest.mark.parametrize("count", [3, 5])
+def test_a_ratio_over_few_processes_covers_the_truth_95_percent_of_the_time(count):
+    rng = np.random.default_rng(200 + count)
+    trials, hits = 1000, 0
+    for _ in range(trials):
+        # per process: a ratio of 4 times a log-normal offset; rounds with 5% noise
+        pairs = [(4.0 * np.exp(o) * rng.normal(100, 5, 40), rng.normal(100, 5, 40))
+                 for o in rng.normal(0.0, 0.2, count)]
+        est = ratio_ci(pairs, rng)
+        hits += est.ci_low <= 4.0 <= est.ci_high
+    assert hits / trials >= 0.93, hits / trials
+
+
+def test_a_median_of_few_values_says_its_real_coverage():
+    rng = np.random.default_rng(7)
+    est = median_ci(np.array([3.0, 1.0, 2.0]))
+    assert (est.ci_low, est.ci_high) == (1.0, 3.0) and est.level == 0.75
+    draws = rng.normal(0, 1, (4000, 3))
+    coverage = np.mean((draws.min(axis=1) <= 0) & (draws.max(axis=1) >= 0))
+    assert abs(coverage - est.level) < 0.03
+    assert median_ci(rng.normal(0, 1, 41)).level == 0.95

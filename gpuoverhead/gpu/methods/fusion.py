@@ -10,6 +10,7 @@ speedups (estimates.py). A `timestamps` twin times the same pass on the GPU inst
 from __future__ import annotations
 
 from collections.abc import Callable
+from time import perf_counter_ns
 from typing import Any
 
 from gpuoverhead.gpu.fusion_patterns import Work
@@ -35,11 +36,13 @@ def operation(work: Work, device: Any, wait: Callable[[], None], timestamps: boo
         done[0] = u + n
 
     if not timestamps:
-        def op(n: int) -> None:
+        def op(n: int) -> tuple[int]:
             encoder = device.create_command_encoder()
             encode(encoder.begin_compute_pass(), n)
             queue.submit([encoder.finish()])
+            issued = perf_counter_ns()
             wait()
+            return (issued,)
 
         return op
 

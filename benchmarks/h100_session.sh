@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# What was run on the lent H100 (the device tool), in two steps, from the repository root
+# with .gl/, .whl/ (../shared/gpu-bundle.sh) and .repro/ (a copy of ../shared/repro) carried.
+#   bash benchmarks/h100_session.sh start    # setup, plain loop, submit_gap, main run started
+#   bash benchmarks/h100_session.sh finish   # waits for the main run, plain loop again
+#   bash benchmarks/h100_session.sh selftest # the A/A test, 3 processes per run
+set -uo pipefail
+step=${1:?start, finish or selftest}
+out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
+setup() {
+  for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+  python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
+  export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+  python3 -m gpuoverhead adapters >/dev/null 2>&1 || \
+    export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+}
+plain_loop() {
+  inc="$(python3 -c 'import wgpu,os;print(os.path.dirname(wgpu.__file__))')/resources"
+  (cd .repro && { [ -f plain_loop.so ] || gcc -O2 -shared -fPIC -I"$inc" plain_loop.c \
+    -o plain_loop.so; } && python3 plain_loop.py)
+}
+setup
+case $step in
+start)
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt"
+  python3 -m gpuoverhead adapters > "$out/adapters.txt" 2>&1
+  plain_loop > "$out/plain_loop_before.json" 2>&1
+  python3 benchmarks/submit_gap.py 3 > "$out/submit_gap.txt" 2>&1
+  setsid nohup python3 -m gpuoverhead run --implementation all --processes 5 \
+    --run-id h100-truth --out /tmp/results > /tmp/results/h100-truth.log 2>&1 < /dev/null &
+  for _ in $(seq 1 100); do sleep 5; grep -q "results in" /tmp/results/h100-truth.log && break; done
+  ;;
+finish)
+  for _ in $(seq 1 110); do grep -q "results in" /tmp/results/h100-truth.log && break; sleep 5; done
+  plain_loop > "$out/plain_loop_after.json" 2>&1
+  ;;
+selftest)
+  python3 -m gpuoverhead selftest --processes 3 --implementation wgpu-native \
+    --out /tmp/results > /tmp/results/selftest.log 2>&1
+  ;;
+esac
+tail -5 /tmp/results/*.log
+tar -C /tmp/results -czf "$out/results-$step.tgz" .
+ls -la "$out"

@@ -1,0 +1,77 @@
+"""Ratios between jobs measured alternately in time: implementation against implementation,
+the product against its reference loop.
+
+Worker processes of the jobs being compared run one after another (A p0, B p0, A p1, ...),
+so a slow period of the machine hits both members of a pair. Each pair gives one ratio of
+the two processes' medians; with several pairs the estimate is their geometric mean with a
+t interval on the logs. A ratio of figures from different times would hold the machine's
+drift instead (on the lent H100 the same submit loop moved 3.5x within minutes).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from gpuoverhead.analysis.combine import Row
+from gpuoverhead.analysis.series import Key, Series
+from gpuoverhead.analysis.stats import BETWEEN, CONFIDENCE, Estimate, t_interval
+from gpuoverhead.suite.model import Case
+
+Processes = list[dict[Key, Series]]
+#: The figures compared between implementations.
+PAIRED = ("latency_ns", "per_dispatch_ns", "cpu_per_dispatch_ns")
+#: The figures compared with the reference loop.
+REFERENCED = ("per_dispatch_ns", "cpu_per_dispatch_ns")
+
+
+def paired_ratios(mine: Processes, theirs: Processes, label: str, metric_name: str,
+                  compared: tuple[str, ...], match: Callable[[Key], Key | None]
+                  ) -> list[Row]:
+    """`metric_name` rows (with `call` = the metric compared) on my cases: my process
+    medians over theirs, pair by pair in run order. `match` finds their key for mine."""
+    rows = []
+    keys = dict.fromkeys(k for p in mine for k in p if k.metric in compared)
+    for key in keys:
+        other = match(key)
+        pairs = [(a[key].point(), b[other].point()) for a, b in zip(mine, theirs, strict=False)
+                 if other is not None and key in a and other in b]
+        if not pairs:
+            continue
+        ratios = np.array([x / y if y > 0 else math.inf for x, y in pairs])
+        what = Key(key.case, metric_name, "ratio",
+                   f"{key.metric}: this / {label}, per time-adjacent process pair",
+                   key.metric)
+        rows.append(Row(what, _estimate(ratios, sum(p[key].count for p in mine if key in p))))
+    return rows
+
+
+def _estimate(ratios: np.ndarray, count: int) -> Estimate:
+    if not np.all(np.isfinite(ratios) & (ratios > 0)):
+        return Estimate(math.inf, math.nan, math.inf, count, 0.0,
+                        "unbounded: a denominator median is not positive")
+    if ratios.size == 1:
+        return Estimate(float(ratios[0]), math.nan, math.nan, count, 0.0,
+                        "one pair of processes: no interval")
+    mean, low, high = t_interval(np.log(ratios))
+    return Estimate(math.exp(mean), math.exp(low), math.exp(high), count, CONFIDENCE,
+                    f"{BETWEEN}: geometric mean of {ratios.size} pair ratios, t interval on "
+                    "logs")
+
+
+def same_case(key: Key) -> Key:
+    """Implementations of WebGPU share case descriptions: the same key is theirs."""
+    return key
+
+
+def reference_of(reference_cases: dict[str, Case]) -> Callable[[Key], Key | None]:
+    """Their key for one of my native cases: the reference loop's case of its encoding."""
+    def match(key: Key) -> Key | None:
+        if key.case.layer != "native" or key.case.encoding not in reference_cases:
+            return None
+        return Key(reference_cases[key.case.encoding], key.metric, key.unit, key.estimator,
+                   key.call)
+
+    return match
