@@ -5,8 +5,12 @@ Commands import what they use when they run, so that `--help` answers at once.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import signal
+import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +28,7 @@ if TYPE_CHECKING:
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain click help: it answers without importing rich
     help="Measure what one GPU dispatch really costs (naive vs sequential, per encoding).",
 )
 
@@ -129,8 +134,11 @@ def show(folder: Annotated[Path, typer.Argument(help="A run folder (results/<run
     from gpuoverhead.results import read
 
     with user_errors():
-        summary = read.load(folder).summary
-    console.print_summary(summary)
+        found = read.load(folder)
+    if found.summary.empty:
+        console.err.print(f"{folder}: no estimates (status {found.info.get('status')!r}): the "
+                          "run finished no benchmark", highlight=False)
+    console.print_summary(found.summary)
 
 
 @app.command()
@@ -178,7 +186,9 @@ def compare(
     from gpuoverhead.results import read
 
     with user_errors():
-        table = comparing.compare(read.load(base), read.load(new), threshold / 100)
+        runs = read.load(base), read.load(new)
+        table = comparing.compare(*runs, threshold / 100)
+    console.show_warnings(comparing.differences(*runs))
     _print_comparison(table, markdown)
     if fail_above is not None:
         worse = comparing.regressions(table, fail_above / 100)
@@ -262,7 +272,11 @@ def list_adapters(
 @app.command()
 def validate(file: Annotated[Path, typer.Argument(help="Suite YAML file.")],
              outside_shaders: Annotated[bool, typer.Option(
-                 help="Allow kernel paths outside the suite's folder.")] = False) -> None:
+                 help="Allow kernel paths outside the suite's folder.")] = False,
+             compile_shaders: Annotated[bool, typer.Option(
+                 "--compile/--no-compile",
+                 help="Compile the suite's kernels on the best adapter found.")] = True,
+             ) -> None:
     """Check a suite and explain every problem with file, line and key."""
     from gpuoverhead.suite.expand import load_suite, suite_problems
 
@@ -273,9 +287,47 @@ def validate(file: Annotated[Path, typer.Argument(help="Suite YAML file.")],
         raise typer.Exit(EXIT_USER)
     with user_errors():
         suite = load_suite(file, outside_shaders)
+        compiled = _compile_kernels(suite) if compile_shaders else "shaders not compiled"
     cases = sum(len(g.cases) for g in suite.groups)
-    typer.echo(f"{file}: ok: {len(suite.groups)} groups, {cases} cases")
+    typer.echo(f"{file}: ok: {len(suite.groups)} groups, {cases} cases; {compiled}")
+
+
+def _compile_kernels(suite: object) -> str:
+    """Compile each kernel the suite names on the best adapter, or say why it was not."""
+    from gpuoverhead.gpu import adapters
+    from gpuoverhead.gpu.kernels import compile_pipeline
+
+    found = adapters.discover(["wgpu-native"])[0]
+    if not found:
+        return "shaders not compiled: no adapter here"
+    from gpuoverhead.run.plan import required_limits
+
+    best = found[0]
+    device = best.adapter.request_device_sync(required_limits=required_limits(best, suite))
+    kernels = {(g.kernel.path, g.workgroup_size): g for g in suite.groups if g.fusion is None}
+    for group in kernels.values():
+        compile_pipeline(device, group.kernel, group.workgroup_size)
+    device.destroy()
+    return f"{len(kernels)} kernels compiled on {best.info.label}"
 
 
 def main() -> None:
-    app()
+    """The console script: output that a terminal or pipe cannot encode is replaced, not a
+    crash; a full or closed stdout ends in one line; Mesa's drivers get a private runtime
+    folder where none is set (else they print an error line per process)."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
+    if not os.environ.get("XDG_RUNTIME_DIR") and sys.platform.startswith("linux"):
+        runtime = Path(tempfile.gettempdir()) / f"gpuoverhead-runtime-{os.getuid()}"
+        with contextlib.suppress(OSError):
+            runtime.mkdir(mode=0o700, exist_ok=True)
+            os.environ["XDG_RUNTIME_DIR"] = str(runtime)
+    try:
+        app()
+    except OSError as exc:
+        if exc.errno not in (errno.EPIPE, errno.ENOSPC, errno.EIO):
+            raise
+        with contextlib.suppress(OSError):
+            os.write(2, f"error: cannot write the output: {exc.strerror}\n".encode())
+        os._exit(EXIT_FAILED)

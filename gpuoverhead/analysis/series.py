@@ -90,6 +90,14 @@ class _View:
         return (pos, self.rec[pos, 5].astype(float),
                 (self.rec[pos, 4] + self.clock_offset_ns).astype(float))
 
+    def first_round(self, index: int, case: Case) -> np.ndarray | None:
+        """Wall times of warm-up round 0 by N (what a short-lived program pays), if whole."""
+        rec = self.rec
+        pos = np.flatnonzero((rec[:, 0] == index) & (rec[:, 2] == 0) & (rec[:, 3] == 1))
+        if pos.size != len(case.n_values):
+            return None
+        return rec[pos[np.argsort(rec[pos, 1])], 5].astype(float)
+
     def issue(self, pos: np.ndarray, case: Case) -> np.ndarray:
         """Issue times (the clock read before the wait) as rounds x N."""
         return by_round(issue_times(self.samples, pos), case)
@@ -162,6 +170,11 @@ def _sequential(view: _View, index: int, case: Case, out: Out) -> None:
                     "round-median theil-sen of issue time (clock read before the wait)")
     view.slopes[(case.encoding, case.layer, case.implementation)] = (case, slope, cpu,
                                                                      round_times)
+    first = view.first_round(index, case)
+    if first is not None:
+        out[Key(case, "first_round_per_dispatch_ns", "ns",
+                "theil-sen of warm-up round 0's wall time")] = Series(
+            round_fits(np.array(case.n_values), first[None, :])[0], round_times[:1], 1)
 
 
 def _gpu_time(view: _View, index: int, case: Case, out: Out) -> None:

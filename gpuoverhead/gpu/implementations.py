@@ -88,8 +88,11 @@ def installed(names: list[str] | None = None) -> tuple[list[Implementation], dic
         try:
             impl.backend()
             found.append(impl)
-        except Exception as exc:  # ImportError, or a native library that fails to load
-            missing[impl.name] = f"{impl.package} is not usable: {exc}"
+        except ModuleNotFoundError:
+            missing[impl.name] = (f"{impl.name}: the package {impl.package} is not installed "
+                                  f"(pip install {impl.package})")
+        except Exception as exc:  # a native library that fails to load
+            missing[impl.name] = f"{impl.name}: {impl.package} is not usable: {exc}"
     return found, missing
 
 

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from gpuoverhead.errors import UserError
 from gpuoverhead.present import format as fmt
 from gpuoverhead.results.read import ResultSet, check_units
 from gpuoverhead.results.schema import HEADLINE
@@ -37,10 +38,17 @@ _RAW_COLUMNS = ["implementation", "case", "call", "phase", "n_dispatches", "wall
                 "gpu_ns"]
 
 
-def _raw(samples: pd.DataFrame, row: pd.Series) -> np.ndarray | None:
+def _by_case(samples: pd.DataFrame) -> dict[tuple[str, str], pd.DataFrame]:
+    """Measured samples per (implementation, case): looked up once per estimate."""
+    measured = samples[samples["phase"] == "measure"]
+    return {key: part for key, part in measured.groupby(["implementation", "case"])}
+
+
+def _raw(samples: dict[tuple[str, str], pd.DataFrame], row: pd.Series) -> np.ndarray | None:
     """The raw samples an estimate summarizes, or None for derived estimates."""
-    mine = samples[(samples["case"] == row["case"]) & (samples["phase"] == "measure")
-                   & (samples["implementation"] == row["implementation"])]
+    mine = samples.get((row["implementation"], row["case"]))
+    if mine is None:
+        return None
     metric = row["metric"]
     if metric == "latency_ns":
         return mine.loc[mine["call"] == "", "wall_ns"].to_numpy(float)
@@ -81,7 +89,11 @@ def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> pd.Data
                 Path(f"{base.folder} and {new.folder}"))
     judged = [rs.summary[~rs.summary["metric"].isin(DIAGNOSTICS)] for rs in (base, new)]
     joined = judged[0].merge(judged[1], on=KEY, suffixes=("_base", "_new"))
-    base_samples, new_samples = base.samples(_RAW_COLUMNS), new.samples(_RAW_COLUMNS)
+    if joined.empty:
+        raise UserError(f"{base.folder} and {new.folder} have no estimate in common (other "
+                        "benchmarks, implementations, or a run that finished nothing)")
+    base_samples = _by_case(base.samples(_RAW_COLUMNS))
+    new_samples = _by_case(new.samples(_RAW_COLUMNS))
     rows = []
     for _, r in joined.iterrows():
         b = pd.Series({k: r[f"{k}_base"] for k in ("value", "ci_low", "ci_high")})
@@ -97,6 +109,21 @@ def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> pd.Data
                      "verdict": verdict(ratio, low, high, p, threshold,
                                         r["unit_base"] == "ratio")})
     return pd.DataFrame(rows)
+
+
+def differences(base: ResultSet, new: ResultSet) -> list[str]:
+    """What makes two runs less comparable than they look: another suite, another adapter."""
+    found = []
+    suites = [rs.info.get("suite", {}).get("sha256") for rs in (base, new)]
+    if suites[0] != suites[1]:
+        found.append("the runs measured different suites (their sha256 differ): only the "
+                     "estimates they share are compared")
+    devices = [sorted({a.get("device", "?") for a in rs.info.get("adapters", [])})
+               for rs in (base, new)]
+    if devices[0] != devices[1]:
+        found.append(f"the runs measured different adapters ({', '.join(devices[0])} vs "
+                     f"{', '.join(devices[1])}): a ratio between them is not a regression")
+    return found
 
 
 def regressions(table: pd.DataFrame, fail_above: float) -> pd.DataFrame:

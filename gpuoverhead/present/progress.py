@@ -20,7 +20,7 @@ class RichReporter:
     def __init__(self) -> None:
         self._progress = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
-            TimeElapsedColumn(), console=err, transient=False,
+            TimeElapsedColumn(), console=err, transient=False, disable=not err.is_terminal,
         )
         self._task: Any = None
 
@@ -30,7 +30,14 @@ class RichReporter:
     def __exit__(self, *exc: object) -> None:
         self._progress.stop()
 
+    def run_started(self, lines: list[str]) -> None:
+        for line in lines:
+            err.print(line, highlight=False, soft_wrap=True)
+
     def benchmark_started(self, label: str, index: int, total: int, seconds: float) -> None:
+        if not err.is_terminal:  # no live bar on a pipe: one line per benchmark instead
+            err.print(f"[{index + 1}/{total}] {label}: about {seconds:.0f} s",
+                      highlight=False, soft_wrap=True)
         self._progress.start()  # only now: errors before the first benchmark print cleanly
         self._task = self._progress.add_task(f"[{index + 1}/{total}] {label}", total=seconds,
                                              info="warming up")
@@ -41,6 +48,9 @@ class RichReporter:
     def benchmark_done(self, label: str, summary: pd.DataFrame | None, errors: list[str]
                        ) -> None:
         task = self._progress.tasks[-1]
+        if not err.is_terminal:
+            err.print(f"  {label}: {len(errors)} failed" if errors else f"  {label}: done",
+                      highlight=False, soft_wrap=True)
         if errors:
             first = errors[0].splitlines()[0]
             self._progress.update(self._task, info=f"[red]{len(errors)} failed: {first[:60]}")

@@ -68,22 +68,25 @@ def load(folder: Path) -> ResultSet:
                         f"{', '.join(map(str, READABLE))}")
     summary = _read_parquet(folder / f"{SUMMARY}.parquet")
     check_units(summary, folder / f"{SUMMARY}.parquet")
+    _check_columns(summary, folder / f"{SUMMARY}.parquet")
     summary = migrate(summary)
-    if "process" in summary:
-        summary = summary[summary["process"].isna()]
+    summary = summary[summary["process"].isna()]
     return ResultSet(folder, info, summary.reset_index(drop=True))
 
 
 #: Schema versions this gpuoverhead reads; older ones gain their missing columns on load.
 READABLE = (1, SCHEMA_VERSION)
 #: Columns added since version 1 (or to its later sets), with what an older set means.
-_ADDED = {"variant": "", "k": 0, "ci_level": float("nan"), "ci_kind": "", "bound": ""}
+_ADDED = {"variant": "", "k": 0, "ci_level": float("nan"), "ci_kind": "", "bound": "",
+          "processes": 1, "rel_spread_between": float("nan")}
 
 
 def migrate(summary: pd.DataFrame) -> pd.DataFrame:
     """An older summary with the columns this version writes (`ci_level` NaN: the interval
     of a version-1 set was labelled 95% whatever its real coverage)."""
     missing = {c: v for c, v in _ADDED.items() if c not in summary}
+    if "process" not in summary:
+        missing["process"] = pd.array([pd.NA] * len(summary), dtype="Int64")
     return summary.assign(**missing) if missing else summary
 
 
@@ -93,6 +96,21 @@ def load_all(paths: list[str]) -> list[ResultSet]:
         check_units(pd.concat([rs.summary[["metric", "unit"]] for rs in sets]),
                      Path(", ".join(str(rs.folder) for rs in sets)))
     return sets
+
+
+#: Summary columns every reader needs, and those of them that hold numbers.
+_REQUIRED = ("benchmark", "case", "implementation", "elements", "methodology", "metric",
+             "value", "ci_low", "ci_high")
+_NUMERIC = ("elements", "value", "ci_low", "ci_high")
+
+
+def _check_columns(summary: pd.DataFrame, where: Path) -> None:
+    missing = [c for c in _REQUIRED if c not in summary]
+    if missing:
+        raise UserError(f"{where}: no {', '.join(missing)} column(s): not a gpuoverhead summary")
+    wrong = [c for c in _NUMERIC if not pd.api.types.is_numeric_dtype(summary[c])]
+    if wrong:
+        raise UserError(f"{where}: column(s) {', '.join(wrong)} hold text, not numbers")
 
 
 def check_units(summary: pd.DataFrame, where: Path) -> None:

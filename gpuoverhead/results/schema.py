@@ -24,6 +24,12 @@ CASE_COLUMNS = ["run_id", "benchmark", "case", "methodology", "encoding", "sync"
 SAMPLE_COLUMNS = CASE_COLUMNS + ["n_dispatches", "repetition", "phase", "process",
                                  "elapsed_ns", "wall_ns", "issue_ns", "gpu_ns", "outlier"]
 
+#: Columns of the summary (an empty one has them too: a run with nothing finished is a run).
+SUMMARY_COLUMNS = CASE_COLUMNS + [
+    "n_dispatches", "process", "metric", "unit", "estimator", "value", "ci_low", "ci_high",
+    "ci_level", "ci_kind", "bound", "n_samples", "rel_ci", "rel_spread_between", "processes",
+    "rounds", "warmup_rounds", "stop", "target_rel_ci", "outliers"]
+
 #: Metric of the summary row that records a benchmark that failed (its message in
 #: `estimator`), so that the summary says what is missing and why.
 ERROR = "error"

@@ -7,6 +7,8 @@ the list of jobs: each suite group as measured by each implementation.
 
 from __future__ import annotations
 
+import math
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -73,26 +75,29 @@ class Plan:
 
 def prepare(options: RunOptions) -> Plan:
     """The plan of a run, or a UserError saying what in the input is wrong."""
-    if options.processes < 1:
-        raise UserError(f"--processes must be at least 1, not {options.processes}")
+    check_options(options)
     suite = load_suite(options.suite, options.outside_shaders)
     if options.quick:
         suite = quick(suite)
     found, notes = adapters.discover(options.implementations)
     torch_only = options.implementations == [implementations.TORCH]
     if not found and notes and not torch_only:
-        raise UserError("; ".join([adapters.NO_ADAPTER, *notes]))
+        # A named implementation that is not installed needs installing, not lavapipe.
+        raise UserError("; ".join(notes if options.implementations else
+                                  [adapters.NO_ADAPTER, *notes]))
     chosen = adapters.select(found, options.backend, options.adapter, torch_only)
     suite, native = _native_layer(suite, notes)
     timestamps = _any(suite, lambda c: c.sync == TIMESTAMPS)
     notes += [f"{f.info.label} has no timestamp queries: no GPU times (gpu_ns)"
               for f in chosen if timestamps and not f.info.timestamps]
-    limits = {f.info: _required_limits(f, suite) for f in chosen}
+    limits = {f.info: required_limits(f, suite) for f in chosen}
     for f in chosen:
         _check_shaders(f, suite, timestamps and f.info.timestamps, limits[f.info])
     described = [{**f.info.__dict__, **f.details(), "implementation_versions":
                   implementations.get(f.info.implementation).versions()} for f in chosen]
     torch = _torch_adapter(options, notes)
+    if torch_only and torch is None:
+        raise UserError(notes[-1])
     if torch is not None:
         described.append(dict(torch.__dict__))
     benchmarks = [jobs for group in suite.groups
@@ -101,6 +106,24 @@ def prepare(options: RunOptions) -> Plan:
         raise UserError("nothing to measure: no adapter and no PyTorch baseline here")
     return Plan(suite, described, benchmarks, 1 if options.quick else options.processes,
                 native, limits, notes, [f.info.device for f in chosen if f.info.is_software])
+
+
+#: A run id is one plain path component: it names a folder under --out, nothing else.
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def check_options(options: RunOptions) -> None:
+    """The command-line values that no suite can make right, refused before anything runs."""
+    if options.processes < 1:
+        raise UserError(f"--processes must be at least 1, not {options.processes}")
+    if options.seed is not None and not 0 <= options.seed < 2 ** 32:
+        raise UserError(f"--seed must be between 0 and 2**32 - 1, not {options.seed}")
+    if not (math.isfinite(options.stall_timeout_s) and options.stall_timeout_s > 0):
+        raise UserError(f"--stall-timeout must be a positive number of seconds, not "
+                        f"{options.stall_timeout_s}")
+    if options.run_id is not None and not RUN_ID.fullmatch(options.run_id):
+        raise UserError(f"--run-id {options.run_id[:40]!r} is not a plain folder name: up to "
+                        "100 letters, digits, '.', '_' or '-', starting with a letter or digit")
 
 
 def _native_layer(suite: Suite, notes: list[str]) -> tuple[Suite, dict[str, str] | None]:
@@ -169,7 +192,7 @@ def _without(suite: Suite, predicate: Callable[[Case], bool]) -> Suite:
     return replace(suite, groups=groups)
 
 
-def _required_limits(chosen: adapters.FoundAdapter, suite: Suite) -> dict[str, int]:
+def required_limits(chosen: adapters.FoundAdapter, suite: Suite) -> dict[str, int]:
     """Device limits the suite needs beyond the defaults, checked against the adapter's."""
     limits = chosen.adapter.limits
     need_bytes = max(g.elements for g in suite.groups) * 4

@@ -49,7 +49,7 @@ def sample_group(group: Group, ops: dict[Case, Operation], rng: np.random.Genera
     """
     out = GroupSamples(group.cases)
     one_round = _round(group, ops, rng, out, counts)
-    _warm_up(group, one_round, out, budget.warmup_s)
+    _warm_up(group, one_round, out, budget, progress)
     _measure(group, one_round, out, budget.process_s, worst_rel_ci, progress)
     return out
 
@@ -79,17 +79,20 @@ def _round(group: Group, ops: dict[Case, Operation], rng: np.random.Generator,
     return one_round
 
 
-def _warm_up(group: Group, one_round: Round, out: GroupSamples, limit_s: float) -> None:
-    """Warm-up rounds until their moving median settles, or the cap or `limit_s` is hit."""
+def _warm_up(group: Group, one_round: Round, out: GroupSamples, budget: Budget,
+             progress: Progress) -> None:
+    """Warm-up rounds until their moving median settles, or the cap or the budget's warm-up
+    share is hit; each reported as progress (no measured round yet, no budget spent)."""
     start = perf_counter_ns()
     durations: list[int] = []
     while out.warmup_rounds < group.sampling.warmup_max_rounds:
         durations.append(one_round(out.warmup_rounds, True))
         out.warmup_rounds += 1
+        progress(out, 0.0, budget.process_s)
         if _settled(durations):
             out.warmup_settled = True
             return
-        if perf_counter_ns() - start > limit_s * 1e9:
+        if perf_counter_ns() - start > budget.warmup_s * 1e9:
             return
 
 

@@ -6,7 +6,9 @@ process is recorded as an error and contributes no rows.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,8 +22,8 @@ from gpuoverhead.analysis.samples import GroupSamples
 from gpuoverhead.analysis.series import Key, Series, series
 from gpuoverhead.errors import UserError
 from gpuoverhead.results import tables
-from gpuoverhead.results.schema import SAMPLE_COLUMNS, RunRecord
-from gpuoverhead.results.write import write_run
+from gpuoverhead.results.schema import RUN_JSON, SAMPLE_COLUMNS, SUMMARY_COLUMNS, RunRecord
+from gpuoverhead.results.write import write_json, write_run
 from gpuoverhead.run import checks, environment, noise, worker
 from gpuoverhead.run.budget import Budget
 from gpuoverhead.run.plan import Job, Plan, RunOptions, prepare
@@ -30,6 +32,7 @@ from gpuoverhead.run.plan import Job, Plan, RunOptions, prepare
 class Reporter(Protocol):
     """What the runner tells the user while it works (present/progress implements it)."""
 
+    def run_started(self, lines: list[str]) -> None: ...
     def benchmark_started(self, label: str, index: int, total: int, seconds: float) -> None: ...
     def progress(self, done_s: float, info: str) -> None: ...
     def benchmark_done(self, label: str, summary: pd.DataFrame | None, errors: list[str]
@@ -49,15 +52,18 @@ class RunResult:
 
 @dataclass
 class _Files:
-    """The run folder's tables so far; `save` rewrites all of them."""
+    """The run folder's tables so far; `save` rewrites all of them. A run that replaces an
+    older one (--force) writes beside it and takes its place only once it has a finished
+    benchmark to put there: an interrupted start does not destroy the old results."""
 
     folder: Path
     record: RunRecord
+    replaces: Path | None = None
     samples: list[pd.DataFrame] = field(default_factory=list)
     summaries: list[pd.DataFrame] = field(default_factory=list)
 
     def summary(self) -> pd.DataFrame:
-        return tables.with_ratio_to_fastest(_concat(self.summaries, None))
+        return tables.with_ratio_to_fastest(_concat(self.summaries, SUMMARY_COLUMNS))
 
     def save(self, status: str) -> None:
         self.record.status = status
@@ -65,12 +71,30 @@ class _Files:
             self.record.finished = environment.now_iso()
         write_run(self.folder, _concat(self.samples, SAMPLE_COLUMNS), self.summary(),
                   self.record.as_json())
+        if self.replaces is not None and (self.summaries or status == "complete"):
+            old = self.replaces.with_name(f".{self.replaces.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            self.replaces.rename(old)
+            self.folder.rename(self.replaces)
+            shutil.rmtree(old, ignore_errors=True)
+            self.folder, self.replaces = self.replaces, None
+
+    def abandon(self) -> None:
+        """An interrupted run with nothing finished leaves the results it would replace."""
+        if self.replaces is not None and not self.summaries:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = self.replaces
 
 
 def run(options: RunOptions, reporter: Reporter) -> RunResult:
     plan = prepare(options)
     run_id = options.run_id or environment.new_run_id()
-    folder = _make_folder(options.out_root / run_id, options.force)
+    target = options.out_root / run_id
+    replaces = target if options.force and (target / "run.json").is_file() else None
+    if replaces:
+        shutil.rmtree(target.with_name(f".{run_id}.new"), ignore_errors=True)
+    folder = _make_folder(target.with_name(f".{run_id}.new") if replaces else target,
+                          options.force)
     seed = options.seed if options.seed is not None else secrets.randbits(32)
     suite = plan.suite
     record = environment.record(run_id, options.argv, suite.path, suite.name, suite.sha256,
@@ -83,20 +107,41 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     record.warnings += noisy
     record.warnings += [f"{device} is a CPU (software) adapter: its figures describe a driver "
                         "running on the CPU, not a GPU" for device in plan.software]
-    files = _Files(folder, record)
+    files = _Files(folder, record, replaces)
     files.save("running")
+    reporter.run_started(_what_runs(plan, target))
     seeding = _Seeding(seed, np.random.default_rng(seed), time.time_ns())
     try:
         for index, jobs in enumerate(plan.benchmarks):
             _benchmark(plan, index, jobs, files, reporter, seeding, options.stall_timeout_s)
     except KeyboardInterrupt:
         files.save("interrupted")
+        files.abandon()
+    except OSError as exc:  # a full disk, a folder removed under the run
+        record.errors.append(f"cannot write results: {exc.strerror or exc}")
+        record.status, record.finished = "failed", environment.now_iso()
+        with contextlib.suppress(OSError):  # run.json alone may still fit
+            write_json(files.folder / RUN_JSON, record.as_json())
+        raise UserError(f"cannot write results to {files.folder}: {exc.strerror or exc}; "
+                        "what was written before stays readable") from None
     else:
         state, noisy = noise.check()
         record.noise["after"] = state
         record.warnings += [w + " (at the end of the run)" for w in noisy]
         files.save("failed" if record.errors else "complete")
-    return RunResult(folder, record, files.summary())
+    return RunResult(files.folder, record, files.summary())
+
+
+def _what_runs(plan: Plan, folder: Path) -> list[str]:
+    """The run's first lines: what will be measured, how long it may take, where it goes."""
+    seconds = sum(j.group.sampling.budget_per_case_s * len(j.group.cases)
+                  for jobs in plan.benchmarks for j in jobs)
+    adapters = sorted({f"{a.get('device')} ({a.get('backend')}, {a.get('implementation')})"
+                       for a in plan.adapters})
+    return [f"measuring {len(plan.benchmarks)} benchmarks of {plan.suite.name} on "
+            f"{'; '.join(adapters)}, {plan.processes} process{'es' if plan.processes > 1 else ''} "
+            f"each, about {seconds:.0f} s "
+            f"of sampling plus start-up; results in {folder}"]
 
 
 @dataclass(frozen=True)

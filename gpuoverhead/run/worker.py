@@ -9,6 +9,7 @@ state, memory placement, clocks) becomes visible instead of hidden in one proces
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ from gpuoverhead.suite.model import TIMESTAMPS, Case, Group
 
 #: How long the parent waits for a worker's next message before it checks that it lives.
 _POLL_S = 0.2
+#: Seconds a worker may take to start, open its device and compile, beyond --stall-timeout.
+STARTUP_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,7 @@ def _sample(job: Task, group: Group, ops: dict[Case, Any], verify: Any, cal: Cal
     def progress(samples: GroupSamples, elapsed: float, budget: float) -> None:
         send(("round", job.process, samples.rounds, elapsed, budget))
 
+    send(("ready",))
     offset = time.time_ns() - perf_counter_ns()
     precision = partial(worst_rel_ci, cal=cal, target_rel=group.sampling.target_rel_ci)
     samples = sample_group(group, ops, rng, job.budget, precision, progress, counts)
@@ -141,15 +145,22 @@ def _sample(job: Task, group: Group, ops: dict[Case, Any], verify: Any, cal: Cal
 
 def _child(job: Task, conn: Any) -> None:
     body = measure_torch if job.adapter.implementation.startswith("torch") else measure
+
+    def send(message: tuple) -> None:
+        try:
+            conn.send(message)
+        except (BrokenPipeError, EOFError, OSError):  # the parent is gone: leave quietly
+            os._exit(0)
+
     try:
-        outcome = body(job, conn.send)
+        outcome = body(job, send)
     except KeyboardInterrupt:
         return
     except (IntegrityError, UserError) as exc:
         outcome = Outcome(job.process, error=str(exc))
     except Exception:  # a bug or a driver failure: report it whole, the parent goes on
         outcome = Outcome(job.process, error=traceback.format_exc(limit=5).strip())
-    conn.send(("done", outcome))
+    send(("done", outcome))
     conn.close()
 
 
@@ -157,7 +168,8 @@ def run(job: Task, on_round: Any, stall_timeout_s: float = float("inf")) -> Outc
     """Spawn a worker for `job`, relay its progress to `on_round`, return its outcome.
 
     A worker that finishes no round for `stall_timeout_s` (a GPU wait that never returns,
-    a kernel that runs far too long) is stopped and its job reported as failed. A
+    a kernel that runs far too long) is stopped and its job reported as failed; the clock
+    starts when it has set up (start-up, device and pipelines get STARTUP_S more). A
     KeyboardInterrupt in the parent (Ctrl-C, SIGTERM) stops the worker before it goes on.
     """
     ctx = multiprocessing.get_context("spawn")
@@ -165,7 +177,7 @@ def run(job: Task, on_round: Any, stall_timeout_s: float = float("inf")) -> Outc
     proc = ctx.Process(target=_child, args=(job, child), daemon=True)
     proc.start()
     child.close()
-    last = time.monotonic()
+    last, limit = time.monotonic(), stall_timeout_s + STARTUP_S
     try:
         while True:
             if parent.poll(_POLL_S):
@@ -176,11 +188,12 @@ def run(job: Task, on_round: Any, stall_timeout_s: float = float("inf")) -> Outc
                 if kind == "done":
                     proc.join()
                     return payload[0]
-                last = time.monotonic()
-                on_round(*payload)
+                last, limit = time.monotonic(), stall_timeout_s
+                if kind == "round":
+                    on_round(*payload)
             elif not proc.is_alive():
                 break
-            elif time.monotonic() - last > stall_timeout_s:
+            elif time.monotonic() - last > limit:
                 _stop(proc)
                 return Outcome(job.process, error=(
                     f"worker process {job.process} finished no round in {stall_timeout_s:g} s "

@@ -16,6 +16,9 @@ def resolve_kernel(suite_path: Path, name: str, outside_shaders: bool = False) -
     """Resolve a kernel: a shipped one by name, or a `.wgsl` path relative to the suite,
     inside the suite's folder unless `outside_shaders` (a suite from elsewhere must not read
     arbitrary files by naming `../../x.wgsl` or an absolute path)."""
+    if not name.endswith(".wgsl") and (Path(name).is_absolute() or "/" in name or "\\" in name
+                                       or name.startswith(".")):
+        raise UserError(f"kernel {name!r} is neither a shipped kernel's name nor a .wgsl path")
     if name.endswith(".wgsl"):
         folder = suite_path.parent.resolve()
         path = (folder / name).resolve()
@@ -42,6 +45,8 @@ def _read_shader(path: Path) -> str:
         return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise UserError(f"cannot read shader {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"cannot read shader {path}: not UTF-8 text") from None
 
 
 def fusion_kernel(pattern: str) -> Kernel:

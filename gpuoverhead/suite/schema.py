@@ -15,6 +15,8 @@ Sync = Literal["wait", "readback"]
 Layer = Literal["wrapper", "raw", "native"]
 Pattern = Literal["chain", "loop", "rmsnorm", "matmul"]
 PosInt = Annotated[int, Field(gt=0)]
+#: Most operations in one sample: more would take longer than any stall timeout allows.
+MAX_N = 65536
 
 class _Settings(BaseModel):
     """Every setting a benchmark can take; all optional so that `defaults` can be partial."""
@@ -28,8 +30,8 @@ class _Settings(BaseModel):
     encodings: list[Encoding] | None = Field(None, min_length=1)
     layers: list[Layer] | None = Field(None, min_length=1)
     gpu_timestamps: bool | None = None
-    n_sweep: list[PosInt] | None = Field(None, min_length=2)
-    budget_s: Annotated[float, Field(gt=0)] | None = None
+    n_sweep: list[Annotated[int, Field(gt=0, le=MAX_N)]] | None = Field(None, min_length=2)
+    budget_s: Annotated[float, Field(gt=0, le=3600, allow_inf_nan=False)] | None = None
     target_rel_ci: Annotated[float, Field(gt=0, lt=1)] | None = None
     min_rounds: Annotated[int, Field(ge=3)] | None = None
     max_rounds: Annotated[int, Field(ge=3)] | None = None

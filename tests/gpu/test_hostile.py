@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -72,6 +74,22 @@ BAD_SUITES = {
                      "elements must be multiples of 896, not 1000"),
     "matmul size": ("benchmarks:\n  - {name: a, fusion: matmul, k_sweep: [64, 100]}\n",
                     "benchmarks[0].k_sweep: matmul sizes (k_sweep) must be multiples of 16"),
+    # Second round (issue 15): each of these got through or crashed before.
+    "kernel path without .wgsl": ("benchmarks:\n  - {name: a, kernel: ../../tmp/x/evil}\n",
+                                  "kernel '../../tmp/x/evil' is neither a shipped kernel's "
+                                  "name nor a .wgsl path"),
+    "absolute kernel without .wgsl": ("benchmarks:\n  - {name: a, kernel: /tmp/x/evil}\n",
+                                      "is neither a shipped kernel's name nor a .wgsl path"),
+    "duplicate key": ("benchmarks:\n  - {name: a, kernel: add_one, kernel: empty}\n",
+                      "suite.yaml:2: key 'kernel' appears twice"),
+    "nested 500 deep": ("a: " + "[" * 500 + "]" * 500 + "\n",
+                        "nested deeper than 32 levels: not a suite"),
+    "infinite budget": ("defaults: {budget_s: .inf}\n" + GOOD,
+                        "defaults.budget_s: Input should be a finite number"),
+    "N too large": ("defaults: {n_sweep: [1, 1000000000000]}\n" + GOOD,
+                    "defaults.n_sweep[1]: Input should be less than or equal to 65536"),
+    "shader not utf-8": ("benchmarks:\n  - {name: a, kernel: latin1.wgsl}\n",
+                         "latin1.wgsl: not UTF-8 text"),
 }
 
 
@@ -86,6 +104,7 @@ def test_hostile_suite(tmp_path, name):
     """`validate` explains it; `run` refuses it before creating anything."""
     text, expected = BAD_SUITES[name]
     (tmp_path / "folder.wgsl").mkdir()
+    (tmp_path / "latin1.wgsl").write_bytes("// caf\xe9\n".encode("latin-1"))
     suite = write_suite(tmp_path, text)
     _assert_one_clear_line(gpuoverhead("validate", str(suite)), expected)
     out = tmp_path / "out"
@@ -121,6 +140,9 @@ def test_hostile_shader_that_does_not_compile(tmp_path):
                        "--out", str(tmp_path / "out"))
     _assert_one_clear_line(proc, "broken.wgsl:2:")
     assert "shader rejected" in proc.stderr
+    # `validate` compiles the kernels too, so it no longer calls this suite ok.
+    _assert_one_clear_line(gpuoverhead("validate", str(suite)), "broken.wgsl:2:")
+    assert "shaders not compiled" in gpuoverhead("validate", str(suite), "--no-compile").stdout
 
 
 def test_hostile_unknown_backend(tmp_path):
@@ -171,7 +193,7 @@ def test_hostile_existing_run_folder(tmp_path):
     suite = write_suite(tmp_path, "defaults: {n_sweep: [1, 2], budget_s: 0.02, min_rounds: 3,"
                                   " warmup_max_rounds: 1}\n" + GOOD)
     args = ("run", "--suite", str(suite), "--backend", "vulkan", "--out", str(tmp_path / "o"),
-            "--run-id", "same", "--processes", "1")
+            "--run-id", "same", "--processes", "1", "--implementation", "wgpu-native")
     assert gpuoverhead(*args).returncode == 0
     before = (only_run_folder(tmp_path / "o") / "run.json").read_bytes()
     proc = gpuoverhead(*args)
@@ -193,6 +215,17 @@ BAD_RUNS = {
     "elements over the limit": (
         ["--suite", "{suite:benchmarks:\n  - {name: a, kernel: add_one, elements: 2000000000}\n}"],
         "elements up to 2000000000 need 8000000000 bytes, over the adapter's"),
+    "negative seed": (["--seed", "-1"], "--seed must be between 0 and 2**32 - 1, not -1"),
+    "zero stall timeout": (["--stall-timeout", "0"], "--stall-timeout must be a positive"),
+    "negative stall timeout": (["--stall-timeout", "-5"], "--stall-timeout must be a positive"),
+    "nan stall timeout": (["--stall-timeout", "nan"], "--stall-timeout must be a positive"),
+    "run id escapes --out": (["--run-id", "../../escaped"], "is not a plain folder name"),
+    "absolute run id": (["--run-id", "/tmp/elsewhere"], "is not a plain folder name"),
+    "nested run id": (["--run-id", "x/y/z"], "is not a plain folder name"),
+    "run id .": (["--run-id", ".", "--force"], "is not a plain folder name"),
+    "run id of 300 characters": (["--run-id", "r" * 300], "is not a plain folder name"),
+    "dawn not installed": (["--implementation", "dawn"],
+                           "dawn: the package wgpudawn is not installed (pip install wgpudawn)"),
 }
 
 
@@ -249,6 +282,17 @@ def _no_run_json(folder: Path) -> None:
     (folder / "run.json").unlink()
 
 
+def _text_in_value(folder: Path) -> None:
+    summary = pd.read_parquet(folder / "summary.parquet")
+    summary["value"] = summary["value"].astype(str)
+    summary.to_parquet(folder / "summary.parquet")
+
+
+def _no_case_column(folder: Path) -> None:
+    pd.read_parquet(folder / "summary.parquet").drop(columns=["case"]).to_parquet(
+        folder / "summary.parquet")
+
+
 #: Damage done to a copy of a good result set, and what `report` and `compare` must say.
 BAD_RESULTS = {
     "truncated parquet": (_truncate, "summary.parquet: not a readable Parquet file"),
@@ -257,6 +301,8 @@ BAD_RESULTS = {
     "other schema version": (_other_schema, "schema version 99, this gpuoverhead reads"),
     "mixed units": (_mixed_units, "mixed units: metric 'latency_ns' comes in us"),
     "no run.json": (_no_run_json, "no result sets (folders with run.json)"),
+    "text in value": (_text_in_value, "column(s) value hold text, not numbers"),
+    "missing column": (_no_case_column, "no case column(s): not a gpuoverhead summary"),
 }
 
 
@@ -277,6 +323,56 @@ def test_hostile_result_set(tmp_path, good_run, name, command):
     assert not written.exists()
 
 
+def test_hostile_suite_that_is_not_a_file_of_text(tmp_path):
+    _assert_one_clear_line(gpuoverhead("validate", "/dev/zero"),
+                           "/dev/zero: larger than 1024 KiB: not a suite")
+
+
+def test_hostile_run_that_finished_nothing_reads_as_a_run(tmp_path, good_run):
+    """A run interrupted in its first benchmark is a run with no estimates: `show` says so,
+    `report` takes the others, `compare` says there is nothing in common."""
+    empty = tmp_path / "empty"
+    shutil.copytree(good_run, empty)
+    summary = pd.read_parquet(empty / "summary.parquet").iloc[0:0]
+    summary.to_parquet(empty / "summary.parquet")
+    info = json.loads((empty / "run.json").read_text())
+    (empty / "run.json").write_text(json.dumps({**info, "status": "interrupted"}))
+    shown = gpuoverhead("show", str(empty))
+    assert shown.returncode == 0 and "no estimates (status 'interrupted')" in shown.stderr
+    both = tmp_path / "both"
+    both.mkdir()
+    shutil.copytree(good_run, both / "good")
+    shutil.copytree(empty, both / "empty")
+    assert gpuoverhead("report", str(both)).returncode == 0
+    _assert_one_clear_line(gpuoverhead("compare", str(good_run), str(empty)),
+                           "have no estimate in common")
+
+
+
+
 def test_hostile_report_on_a_path_that_does_not_exist(tmp_path):
     _assert_one_clear_line(gpuoverhead("report", str(tmp_path / "nothing")),
                            "nothing: no such file or folder")
+
+
+def test_hostile_output_that_the_terminal_cannot_encode(good_run):
+    proc = gpuoverhead("show", str(good_run), env={"PYTHONIOENCODING": "ascii"})
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "benchmark" in proc.stdout
+
+
+def test_hostile_stdout_that_is_full(good_run):
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "gpuoverhead", "show", str(good_run)],
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=120,
+                              cwd=ROOT)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "cannot write the output" in proc.stderr
+
+
+def test_hostile_mesa_runtime_dir_noise_is_gone():
+    env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+    proc = subprocess.run([sys.executable, "-m", "gpuoverhead", "adapters"], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert "XDG_RUNTIME_DIR" not in proc.stderr

@@ -30,7 +30,7 @@ def test_run_writes_five_files_with_the_schema(ci_run):
     stamped = samples["sync"] == "timestamps"
     assert samples.loc[stamped, "gpu_ns"].gt(0).all()
     assert samples.loc[~stamped, "gpu_ns"].isna().all()
-    assert info["schema_version"] == 1 and info["status"] == "complete"
+    assert info["schema_version"] == 2 and info["status"] == "complete"
     assert info["suite"]["name"] == "ci" and len(info["suite"]["sha256"]) == 64
     assert info["adapters"][0]["backend"] == "vulkan"
     assert info["adapters"][0]["limits"]["max-compute-workgroup-size-x"] > 0
@@ -82,16 +82,19 @@ def test_samples_are_interleaved_and_warmup_is_kept_apart(ci_run):
     group = next(g for g in load_suite(CONFIGS / "ci.yaml").groups if g.benchmark == "add_one")
     first = samples[(samples.benchmark == "add_one") & (samples.repetition == 3)
                     & (samples.phase == "measure") & (samples.call == "")
-                    & (samples.process == 0)]
+                    & (samples.process == 0) & (samples.variant == "")]
     # One round holds every (case, N) once, and not in the order the suite lists them.
     assert len(first) == sum(len(c.n_values) for c in group.cases)
     assert first.duplicated(["case", "n_dispatches"]).sum() == 0
     listed = [c.id for c in group.cases for _ in c.n_values]
     assert first.sort_values("elapsed_ns")["case"].tolist() != listed
     assert (samples.phase == "warmup").any()
-    rounds = summary[summary.process.isna()].groupby("benchmark")["rounds"].first()
-    measured = samples[samples.phase == "measure"].groupby(["benchmark", "process"])[
-        "repetition"].max().add(1).groupby("benchmark").sum()
+    main = summary[summary.process.isna() & (summary.variant != "reference")
+                   & ~summary.metric.isin(["paired_ratio", "reference_ratio"])]
+    rounds = main.groupby("benchmark")["rounds"].first()
+    kept = samples[(samples.phase == "measure") & (samples.variant != "reference")]
+    last = kept.groupby(["benchmark", "process"])["repetition"].max()
+    measured = (last + 1).groupby("benchmark").sum()
     assert (rounds == measured).all()
 
 
@@ -104,8 +107,9 @@ def test_two_processes_give_process_ids_and_one_merged_summary(ci_run):
     assert set(per_process.process) == {0, 1}
     key = ["case", "metric", "call"]
     assert not combined.duplicated(key).any()
-    # closures and matmul crossovers are derived from the combined estimates only
-    derived = combined.metric.isin(["closure_ns", "crossover_size", "crossover_size_synced"])
+    # closures, crossovers and ratios between jobs are derived from the combined only
+    derived = combined.metric.isin(["closure_ns", "crossover_size", "crossover_size_synced",
+                                    "paired_ratio", "reference_ratio"])
     assert len(per_process) == 2 * len(combined[~derived])
     spread = combined[combined.metric == "per_dispatch_ns"]["rel_spread_between"]
     assert spread.notna().all() and (spread >= 0).all()
@@ -117,7 +121,7 @@ def test_two_processes_give_process_ids_and_one_merged_summary(ci_run):
 
 def test_summary_table_is_printed(ci_run):
     proc, _ = ci_run
-    assert "Dispatch overhead" in proc.stdout and "seq dispatch" in proc.stdout
+    assert "Dispatch overhead" in proc.stdout and "dispatch wall" in proc.stdout
     assert "complete: results in" in proc.stderr
     assert "CPU (software) adapter" in proc.stderr
 
@@ -151,7 +155,8 @@ def test_a_kernel_that_does_not_write_fails_its_benchmark_loudly(tmp_path):
 
 
 def test_quick_run_of_the_embedded_default_suite(tmp_path):
-    proc = gpuoverhead("run", "--quick", "--backend", "vulkan", "--out", str(tmp_path))
+    proc = gpuoverhead("run", "--quick", "--backend", "vulkan", "--out", str(tmp_path),
+                       "--implementation", "wgpu-native")
     assert proc.returncode == 0, proc.stderr
     _, summary, info = read_run(only_run_folder(tmp_path))
     assert info["suite"]["name"] == "default"
@@ -179,7 +184,7 @@ def test_show_prints_a_finished_run(ci_run):
     _, folder = ci_run
     proc = gpuoverhead("show", str(folder))
     assert proc.returncode == 0, proc.stderr
-    assert "seq submit" in proc.stdout and "naive/dispatch" in proc.stdout
+    assert "submit wall" in proc.stdout and "naive/dispatch" in proc.stdout
 
 
 def test_show_refuses_a_folder_without_results(tmp_path):
