@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +27,25 @@ def gpuoverhead(*args: str, timeout: float = 300, env: dict[str, str] | None = N
         [sys.executable, "-m", "gpuoverhead", *args], capture_output=True, text=True,
         timeout=timeout, cwd=ROOT, env={**os.environ, **(env or {})},
     )
+
+
+def in_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI called in this process (for commands that end before measuring anything):
+    the same code as `gpuoverhead()` without an interpreter's start-up per call."""
+    from typer.testing import CliRunner
+
+    from gpuoverhead.cli import app
+
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        result = CliRunner().invoke(app, list(args))
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout,
+                                       result.stderr)
 
 
 def only_run_folder(out: Path) -> Path:

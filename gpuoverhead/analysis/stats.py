@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import combinations
 
 import numpy as np
-from scipy import stats as sps
 
 CONFIDENCE = 0.95
 #: Samples whose modified z-score (Iglewicz and Hoaglin) exceeds this are flagged outliers.
@@ -70,12 +70,28 @@ def median_ci(values: np.ndarray) -> Estimate:
         level = 1.0 - 2.0 * 0.5 ** values.size if values.size > 1 else 0.0
         return Estimate(med, float(values.min()), float(values.max()), int(values.size),
                         level, f"{kind} (observed range)")
-    ci = sps.quantile_test(values, q=med, p=0.5).confidence_interval(CONFIDENCE)
-    return Estimate(med, float(ci.low), float(ci.high), int(values.size), CONFIDENCE, kind)
+    below = _median_rank(int(values.size))
+    ordered = np.sort(values)
+    return Estimate(med, float(ordered[below]), float(ordered[values.size - 1 - below]),
+                    int(values.size), CONFIDENCE, kind)
+
+
+@lru_cache(maxsize=4096)
+def _median_rank(n: int) -> int:
+    """0-based index of the lower order statistic of the exact 95% interval of a median:
+    the largest j with P(Binomial(n, 1/2) <= j) <= 2.5% (the interval scipy's quantile_test
+    gives, computed here because worker processes would otherwise import scipy.stats, a
+    second of start-up each, for this alone). n >= 6."""
+    i = np.arange(1, n + 1)
+    log_choose = np.concatenate([[0.0], np.cumsum(np.log((n - i + 1) / i))])
+    cdf = np.cumsum(np.exp(log_choose - n * math.log(2.0)))
+    return int(np.flatnonzero(cdf <= (1 - CONFIDENCE) / 2)[-1])
 
 
 def t_interval(values: np.ndarray) -> tuple[float, float, float]:
     """Mean of a few values with its Student t 95% interval (len - 1 degrees of freedom)."""
+    from scipy import stats as sps  # here, not at import: worker processes never need it
+
     values = np.asarray(values, dtype=float)
     mean = float(values.mean())
     half = float(sps.t.ppf(0.5 + CONFIDENCE / 2, values.size - 1)
@@ -195,6 +211,8 @@ class Drift:
 
 def drift(values: np.ndarray, times: np.ndarray) -> Drift | None:
     """The trend of `values` over `times` if it is strong and significant, else None."""
+    from scipy import stats as sps
+
     values, times = np.asarray(values, dtype=float), np.asarray(times, dtype=float)
     if values.size < 8 or np.ptp(values) == 0:
         return None

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import CONFIGS, ROOT, gpuoverhead, only_run_folder, write_suite
+from conftest import CONFIGS, ROOT, gpuoverhead, in_process, only_run_folder, write_suite
 
 GOOD = "benchmarks:\n  - {name: a, kernel: add_one, elements: 64}\n"
 
@@ -106,9 +106,9 @@ def test_hostile_suite(tmp_path, name):
     (tmp_path / "folder.wgsl").mkdir()
     (tmp_path / "latin1.wgsl").write_bytes("// caf\xe9\n".encode("latin-1"))
     suite = write_suite(tmp_path, text)
-    _assert_one_clear_line(gpuoverhead("validate", str(suite)), expected)
+    _assert_one_clear_line(in_process("validate", str(suite)), expected)
     out = tmp_path / "out"
-    proc = gpuoverhead("run", "--suite", str(suite), "--out", str(out), "--processes", "1")
+    proc = in_process("run", "--suite", str(suite), "--out", str(out), "--processes", "1")
     # `run` names the first problem, and points to `validate` when there are more.
     more = "more: run `gpuoverhead validate"
     _assert_one_clear_line(proc, expected if more not in proc.stderr else more)
@@ -235,7 +235,7 @@ def test_hostile_run_option(tmp_path, name):
     args = [str(write_suite(tmp_path, a[len("{suite:"):-1])) if a.startswith("{suite:") else a
             for a in args]
     out = tmp_path / "out"
-    proc = gpuoverhead("run", "--backend", "vulkan", "--out", str(out), *args)
+    proc = in_process("run", "--backend", "vulkan", "--out", str(out), *args)
     _assert_one_clear_line(proc, expected)
     assert not out.exists()
 
@@ -316,7 +316,7 @@ def test_hostile_result_set(tmp_path, good_run, name, command):
     written = tmp_path / "table.md"
     args = ["report", str(bad), "-o", str(written)] if command == "report" else \
         ["compare", str(good_run), str(bad)]
-    proc = gpuoverhead(*args)
+    proc = in_process(*args)
     if command == "compare" and name == "no run.json":
         expected = "not a run folder (no run.json)"
     _assert_one_clear_line(proc, expected)

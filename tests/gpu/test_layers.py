@@ -154,7 +154,7 @@ def test_dawn_runs_or_says_why_not(tmp_path):
     proc = gpuoverhead("run", "--implementation", "dawn", "--quick", "--out", str(tmp_path))
     if not found:
         assert proc.returncode == 2 and "Traceback" not in proc.stderr
-        assert "dawn offers no adapter" in proc.stderr or "wgpudawn is not usable" in proc.stderr
+        assert "dawn offers no adapter" in proc.stderr or "wgpudawn is not" in proc.stderr
         assert notes
         return
     assert proc.returncode == 0, proc.stderr

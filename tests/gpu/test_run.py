@@ -154,16 +154,6 @@ def test_a_kernel_that_does_not_write_fails_its_benchmark_loudly(tmp_path):
     assert "output check failed" in error.estimator.iat[0]
 
 
-def test_quick_run_of_the_embedded_default_suite(tmp_path):
-    proc = gpuoverhead("run", "--quick", "--backend", "vulkan", "--out", str(tmp_path),
-                       "--implementation", "wgpu-native")
-    assert proc.returncode == 0, proc.stderr
-    _, summary, info = read_run(only_run_folder(tmp_path))
-    assert info["suite"]["name"] == "default"
-    assert {"empty", "add_one"} <= set(summary.benchmark)
-    assert (summary[summary.metric.isin(["latency_ns", "per_dispatch_ns"])].value > 0).all()
-
-
 def test_adapters_lists_the_vulkan_adapter_as_json():
     import json
 
