@@ -55,9 +55,11 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except UserError as exc:
+        from rich.markup import escape
+
         from gpuoverhead.present.console import err
 
-        err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_USER) from None
 
 

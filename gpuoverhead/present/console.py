@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from gpuoverhead.gpu.adapters import FoundAdapter
@@ -233,9 +234,9 @@ def print_summary(summary: pd.DataFrame) -> None:
 
 def show_errors(errors: list[str]) -> None:
     for e in errors:
-        err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/red] {escape(e)}", highlight=False, soft_wrap=True)
 
 
 def show_warnings(warnings: list[str]) -> None:
     for w in warnings:
-        err.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+        err.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)

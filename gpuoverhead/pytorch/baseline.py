@@ -36,7 +36,7 @@ def available() -> str | None:
     try:
         import torch  # noqa: F401
     except Exception as exc:
-        return f"PyTorch baselines skipped: torch is not usable ({exc}); install gpuoverhead[torch]"
+        return f"torch is not usable ({exc}); install gpuoverhead[torch]"
     return None
 
 

@@ -108,7 +108,7 @@ def _check_columns(summary: pd.DataFrame, where: Path) -> None:
     missing = [c for c in _REQUIRED if c not in summary]
     if missing:
         raise UserError(f"{where}: no {', '.join(missing)} column(s): not a gpuoverhead summary")
-    wrong = [c for c in _NUMERIC if not pd.api.types.is_numeric_dtype(summary[c])]
+    wrong = [c for c in _NUMERIC if len(summary) and not pd.api.types.is_numeric_dtype(summary[c])]
     if wrong:
         raise UserError(f"{where}: column(s) {', '.join(wrong)} hold text, not numbers")
 

@@ -97,7 +97,7 @@ def prepare(options: RunOptions) -> Plan:
                   implementations.get(f.info.implementation).versions()} for f in chosen]
     torch = _torch_adapter(options, notes)
     if torch_only and torch is None:
-        raise UserError(notes[-1])
+        raise UserError(notes[-1].removeprefix(TORCH_SKIPPED))
     if torch is not None:
         described.append(dict(torch.__dict__))
     benchmarks = [jobs for group in suite.groups
@@ -108,6 +108,7 @@ def prepare(options: RunOptions) -> Plan:
                 native, limits, notes, [f.info.device for f in chosen if f.info.is_software])
 
 
+TORCH_SKIPPED = "PyTorch baselines skipped: "
 #: A run id is one plain path component: it names a folder under --out, nothing else.
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
@@ -163,7 +164,7 @@ def _torch_adapter(options: RunOptions, notes: list[str]) -> adapters.AdapterInf
         return None
     reason = torch_baseline.available()
     if reason is not None:
-        notes.append(reason)
+        notes.append(TORCH_SKIPPED + reason)
         return None
     return torch_baseline.adapter_info()
 

@@ -90,32 +90,26 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     plan = prepare(options)
     run_id = options.run_id or environment.new_run_id()
     target = options.out_root / run_id
-    replaces = target if options.force and (target / "run.json").is_file() else None
+    if target.exists() and not options.force:
+        raise UserError(f"{target} already exists; choose another --run-id, or pass --force "
+                        "to overwrite it")
+    replaces = target if options.force and (target / RUN_JSON).is_file() else None
+    staging = target.with_name(f".{run_id}.new") if replaces else target
     if replaces:
-        shutil.rmtree(target.with_name(f".{run_id}.new"), ignore_errors=True)
-    folder = _make_folder(target.with_name(f".{run_id}.new") if replaces else target,
-                          options.force)
+        shutil.rmtree(staging, ignore_errors=True)
     seed = options.seed if options.seed is not None else secrets.randbits(32)
-    suite = plan.suite
-    record = environment.record(run_id, options.argv, suite.path, suite.name, suite.sha256,
-                                seed, plan.processes)
-    record.adapters = plan.adapters
-    record.layers = {"native": plan.native}
-    record.warnings += plan.notes
-    state, noisy = noise.check()
-    record.noise = {"before": state}
-    record.warnings += noisy
-    record.warnings += [f"{device} is a CPU (software) adapter: its figures describe a driver "
-                        "running on the CPU, not a GPU" for device in plan.software]
-    files = _Files(folder, record, replaces)
-    files.save("running")
-    reporter.run_started(_what_runs(plan, target))
+    record = _record(plan, options, run_id, seed)
+    files = _Files(staging, record, replaces)
     seeding = _Seeding(seed, np.random.default_rng(seed), time.time_ns())
     try:
+        _make_folder(staging)  # made here: an interrupt from now on leaves a readable run
+        files.save("running")
+        reporter.run_started(_what_runs(plan, target))
         for index, jobs in enumerate(plan.benchmarks):
             _benchmark(plan, index, jobs, files, reporter, seeding, options.stall_timeout_s)
     except KeyboardInterrupt:
-        files.save("interrupted")
+        with contextlib.suppress(OSError):
+            files.save("interrupted")
         files.abandon()
     except OSError as exc:  # a full disk, a folder removed under the run
         record.errors.append(f"cannot write results: {exc.strerror or exc}")
@@ -130,6 +124,22 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
         record.warnings += [w + " (at the end of the run)" for w in noisy]
         files.save("failed" if record.errors else "complete")
     return RunResult(files.folder, record, files.summary())
+
+
+def _record(plan: Plan, options: RunOptions, run_id: str, seed: int) -> RunRecord:
+    """run.json as the run starts: the plan, the machine's state, the warnings so far."""
+    suite = plan.suite
+    record = environment.record(run_id, options.argv, suite.path, suite.name, suite.sha256,
+                                seed, plan.processes)
+    record.adapters = plan.adapters
+    record.layers = {"native": plan.native}
+    record.warnings += plan.notes
+    state, noisy = noise.check()
+    record.noise = {"before": state}
+    record.warnings += noisy
+    record.warnings += [f"{device} is a CPU (software) adapter: its figures describe a driver "
+                        "running on the CPU, not a GPU" for device in plan.software]
+    return record
 
 
 def _what_runs(plan: Plan, folder: Path) -> list[str]:
@@ -252,10 +262,7 @@ def _concat(parts: list[pd.DataFrame], columns: list[str] | None) -> pd.DataFram
     return pd.DataFrame(columns=columns or [])
 
 
-def _make_folder(folder: Path, force: bool) -> Path:
-    if folder.exists() and not force:
-        raise UserError(f"{folder} already exists; choose another --run-id, or pass --force "
-                        "to overwrite it")
+def _make_folder(folder: Path) -> Path:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         probe = folder / ".write-test"

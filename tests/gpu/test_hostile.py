@@ -376,3 +376,14 @@ def test_hostile_mesa_runtime_dir_noise_is_gone():
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert "XDG_RUNTIME_DIR" not in proc.stderr
+
+
+def test_hostile_torch_asked_for_but_not_importable(tmp_path):
+    fake = tmp_path / "fake"
+    (fake / "torch").mkdir(parents=True)
+    (fake / "torch" / "__init__.py").write_text("raise ImportError('no torch on this machine')\n")
+    proc = gpuoverhead("run", "--implementation", "torch", "--out", str(tmp_path / "out"),
+                       env={"PYTHONPATH": f"{fake}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"})
+    _assert_one_clear_line(proc, "torch is not usable (no torch on this machine); install "
+                                 "gpuoverhead[torch]")
+    assert not (tmp_path / "out").exists()

@@ -158,3 +158,70 @@ def test_hostile_fault_hung_wait_is_stopped_and_the_run_goes_on(tmp_path):
     assert "--stall-timeout" in error.estimator.iat[0]
     assert (summary[summary.benchmark == "after"].metric == "per_dispatch_ns").any()
     assert "noise" in info and "before" in info["noise"] and "after" in info["noise"]
+
+
+def test_hostile_fault_orphaned_worker_leaves_quietly(tmp_path):
+    """kill -9 of the parent alone: its worker finds the pipe gone and exits without a
+    traceback (it used to print BrokenPipeError about 5 s later)."""
+    child, out = _start(tmp_path)
+    try:
+        _wait_for_finished_benchmarks(out, child)
+        os.kill(child.pid, signal.SIGKILL)  # the parent only; the worker lives on, orphaned
+        _, stderr = child.communicate(timeout=60)  # returns once the worker closed stderr
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
+
+
+def test_hostile_fault_force_interrupted_before_a_benchmark_keeps_the_old_run(tmp_path):
+    """--force over a finished run, interrupted before its first benchmark ends: the old
+    run is still there, whole, and nothing half-made is left beside it."""
+    quick = SUITE.replace("budget_s: 0.6", "budget_s: 0.05")
+    first, out = _start(tmp_path, "--run-id", "kept", suite=quick)
+    assert first.wait(timeout=300) == 0, first.communicate()
+    before = (out / "kept" / "run.json").read_bytes()
+    child, _ = _start(tmp_path, "--run-id", "kept", "--force", suite=SUITE)
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / ".kept.new" / "run.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        child.send_signal(signal.SIGINT)
+        _, stderr = child.communicate(timeout=60)
+    finally:
+        os.killpg(child.pid, signal.SIGKILL) if child.poll() is None else None
+    assert child.returncode == 130, stderr
+    assert (out / "kept" / "run.json").read_bytes() == before
+    assert [p.name for p in out.iterdir()] == ["kept"]
+
+
+def test_hostile_fault_slow_start_is_not_a_stall(tmp_path):
+    """A stall timeout shorter than a worker's start-up (device, pipelines) stops nothing:
+    the clock starts when the worker has set up."""
+    quick = SUITE.replace("budget_s: 0.6", "budget_s: 0.05")
+    child, out = _start(tmp_path, "--stall-timeout", "1", suite=quick)
+    _, stderr = child.communicate(timeout=300)
+    assert child.returncode == 0, stderr
+    assert json.loads((only_run_folder(out) / "run.json").read_text())["status"] == "complete"
+
+
+def test_hostile_fault_disk_full_mid_run_ends_in_one_line_and_stays_readable(tmp_path):
+    """Writes that start failing half-way (a file-size limit stands in for a full disk: the
+    same OSError path): one line, exit 2, run.json says `failed`, `show` reads the rest."""
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (400_000, 400_000))
+
+    suite = SUITE.replace("budget_s: 0.6", "budget_s: 0.1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpuoverhead", "run", "--suite", str(write_suite(tmp_path, suite)),
+         "--backend", "vulkan", "--implementation", "wgpu-native", "--processes", "1",
+         "--out", str(tmp_path / "out")],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, preexec_fn=limit)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "cannot write results to" in proc.stderr
+    folder = only_run_folder(tmp_path / "out")
+    assert json.loads((folder / "run.json").read_text())["status"] == "failed"
+    shown = subprocess.run([sys.executable, "-m", "gpuoverhead", "show", str(folder)],
+                           cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
