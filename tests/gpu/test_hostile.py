@@ -387,3 +387,24 @@ def test_hostile_torch_asked_for_but_not_importable(tmp_path):
     _assert_one_clear_line(proc, "torch is not usable (no torch on this machine); install "
                                  "gpuoverhead[torch]")
     assert not (tmp_path / "out").exists()
+
+
+def test_hostile_output_read_through_pipes(tmp_path):
+    """What a user reads with stdout and stderr piped: what will be measured and where,
+    a line per benchmark, whole table lines, no Mesa noise; typed columns for other tools."""
+    suite = write_suite(tmp_path, "defaults: {n_sweep: [1, 2], budget_s: 0.02, min_rounds: 3,"
+                                  " warmup_max_rounds: 1, methodologies: [naive, sequential]}\n"
+                        + GOOD)
+    env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+    proc = subprocess.run([sys.executable, "-m", "gpuoverhead", "run", "--suite", str(suite),
+                           "--backend", "vulkan", "--processes", "1", "--implementation",
+                           "wgpu-native", "--out", str(tmp_path / "o")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith("measuring 1 benchmarks of suite on llvmpipe") and "results in" in first
+    assert "[1/1] a/elements=64 (wgpu-native)" in proc.stderr
+    assert "XDG_RUNTIME_DIR" not in proc.stderr
+    assert max(len(line) for line in proc.stdout.splitlines()) > 80  # not cut to 80 columns
+    summary = pd.read_parquet(only_run_folder(tmp_path / "o") / "summary.parquet")
+    assert str(summary["n_dispatches"].dtype) == "Int64"

@@ -45,7 +45,8 @@ def test_wheel_in_a_fresh_venv_runs_quick(tmp_path):
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
                    check=True, timeout=300)
     pip = subprocess.run([str(_venv_bin(venv, "python")), "-m", "pip", "install", "-q",
-                          "--no-deps", str(wheel)], capture_output=True, text=True, timeout=900)
+                          "--no-deps", "--ignore-installed", str(wheel)],
+                         capture_output=True, text=True, timeout=900)
     assert pip.returncode == 0, pip.stderr[-3000:]
     out = tmp_path / "out"
     run = subprocess.run([str(_venv_bin(venv, "gpuoverhead")), "run", "--quick",

@@ -186,7 +186,7 @@ def test_a_heavier_kernel_raises_wall_time_per_dispatch_but_not_cpu_time(tmp_pat
     """Wall time per dispatch holds the GPU's work once the GPU is the slower side; the
     issue time (the clock read before the wait) does not: that is what CPU cost means."""
     suite = write_suite(tmp_path, (
-        "defaults: {n_sweep: [1, 8, 32], budget_s: 0.3, min_rounds: 5, warmup_max_rounds: 2,"
+        "defaults: {n_sweep: [1, 16, 64], budget_s: 1.0, min_rounds: 10, warmup_max_rounds: 2,"
         " methodologies: [sequential], encodings: [dispatch], gpu_timestamps: false}\n"
         "benchmarks:\n"
         "  - {name: light, kernel: empty, elements: 1}\n"
@@ -201,7 +201,11 @@ def test_a_heavier_kernel_raises_wall_time_per_dispatch_but_not_cpu_time(tmp_pat
     cpu = summary.loc[("heavy", "cpu_per_dispatch_ns")] / summary.loc[
         ("light", "cpu_per_dispatch_ns")]
     assert wall > 3, (wall, summary)
-    assert 1 / 1.5 < cpu < 1.5, (cpu, summary)
+    # Issuing does not grow with the kernel's work (it came out at 0.66-0.99x here: the
+    # two benchmarks are measured one after the other, on a CPU that lavapipe shares).
+    assert cpu < 1.5, (cpu, summary)
+    assert summary.loc[("heavy", "cpu_per_dispatch_ns")] < summary.loc[
+        ("heavy", "per_dispatch_ns")] / 10
 
 
 def test_every_sequential_sample_has_its_issue_time_and_every_layer_its_cpu_cost(ci_run):

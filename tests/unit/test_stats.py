@@ -112,3 +112,11 @@ def test_a_median_of_few_values_says_its_real_coverage():
     coverage = np.mean((draws.min(axis=1) <= 0) & (draws.max(axis=1) >= 0))
     assert abs(coverage - est.level) < 0.03
     assert median_ci(rng.normal(0, 1, 41)).level == 0.95
+
+
+def test_a_cost_below_zero_is_never_shown_as_a_cost():
+    from gpuoverhead.present.format import value, with_ci
+
+    assert value(-233_900.0, "ns") == "below resolution"
+    assert with_ci(-100.0, -4_401_300.0, 1_859_400.0, "ns") == "below resolution [≤ 1859.4]"
+    assert with_ci(5_000.0, -700.0, 9_000.0, "ns") == "5.0 [0.0–9.0]"
