@@ -71,13 +71,17 @@ def _install_interrupts() -> None:
         os.write(2, b"\ninterrupted again: exiting at once\n")
         os._exit(EXIT_INTERRUPTED)
 
+    # Windows never delivers SIGTERM; a cancelled job or console sends Ctrl-Break (SIGBREAK).
+    signums = [s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGBREAK", None))
+               if s is not None]
+
     def first(signum: int, frame: object) -> None:
-        signal.signal(signal.SIGINT, second)
-        signal.signal(signal.SIGTERM, second)
+        for s in signums:
+            signal.signal(s, second)
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGINT, first)
-    signal.signal(signal.SIGTERM, first)
+    for s in signums:
+        signal.signal(s, first)
 
 
 def _measure(options: RunOptions) -> RunResult:

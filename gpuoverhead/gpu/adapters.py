@@ -64,6 +64,11 @@ class AdapterInfo:
     def is_software(self) -> bool:
         return self.adapter_type == "CPU"
 
+    @property
+    def is_virtual(self) -> bool:
+        """A GPU of a virtual machine (macOS runners' 'Apple Paravirtual device')."""
+        return self.adapter_type == "VirtualGPU" or "paravirtual" in self.device.lower()
+
 
 @dataclass
 class FoundAdapter:
@@ -94,18 +99,40 @@ def vendor_name(vendor_id: int, reported: str = "") -> str:
     return reported.strip().lower() or f"0x{vendor_id:04x}"
 
 
+#: Software rasterizers that some drivers report as GPUs: Microsoft's WARP (vendor 0x1414,
+#: device 0x8C, listed once as IntegratedGpu and once as Cpu on D3D12), Mesa's llvmpipe,
+#: Google's SwiftShader.
+_SOFTWARE_NAMES = ("microsoft basic render driver", "llvmpipe", "swiftshader")
+_WARP = (0x1414, 0x8C)
+
+
 def describe(adapter: Any, implementation: str = "wgpu-native") -> AdapterInfo:
-    info = adapter.info
+    return describe_info(dict(adapter.info), "timestamp-query" in adapter.features,
+                         implementation)
+
+
+def describe_info(info: dict[str, Any], timestamps: bool, implementation: str = "wgpu-native"
+                  ) -> AdapterInfo:
+    """An adapter's description from the info dict an implementation reports: software
+    rasterizers are CPU adapters whatever type they claim, and Metal's vendor id 0 (with an
+    empty vendor name) is Apple."""
     vendor_id = int(info.get("vendor_id", 0) or 0)
+    device = str(info.get("device", "")) or "unknown device"
+    backend = normalize_backend(str(info.get("backend_type", "unknown")))
+    adapter_type = str(info.get("adapter_type", "Unknown"))
+    if (vendor_id, int(info.get("device_id", 0) or 0)) == _WARP or any(
+            name in device.lower() for name in _SOFTWARE_NAMES):
+        adapter_type = "CPU"
+    apple = backend == "metal" and vendor_id == 0 or device.lower().startswith("apple")
     return AdapterInfo(
         implementation=implementation,
-        backend=normalize_backend(str(info.get("backend_type", "unknown"))),
-        adapter_type=str(info.get("adapter_type", "Unknown")),
-        vendor=vendor_name(vendor_id, str(info.get("vendor", ""))),
-        vendor_id=vendor_id,
-        device=str(info.get("device", "")) or "unknown device",
+        backend=backend,
+        adapter_type=adapter_type,
+        vendor="apple" if apple else vendor_name(vendor_id, str(info.get("vendor", ""))),
+        vendor_id=0x106B if apple and vendor_id == 0 else vendor_id,
+        device=device,
         driver=str(info.get("description", "")),
-        timestamps="timestamp-query" in adapter.features,
+        timestamps=timestamps,
     )
 
 
@@ -129,7 +156,9 @@ def discover(names: list[str] | None = None) -> tuple[list[FoundAdapter], list[s
             notes.append(f"{impl.name} offers no adapter on this machine (Dawn rejects some "
                          "drivers, Mesa 22's lavapipe among them)")
         found += [FoundAdapter(describe(a, impl.name), a) for a in offered]
-    return sorted(found, key=lambda f: rank(f.info)), notes
+    # WARP is listed twice (as an integrated GPU and as a CPU): once described, keep one.
+    unique = {f.info: f for f in reversed(found)}
+    return sorted(unique.values(), key=lambda f: rank(f.info)), notes
 
 
 def rank(info: AdapterInfo) -> tuple[int, int]:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
+import subprocess
 import sys
+import time
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -26,12 +29,47 @@ def new_run_id() -> str:
 
 
 def _cpu_model() -> str:
+    """The CPU's marketing name: /proc/cpuinfo on Linux, sysctl on macOS ('arm' otherwise),
+    the registry on Windows ('Intel64 Family 6 ...' otherwise)."""
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():
         for line in cpuinfo.read_text(errors="replace").splitlines():
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
+    if sys.platform == "darwin":
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            name = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"],
+                                  capture_output=True, text=True, timeout=10).stdout.strip()
+            if name:
+                return name
+    if sys.platform == "win32":
+        with contextlib.suppress(OSError, ImportError):
+            import winreg
+
+            key = winreg.OpenKey(winreg.HKEY_LOCAL_MACHINE,
+                                 r"HARDWARE\DESCRIPTION\System\CentralProcessor\0")
+            return str(winreg.QueryValueEx(key, "ProcessorNameString")[0]).strip()
     return platform.processor() or platform.machine()
+
+
+def clocks() -> dict[str, dict[str, Any]]:
+    """The clocks a run reads and how finely they tick (Windows' time.time_ns ticks in
+    15.6 ms on Python 3.11/3.12, its perf_counter in 100 ns)."""
+    return {name: {"implementation": info.implementation, "resolution_ns":
+                   round(info.resolution * 1e9, 3), "monotonic": info.monotonic}
+            for name in ("perf_counter", "time")
+            for info in [time.get_clock_info(name)]}
+
+
+#: A perf_counter this coarse quantizes the per-call breakdown (calls of 1-5 µs, and a
+#: clock cost measured as 0 or one tick): Windows' 100 ns, Apple silicon's 41.7 ns.
+COARSE_CLOCK_NS = 40.0
+
+
+def clock_warnings(found: dict[str, dict[str, Any]]) -> list[str]:
+    step = found["perf_counter"]["resolution_ns"]
+    return [f"perf_counter ticks in {step:g} ns here: per-call breakdown figures of a few "
+            "µs are quantized to that step"] if step >= COARSE_CLOCK_NS else []
 
 
 def host() -> dict[str, Any]:
@@ -42,6 +80,7 @@ def host() -> dict[str, Any]:
         "machine": platform.machine(),
         "cpu": _cpu_model(),
         "cpu_count": os.cpu_count(),
+        "clocks": clocks(),
         "python": sys.version.split()[0],
         "python_implementation": platform.python_implementation(),
     }

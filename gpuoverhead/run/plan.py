@@ -104,6 +104,9 @@ def prepare(options: RunOptions) -> Plan:
                   if (jobs := _jobs(group, [f.info for f in chosen], torch))]
     if not benchmarks:
         raise UserError("nothing to measure: no adapter and no PyTorch baseline here")
+    notes += [f"{f.info.device} is the GPU of a virtual machine: its timings describe the "
+              "hypervisor's path as well, not a GPU on its own" for f in chosen
+              if f.info.is_virtual]
     return Plan(suite, described, benchmarks, 1 if options.quick else options.processes,
                 native, limits, notes, [f.info.device for f in chosen if f.info.is_software])
 

@@ -136,7 +136,7 @@ def _record(plan: Plan, options: RunOptions, run_id: str, seed: int) -> RunRecor
     record.warnings += plan.notes
     state, noisy = noise.check()
     record.noise = {"before": state}
-    record.warnings += noisy
+    record.warnings += noisy + environment.clock_warnings(record.host["clocks"])
     record.warnings += [f"{device} is a CPU (software) adapter: its figures describe a driver "
                         "running on the CPU, not a GPU" for device in plan.software]
     return record

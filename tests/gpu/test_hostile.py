@@ -361,6 +361,7 @@ def test_hostile_output_that_the_terminal_cannot_encode(good_run):
     assert "Traceback" not in proc.stderr and "benchmark" in proc.stdout
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
 def test_hostile_stdout_that_is_full(good_run):
     with open("/dev/full", "w") as full:
         proc = subprocess.run([sys.executable, "-m", "gpuoverhead", "show", str(good_run)],

@@ -1,0 +1,39 @@
+"""Result files are replaced atomically, and a replace refused for a while is tried again."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from gpuoverhead.results import write
+
+
+def test_a_replace_refused_twice_is_tried_again(tmp_path, monkeypatch):
+    real, refusals = os.replace, []
+
+    def held_open(src, dst):
+        if len(refusals) < 2:  # as Windows does while a reader holds the file
+            refusals.append(dst)
+            raise PermissionError(13, "The process cannot access the file")
+        real(src, dst)
+
+    monkeypatch.setattr(write.os, "replace", held_open)
+    monkeypatch.setattr(write, "REPLACE_WAITS_S", (0.0,) * 3)
+    write.write_json(tmp_path / "run.json", {"status": "complete"})
+    assert len(refusals) == 2 and (tmp_path / "run.json").read_text().strip().endswith("}")
+    assert not list(tmp_path.glob(".*partial"))
+
+
+def test_a_replace_refused_for_good_raises_and_keeps_the_old_file(tmp_path, monkeypatch):
+    (tmp_path / "run.json").write_text("old")
+
+    def refused(src, dst):
+        raise PermissionError(13, "The process cannot access the file")
+
+    monkeypatch.setattr(write.os, "replace", refused)
+    monkeypatch.setattr(write, "REPLACE_WAITS_S", (0.0,) * 3)
+    with pytest.raises(PermissionError):
+        write.write_json(tmp_path / "run.json", {"status": "complete"})
+    assert (tmp_path / "run.json").read_text() == "old"
+    assert not list(tmp_path.glob(".*partial"))
