@@ -58,7 +58,7 @@ class Estimate:
 
 
 def median_ci(values: np.ndarray) -> Estimate:
-    """Median with the exact order-statistic 95% CI (scipy's quantile test). Under six
+    """Median with the exact order-statistic 95% CI (see _median_rank). Under six
     values no pair of order statistics reaches 95%: the interval is then the observed range
     and `level` its real coverage, 1 - 2 * 0.5**n (n = 5: 93.75%, n = 3: 75%)."""
     values = np.asarray(values, dtype=float)
