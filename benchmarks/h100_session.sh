@@ -4,8 +4,10 @@
 #   bash benchmarks/h100_session.sh start    # setup, plain loop, submit_gap, main run started
 #   bash benchmarks/h100_session.sh finish   # waits for the main run, plain loop again
 #   bash benchmarks/h100_session.sh selftest # the A/A test, 3 processes per run
+#   bash benchmarks/h100_session.sh speed    # issue 16: plain `run` timed, then --suite full
+#   bash benchmarks/h100_session.sh full     # waits for --suite full
 set -uo pipefail
-step=${1:?start, finish or selftest}
+step=${1:?start, finish, selftest, speed or full}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
 setup() {
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -33,6 +35,21 @@ start)
 finish)
   for _ in $(seq 1 110); do grep -q "results in" /tmp/results/h100-truth.log && break; sleep 5; done
   plain_loop > "$out/plain_loop_after.json" 2>&1
+  ;;
+speed)
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt"
+  t0=$(date +%s%N)
+  python3 -m gpuoverhead run --run-id h100-default --out /tmp/results \
+    > /tmp/results/h100-default.log 2>&1
+  echo "plain run: $(( ($(date +%s%N) - t0) / 1000000 )) ms wall" | tee /tmp/results/times.txt
+  setsid nohup bash -c 't0=$(date +%s%N); python3 -m gpuoverhead run --suite full \
+    --run-id h100-full --out /tmp/results > /tmp/results/h100-full.log 2>&1;
+    echo "full run: $(( ($(date +%s%N) - t0) / 1000000 )) ms wall" >> /tmp/results/times.txt
+    touch /tmp/results/full-done' < /dev/null > /dev/null 2>&1 &
+  ;;
+full)
+  for _ in $(seq 1 110); do [ -f /tmp/results/full-done ] && break; sleep 5; done
+  cat /tmp/results/times.txt
   ;;
 selftest)
   python3 -m gpuoverhead selftest --processes 3 --implementation wgpu-native \

@@ -20,7 +20,7 @@ import typer
 
 from gpuoverhead.errors import UserError
 from gpuoverhead.gpu.adapters import BACKENDS
-from gpuoverhead.resources import DEFAULT_SUITE
+from gpuoverhead.resources import DEFAULT_SUITE, suite_path
 
 if TYPE_CHECKING:
     from gpuoverhead.run.plan import RunOptions
@@ -37,7 +37,9 @@ EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
 
 # Options that `run` and `selftest` share.
-SuiteOption = Annotated[Path, typer.Option(help="Suite YAML file.")]
+SuiteOption = Annotated[Path, typer.Option(
+    help="Suite YAML file, or a shipped suite's name: default, full, ci, fusion.",
+    callback=suite_path)]
 BackendOption = Annotated[str | None, typer.Option(
     help=f"Adapter backend: {', '.join(BACKENDS)}.")]
 AdapterOption = Annotated[str | None, typer.Option(
@@ -110,6 +112,9 @@ def run(
     stall_timeout: Annotated[float, typer.Option(
         help="Stop a benchmark whose worker finishes no round for this many seconds "
              "(a hung GPU wait).")] = 300.0,
+    time_limit: Annotated[float | None, typer.Option(
+        help="Seconds the whole run may take, instead of the suite's time_limit_s "
+             "(0: none; each group then takes its budget_s per case).")] = None,
 ) -> None:
     """Measure naive and sequential dispatch overhead and write results/<run_id>/."""
     from gpuoverhead.gpu import implementations
@@ -122,11 +127,13 @@ def run(
     result = _measure(RunOptions(
         suite=suite, out_root=out, backend=backend, adapter=adapter, implementations=names,
         quick=quick, processes=processes, seed=seed, run_id=run_id, force=force,
-        outside_shaders=outside_shaders, stall_timeout_s=stall_timeout))
+        outside_shaders=outside_shaders, stall_timeout_s=stall_timeout,
+        time_limit_s=time_limit))
     console.print_summary(result.summary)
     console.show_warnings(result.record.warnings)
     console.show_errors(result.record.errors)
-    console.err.print(f"{result.record.status}: results in {result.folder}", highlight=False)
+    console.err.print(f"{result.record.status} in {result.seconds:.0f} s: results in "
+                      f"{result.folder}", highlight=False)
     if result.record.status == "interrupted":
         raise typer.Exit(EXIT_INTERRUPTED)
     if result.failed:
@@ -276,7 +283,8 @@ def list_adapters(
 
 
 @app.command()
-def validate(file: Annotated[Path, typer.Argument(help="Suite YAML file.")],
+def validate(file: Annotated[Path, typer.Argument(
+                 help="Suite YAML file, or a shipped suite's name.", callback=suite_path)],
              outside_shaders: Annotated[bool, typer.Option(
                  help="Allow kernel paths outside the suite's folder.")] = False,
              compile_shaders: Annotated[bool, typer.Option(

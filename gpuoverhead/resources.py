@@ -18,3 +18,11 @@ def _data_dir(name: str) -> Path:
 SHADERS_DIR = _data_dir("shaders")
 CONFIGS_DIR = _data_dir("configs")
 DEFAULT_SUITE = CONFIGS_DIR / "default.yaml"
+
+
+def suite_path(value: Path) -> Path:
+    """A suite given by its path, or by the name of a shipped one (`full`: configs/full.yaml)."""
+    shipped = CONFIGS_DIR / f"{value}.yaml"
+    if not value.exists() and value.suffix == "" and len(value.parts) == 1 and shipped.is_file():
+        return shipped
+    return value

@@ -18,6 +18,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "configs"
+#: The shared CI run's time limit in seconds.
+CI_RUN_LIMIT_S = 40
 
 
 def gpuoverhead(*args: str, timeout: float = 300, env: dict[str, str] | None = None,
@@ -69,11 +71,11 @@ def write_suite(folder: Path, text: str, name: str = "suite.yaml") -> Path:
 
 @pytest.fixture(scope="session")
 def ci_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path]:
-    """One full run of configs/ci.yaml on the Vulkan adapter in two worker processes, shared
-    by the schema tests."""
+    """One run of configs/ci.yaml on the Vulkan adapter in two worker processes, shared by
+    every test that only reads results; under a time limit (about 55 s without one)."""
     out = tmp_path_factory.mktemp("ci-run")
     proc = gpuoverhead("run", "--suite", str(CONFIGS / "ci.yaml"), "--backend", "vulkan",
                        "--out", str(out), "--seed", "7", "--processes", "2",
-                       "--implementation", "wgpu-native")
+                       "--implementation", "wgpu-native", "--time-limit", str(CI_RUN_LIMIT_S))
     assert proc.returncode == 0, proc.stderr
     return proc, only_run_folder(out)

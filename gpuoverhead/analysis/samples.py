@@ -28,6 +28,9 @@ class GroupSamples:
     #: Parts of a sample that its operation returned (per-call times, GPU ticks, the clock
     #: read after the last submit), by record.
     parts: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    #: Per case index, the N values measured where the probe cut the case's sweep short
+    #: (run/rounds.py: a sample at a larger N would have taken too much of the budget).
+    cut: dict[int, tuple[int, ...]] = field(default_factory=dict)
     warmup_rounds: int = 0
     warmup_settled: bool = False
     rounds: int = 0
@@ -64,9 +67,14 @@ def measured(rec: np.ndarray, index: int) -> np.ndarray:
     return pos[np.lexsort((rec[pos, 1], rec[pos, 2]))]
 
 
-def by_round(values: np.ndarray, case: Case) -> np.ndarray:
+def n_values(samples: GroupSamples, index: int) -> tuple[int, ...]:
+    """The N values a case was measured at: its sweep, or the part the probe kept."""
+    return samples.cut.get(index, samples.cases[index].n_values)
+
+
+def by_round(values: np.ndarray, n: tuple[int, ...]) -> np.ndarray:
     """Values of a sequential case (ordered by round, then N) as rounds x N, complete rounds."""
-    k = len(case.n_values)
+    k = len(n)
     return values[: len(values) // k * k].reshape(-1, k).astype(float)
 
 

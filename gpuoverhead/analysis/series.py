@@ -21,6 +21,7 @@ from gpuoverhead.analysis.samples import (
     gpu_times,
     issue_times,
     measured,
+    n_values,
     records,
 )
 from gpuoverhead.analysis.stats import median_ci, median_ratio, round_fits
@@ -90,23 +91,27 @@ class _View:
         return (pos, self.rec[pos, 5].astype(float),
                 (self.rec[pos, 4] + self.clock_offset_ns).astype(float))
 
-    def first_round(self, index: int, case: Case) -> np.ndarray | None:
+    def n(self, index: int) -> tuple[int, ...]:
+        """The N values case `index` was measured at."""
+        return n_values(self.samples, index)
+
+    def first_round(self, index: int) -> np.ndarray | None:
         """Wall times of warm-up round 0 by N (what a short-lived program pays), if whole."""
         rec = self.rec
         pos = np.flatnonzero((rec[:, 0] == index) & (rec[:, 2] == 0) & (rec[:, 3] == 1))
-        if pos.size != len(case.n_values):
+        if pos.size != len(self.n(index)):
             return None
         return rec[pos[np.argsort(rec[pos, 1])], 5].astype(float)
 
-    def issue(self, pos: np.ndarray, case: Case) -> np.ndarray:
+    def issue(self, pos: np.ndarray, index: int) -> np.ndarray:
         """Issue times (the clock read before the wait) as rounds x N."""
-        return by_round(issue_times(self.samples, pos), case)
+        return by_round(issue_times(self.samples, pos), self.n(index))
 
-    def gpu(self, pos: np.ndarray, case: Case) -> np.ndarray | None:
+    def gpu(self, pos: np.ndarray, index: int) -> np.ndarray | None:
         """GPU times as rounds x N, or None where the group has no usable timer."""
         if self.cal.tick_ns is None or self.timer is None:
             return None
-        return by_round(gpu_times(self.samples, pos, self.cal.tick_ns), case)
+        return by_round(gpu_times(self.samples, pos, self.cal.tick_ns), self.n(index))
 
 
 Out = dict[Key, Series]
@@ -163,53 +168,58 @@ def _sequential(view: _View, index: int, case: Case, out: Out) -> None:
     """Per round: the slope (throughput cost per dispatch) and intercept (fixed wait) of
     wall time against N, and the slope of issue time, the CPU cost per dispatch."""
     pos, walls, times = view.measured(index)
-    matrix, round_times = by_round(walls, case), by_round(times, case)[:, 0]
-    slope = _add_fits(out, case, matrix, round_times, ("per_dispatch_ns", "fixed_ns"),
+    n = view.n(index)
+    matrix, round_times = by_round(walls, n), by_round(times, n)[:, 0]
+    slope = _add_fits(out, case, n, matrix, round_times, ("per_dispatch_ns", "fixed_ns"),
                       "round-median theil-sen of wall time")
-    cpu = _add_fits(out, case, view.issue(pos, case), round_times, ("cpu_per_dispatch_ns",),
+    cpu = _add_fits(out, case, n, view.issue(pos, index), round_times,
+                    ("cpu_per_dispatch_ns",),
                     "round-median theil-sen of issue time (clock read before the wait)")
     view.slopes[(case.encoding, case.layer, case.implementation)] = (case, slope, cpu,
                                                                      round_times)
-    first = view.first_round(index, case)
+    first = view.first_round(index)
     if first is not None:
         out[Key(case, "first_round_per_dispatch_ns", "ns",
                 "theil-sen of warm-up round 0's wall time")] = Series(
-            round_fits(np.array(case.n_values), first[None, :])[0], round_times[:1], 1)
+            round_fits(np.array(n), first[None, :])[0], round_times[:1], 1)
 
 
 def _gpu_time(view: _View, index: int, case: Case, out: Out) -> None:
     """Slope and intercept of GPU time (timestamp queries) against N, per round."""
     pos, _, times = view.measured(index)
-    gpu = view.gpu(pos, case)
+    gpu = view.gpu(pos, index)
     if gpu is None or view.timer is None:
         return
     note = (f"round-median theil-sen (timer quantized to {view.timer.resolution_ns:.0f} ns)"
             if view.timer.quantized else "round-median theil-sen")
-    _add_fits(out, case, gpu, by_round(times, case)[:, 0], ("gpu_ns", "gpu_fixed_ns"), note)
+    n = view.n(index)
+    _add_fits(out, case, n, gpu, by_round(times, n)[:, 0], ("gpu_ns", "gpu_fixed_ns"), note)
 
 
 def _ffi_floor(view: _View, index: int, case: Case, out: Out) -> None:
     """The cost of one trivial native call through the FFI (slope against calls)."""
     _, walls, times = view.measured(index)
-    view.floor = _add_fits(out, case, by_round(walls, case), by_round(times, case)[:, 0],
+    n = view.n(index)
+    view.floor = _add_fits(out, case, n, by_round(walls, n), by_round(times, n)[:, 0],
                            ("ffi_floor_ns",), "round-median theil-sen")
 
 
 def _fusion(view: _View, index: int, case: Case, out: Out) -> None:
     """One unit of work per form: its slope (wait amortized) and N=1 latency, or GPU time."""
     pos, walls, times = view.measured(index)
-    round_times = by_round(times, case)[:, 0]
+    n = view.n(index)
+    round_times = by_round(times, n)[:, 0]
     if case.sync == TIMESTAMPS:
-        matrix = view.gpu(pos, case)
+        matrix = view.gpu(pos, index)
         if matrix is None:
             return
         metrics: tuple[str, ...] = ("gpu_ns", "gpu_fixed_ns")
     else:
-        matrix, metrics = by_round(walls, case), ("per_unit_ns", "fixed_ns")
-        _add_fits(out, case, view.issue(pos, case), round_times, ("cpu_per_unit_ns",),
+        matrix, metrics = by_round(walls, n), ("per_unit_ns", "fixed_ns")
+        _add_fits(out, case, n, view.issue(pos, index), round_times, ("cpu_per_unit_ns",),
                   "round-median theil-sen of issue time (clock read before the wait)")
-    slope = _add_fits(out, case, matrix, round_times, metrics, "round-median theil-sen")
-    single = matrix[:, 0] if case.n_values[0] == 1 else None
+    slope = _add_fits(out, case, n, matrix, round_times, metrics, "round-median theil-sen")
+    single = matrix[:, 0] if n[0] == 1 else None
     if single is not None and case.sync != TIMESTAMPS:
         out[Key(case, "latency_ns", "ns", "median of N=1 samples")] = Series(
             single, round_times, single.size)
@@ -254,11 +264,11 @@ def _add_fusion(out: dict[Key, Series],
                     top[:r], fused[3][:r], r, denominator=bottom[:r])
 
 
-def _add_fits(out: dict[Key, Series], case: Case, matrix: np.ndarray, times: np.ndarray,
-              metrics: tuple[str, ...], estimator: str) -> np.ndarray:
-    """Per-round Theil-Sen fits as series (rounds with a missing value left out); returns
-    the slopes of every round."""
-    fits = round_fits(np.array(case.n_values), matrix)
+def _add_fits(out: dict[Key, Series], case: Case, n: tuple[int, ...], matrix: np.ndarray,
+              times: np.ndarray, metrics: tuple[str, ...], estimator: str) -> np.ndarray:
+    """Per-round Theil-Sen fits over the N values `n` as series (rounds with a missing
+    value left out); returns the slopes of every round."""
+    fits = round_fits(np.array(n), matrix)
     whole = np.isfinite(matrix).all(axis=1)
     for metric, values in zip(metrics, fits[: len(metrics)], strict=True):
         out[Key(case, metric, "ns", estimator)] = Series(values[whole], times[whole],

@@ -52,6 +52,15 @@ class Implementation:
         return adapter.request_device_sync(required_features=features,
                                            required_limits=limits), {}
 
+    def only(self, backend: str) -> None:
+        """Enumerate `backend`'s adapters alone from now on in this process: a worker needs
+        one, and starting every backend costs it 0.3 s on lavapipe (wgpu-native only; to be
+        called before the first enumeration)."""
+        if self.name == "wgpu-native" and backend in _WGPU_BACKENDS:
+            from wgpu.backends.wgpu_native.extras import set_instance_extras
+
+            set_instance_extras(backends=[_WGPU_BACKENDS[backend]])
+
     def tick_ns(self, queue: Any) -> float:
         """Nanoseconds per timestamp tick (Dawn reports nanoseconds, as WebGPU specifies)."""
         if self.name == "wgpu-native":
@@ -66,6 +75,9 @@ class Implementation:
                 "native_version": str(getattr(backend, "__version__", "")),
                 "library": str(getattr(backend, "lib_path", ""))}
 
+
+#: wgpu-native's instance backend flag per backend name of gpu/adapters.py.
+_WGPU_BACKENDS = {"vulkan": "Vulkan", "metal": "Metal", "d3d12": "DX12", "opengl": "GL"}
 
 IMPLEMENTATIONS = {
     "wgpu-native": Implementation("wgpu-native", "wgpu", "wgpu.backends.wgpu_native"),

@@ -52,6 +52,8 @@ class RunRecord:
     packages: dict[str, str | None]
     native: dict[str, Any]
     processes: int = 1
+    #: Seconds the run was allowed (the suite's time_limit_s or --time-limit), if any.
+    time_limit_s: float | None = None
     status: str = "running"
     finished: str | None = None
     adapters: list[dict[str, Any]] = field(default_factory=list)

@@ -1,38 +1,98 @@
-"""The time budget, in one place: what the suite's `budget_s` becomes on the way to the clock.
+"""The time budget, in one place: what the suite's `budget_s` and `time_limit_s` become on the
+way to the clock.
 
 The suite gives seconds per case (`budget_s`), for all worker processes together, so that
-the process count changes precision, not run time. A group of C cases in P processes thus
-has C x budget_s seconds, and each process C x budget_s / P of them; warm-up may take a
-share of a process's seconds.
+the process count changes precision, not run time: a group of C cases in P processes has
+C x budget_s seconds, each process C x budget_s / P of them (its *cap*). A suite (or
+`--time-limit`) may also give the whole run a time limit: then each worker process, as it
+starts, gets its share of the time left, in proportion to its cap and never more than it,
+after the start-up that the processes still to come are expected to cost. Time that one
+process leaves unused (its estimates were precise early) thus goes to those after it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 #: Share of a process's budget that warm-up may take at most.
 WARMUP_SHARE = 0.25
+#: The longest one sample may take, as a share of a process's budget: the probe (warm-up
+#: round 0, run/rounds.py) measures no larger N of a case once a sample took longer.
+SAMPLE_SHARE = 0.05
+#: Least budget a process gets when the time limit is spent (it still measures MIN_ROUNDS).
+MIN_PROCESS_S = 0.05
+#: Start-up (spawn, imports, device, pipelines) expected of a process before any has run.
+DEFAULT_SETUP_S = 1.5
 
 
 @dataclass(frozen=True)
 class Budget:
-    """Seconds one group may take: per case (the suite's), per group, per worker process."""
+    """Seconds one worker process may spend sampling its group."""
 
-    per_case_s: float
-    cases: int
-    processes: int
-
-    @property
-    def group_s(self) -> float:
-        """All processes of the group together."""
-        return self.per_case_s * self.cases
-
-    @property
-    def process_s(self) -> float:
-        """What one worker process may spend on measured rounds."""
-        return self.group_s / self.processes
+    process_s: float
 
     @property
     def warmup_s(self) -> float:
-        """What one worker process may spend warming up, at most."""
+        """What warm-up may take, at most, beyond `process_s`."""
         return WARMUP_SHARE * self.process_s
+
+    @property
+    def sample_s(self) -> float:
+        """The longest one sample may take before the probe cuts the case's N sweep."""
+        return SAMPLE_SHARE * self.process_s
+
+
+def process_cap_s(per_case_s: float, cases: int, processes: int) -> float:
+    """A process's share of its group's budget as the suite gives it."""
+    return per_case_s * cases / processes
+
+
+@dataclass
+class Schedule:
+    """The run's worker processes in the order they run, and the time limit they share.
+
+    `caps[i]` is slot i's budget from the suite and `kinds[i]` what it runs (processes of
+    one kind, one job of one group, take about as long to start and warm up)."""
+
+    caps: list[float]
+    kinds: list[str]
+    limit_s: float | None = None
+    start: float = field(default_factory=time.monotonic)
+    _setup: dict[str, list[float]] = field(default_factory=dict)
+
+    def budget(self, slot: int) -> Budget:
+        """Slot `slot`'s budget, were it to start now."""
+        cap = self.caps[slot]
+        if self.limit_s is None:
+            return Budget(cap)
+        rest = range(slot, len(self.caps))
+        free = self.left_s() - sum(self.setup_s(self.kinds[s]) for s in rest)
+        share = free * cap / sum(self.caps[s] for s in rest)
+        return Budget(min(cap, max(MIN_PROCESS_S, share)))
+
+    def done(self, slot: int, wall_s: float, budget: Budget) -> None:
+        """Record what slot `slot` took beyond its budget: its start-up, as the estimate
+        for the processes of its kind still to come."""
+        self._setup.setdefault(self.kinds[slot], []).append(max(0.0, wall_s - budget.process_s))
+
+    def setup_s(self, kind: str) -> float:
+        """Seconds a process is expected to take beyond its budget: the most that one of
+        its kind took so far, else any, else DEFAULT_SETUP_S. The most, not the mean: an
+        estimate too low takes the time of the processes that come last."""
+        seen = self._setup.get(kind) or [v for vs in self._setup.values() for v in vs]
+        return max(seen) if seen else DEFAULT_SETUP_S
+
+    def left_s(self) -> float:
+        """Seconds left of the time limit (infinite without one)."""
+        if self.limit_s is None:
+            return float("inf")
+        return self.limit_s - (time.monotonic() - self.start)
+
+    def most_s(self) -> float:
+        """How long the run should take at most: its time limit, or else every cap with its
+        warm-up share and the expected start-up of every process."""
+        if self.limit_s is not None:
+            return self.limit_s
+        return sum(c * (1 + WARMUP_SHARE) + self.setup_s(k)
+                   for c, k in zip(self.caps, self.kinds, strict=True))

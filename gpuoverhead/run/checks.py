@@ -10,6 +10,7 @@ import pandas as pd
 from gpuoverhead.analysis.combine import Row
 from gpuoverhead.analysis.samples import backwards_stamps, gpu_timer
 from gpuoverhead.analysis.series import STOP_METRICS, precise_enough
+from gpuoverhead.run.budget import SAMPLE_SHARE
 from gpuoverhead.run.worker import Outcome
 from gpuoverhead.suite.model import Group
 
@@ -17,8 +18,11 @@ from gpuoverhead.suite.model import Group
 def process_entry(outcome: Outcome) -> dict[str, Any]:
     """run.json's record of one worker process: how sampling ended, clocks, device notes."""
     s, cal = outcome.samples, outcome.calibration
-    entry = {"process": outcome.process, "rounds": s.rounds, "warmup_rounds": s.warmup_rounds,
+    entry = {"process": outcome.process, "budget_s": round(outcome.budget_s, 3),
+             "seconds": round(outcome.seconds, 3),
+             "rounds": s.rounds, "warmup_rounds": s.warmup_rounds,
              "warmup_settled": s.warmup_settled, "stop": s.stop,
+             "n_cut": {s.cases[i].id: list(n) for i, n in s.cut.items()},
              "clock_cost_ns": cal.timer_ns, "timestamp_period_ns": cal.tick_ns,
              **outcome.device_notes}
     timer = gpu_timer(s, cal.tick_ns) if cal.tick_ns else None
@@ -45,6 +49,13 @@ def timer_warnings(group: Group, outcomes: list[Outcome]) -> list[str]:
     if unchecked:
         warnings.append(f"{group.id}: {len(unchecked)} output checks against numpy were "
                         f"skipped, e.g. {unchecked[0]}")
+    cut = sorted({o.samples.cases[i].id: n for o in outcomes
+                  for i, n in o.samples.cut.items()}.items())
+    if cut:
+        name, n = cut[0]
+        warnings.append(f"{group.id}: the N sweep of {len(cut)} cases was cut short on this "
+                        f"adapter (a sample at a larger N took over {SAMPLE_SHARE:.0%} of a "
+                        f"process's budget), e.g. {name} at N = {', '.join(map(str, n))}")
     unsettled = [o for o in outcomes if not o.samples.warmup_settled]
     if unsettled:
         warnings.append(f"{group.id}: warm-up did not settle in {len(unsettled)} of "

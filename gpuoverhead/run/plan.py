@@ -34,6 +34,8 @@ class RunOptions:
     implementations: list[str] | None = None
     quick: bool = False
     processes: int = 3
+    #: Seconds the whole run may take, instead of the suite's `time_limit_s` (0: none).
+    time_limit_s: float | None = None
     seed: int | None = None
     run_id: str | None = None
     force: bool = False
@@ -71,6 +73,8 @@ class Plan:
     limits: dict[adapters.AdapterInfo, dict[str, int]]
     notes: list[str]
     software: list[str]
+    #: Seconds the whole run may take (the suite's, or --time-limit's), if any.
+    time_limit_s: float | None = None
 
 
 def prepare(options: RunOptions) -> Plan:
@@ -107,8 +111,10 @@ def prepare(options: RunOptions) -> Plan:
     notes += [f"{f.info.device} is the GPU of a virtual machine: its timings describe the "
               "hypervisor's path as well, not a GPU on its own" for f in chosen
               if f.info.is_virtual]
+    limit = suite.time_limit_s if options.time_limit_s is None else options.time_limit_s
     return Plan(suite, described, benchmarks, 1 if options.quick else options.processes,
-                native, limits, notes, [f.info.device for f in chosen if f.info.is_software])
+                native, limits, notes, [f.info.device for f in chosen if f.info.is_software],
+                limit or None)
 
 
 TORCH_SKIPPED = "PyTorch baselines skipped: "
@@ -125,6 +131,9 @@ def check_options(options: RunOptions) -> None:
     if not (math.isfinite(options.stall_timeout_s) and options.stall_timeout_s > 0):
         raise UserError(f"--stall-timeout must be a positive number of seconds, not "
                         f"{options.stall_timeout_s}")
+    limit = options.time_limit_s
+    if limit is not None and not (math.isfinite(limit) and 0 <= limit <= 86400):
+        raise UserError(f"--time-limit must be between 0 (none) and 86400 seconds, not {limit}")
     if options.run_id is not None and not RUN_ID.fullmatch(options.run_id):
         raise UserError(f"--run-id {options.run_id[:40]!r} is not a plain folder name: up to "
                         "100 letters, digits, '.', '_' or '-', starting with a letter or digit")

@@ -4,7 +4,9 @@ Every round measures each (case, N) of the group once, in an order shuffled afre
 from the run's seeded generator. Cases that are compared with each other thus see the same
 machine state on average, instead of one case inheriting what the previous one left behind.
 
-Warm-up rounds run until the moving median of round durations settles (or a cap is hit);
+Warm-up round 0 is a probe: each case's N in rising order, so that a case whose samples take
+too long on this adapter is measured at fewer N (see `_probe`). Warm-up rounds run until the
+moving median of round durations settles (or a cap is hit);
 their samples are kept with phase "warmup" (the first round's cost is what a short-lived
 program pays) but no estimate uses them. Measured rounds then run until every estimate's 95%
 CI half-width is within the target (checked from `min_rounds` on), or the process's share of
@@ -17,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from time import perf_counter_ns
+from typing import Any
 
 import numpy as np
 
@@ -36,6 +39,10 @@ MIN_ROUNDS = 3
 Progress = Callable[[GroupSamples, float, float], None]
 Precision = Callable[[GroupSamples], float]
 Round = Callable[[int, bool], int]
+#: One timed (case, N): case index, case, its operation, N, dispatches it issues.
+Unit = tuple[int, Case, Operation, int, int]
+#: A sample's record (see GroupSamples.records) and what its operation returned.
+Timed = Callable[[Unit, int, bool], tuple[tuple[int, int, int, bool, int, int], Any]]
 
 
 def sample_group(group: Group, ops: dict[Case, Operation], rng: np.random.Generator,
@@ -48,32 +55,80 @@ def sample_group(group: Group, ops: dict[Case, Operation], rng: np.random.Genera
     far; `progress(samples, elapsed_s, budget_s)` is called after every round.
     """
     out = GroupSamples(group.cases)
-    one_round = _round(group, ops, rng, out, counts)
+    units = [(i, case, ops[case], n, case.dispatches(n))
+             for i, case in enumerate(group.cases) for n in case.n_values]
+
+    def timed(unit: Unit, index: int, warmup: bool) -> tuple[tuple, Any]:
+        i, case, op, n, dispatched = unit
+        t0 = perf_counter_ns()
+        extra = op(n)
+        wall = perf_counter_ns() - t0
+        counts[case] += dispatched
+        return (i, n, index, warmup, t0, wall), extra
+
+    units = _probe(units, timed, out, budget.sample_s)
+    progress(out, 0.0, budget.process_s)
+    one_round = _round(units, timed, rng, out)
     _warm_up(group, one_round, out, budget, progress)
     _measure(group, one_round, out, budget.process_s, worst_rel_ci, progress)
     return out
 
 
-def _round(group: Group, ops: dict[Case, Operation], rng: np.random.Generator,
-           out: GroupSamples, counts: dict[Case, int]) -> Round:
-    """`one_round(index, warmup)`: every (case, N) once in a fresh order; returns its ns."""
-    units = [(i, case, ops[case], n, case.dispatches(n))
-             for i, case in enumerate(group.cases) for n in case.n_values]
-    records, parts = out.records, out.parts
+def _probe(units: list[Unit], timed: Timed, out: GroupSamples, limit_s: float) -> list[Unit]:
+    """Warm-up round 0, each case's N in rising order: from its third N on, a case is not
+    measured at an N whose sample would take longer than `limit_s`, as extrapolated from
+    its two previous samples (nor at a larger one); a sample that crossed the limit anyway
+    is left out. A case keeps its two smallest N (a slope needs two). Returns the units
+    kept; `out.cut` names the cases whose sweep was cut. No sample, and no round, can thus
+    take seconds on a slow adapter where the sweep was chosen for a fast one."""
+    limit = limit_s * 1e9
+    kept: list[Unit] = []
+    seen: dict[int, list[tuple[int, int]]] = {}  # per case: (N, wall ns) kept so far
+    stopped: set[int] = set()
+    for unit in sorted(units, key=lambda u: (u[0], u[3])):
+        i, n = unit[0], unit[3]
+        done = seen.setdefault(i, [])
+        if i in stopped or (len(done) >= 2 and _extrapolated(done, n) > limit):
+            stopped.add(i)
+            continue
+        record, extra = timed(unit, 0, True)
+        if len(done) >= 2 and record[5] > limit:
+            stopped.add(i)
+            continue
+        _keep(out, record, extra)
+        kept.append(unit)
+        done.append((n, record[5]))
+    for i in stopped:
+        n_kept = tuple(n for n, _ in seen[i])
+        if n_kept != out.cases[i].n_values:
+            out.cut[i] = n_kept
+    out.warmup_rounds = 1
+    return kept
+
+
+def _extrapolated(done: list[tuple[int, int]], n: int) -> float:
+    """A sample's wall time at `n` on the line through the last two (N, wall) (no less
+    than the last: a sample never gets cheaper with more work)."""
+    (n0, w0), (n1, w1) = done[-2:]
+    return w1 + max(0.0, (w1 - w0) / (n1 - n0)) * (n - n1)
+
+
+def _keep(out: GroupSamples, record: tuple, extra: Any) -> None:
+    if extra is not None:
+        out.parts[len(out.records)] = extra
+    out.records.append(record)
+
+
+def _round(units: list[Unit], timed: Timed, rng: np.random.Generator, out: GroupSamples
+           ) -> Round:
+    """`one_round(index, warmup)`: every unit once in a fresh order; returns its ns."""
 
     def one_round(index: int, warmup: bool) -> int:
-        order = rng.permutation(len(units))
         total = 0
-        for k in order:
-            i, case, op, n, dispatched = units[k]
-            t0 = perf_counter_ns()
-            extra = op(n)
-            wall = perf_counter_ns() - t0
-            if extra is not None:
-                parts[len(records)] = extra
-            records.append((i, n, index, warmup, t0, wall))
-            counts[case] += dispatched
-            total += wall
+        for k in rng.permutation(len(units)):
+            record, extra = timed(units[k], index, warmup)
+            _keep(out, record, extra)
+            total += record[5]
         return total
 
     return one_round
@@ -81,8 +136,8 @@ def _round(group: Group, ops: dict[Case, Operation], rng: np.random.Generator,
 
 def _warm_up(group: Group, one_round: Round, out: GroupSamples, budget: Budget,
              progress: Progress) -> None:
-    """Warm-up rounds until their moving median settles, or the cap or the budget's warm-up
-    share is hit; each reported as progress (no measured round yet, no budget spent)."""
+    """Warm-up rounds after the probe until their moving median settles, or the cap or the
+    budget's warm-up share is hit; each reported as progress (no budget spent yet)."""
     start = perf_counter_ns()
     durations: list[int] = []
     while out.warmup_rounds < group.sampling.warmup_max_rounds:

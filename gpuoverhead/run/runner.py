@@ -25,7 +25,7 @@ from gpuoverhead.results import tables
 from gpuoverhead.results.schema import RUN_JSON, SAMPLE_COLUMNS, SUMMARY_COLUMNS, RunRecord
 from gpuoverhead.results.write import write_json, write_run
 from gpuoverhead.run import checks, environment, noise, worker
-from gpuoverhead.run.budget import Budget
+from gpuoverhead.run.budget import Schedule, process_cap_s
 from gpuoverhead.run.plan import Job, Plan, RunOptions, prepare
 
 
@@ -44,6 +44,8 @@ class RunResult:
     folder: Path
     record: RunRecord
     summary: pd.DataFrame
+    #: Wall-clock seconds from the command's start to the results written.
+    seconds: float = 0.0
 
     @property
     def failed(self) -> bool:
@@ -87,6 +89,7 @@ class _Files:
 
 
 def run(options: RunOptions, reporter: Reporter) -> RunResult:
+    started = time.monotonic()
     plan = prepare(options)
     run_id = options.run_id or environment.new_run_id()
     target = options.out_root / run_id
@@ -101,12 +104,16 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     record = _record(plan, options, run_id, seed)
     files = _Files(staging, record, replaces)
     seeding = _Seeding(seed, np.random.default_rng(seed), time.time_ns())
+    schedule = _schedule(plan, started)
     try:
         _make_folder(staging)  # made here: an interrupt from now on leaves a readable run
         files.save("running")
-        reporter.run_started(_what_runs(plan, target))
+        reporter.run_started(_what_runs(plan, target, schedule))
+        first = 0
         for index, jobs in enumerate(plan.benchmarks):
-            _benchmark(plan, index, jobs, files, reporter, seeding, options.stall_timeout_s)
+            _benchmark(plan, index, jobs, files, reporter, seeding, options.stall_timeout_s,
+                       schedule, first)
+            first += len(jobs) * plan.processes
     except KeyboardInterrupt:
         with contextlib.suppress(OSError):
             files.save("interrupted")
@@ -122,8 +129,12 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
         state, noisy = noise.check()
         record.noise["after"] = state
         record.warnings += [w + " (at the end of the run)" for w in noisy]
+        if schedule.left_s() < 0:
+            record.warnings.append(
+                f"the run took {schedule.limit_s - schedule.left_s():.0f} s, beyond its time "
+                f"limit of {schedule.limit_s:g} s: start-up or rounds took longer than expected")
         files.save("failed" if record.errors else "complete")
-    return RunResult(files.folder, record, files.summary())
+    return RunResult(files.folder, record, files.summary(), time.monotonic() - started)
 
 
 def _record(plan: Plan, options: RunOptions, run_id: str, seed: int) -> RunRecord:
@@ -132,6 +143,7 @@ def _record(plan: Plan, options: RunOptions, run_id: str, seed: int) -> RunRecor
     record = environment.record(run_id, options.argv, suite.path, suite.name, suite.sha256,
                                 seed, plan.processes)
     record.adapters = plan.adapters
+    record.time_limit_s = plan.time_limit_s
     record.layers = {"native": plan.native}
     record.warnings += plan.notes
     state, noisy = noise.check()
@@ -142,16 +154,24 @@ def _record(plan: Plan, options: RunOptions, run_id: str, seed: int) -> RunRecor
     return record
 
 
-def _what_runs(plan: Plan, folder: Path) -> list[str]:
+def _schedule(plan: Plan, started: float) -> Schedule:
+    """Every worker process of the run in the order it runs: benchmark, process, job."""
+    slots = [(process_cap_s(j.group.sampling.budget_per_case_s, len(j.group.cases),
+                            plan.processes), f"{j.group.id} {j.label}")
+             for jobs in plan.benchmarks for _ in range(plan.processes) for j in jobs]
+    return Schedule([c for c, _ in slots], [k for _, k in slots], plan.time_limit_s, started)
+
+
+def _what_runs(plan: Plan, folder: Path, schedule: Schedule) -> list[str]:
     """The run's first lines: what will be measured, how long it may take, where it goes."""
-    seconds = sum(j.group.sampling.budget_per_case_s * len(j.group.cases)
-                  for jobs in plan.benchmarks for j in jobs)
     adapters = sorted({f"{a.get('device')} ({a.get('backend')}, {a.get('implementation')})"
                        for a in plan.adapters})
+    most = (f"at most {schedule.most_s():.0f} s (its time limit)" if plan.time_limit_s
+            else f"about {schedule.most_s():.0f} s at most")
     return [f"measuring {len(plan.benchmarks)} benchmarks of {plan.suite.name} on "
             f"{'; '.join(adapters)}, {plan.processes} process{'es' if plan.processes > 1 else ''} "
-            f"each, about {seconds:.0f} s "
-            f"of sampling plus start-up; results in {folder}"]
+            f"each, {len(schedule.caps)} worker processes in all: {most}; "
+            f"results in {folder}"]
 
 
 @dataclass(frozen=True)
@@ -162,29 +182,37 @@ class _Seeding:
 
 
 def _benchmark(plan: Plan, index: int, jobs: list[Job], files: _Files, reporter: Reporter,
-               seeding: _Seeding, stall_timeout_s: float) -> None:
+               seeding: _Seeding, stall_timeout_s: float, schedule: Schedule, first: int
+               ) -> None:
     """One suite group: its jobs' worker processes alternate in time (process 0 of every
     job, then process 1, ...), so that a slow period of the machine hits all of them; then
-    each job's rows, and the ratios between jobs from time-adjacent pairs."""
+    each job's rows, and the ratios between jobs from time-adjacent pairs. Its worker
+    processes are the schedule's slots from `first` on."""
     group = jobs[0].group
-    budgets = [Budget(j.group.sampling.budget_per_case_s, len(j.group.cases), plan.processes)
-               for j in jobs]
+    slots = range(first, first + len(jobs) * plan.processes)
     reporter.benchmark_started(f"{group.id} ({', '.join(j.label for j in jobs)})", index,
-                               len(plan.benchmarks), sum(b.group_s for b in budgets))
+                               len(plan.benchmarks),
+                               sum(schedule.budget(s).process_s for s in slots))
     outcomes: list[list[worker.Outcome]] = [[] for _ in jobs]
     first_row, spent = len(files.summaries), 0.0
     for p in range(plan.processes):
-        for j, (job, budget) in enumerate(zip(jobs, budgets, strict=True)):
+        for j, job in enumerate(jobs):
+            slot = first + p * len(jobs) + j
+            budget = schedule.budget(slot)
+
             def on_round(process: int, rounds: int, elapsed: float, share: float,
                          before: float = spent, label: str = job.label) -> None:
+                left = schedule.left_s()
                 reporter.progress(before + min(elapsed, share), f"{label}, process "
-                                  f"{process + 1}/{plan.processes}, {rounds} rounds")
+                                  f"{process + 1}/{plan.processes}, {rounds} rounds"
+                                  + (f", {max(0, left):.0f} s left" if left < 1e9 else ""))
 
             limits = {} if job.reference else plan.limits.get(job.adapter, {})
             task = worker.Task(job.group, job.adapter, budget,
                                worker.seeds(seeding.seed, index, p, j), p,
                                plan.native is not None, limits)
             outcomes[j].append(worker.run(task, on_round, stall_timeout_s))
+            schedule.done(slot, outcomes[j][-1].seconds, budget)
             spent += budget.process_s
     done = [_job_rows(job, found, files, seeding) for job, found in zip(jobs, outcomes,
                                                                          strict=True)]

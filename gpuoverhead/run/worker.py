@@ -61,12 +61,17 @@ class Outcome:
     clock_offset_ns: int = 0
     error: str | None = None
     device_notes: dict[str, Any] = field(default_factory=dict)
+    #: Seconds of measured rounds this process was given (run/budget.py).
+    budget_s: float = 0.0
+    #: Wall-clock seconds of the whole worker, start-up included (set by the parent).
+    seconds: float = 0.0
 
 
 def open_device(info: adapters.AdapterInfo, timestamps: bool,
                 required_limits: dict[str, int]) -> tuple[Any, dict[str, Any]]:
     """A device on the adapter described by `info`, enumerated afresh in this process (a
     Dawn adapter serves one device only), with the implementation's notes on it."""
+    implementations.get(info.implementation).only(info.backend)
     found = [f for f in adapters.discover([info.implementation])[0] if f.info == info]
     if not found:
         raise UserError(f"adapter {info.label} is gone")
@@ -140,7 +145,8 @@ def _sample(job: Task, group: Group, ops: dict[Case, Any], verify: Any, cal: Cal
     unchecked = verify(counts)
     if unchecked:
         notes = {**notes, "unchecked": unchecked}
-    return Outcome(job.process, samples, cal, offset, device_notes=notes)
+    return Outcome(job.process, samples, cal, offset, device_notes=notes,
+                   budget_s=job.budget.process_s)
 
 
 def _child(job: Task, conn: Any) -> None:
@@ -172,6 +178,13 @@ def run(job: Task, on_round: Any, stall_timeout_s: float = float("inf")) -> Outc
     starts when it has set up (start-up, device and pipelines get STARTUP_S more). A
     KeyboardInterrupt in the parent (Ctrl-C, SIGTERM) stops the worker before it goes on.
     """
+    began = time.monotonic()
+    outcome = _run(job, on_round, stall_timeout_s)
+    outcome.seconds = time.monotonic() - began
+    return outcome
+
+
+def _run(job: Task, on_round: Any, stall_timeout_s: float) -> Outcome:
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(job, child), daemon=True)

@@ -144,7 +144,8 @@ def _expand(path: Path, doc: YamlDocument, outside_shaders: bool) -> Suite:
             groups.append(Group(bench.name, kernel, elements, cfg["workgroup_size"],
                                 sampling, tuple(cases), cfg["torch_compile_max_n"]))
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    return Suite(path=path, name=model.name or path.stem, sha256=digest, groups=tuple(groups))
+    return Suite(path=path, name=model.name or path.stem, sha256=digest, groups=tuple(groups),
+                 time_limit_s=model.time_limit_s)
 
 
 def quick(suite: Suite) -> Suite:

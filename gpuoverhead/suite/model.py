@@ -129,4 +129,6 @@ class Suite:
     name: str
     sha256: str
     groups: tuple[Group, ...]
+    #: Seconds the whole run may take (None: each group its budget; see run/budget.py).
+    time_limit_s: float | None = None
 

@@ -18,6 +18,12 @@ PosInt = Annotated[int, Field(gt=0)]
 #: Most operations in one sample: more would take longer than any stall timeout allows.
 MAX_N = 65536
 
+
+def _int_is_float(value: Any) -> Any:
+    """Strict mode refuses an int where a float is expected; in YAML `2` means 2.0 here."""
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 class _Settings(BaseModel):
     """Every setting a benchmark can take; all optional so that `defaults` can be partial."""
 
@@ -44,10 +50,7 @@ class _Settings(BaseModel):
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, int) and not isinstance(value, bool) else value
 
-    @field_validator("budget_s", "target_rel_ci", mode="before")
-    @classmethod
-    def _int_is_float(cls, value: Any) -> Any:
-        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    _floats = field_validator("budget_s", "target_rel_ci", mode="before")(_int_is_float)
 
     @field_validator("n_sweep")
     @classmethod
@@ -69,7 +72,11 @@ class SuiteModel(BaseModel):
 
     name: str | None = None
     description: str | None = None
+    #: Seconds the whole run may take: worker processes share what is left (run/budget.py).
+    time_limit_s: Annotated[float, Field(gt=0, le=86400, allow_inf_nan=False)] | None = None
     defaults: _Settings = _Settings()
+
+    _floats = field_validator("time_limit_s", mode="before")(_int_is_float)
     benchmarks: list[_Benchmark] = Field(min_length=1)
 
 

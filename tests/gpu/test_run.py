@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
-from conftest import CONFIGS, gpuoverhead, only_run_folder, read_run, write_suite
+from conftest import CI_RUN_LIMIT_S, CONFIGS, gpuoverhead, only_run_folder, read_run, write_suite
 
 from gpuoverhead.suite.expand import load_suite
 
@@ -36,6 +38,24 @@ def test_run_writes_five_files_with_the_schema(ci_run):
     assert info["adapters"][0]["limits"]["max-compute-workgroup-size-x"] > 0
     assert info["native"]["wgpu-native"]["version"]
     assert all(b["status"] == "ok" for b in info["benchmarks"])
+
+
+def test_a_time_limit_is_shared_by_the_worker_processes(ci_run):
+    """run.json says what each process was given and took; no process got more than its
+    share of the suite's budget, and together they got no more than the limit."""
+    _, folder = ci_run
+    info = json.loads((folder / "run.json").read_text())
+    assert info["time_limit_s"] == CI_RUN_LIMIT_S
+    sampling = {b["id"]: b["sampling"]["budget_per_case_s"] for b in info["benchmarks"]}
+    processes = [(b["id"], p) for b in info["benchmarks"] for p in b["processes"]]
+    assert all(0 < p["budget_s"] <= p["seconds"] for _, p in processes)
+    assert sum(p["budget_s"] for _, p in processes) < CI_RUN_LIMIT_S
+    largest = max(len(g.cases) for g in load_suite(CONFIGS / "ci.yaml").groups)
+    assert all(p["budget_s"] <= sampling[i] * largest / 2 for i, p in processes)  # the cap
+    cases = {c.id: c for g in load_suite(CONFIGS / "ci.yaml").groups for c in g.cases}
+    for _, p in processes:  # a cut keeps the sweep's first N, at least two
+        assert all(len(n) >= 2 and tuple(n) == cases[i].n_values[:len(n)]
+                   for i, n in p["n_cut"].items())
 
 
 def test_summary_says_what_each_interval_is(ci_run):
@@ -122,7 +142,7 @@ def test_two_processes_give_process_ids_and_one_merged_summary(ci_run):
 def test_summary_table_is_printed(ci_run):
     proc, _ = ci_run
     assert "Dispatch overhead" in proc.stdout and "dispatch wall" in proc.stdout
-    assert "complete: results in" in proc.stderr
+    assert "complete in " in proc.stderr
     assert "CPU (software) adapter" in proc.stderr
 
 

@@ -1,11 +1,18 @@
-"""Interleaving, between-process CIs and drift detection, on data whose truth is known."""
+"""Interleaving, the probe, the time limit's shares and drift detection, on data whose
+truth is known."""
 
 from __future__ import annotations
 
-import numpy as np
+import time
+from dataclasses import replace
 
+import numpy as np
+import pytest
+
+from gpuoverhead.analysis.samples import Calibration, measured
+from gpuoverhead.analysis.series import series
 from gpuoverhead.analysis.stats import drift
-from gpuoverhead.run.budget import Budget
+from gpuoverhead.run.budget import DEFAULT_SETUP_S, Budget, Schedule
 from gpuoverhead.run.rounds import sample_group
 from gpuoverhead.run.worker import seeds
 from gpuoverhead.suite.model import Case, Group, Kernel, Sampling
@@ -29,8 +36,7 @@ def _order(seed: tuple[int, ...]) -> list[list[tuple[str, int]]]:
     ops = {c: op_for(c) for c in group.cases}
     counts = dict.fromkeys(group.cases, 0)
     samples = sample_group(group, ops, np.random.default_rng(list(seed)),
-                           Budget(10.0, len(group.cases), 1), lambda s: 1.0, lambda *a: None,
-                           counts)
+                           Budget(30.0), lambda s: 1.0, lambda *a: None, counts)
     per_round = 9
     measured = log[samples.warmup_rounds * per_round:]
     return [measured[i:i + per_round] for i in range(0, len(measured), per_round)]
@@ -52,3 +58,67 @@ def test_drift_fires_on_a_trend_and_not_on_stationary_noise():
     assert found is not None and found.rho > 0.3 and found.change > 0.1
     false_alarms = sum(drift(100 + rng.normal(0, 2, t.size), t) is not None for _ in range(200))
     assert false_alarms <= 2
+
+
+def _probed(seconds_at: dict[int, float]):
+    """A group of two cases over N = 1, 2, 4, 8 sampled with a 1 s budget (a sample may take
+    50 ms): case 0 sleeps `seconds_at[N]` (default 1 ms), case 1 does nothing. Returns the
+    samples, the dispatch counts and the N of every call of case 0."""
+    group = _group()
+    cases = (replace(group.cases[0], n_values=(1, 2, 4, 8)),
+             replace(group.cases[1], n_values=(1, 2, 4, 8)))
+    group = replace(group, cases=cases, sampling=Sampling(1.0, 0.5, 3, 3, 1))
+    calls: list[int] = []
+
+    def slow(n: int) -> tuple[int]:
+        calls.append(n)
+        time.sleep(seconds_at.get(n, 0.001))
+        return (time.perf_counter_ns(),)  # the issue time, as sequential ops return it
+
+    ops = {cases[0]: slow, cases[1]: lambda n: (time.perf_counter_ns(),)}
+    counts = dict.fromkeys(cases, 0)
+    samples = sample_group(group, ops, np.random.default_rng(0), Budget(1.0),
+                           lambda s: 1.0, lambda *a: None, counts)
+    return samples, counts, calls
+
+
+def test_the_probe_stops_a_case_at_the_first_n_whose_sample_is_too_long():
+    samples, counts, _ = _probed({4: 0.2})
+    assert samples.cut == {0: (1, 2)}  # N = 4 took 200 ms > 50 ms: no N = 4 or 8 after it
+    rec = np.array(samples.records)
+    assert set(rec[rec[:, 0] == 0, 1]) == {1, 2}  # the crossing sample is not kept either
+    assert set(rec[rec[:, 0] == 1, 1]) == {1, 2, 4, 8}
+    assert len(measured(rec, 0)) == 2 * samples.rounds
+    assert counts[samples.cases[0]] == 1 + 2 + 4 + 3 * (1 + 2)  # every dispatch is counted
+    fits = series(samples, Calibration(0.0, None))
+    slopes = [s for k, s in fits.items() if k.metric == "per_dispatch_ns" and k.case.encoding ==
+              "submit"]
+    assert slopes and slopes[0].values.size == samples.rounds
+
+
+def test_the_probe_keeps_two_n_however_slow_the_first_sample():
+    samples, _, _ = _probed({1: 0.06, 2: 0.06, 4: 0.06})
+    assert samples.cut == {0: (1, 2)}
+
+
+def test_the_probe_does_not_run_a_sample_its_line_says_is_too_long():
+    samples, _, calls = _probed({2: 0.03})  # 1 ms, then 30 ms: N = 4 would take ~90 ms
+    assert samples.cut == {0: (1, 2)} and 4 not in calls and 8 not in calls
+
+
+def test_a_time_limit_is_shared_in_proportion_to_the_caps_after_start_up():
+    schedule = Schedule([4.0, 2.0, 2.0], ["a", "b", "a"], limit_s=20.0)
+    free = 20.0 - 3 * DEFAULT_SETUP_S
+    assert schedule.budget(0).process_s == pytest.approx(4.0)  # capped by the suite's budget
+    tight = Schedule([4.0, 2.0, 2.0], ["a", "b", "a"], limit_s=8.0)
+    assert tight.budget(0).process_s == pytest.approx((8.0 - 3 * DEFAULT_SETUP_S) / 2, rel=1e-3)
+    # Slot 0 finished after 1 s (0.5 s beyond a 0.5 s budget) at t = 10 s of a 20 s limit:
+    schedule.done(0, 1.0, Budget(0.5))
+    schedule.start = time.monotonic() - 10.0
+    assert schedule.setup_s("a") == pytest.approx(0.5) and schedule.setup_s("b") == 0.5
+    assert schedule.budget(1).process_s == pytest.approx(2.0)  # the unused time goes on
+    schedule.start = time.monotonic() - 19.5
+    assert schedule.budget(1).process_s == pytest.approx(0.05)  # spent: the least budget
+    assert free > 0 and Schedule([1.0], ["a"]).budget(0).process_s == 1.0  # no limit: the cap
+    schedule.done(2, 0.7, Budget(0.5))
+    assert schedule.setup_s("a") == pytest.approx(0.5)  # the most of its kind, not the mean
