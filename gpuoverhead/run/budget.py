@@ -22,8 +22,12 @@ WARMUP_SHARE = 0.25
 SAMPLE_SHARE = 0.05
 #: Least budget a process gets when the time limit is spent (it still measures MIN_ROUNDS).
 MIN_PROCESS_S = 0.05
-#: Start-up (spawn, imports, device, pipelines) expected of a process before any has run.
-DEFAULT_SETUP_S = 1.5
+#: Seconds beyond its budget (spawn, imports, device, pipelines, warm-up) expected of a
+#: process before any has run: high rather than low (PyTorch's take 5 s on a GPU machine),
+#: since an estimate too low takes the time of the processes that come last.
+DEFAULT_SETUP_S = 3.0
+#: Seconds kept for what follows the last process: estimates, files, the summary.
+FINISH_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,7 @@ class Schedule:
         if self.limit_s is None:
             return Budget(cap)
         rest = range(slot, len(self.caps))
-        free = self.left_s() - sum(self.setup_s(self.kinds[s]) for s in rest)
+        free = self.left_s() - FINISH_S - sum(self.setup_s(self.kinds[s]) for s in rest)
         share = free * cap / sum(self.caps[s] for s in rest)
         return Budget(min(cap, max(MIN_PROCESS_S, share)))
 
