@@ -120,15 +120,15 @@ def test_shader_outside_the_suite_folder_runs_with_the_flag(tmp_path):
     inner.mkdir()
     shutil.copy(ROOT / "shaders" / "add_one.wgsl", tmp_path / "k.wgsl")
     suite = write_suite(inner, "benchmarks:\n  - {name: a, kernel: ../k.wgsl}\n")
-    assert gpuoverhead("validate", str(suite)).returncode == 2
-    proc = gpuoverhead("validate", str(suite), "--outside-shaders")
+    assert in_process("validate", str(suite)).returncode == 2
+    proc = in_process("validate", str(suite), "--outside-shaders")
     assert proc.returncode == 0 and "ok: 1 groups" in proc.stdout, proc.stderr
 
 
 def test_validate_lists_every_problem(tmp_path):
     suite = write_suite(tmp_path, "benchmarks:\n  - {name: a, kernel: add_one, elements: 0,"
                                   " colour: 1}\n")
-    proc = gpuoverhead("validate", str(suite))
+    proc = in_process("validate", str(suite))
     assert proc.returncode == 2
     assert "elements[0]" in proc.stderr and "colour" in proc.stderr
 
@@ -141,8 +141,8 @@ def test_hostile_shader_that_does_not_compile(tmp_path):
     _assert_one_clear_line(proc, "broken.wgsl:2:")
     assert "shader rejected" in proc.stderr
     # `validate` compiles the kernels too, so it no longer calls this suite ok.
-    _assert_one_clear_line(gpuoverhead("validate", str(suite)), "broken.wgsl:2:")
-    assert "shaders not compiled" in gpuoverhead("validate", str(suite), "--no-compile").stdout
+    _assert_one_clear_line(in_process("validate", str(suite)), "broken.wgsl:2:")
+    assert "shaders not compiled" in in_process("validate", str(suite), "--no-compile").stdout
 
 
 def test_hostile_unknown_backend(tmp_path):
@@ -324,7 +324,7 @@ def test_hostile_result_set(tmp_path, good_run, name, command):
 
 
 def test_hostile_suite_that_is_not_a_file_of_text(tmp_path):
-    _assert_one_clear_line(gpuoverhead("validate", "/dev/zero"),
+    _assert_one_clear_line(in_process("validate", "/dev/zero"),
                            "/dev/zero: larger than 1024 KiB: not a suite")
 
 
@@ -337,21 +337,21 @@ def test_hostile_run_that_finished_nothing_reads_as_a_run(tmp_path, good_run):
     summary.to_parquet(empty / "summary.parquet")
     info = json.loads((empty / "run.json").read_text())
     (empty / "run.json").write_text(json.dumps({**info, "status": "interrupted"}))
-    shown = gpuoverhead("show", str(empty))
+    shown = in_process("show", str(empty))
     assert shown.returncode == 0 and "no estimates (status 'interrupted')" in shown.stderr
     both = tmp_path / "both"
     both.mkdir()
     shutil.copytree(good_run, both / "good")
     shutil.copytree(empty, both / "empty")
-    assert gpuoverhead("report", str(both)).returncode == 0
-    _assert_one_clear_line(gpuoverhead("compare", str(good_run), str(empty)),
+    assert in_process("report", str(both)).returncode == 0
+    _assert_one_clear_line(in_process("compare", str(good_run), str(empty)),
                            "have no estimate in common")
 
 
 
 
 def test_hostile_report_on_a_path_that_does_not_exist(tmp_path):
-    _assert_one_clear_line(gpuoverhead("report", str(tmp_path / "nothing")),
+    _assert_one_clear_line(in_process("report", str(tmp_path / "nothing")),
                            "nothing: no such file or folder")
 
 

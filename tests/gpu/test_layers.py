@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import CONFIGS, gpuoverhead, only_run_folder, read_run, write_suite
+from conftest import CONFIGS, gpuoverhead, in_process, only_run_folder, read_run, write_suite
 
 from gpuoverhead.gpu.layers import native, raw, wrapper
 from gpuoverhead.gpu.methods.breakdown import CALLS
@@ -90,8 +90,8 @@ def test_native_layer_is_skipped_with_a_note_without_a_compiler(tmp_path):
         " layers: [wrapper, raw, native], gpu_timestamps: false}\n"
         "benchmarks:\n  - {name: a, kernel: empty}\n"))
     proc = gpuoverhead("run", "--suite", str(suite), "--backend", "vulkan", "--out",
-                       str(tmp_path / "o"), "--processes", "1",
-                       env={"CC": str(tmp_path / "no-such-cc")})
+                       str(tmp_path / "o"), "--processes", "1", "--implementation",
+                       "wgpu-native", env={"CC": str(tmp_path / "no-such-cc")})
     assert proc.returncode == 0, proc.stderr
     assert "native layer skipped: no C compiler" in proc.stderr
     _, summary, info = read_run(only_run_folder(tmp_path / "o"))
@@ -108,7 +108,7 @@ def test_native_layer_is_skipped_with_a_note_without_a_compiler(tmp_path):
 
 
 def test_default_suite_asks_for_every_layer():
-    proc = gpuoverhead("validate", str(CONFIGS / "default.yaml"))
+    proc = in_process("validate", str(CONFIGS / "default.yaml"))
     assert proc.returncode == 0, proc.stderr
 
 

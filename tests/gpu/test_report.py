@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import CONFIGS, gpuoverhead, only_run_folder
+from conftest import CONFIGS, gpuoverhead, in_process, only_run_folder
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -63,8 +63,8 @@ def test_report_merges_runs_and_vendors(ci_run, second_run, tmp_path):
                  adapter_type="DiscreteGPU")
     shutil.copytree(second_run, tmp_path / "sets" / "second")
     shutil.copytree(first, tmp_path / "sets" / "first")
-    proc = gpuoverhead("report", str(tmp_path / "sets"), "-o", str(tmp_path / "r.md"),
-                       "-o", str(tmp_path / "r.csv"))
+    proc = in_process("report", str(tmp_path / "sets"), "-o", str(tmp_path / "r.md"),
+                      "-o", str(tmp_path / "r.csv"))
     assert proc.returncode == 0, proc.stderr
     table = pd.read_csv(tmp_path / "r.csv")
     assert len(table) == 2  # lavapipe (two runs merged) and the rewritten copy
@@ -89,11 +89,11 @@ def test_compare_flags_an_injected_slowdown_and_not_identical_data(second_run, t
     sets (tests/unit/test_compare.py), where the noise is known."""
     base = second_run
     slow = _slowed(base, tmp_path / "slow", 1.2)
-    same = gpuoverhead("compare", str(base), str(base), "--fail-above", "10", "--markdown")
+    same = in_process("compare", str(base), str(base), "--fail-above", "10", "--markdown")
     assert same.returncode == 0, same.stderr
     assert "slower" not in same.stdout and "faster" not in same.stdout
     assert "same" in same.stdout
-    worse = gpuoverhead("compare", str(base), str(slow), "--fail-above", "10")
+    worse = in_process("compare", str(base), str(slow), "--fail-above", "10")
     assert worse.returncode == 1, worse.stdout
     assert "got slower by more than 10" in worse.stderr
 
@@ -103,17 +103,17 @@ def test_report_and_compare_refuse_broken_inputs(ci_run, tmp_path):
     broken = shutil.copytree(run, tmp_path / "broken")
     data = (broken / "summary.parquet").read_bytes()
     (broken / "summary.parquet").write_bytes(data[: len(data) // 2])
-    proc = gpuoverhead("report", str(broken))
+    proc = in_process("report", str(broken))
     assert proc.returncode == 2 and "not a readable Parquet file" in proc.stderr
     assert "Traceback" not in proc.stderr
     old = shutil.copytree(run, tmp_path / "old")
     info = json.loads((old / "run.json").read_text())
     info["schema_version"] = 0
     (old / "run.json").write_text(json.dumps(info))
-    proc = gpuoverhead("compare", str(old), str(run))
+    proc = in_process("compare", str(old), str(run))
     assert proc.returncode == 2 and "schema version 0, this gpuoverhead reads versions 1, 2" in \
         proc.stderr
-    proc = gpuoverhead("report", str(tmp_path / "nothing-*"))
+    proc = in_process("report", str(tmp_path / "nothing-*"))
     assert proc.returncode == 2 and "no such file or folder" in proc.stderr
 
 
@@ -122,7 +122,7 @@ def test_report_and_compare_refuse_broken_inputs(ci_run, tmp_path):
 def test_html_report_renders_in_headless_chromium(ci_run, tmp_path):
     _, run = ci_run
     page = tmp_path / "report.html"
-    proc = gpuoverhead("report", str(run), "-o", str(page), "--plots", str(tmp_path / "plots"))
+    proc = in_process("report", str(run), "-o", str(page), "--plots", str(tmp_path / "plots"))
     assert proc.returncode == 0, proc.stderr
     assert {p.name for p in (tmp_path / "plots").iterdir()} == {
         "cost_decomposition.png", "cost_decomposition.svg", "wall_vs_n.png", "wall_vs_n.svg"}

@@ -5,7 +5,15 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-from conftest import CI_RUN_LIMIT_S, CONFIGS, gpuoverhead, only_run_folder, read_run, write_suite
+from conftest import (
+    CI_RUN_LIMIT_S,
+    CONFIGS,
+    gpuoverhead,
+    in_process,
+    only_run_folder,
+    read_run,
+    write_suite,
+)
 
 from gpuoverhead.suite.expand import load_suite
 
@@ -177,7 +185,7 @@ def test_a_kernel_that_does_not_write_fails_its_benchmark_loudly(tmp_path):
 def test_adapters_lists_the_vulkan_adapter_as_json():
     import json
 
-    proc = gpuoverhead("adapters", "--json")
+    proc = in_process("adapters", "--json")
     assert proc.returncode == 0, proc.stderr
     found = json.loads(proc.stdout)
     vulkan = [a for a in found if a["backend"] == "vulkan"]
@@ -186,19 +194,19 @@ def test_adapters_lists_the_vulkan_adapter_as_json():
 
 def test_ci_suite_validates():
     for name in ("ci.yaml", "default.yaml"):
-        proc = gpuoverhead("validate", str(CONFIGS / name))
+        proc = in_process("validate", str(CONFIGS / name))
         assert proc.returncode == 0 and ": ok:" in proc.stdout, proc.stderr
 
 
 def test_show_prints_a_finished_run(ci_run):
     _, folder = ci_run
-    proc = gpuoverhead("show", str(folder))
+    proc = in_process("show", str(folder))
     assert proc.returncode == 0, proc.stderr
     assert "submit wall" in proc.stdout and "naive/dispatch" in proc.stdout
 
 
 def test_show_refuses_a_folder_without_results(tmp_path):
-    proc = gpuoverhead("show", str(tmp_path))
+    proc = in_process("show", str(tmp_path))
     assert proc.returncode == 2 and "not a run folder (no run.json)" in proc.stderr
 
 
