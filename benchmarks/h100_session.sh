@@ -4,9 +4,11 @@
 #   bash benchmarks/h100_session.sh start    # setup, plain loop, submit_gap, main run started
 #   bash benchmarks/h100_session.sh finish   # waits for the main run, plain loop again
 #   bash benchmarks/h100_session.sh selftest # the A/A test, 3 processes per run
-#   bash benchmarks/h100_session.sh speed    # issue 16: plain `run` timed, then --suite full
-#   bash benchmarks/h100_session.sh full     # waits for --suite full, plain run again,
-#                                            # where a worker's start-up goes
+#   bash benchmarks/h100_session.sh speed    # issue 16: plain `run` timed, --suite full for
+#                                            # wgpu-native, where a worker's start-up goes
+#   bash benchmarks/h100_session.sh full     # --suite full for Dawn and PyTorch
+# (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
+# left running in the background for the next.)
 set -uo pipefail
 step=${1:?start, finish, selftest, speed or full}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
@@ -16,6 +18,11 @@ setup() {
   export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
   python3 -m gpuoverhead adapters >/dev/null 2>&1 || \
     export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+}
+timed() {  # timed RUN_ID [RUN OPTIONS...]: a run, its wall time from outside in times.txt
+  local id=$1 t0; shift; t0=$(date +%s%N)
+  python3 -m gpuoverhead run "$@" --run-id "$id" --out /tmp/results > "/tmp/results/$id.log" 2>&1
+  echo "$id: $(( ($(date +%s%N) - t0) / 1000000 )) ms wall" | tee -a /tmp/results/times.txt
 }
 plain_loop() {
   inc="$(python3 -c 'import wgpu,os;print(os.path.dirname(wgpu.__file__))')/resources"
@@ -39,23 +46,13 @@ finish)
   ;;
 speed)
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt"
-  t0=$(date +%s%N)
-  python3 -m gpuoverhead run --run-id h100-default --out /tmp/results \
-    > /tmp/results/h100-default.log 2>&1
-  echo "plain run: $(( ($(date +%s%N) - t0) / 1000000 )) ms wall" | tee /tmp/results/times.txt
-  setsid nohup bash -c 't0=$(date +%s%N); python3 -m gpuoverhead run --suite full \
-    --run-id h100-full --out /tmp/results > /tmp/results/h100-full.log 2>&1;
-    echo "full run: $(( ($(date +%s%N) - t0) / 1000000 )) ms wall" >> /tmp/results/times.txt
-    touch /tmp/results/full-done' < /dev/null > /dev/null 2>&1 &
+  timed h100-default
+  timed h100-full-wgpu-native --suite full --implementation wgpu-native
+  python3 benchmarks/worker_start.py > /tmp/results/worker_start.txt 2>&1
   ;;
 full)
-  for _ in $(seq 1 100); do [ -f /tmp/results/full-done ] && break; sleep 5; done
-  t0=$(date +%s%N)
-  python3 -m gpuoverhead run --run-id h100-default-2 --out /tmp/results \
-    > /tmp/results/h100-default-2.log 2>&1
-  echo "plain run again: $(( ($(date +%s%N) - t0) / 1000000 )) ms wall" >> /tmp/results/times.txt
-  python3 benchmarks/worker_start.py > /tmp/results/worker_start.txt 2>&1
-  cat /tmp/results/times.txt /tmp/results/worker_start.txt
+  timed h100-full-dawn --suite full --implementation dawn
+  timed h100-full-torch --suite full --implementation torch
   ;;
 selftest)
   python3 -m gpuoverhead selftest --processes 3 --implementation wgpu-native \
