@@ -193,7 +193,7 @@ def test_adapters_lists_the_vulkan_adapter_as_json():
 
 
 def test_ci_suite_validates():
-    for name in ("ci.yaml", "default.yaml"):
+    for name in ("ci.yaml", "default.yaml", "full.yaml"):
         proc = in_process("validate", str(CONFIGS / name))
         assert proc.returncode == 0 and ": ok:" in proc.stdout, proc.stderr
 
