@@ -118,6 +118,7 @@ def test_run_reports_speedups_with_ci_and_the_crossover(ci_run):
     assert math.isfinite(cross.value.iat[0]) or cross.estimator.iat[0].startswith("not reached")
 
 
+@pytest.mark.slow
 def test_torch_fusion_baseline_checks_its_outputs(tmp_path: Path):
     pytest.importorskip("torch")
     suite = write_suite(tmp_path, """

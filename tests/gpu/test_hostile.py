@@ -136,8 +136,8 @@ def test_validate_lists_every_problem(tmp_path):
 def test_hostile_shader_that_does_not_compile(tmp_path):
     (tmp_path / "broken.wgsl").write_text("override WG: u32 = 64;\nfn main( {\n")
     suite = write_suite(tmp_path, "benchmarks:\n  - {name: a, kernel: broken.wgsl}\n")
-    proc = gpuoverhead("run", "--suite", str(suite), "--backend", "vulkan",
-                       "--out", str(tmp_path / "out"))
+    proc = in_process("run", "--suite", str(suite), "--backend", "vulkan",
+                      "--out", str(tmp_path / "out"))
     _assert_one_clear_line(proc, "broken.wgsl:2:")
     assert "shader rejected" in proc.stderr
     # `validate` compiles the kernels too, so it no longer calls this suite ok.
@@ -146,20 +146,20 @@ def test_hostile_shader_that_does_not_compile(tmp_path):
 
 
 def test_hostile_unknown_backend(tmp_path):
-    proc = gpuoverhead("run", "--backend", "glide", "--out", str(tmp_path))
+    proc = in_process("run", "--backend", "glide", "--out", str(tmp_path))
     _assert_one_clear_line(proc, "unknown backend 'glide'; choose one of vulkan, metal, d3d12, "
                                  "opengl")
 
 
 def test_hostile_backend_of_another_platform(tmp_path):
-    proc = gpuoverhead("run", "--backend", "metal", "--out", str(tmp_path / "out"))
+    proc = in_process("run", "--backend", "metal", "--out", str(tmp_path / "out"))
     _assert_one_clear_line(proc, "backend metal does not exist on linux; this platform can "
                                  "have vulkan, opengl")
     assert not (tmp_path / "out").exists()
 
 
 def test_hostile_adapter_name_not_present(tmp_path):
-    proc = gpuoverhead("run", "--adapter", "GeForce 256", "--out", str(tmp_path))
+    proc = in_process("run", "--adapter", "GeForce 256", "--out", str(tmp_path))
     _assert_one_clear_line(proc, "no adapter with name ~ 'GeForce 256'; present: ")
 
 
@@ -178,14 +178,14 @@ def test_hostile_no_adapter_at_all(tmp_path):
 def test_hostile_unwritable_output_folder(tmp_path):
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)
-    proc = gpuoverhead("run", "--suite", str(CONFIGS / "ci.yaml"), "--out", str(locked))
+    proc = in_process("run", "--suite", str(CONFIGS / "ci.yaml"), "--out", str(locked))
     _assert_one_clear_line(proc, "cannot write results to")
 
 
 def test_hostile_output_folder_is_a_file(tmp_path):
     blocker = tmp_path / "results"
     blocker.write_text("not a folder")
-    proc = gpuoverhead("run", "--suite", str(CONFIGS / "ci.yaml"), "--out", str(blocker))
+    proc = in_process("run", "--suite", str(CONFIGS / "ci.yaml"), "--out", str(blocker))
     _assert_one_clear_line(proc, f"cannot write results to {blocker}")
 
 
@@ -196,7 +196,7 @@ def test_hostile_existing_run_folder(tmp_path):
             "--run-id", "same", "--processes", "1", "--implementation", "wgpu-native")
     assert gpuoverhead(*args).returncode == 0
     before = (only_run_folder(tmp_path / "o") / "run.json").read_bytes()
-    proc = gpuoverhead(*args)
+    proc = in_process(*args)
     _assert_one_clear_line(proc, "already exists; choose another --run-id, or pass --force")
     assert (only_run_folder(tmp_path / "o") / "run.json").read_bytes() == before
     assert gpuoverhead(*args, "--force").returncode == 0

@@ -143,6 +143,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 """
 
 
+@pytest.mark.slow
 def test_hostile_fault_hung_wait_is_stopped_and_the_run_goes_on(tmp_path):
     (tmp_path / "hang.wgsl").write_text(HANG)
     suite = ("defaults: {n_sweep: [1, 2], budget_s: 0.05, min_rounds: 3, warmup_max_rounds: 1,"

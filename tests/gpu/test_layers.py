@@ -84,6 +84,7 @@ def test_raw_and_native_layers_make_the_dispatches_they_claim():
     target.verify("layers")
 
 
+@pytest.mark.slow
 def test_native_layer_is_skipped_with_a_note_without_a_compiler(tmp_path):
     suite = write_suite(tmp_path, (
         "defaults: {n_sweep: [1, 2], budget_s: 0.05, min_rounds: 3, warmup_max_rounds: 1,"
@@ -120,6 +121,7 @@ def _torch_missing() -> str | None:
 
 @pytest.mark.skipif(_torch_missing() is not None, reason="torch is not installed here (the "
                     "PyTorch baselines need gpuoverhead[torch]); they run where torch exists")
+@pytest.mark.slow
 def test_torch_baselines_run_beside_webgpu_with_ratios_to_the_fastest(tmp_path):
     suite = write_suite(tmp_path, (
         "defaults: {n_sweep: [1, 2, 8], budget_s: 0.1, min_rounds: 3, warmup_max_rounds: 1,"

@@ -22,6 +22,7 @@ def _venv_bin(venv: Path, name: str) -> Path:
     return venv / ("Scripts" if os.name == "nt" else "bin") / name
 
 
+@pytest.mark.slow
 def test_wheel_in_a_fresh_venv_runs_quick(tmp_path):
     dist = tmp_path / "dist"
     proc = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir",
