@@ -22,6 +22,12 @@ def headline(folder: Path) -> pd.DataFrame:
     return rows.set_index(["implementation", "case", "metric"])[["value", "ci_low", "ci_high"]]
 
 
+def _us(row: pd.Series, side: str) -> str:
+    """'estimate [low-high]' in µs of one side of a joined row."""
+    low, value, high = (row[f"{c}{side}"] / 1e3 for c in ("ci_low", "value", "ci_high"))
+    return f"{value:.2f} [{low:.2f}-{high:.2f}]"
+
+
 def main(default: Path, fulls: list[Path]) -> None:
     new = headline(default)
     old = pd.concat([headline(f) for f in fulls])
@@ -31,8 +37,7 @@ def main(default: Path, fulls: list[Path]) -> None:
     print(f"{'implementation':16s} {'case':48s} {'metric':20s} {'default (µs)':>22s} "
           f"{'full (µs)':>22s}  overlap")
     for (impl, case, metric), r in both.iterrows():
-        d = f"{r.value_default / 1e3:.2f} [{r.ci_low_default / 1e3:.2f}-{r.ci_high_default / 1e3:.2f}]"
-        f = f"{r.value_full / 1e3:.2f} [{r.ci_low_full / 1e3:.2f}-{r.ci_high_full / 1e3:.2f}]"
+        d, f = _us(r, "_default"), _us(r, "_full")
         print(f"{impl:16s} {case.removeprefix('empty/elements=1/'):48s} {metric:20s} "
               f"{d:>22s} {f:>22s}  {'yes' if overlap[(impl, case, metric)] else 'NO'}")
     print(f"{int(overlap.sum())} of {len(overlap)} intervals overlap")
