@@ -1,11 +1,13 @@
 """Shared helpers: run the real CLI in a child process, against the machine's real adapter.
 
-The tests need a Vulkan adapter; on a machine without a GPU that is Mesa's lavapipe
-(`apt-get install mesa-vulkan-drivers`), which `.ci/run` installs.
+The GPU tests drive the backend named by `GPUOVERHEAD_TEST_BACKEND` (default `vulkan`): on a
+machine without a GPU that is Mesa's lavapipe (`apt-get install mesa-vulkan-drivers`), which
+`.ci/run` installs; `d3d12` (WARP) or `metal` on the other runner systems.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -18,8 +20,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "configs"
+#: The backend the GPU tests measure.
+BACKEND = os.environ.get("GPUOVERHEAD_TEST_BACKEND", "vulkan")
 #: The shared CI run's time limit in seconds.
 CI_RUN_LIMIT_S = 32
+
+
+@functools.cache
+def measured_adapter() -> tuple[str, str]:
+    """Device name and vendor of the adapter the GPU tests run on (lavapipe here)."""
+    from gpuoverhead.gpu import adapters
+
+    info = adapters.select(adapters.discover(["wgpu-native"])[0], BACKEND, None)[0].info
+    return info.device, info.vendor
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -79,7 +92,7 @@ def ci_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Complet
     """One run of configs/ci.yaml on the Vulkan adapter in two worker processes, shared by
     every test that only reads results; under a time limit (about 55 s without one)."""
     out = tmp_path_factory.mktemp("ci-run")
-    proc = gpuoverhead("run", "--suite", str(CONFIGS / "ci.yaml"), "--backend", "vulkan",
+    proc = gpuoverhead("run", "--suite", str(CONFIGS / "ci.yaml"), "--backend", BACKEND,
                        "--out", str(out), "--seed", "7", "--processes", "2",
                        "--implementation", "wgpu-native", "--time-limit", str(CI_RUN_LIMIT_S))
     assert proc.returncode == 0, proc.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import gpuoverhead, only_run_folder, read_run, write_suite
+from conftest import BACKEND, gpuoverhead, only_run_folder, read_run, write_suite
 
 from gpuoverhead.errors import IntegrityError
 from gpuoverhead.gpu import adapters
@@ -34,7 +34,7 @@ def built(tmp_path_factory: pytest.TempPathFactory):
     """Every pattern's Work on one lavapipe device. `fusion.build` has already run one unit
     of every case and compared it with numpy on fresh random inputs (it raises if not)."""
     suite = load_suite(write_suite(tmp_path_factory.mktemp("fusion"), SUITE))
-    found = adapters.select(adapters.discover(["wgpu-native"])[0], "vulkan", None)[0]
+    found = adapters.select(adapters.discover(["wgpu-native"])[0], BACKEND, None)[0]
     device = found.adapter.request_device_sync()
     wait = waiter(device)
     rng = np.random.default_rng(3)

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import CONFIGS, gpuoverhead, in_process, only_run_folder, read_run, write_suite
+from conftest import (
+    BACKEND,
+    CONFIGS,
+    gpuoverhead,
+    in_process,
+    only_run_folder,
+    read_run,
+    write_suite,
+)
 
 from gpuoverhead.gpu.layers import native, raw, wrapper
 from gpuoverhead.gpu.methods.breakdown import CALLS
@@ -90,7 +98,7 @@ def test_native_layer_is_skipped_with_a_note_without_a_compiler(tmp_path):
         "defaults: {n_sweep: [1, 2], budget_s: 0.05, min_rounds: 3, warmup_max_rounds: 1,"
         " layers: [wrapper, raw, native], gpu_timestamps: false}\n"
         "benchmarks:\n  - {name: a, kernel: empty}\n"))
-    proc = gpuoverhead("run", "--suite", str(suite), "--backend", "vulkan", "--out",
+    proc = gpuoverhead("run", "--suite", str(suite), "--backend", BACKEND, "--out",
                        str(tmp_path / "o"), "--processes", "1", "--implementation",
                        "wgpu-native", env={"CC": str(tmp_path / "no-such-cc")})
     assert proc.returncode == 0, proc.stderr
@@ -128,7 +136,7 @@ def test_torch_baselines_run_beside_webgpu_with_ratios_to_the_fastest(tmp_path):
         " torch_compile_max_n: 2, naive_sync: [wait], encodings: [submit, dispatch],"
         " gpu_timestamps: false}\n"
         "benchmarks:\n  - {name: a, kernel: add_one, elements: 256}\n"))
-    proc = gpuoverhead("run", "--suite", str(suite), "--backend", "vulkan", "--out",
+    proc = gpuoverhead("run", "--suite", str(suite), "--backend", BACKEND, "--out",
                        str(tmp_path / "o"), "--processes", "1", timeout=600)
     assert proc.returncode == 0, proc.stderr
     _, summary, info = read_run(only_run_folder(tmp_path / "o"))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import CONFIGS, gpuoverhead, in_process, only_run_folder
+from conftest import BACKEND, CONFIGS, gpuoverhead, in_process, measured_adapter, only_run_folder
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -24,7 +24,7 @@ def second_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("second")
     suite = out / "ci-plain.yaml"
     suite.write_text(SECOND)
-    proc = gpuoverhead("run", "--suite", str(suite), "--backend", "vulkan",
+    proc = gpuoverhead("run", "--suite", str(suite), "--backend", BACKEND,
                        "--out", str(out / "runs"), "--processes", "1", "--implementation",
                        "wgpu-native", "--time-limit", "10")
     assert proc.returncode == 0, proc.stderr
@@ -67,8 +67,8 @@ def test_report_merges_runs_and_vendors(ci_run, second_run, tmp_path):
     assert proc.returncode == 0, proc.stderr
     table = pd.read_csv(tmp_path / "r.csv")
     assert len(table) == 2  # lavapipe (two runs merged) and the rewritten copy
-    lava = table[table.vendor == "mesa"].iloc[0]
-    assert lava["runs"] == 2 and lava["backend"] == "vulkan"
+    lava = table[table.vendor == measured_adapter()[1]].iloc[0]
+    assert lava["runs"] == 2 and lava["backend"] == BACKEND
     assert table.loc[table.vendor == "nvidia", "adapter"].iat[0] == "Imaginary GPU"
     # A merged row spans the runs' intervals, lowest bound to highest, and says so.
     runs = [pd.read_parquet(r / "summary.parquet") for r in (first, second_run)]
@@ -130,7 +130,7 @@ def test_html_report_renders_in_headless_chromium(ci_run, tmp_path):
              "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}"]
     dom = subprocess.run(flags + ["--dump-dom", page.as_uri()], capture_output=True, text=True,
                          timeout=120).stdout
-    assert 'id="overhead"' in dom and "<table" in dom and "llvmpipe" in dom
+    assert 'id="overhead"' in dom and "<table" in dom and measured_adapter()[0] in dom
     assert dom.count('src="data:image/png;base64,') == 2
     shot = tmp_path / "report.png"
     subprocess.run(flags + [f"--screenshot={shot}", "--window-size=1400,1800", page.as_uri()],

@@ -6,6 +6,7 @@ from time import perf_counter_ns
 
 import numpy as np
 import pytest
+from conftest import BACKEND
 
 from gpuoverhead.errors import IntegrityError
 from gpuoverhead.gpu import adapters
@@ -19,7 +20,7 @@ ELEMENTS = 1 << 22
 
 
 def _target(kernel_name: str, elements: int):
-    found = adapters.select(adapters.discover(["wgpu-native"])[0], "vulkan", None)[0]
+    found = adapters.select(adapters.discover(["wgpu-native"])[0], BACKEND, None)[0]
     device = found.adapter.request_device_sync()
     path = SHADERS_DIR / f"{kernel_name}.wgsl"
     writes = "first" if kernel_name == "empty" else "all"
