@@ -109,8 +109,12 @@ def test_run_reports_speedups_with_ci_and_the_crossover(ci_run):
         mine = speed[speed.benchmark == bench]
         assert set(mine.k) == ks, bench
         assert (mine.ci_low > 0).all()
-    # Fusing 16 dependent steps into one dispatch must pay even on a CPU driver.
-    assert speed[(speed.benchmark == "loop") & (speed.k == 16)].ci_low.iat[0] > 1.5
+    # Fusing 16 dependent steps into one dispatch must pay even on a CPU driver: in each
+    # process, by its own interval (over two processes, t with one degree of freedom gives
+    # an interval too wide to say it: 1.4-52x around 8.5x in one run).
+    loop16 = summary[(summary.metric == "fusion_speedup") & (summary.benchmark == "loop")
+                     & (summary.k == 16)]
+    assert (loop16[loop16.process.notna()].ci_low > 1.5).all() and loop16.value.min() > 1.5
     gpu = combined[(combined.metric == "fusion_gpu_speedup")]
     assert not gpu.empty
     cross = combined[combined.metric == "crossover_size"]
