@@ -6,9 +6,9 @@ machine state on average, instead of one case inheriting what the previous one l
 
 Warm-up round 0 is a probe: each case's N in rising order, so that a case whose samples take
 too long on this adapter is measured at fewer N (see `_probe`). Warm-up rounds run until the
-moving median of round durations settles (or a cap is hit);
-their samples are kept with phase "warmup" (the first round's cost is what a short-lived
-program pays) but no estimate uses them. Measured rounds then run until every estimate's 95%
+moving median of round durations settles (or a cap is hit); their samples are kept with
+phase "warmup" (the first round's cost is what a short-lived program pays) but no estimate
+uses them. Measured rounds then run until every estimate's 95%
 CI half-width is within the target (checked from `min_rounds` on), or the process's share of
 the budget (run/budget.py) is spent, or `max_rounds` is reached; which of the three ended it
 is recorded as `stop`.
@@ -114,6 +114,7 @@ def _extrapolated(done: list[tuple[int, int]], n: int) -> float:
 
 
 def _keep(out: GroupSamples, record: tuple, extra: Any) -> None:
+    """Append a sample's record, and what its operation returned, to the group's samples."""
     if extra is not None:
         out.parts[len(out.records)] = extra
     out.records.append(record)
