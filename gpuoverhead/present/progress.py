@@ -36,7 +36,7 @@ class RichReporter:
 
     def benchmark_started(self, label: str, index: int, total: int, seconds: float) -> None:
         if not err.is_terminal:  # no live bar on a pipe: one line per benchmark instead
-            err.print(f"[{index + 1}/{total}] {label}: about {seconds:.0f} s",
+            err.print(f"[{index + 1}/{total}] {label}: about {seconds:.0f} s of sampling",
                       highlight=False, soft_wrap=True)
         self._progress.start()  # only now: errors before the first benchmark print cleanly
         self._task = self._progress.add_task(f"[{index + 1}/{total}] {label}", total=seconds,
