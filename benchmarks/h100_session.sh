@@ -7,10 +7,11 @@
 #   bash benchmarks/h100_session.sh speed    # issue 16: plain `run` timed, --suite full for
 #                                            # wgpu-native, where a worker's start-up goes
 #   bash benchmarks/h100_session.sh full     # --suite full for Dawn and PyTorch
+#   bash benchmarks/h100_session.sh decode   # issue 17: the decode step (wgpu-native, Dawn)
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
-step=${1:?start, finish, selftest, speed or full}
+step=${1:?start, finish, selftest, speed, full or decode}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
 setup() {
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -53,6 +54,9 @@ speed)
 full)
   timed h100-full-dawn --suite full --implementation dawn
   timed h100-full-torch --suite full --implementation torch
+  ;;
+decode)
+  timed h100-decode --suite decode --implementation all
   ;;
 selftest)
   python3 -m gpuoverhead selftest --processes 3 --implementation wgpu-native \

@@ -15,7 +15,7 @@ import numpy as np
 
 from gpuoverhead.analysis.series import Key, Series
 from gpuoverhead.analysis.stats import Estimate, process_median_ci, ratio_ci
-from gpuoverhead.suite.model import FUSION, Case
+from gpuoverhead.suite.model import DECODE_KERNEL, FUSION, Case
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ def combine(per_process: list[dict[Key, Series]], rng: np.random.Generator) -> l
     rows = _with_bounds(rows)
     rows += _closures(rows)
     rows += _crossovers(rows)
+    rows += _reciprocals(rows)
     if len(per_process) > 1:
         for process, found in enumerate(per_process):
             rows += [Row(k, _estimate([s], rng), process) for k, s in found.items()]
@@ -94,6 +95,29 @@ def _closures(rows: list[Row]) -> list[Row]:
         out.append(Row(key, Estimate(closure, math.nan, math.nan, wrapper.n_samples, 0.0,
                                      "derived from three estimates: no interval")))
     return out
+
+
+def _reciprocals(rows: list[Row]) -> list[Row]:
+    """Monotone transforms of estimates, their intervals' ends mapped with them (so their
+    coverage is kept): the overhead share 1 - GPU / wall of a unit of fused or unfused
+    work, and a decode step's tokens per second, 1e9 / wall ns per step."""
+    out = []
+    for r in rows:
+        e = r.estimate
+        if r.key.metric == "gpu_share":
+            key = Key(r.key.case, "overhead_share", "ratio", "1 - gpu_share")
+            out.append(Row(key, replace(e, value=1 - e.value, ci_low=1 - e.ci_high,
+                                        ci_high=1 - e.ci_low)))
+        elif r.key.metric == "per_unit_ns" and r.key.case.kernel == DECODE_KERNEL:
+            key = Key(r.key.case, "tokens_per_s", "1/s", "1e9 / per_unit_ns")
+            out.append(Row(key, replace(e, value=1e9 / e.value, ci_low=_inverse(e.ci_high),
+                                        ci_high=_inverse(e.ci_low))))
+    return out
+
+
+def _inverse(ns: float) -> float:
+    """Per second from ns per step; an end at or below zero is an unbounded rate."""
+    return 1e9 / ns if ns > 0 else math.inf
 
 
 #: Crossover metrics: the overhead that GPU time per matmul is compared with (at the

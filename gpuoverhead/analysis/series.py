@@ -262,6 +262,11 @@ def _add_fusion(out: dict[Key, Series],
             if r:
                 out[Key(fused[0], metric, "ratio", estimator)] = Series(
                     top[:r], fused[3][:r], r, denominator=bottom[:r])
+    for (k, variant, sync), wall in units.items():
+        gpu = units.get((k, variant, TIMESTAMPS))
+        if sync == "wait" and gpu is not None and (r := min(len(wall[1]), len(gpu[1]))):
+            out[Key(wall[0], "gpu_share", "ratio", "median GPU-time slope / median wall "
+                    "slope")] = Series(gpu[1][:r], wall[3][:r], r, denominator=wall[1][:r])
 
 
 def _add_fits(out: dict[Key, Series], case: Case, n: tuple[int, ...], matrix: np.ndarray,

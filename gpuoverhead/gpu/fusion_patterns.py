@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 
 from gpuoverhead.errors import IntegrityError, UserError
+from gpuoverhead.gpu import decode
 from gpuoverhead.gpu.kernels import binding_of, grid_for, shader_message
-from gpuoverhead.suite.model import RMSNORM_HIDDEN, Case, Group
+from gpuoverhead.suite.model import MODELS, RMSNORM_HIDDEN, Case, Group
 
 #: One dispatch of a unit: pipeline, bind group (made for that pipeline), grid x and y.
 Step = tuple[Any, Any, int, int]
@@ -54,6 +55,8 @@ class Work:
     reference: Callable[[int], np.ndarray | None]
     exact: bool
     units_done: list[int] = field(default_factory=lambda: [0])
+    #: Relative tolerance of an inexact output (absolute: a tenth of it, times the largest).
+    tolerance: float = 1e-4
     #: The GPU's own count of units done, where the output alone cannot show a missing one.
     counted: Callable[[], int] | None = None
 
@@ -109,7 +112,8 @@ def build(device: Any, group: Group, rng: np.random.Generator, wait: Callable[[]
           ) -> dict[Case, Work]:
     """Every case's Work, checked with one unit against numpy before anything is timed."""
     ctx = _Context(device, group)
-    builder = {"chain": _chain, "loop": _loop, "rmsnorm": _rmsnorm, "matmul": _matmul}
+    builder = {"chain": _chain, "loop": _loop, "rmsnorm": _rmsnorm, "matmul": _matmul,
+               "decode": _decode}
     works = builder[group.fusion](ctx, group, rng)  # type: ignore[index]
     for case, work in works.items():
         _issue(ctx, work, 1)
@@ -134,7 +138,7 @@ def verify(works: dict[Case, Work], counts: dict[Case, int]) -> list[str]:
         twin = next((c for c in works if c.variant == "unfused" and c.k == case.k
                      and c.sync == case.sync), None)
         if twin is not None and counts[twin] == counts[case]:
-            _compare(case, work.read(), works[twin].read(), work.exact,
+            _compare(case, work.read(), works[twin].read(), work,
                      f"fused vs unfused after {counts[case]} units")
     return skipped
 
@@ -146,20 +150,21 @@ def check(case: Case, work: Work, units: int, when: str) -> bool:
         raise IntegrityError(f"{case.id}: output check failed ({when}): the GPU counted "
                              f"{done} units of work, {units} were issued")
     want = work.reference(units)
-    _compare(case, work.read(), want, work.exact, when)
+    _compare(case, work.read(), want, work, when)
     return want is not None
 
 
-def _compare(case: Case, got: np.ndarray, want: np.ndarray | None, exact: bool, when: str
+def _compare(case: Case, got: np.ndarray, want: np.ndarray | None, work: Work, when: str
              ) -> None:
     if want is None:
         return
     got = got[: want.size]
-    if exact:
+    if work.exact:
         bad = np.flatnonzero(got != want)
     else:
         scale = float(np.max(np.abs(want))) or 1.0
-        bad = np.flatnonzero(~np.isclose(got, want, rtol=1e-4, atol=1e-5 * scale))
+        bad = np.flatnonzero(~np.isclose(got, want, rtol=work.tolerance,
+                                         atol=work.tolerance / 10 * scale))
     if bad.size:
         i = int(bad[0])
         raise IntegrityError(f"{case.id}: output check failed ({when}): {bad.size} of "
@@ -298,6 +303,22 @@ def _rmsnorm(ctx: _Context, group: Group, rng: np.random.Generator) -> dict[Case
         works[case] = _counted(ctx, Work([steps], ctx.reader(y, np.float32),
                                          ctx.writer(y, zeros), lambda units: expected,
                                          exact=False), count)
+    return works
+
+
+def _decode(ctx: _Context, group: Group, rng: np.random.Generator) -> dict[Case, Work]:
+    """A decode step of the group's model (gpu/decode.py), unfused and fused, on one set of
+    weights; every step leaves the same logits, the numpy step's."""
+    weights = decode.Weights.random(MODELS[group.elements], group.cases[0].k, rng)
+    engine, expected = decode.Engine(ctx, weights), decode.reference(weights)
+    works = {}
+    for case in group.cases:
+        count = ctx.buffer(np.zeros(1, np.uint32))
+        steps, logits = engine.steps(case.variant, count)
+        readers = [ctx.reader(b, np.float32) for b in logits]
+        works[case] = _counted(ctx, Work(
+            [steps], lambda rs=readers: np.concatenate([r() for r in rs]), lambda: None,
+            lambda units: expected, exact=False, tolerance=decode.TOLERANCE), count)
     return works
 
 

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from gpuoverhead.errors import UserError
 from gpuoverhead.suite.kernels import fusion_kernel, resolve_kernel
 from gpuoverhead.suite.model import (
+    DECODE_WG,
     FFI_FLOOR,
     FLOOR_CALLS_PER_N,
     FUSION,
@@ -93,6 +94,13 @@ def _fusion_groups(name: str, pattern: str, cfg: dict[str, Any], sampling: Sampl
                       cfg["torch_compile_max_n"], pattern)]
     if pattern == "rmsnorm":
         ks = [RMSNORM_STEPS]
+    if pattern == "decode":  # a group per model and cache length: each its own weights
+        return [Group(name, kernel, elements, DECODE_WG, sampling,
+                      tuple(replace(base, elements=elements, workgroup_size=DECODE_WG, k=k,
+                                    variant=v, sync=s)
+                            for v in ("unfused", "fused") for s in syncs),
+                      cfg["torch_compile_max_n"], pattern)
+                for elements in cfg["elements"] for k in ks]
     groups = []
     for elements in cfg["elements"]:
         size = elements if pattern == "loop" else cfg["workgroup_size"]

@@ -6,14 +6,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from gpuoverhead.suite.model import LOOP_MAX_CELLS, MATMUL_TILE, RMSNORM_HIDDEN
+from gpuoverhead.suite.model import LOOP_MAX_CELLS, MATMUL_TILE, MAX_CACHE, MODELS, RMSNORM_HIDDEN
 from gpuoverhead.suite.source import Loc, YamlDocument
 
 Methodology = Literal["naive", "sequential", "breakdown"]
 Encoding = Literal["submit", "pass", "dispatch"]
 Sync = Literal["wait", "readback"]
 Layer = Literal["wrapper", "raw", "native"]
-Pattern = Literal["chain", "loop", "rmsnorm", "matmul"]
+Pattern = Literal["chain", "loop", "rmsnorm", "matmul", "decode"]
 PosInt = Annotated[int, Field(gt=0)]
 #: Most operations in one sample: more would take longer than any stall timeout allows.
 MAX_N = 65536
@@ -118,6 +118,14 @@ def fusion_problems(bench: _Benchmark, cfg: dict[str, Any]) -> list[tuple[str, s
     if bench.fusion == "rmsnorm" and (wg & (wg - 1) or wg > 1024):
         found.append(("workgroup_size", f"RMSNorm reduces a row in a tree: workgroup_size must "
                                         f"be a power of two up to 1024, not {wg}"))
+    if bench.fusion == "decode":
+        shapes = ", ".join(f"{h} ({m.name})" for h, m in MODELS.items())
+        if bad := [e for e in cfg["elements"] if e not in MODELS]:
+            found.append(("elements", f"a decode step's elements name the model by its hidden "
+                                      f"size: one of {shapes}, not {bad[0]}"))
+        if bad := [k for k in cfg["k_sweep"] if k > MAX_CACHE]:
+            found.append(("k_sweep", f"the KV cache (k_sweep) holds at most {MAX_CACHE} "
+                                     f"positions, not {bad[0]}"))
     if bench.fusion == "matmul":
         bad = [k for k in cfg["k_sweep"] if k % MATMUL_TILE]
         if bad:

@@ -1,5 +1,6 @@
 """Fusion on lavapipe: fused and unfused forms compute the same thing as numpy, the checks
-can fail, and a run yields speedups with CIs and the matmul crossover."""
+can fail, and a run yields speedups with CIs, the matmul crossover and a decode step's
+tokens per second and overhead share."""
 
 from __future__ import annotations
 
@@ -8,14 +9,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import BACKEND, gpuoverhead, only_run_folder, read_run, write_suite
+from conftest import BACKEND, CONFIGS, gpuoverhead, only_run_folder, read_run, write_suite
 
 from gpuoverhead.errors import IntegrityError
-from gpuoverhead.gpu import adapters
+from gpuoverhead.gpu import adapters, decode
 from gpuoverhead.gpu import fusion_patterns as fusion
 from gpuoverhead.gpu.methods import fusion as fusion_method
 from gpuoverhead.gpu.wait import waiter
 from gpuoverhead.suite.expand import load_suite
+from gpuoverhead.suite.model import MODELS
 
 SUITE = """
 defaults:
@@ -143,3 +145,42 @@ benchmarks:
     units = summary[(summary.metric == "per_unit_ns") & summary.process.isna()]
     assert set(units.benchmark) == {"chain", "loop", "rmsnorm", "matmul"}
     assert set(units.implementation) == {"torch-eager"}  # compile off, no CUDA graph on CPU
+
+
+def test_decode_step_reports_tokens_cpu_gpu_and_the_overhead_share(ci_run):
+    _, folder = ci_run
+    _, summary, _ = read_run(folder)
+    rows = summary[summary.process.isna() & (summary.benchmark == "decode")]
+    for variant in ("unfused", "fused"):
+        mine = rows[rows.variant == variant].set_index("metric")
+        for metric in ("per_unit_ns", "tokens_per_s", "cpu_per_unit_ns", "gpu_ns",
+                       "overhead_share"):
+            assert metric in mine.index, (variant, metric)
+        wall, tokens = mine.loc["per_unit_ns", "value"], mine.loc["tokens_per_s", "value"]
+        assert wall > 0 and tokens == pytest.approx(1e9 / wall)
+        assert mine.loc["tokens_per_s", "ci_low"] <= tokens <= mine.loc["tokens_per_s",
+                                                                         "ci_high"]
+    assert (rows.metric == "fusion_speedup").sum() == 1
+
+
+def test_decode_logits_match_numpy_and_the_check_would_see_one_wrong_weight():
+    """Both engines' logits agree with the numpy step (fusion.build checks that, or raises);
+    the tolerance is tight enough that a 1% change of one projection would fail it."""
+    suite = load_suite(CONFIGS / "ci.yaml")
+    group = next(g for g in suite.groups if g.fusion == "decode")
+    found = adapters.select(adapters.discover(["wgpu-native"])[0], BACKEND, None)[0]
+    device = found.adapter.request_device_sync()
+    works = fusion.build(device, group, np.random.default_rng(11), waiter(device))
+    shape = MODELS[group.elements]
+    steps = {c.variant: len(w.sequences[0]) for c, w in works.items()}
+    # copy, the layers, (the final norm,) the head in one chunk here, the counter
+    assert steps == {"unfused": 1 + 18 * shape.layers + 1 + 1 + 1,
+                     "fused": 1 + 5 * shape.layers + 1 + 1}
+    weights = decode.Weights.random(shape, group.cases[0].k, np.random.default_rng(11))
+    logits = next(w for c, w in works.items() if c.variant == "fused").read()
+    assert np.allclose(logits, decode.reference(weights), rtol=decode.TOLERANCE,
+                       atol=decode.TOLERANCE / 10 * np.abs(logits).max())
+    weights.layers[-1]["wo"] *= np.float32(1.01)
+    wrong = decode.reference(weights)
+    assert not np.allclose(logits, wrong, rtol=decode.TOLERANCE,
+                           atol=decode.TOLERANCE / 10 * np.abs(wrong).max())

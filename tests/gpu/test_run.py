@@ -137,9 +137,10 @@ def test_two_processes_give_process_ids_and_one_merged_summary(ci_run):
     assert set(per_process.process) == {0, 1}
     key = ["case", "metric", "call"]
     assert not combined.duplicated(key).any()
-    # closures, crossovers and ratios between jobs are derived from the combined only
+    # closures, crossovers, transforms and ratios between jobs: from the combined only
     derived = combined.metric.isin(["closure_ns", "crossover_size", "crossover_size_synced",
-                                    "paired_ratio", "reference_ratio"])
+                                    "paired_ratio", "reference_ratio", "overhead_share",
+                                    "tokens_per_s"])
     assert len(per_process) == 2 * len(combined[~derived])
     spread = combined[combined.metric == "per_dispatch_ns"]["rel_spread_between"]
     assert spread.notna().all() and (spread >= 0).all()
