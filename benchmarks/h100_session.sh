@@ -8,10 +8,11 @@
 #                                            # wgpu-native, where a worker's start-up goes
 #   bash benchmarks/h100_session.sh full     # --suite full for Dawn and PyTorch
 #   bash benchmarks/h100_session.sh decode   # issue 17: the decode step (wgpu-native, Dawn)
+#   bash benchmarks/h100_session.sh decode-torch  # the same step in PyTorch (eager, graph)
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
-step=${1:?start, finish, selftest, speed, full or decode}
+step=${1:?start, finish, selftest, speed, full, decode or decode-torch}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
 setup() {
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -57,6 +58,9 @@ full)
   ;;
 decode)
   timed h100-decode --suite decode --implementation all
+  ;;
+decode-torch)
+  timed h100-decode-torch --suite decode --implementation torch
   ;;
 selftest)
   python3 -m gpuoverhead selftest --processes 3 --implementation wgpu-native \

@@ -6,12 +6,17 @@
 - `loop`: unfused = L eager steps (each step is several kernels: torch has no one-kernel
   stencil); fused = the L steps captured once as a CUDA graph and replayed (CUDA only): one
   launch, as the WebGPU fused form is one dispatch; torch.compile cannot take L unrolled steps;
-- `matmul`: `torch.mm` per size, with GPU time from CUDA events (CUDA only) for the crossover.
+- `matmul`: `torch.mm` per size, with GPU time from CUDA events (CUDA only) for the crossover;
+- `decode`: the same step as gpu/decode.py from the same kind of weights (drawn the same
+  way from this worker's seed): unfused = eager ops, fused = the step captured as one CUDA
+  graph (CUDA only), GPU time from CUDA events on CUDA; torch.compile of the step is still
+  to come.
 Outputs are checked as the WebGPU ones are (same references, same rules).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -20,9 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from gpuoverhead.gpu import decode
 from gpuoverhead.gpu import fusion_patterns as fusion
 from gpuoverhead.pytorch.baseline import COMPILE, EAGER, GRAPH
-from gpuoverhead.suite.model import RMSNORM_HIDDEN, TIMESTAMPS, Case, Group
+from gpuoverhead.suite.model import MODELS, RMSNORM_HIDDEN, TIMESTAMPS, Case, Group
 
 _MASK = 0xFFFFFFFF
 
@@ -31,11 +37,12 @@ def cases(group: Group, kind: str) -> tuple[Case, ...]:
     """The torch cases of a fusion group, in the forms that exist on this device."""
     out = []
     for case in group.cases:
-        if case.sync == TIMESTAMPS and not (kind == "cuda" and group.fusion == "matmul"):
+        if case.sync == TIMESTAMPS and not (kind == "cuda" and group.fusion in ("matmul",
+                                                                                 "decode")):
             continue
         if case.variant in ("unfused", "single"):
             out.append(replace(case, implementation=EAGER))
-        elif group.fusion == "loop":
+        elif group.fusion in ("loop", "decode"):
             if kind == "cuda":
                 out.append(replace(case, implementation=GRAPH))
         elif case.k <= group.torch_compile_max_n or group.fusion == "rmsnorm" and \
@@ -58,7 +65,8 @@ def operations(group: Group, rng: np.random.Generator, notes: dict[str, Any]
     torch.backends.cuda.matmul.allow_tf32 = False  # the reference is f32 (and f64) math
     sync = (torch.cuda.synchronize if kind == "cuda" else
             torch.mps.synchronize if kind == "mps" else (lambda: None))
-    builder = {"chain": _chain, "loop": _loop, "rmsnorm": _rmsnorm, "matmul": _matmul}
+    builder = {"chain": _chain, "loop": _loop, "rmsnorm": _rmsnorm, "matmul": _matmul,
+               "decode": _decode}
     units, outputs = builder[group.fusion](group, rng, dev, torch)  # type: ignore[index]
     ops: dict[Case, Callable[[int], Any]] = {}
     kept = []
@@ -176,16 +184,9 @@ def _loop(group: Group, rng: np.random.Generator, dev: Any, torch: Any) -> tuple
 
         def graph(steps: Any = steps, x: Any = x) -> Callable[[], None]:
             saved = x.clone()
-            stream = torch.cuda.Stream()
-            stream.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(stream):  # warm-up outside the capture, as torch asks
-                steps()
-            torch.cuda.current_stream().wait_stream(stream)
+            replay = _graph_of(steps, torch)
             x.copy_(saved)  # the warm-up ran a unit: undo it, the check counts units
-            captured = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(captured):
-                steps()
-            return captured.replay
+            return replay
 
         units[case] = (lambda steps=steps: steps) if case.implementation == EAGER else graph
         outputs[case] = _work(lambda x=x: x.cpu().numpy().astype(np.uint32),
@@ -193,6 +194,68 @@ def _loop(group: Group, rng: np.random.Generator, dev: Any, torch: Any) -> tuple
                                   i.astype(np.int64))),
                               lambda n, i=initial, k=case.k: fusion.loop_reference(i, n * k)
                               if n * k <= fusion.LOOP_REPLAY_MAX else None, exact=True)
+    return units, outputs
+
+
+def _graph_of(steps: Callable[[], None], torch: Any) -> Callable[[], None]:
+    """`steps` captured as one CUDA graph (after a warm-up run on a side stream, as torch
+    asks); returns its replay."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        steps()
+    torch.cuda.current_stream().wait_stream(stream)
+    captured = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(captured):
+        steps()
+    return captured.replay
+
+
+def _decode(group: Group, rng: np.random.Generator, dev: Any, torch: Any) -> tuple[dict, dict]:
+    w = decode.Weights.random(MODELS[group.elements], group.cases[0].k, rng)
+    expected, s = decode.reference(w), w.shape
+    t, half, cache = (lambda a: torch.from_numpy(a).to(dev)), decode.HEAD // 2, w.cache
+    q_size, kv_size, per_kv = s.heads * decode.HEAD, s.kv_heads * decode.HEAD, \
+        s.heads // s.kv_heads
+    layers = [{k: t(v) for k, v in layer.items()} for layer in w.layers]
+    caches = [(layer["kcache"].view(cache + 1, s.kv_heads, decode.HEAD),
+               layer["vcache"].view(cache + 1, s.kv_heads, decode.HEAD)) for layer in layers]
+    emb, final_norm, head = t(w.embedding), t(w.final_norm), t(w.head)
+    angle = t((cache * decode.ROPE_THETA ** (-2 * np.arange(half) / decode.HEAD))
+              .astype(np.float32))
+    cos, sin = torch.cos(angle), torch.sin(angle)
+
+    def norm(x: Any, weight: Any) -> Any:
+        return x * torch.rsqrt(x.pow(2).mean() + decode.EPS) * weight
+
+    def rope(v: Any) -> Any:
+        a, b = v[:, :half], v[:, half:]
+        return torch.cat([a * cos - b * sin, b * cos + a * sin], dim=1)
+
+    def step(logits: Any) -> None:
+        x = emb.clone()
+        for layer, (keys, values) in zip(layers, caches, strict=True):
+            qkv = layer["wqkv"] @ norm(x, layer["norm1"]) + layer["bqkv"]
+            q = rope(qkv[:q_size].view(s.heads, decode.HEAD))
+            keys[cache] = rope(qkv[q_size:q_size + kv_size].view(s.kv_heads, decode.HEAD))
+            values[cache] = qkv[q_size + kv_size:].view(s.kv_heads, decode.HEAD)
+            scores = torch.einsum("gqd,tgd->gqt", q.view(s.kv_heads, per_kv, decode.HEAD),
+                                  keys) / decode.HEAD ** 0.5
+            out = torch.einsum("gqt,tgd->gqd", torch.softmax(scores, dim=-1), values)
+            x = x + layer["wo"] @ out.reshape(-1)
+            gate, up = (layer["wgu"] @ norm(x, layer["norm2"])).split(s.mlp)
+            x = x + layer["wdown"] @ (torch.nn.functional.silu(gate) * up)
+        logits.copy_(head @ norm(x, final_norm))
+
+    units, outputs = {}, {}
+    for case in group.cases:  # each its own logits: the forms are compared with each other
+        logits = torch.zeros(s.vocab, device=dev)
+        mine = functools.partial(step, logits)
+        units[case] = (lambda mine=mine: mine) if case.implementation == EAGER else \
+            (lambda mine=mine: _graph_of(mine, torch))
+        outputs[case] = fusion.Work([], lambda logits=logits: logits.cpu().numpy(),
+                                    lambda: None, lambda n: expected, exact=False,
+                                    tolerance=decode.TOLERANCE)
     return units, outputs
 
 

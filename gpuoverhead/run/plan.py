@@ -183,8 +183,6 @@ def _torch_adapter(options: RunOptions, notes: list[str]) -> adapters.AdapterInf
 
 def _torch_cases(group: Group, kind: str) -> tuple[Case, ...]:
     """The PyTorch baseline's cases of a group (none where it has no such kernel)."""
-    if group.fusion == "decode":  # its PyTorch baseline is still to come (issue 17)
-        return ()
     if group.fusion is not None:
         return torch_fusion.cases(group, kind)
     if group.kernel.name in torch_baseline.KERNELS:
