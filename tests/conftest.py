@@ -23,7 +23,7 @@ CONFIGS = ROOT / "configs"
 #: The backend the GPU tests measure.
 BACKEND = os.environ.get("GPUOVERHEAD_TEST_BACKEND", "vulkan")
 #: The shared CI run's time limit in seconds.
-CI_RUN_LIMIT_S = 36
+CI_RUN_LIMIT_S = 32
 
 
 @functools.cache

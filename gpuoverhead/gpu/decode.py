@@ -1,12 +1,13 @@
 """A transformer's decode step as a fusion pattern: one unit of work is one token's step.
 
-The model has Qwen2.5's structure with random weights from the run's seed (nothing to
-download); a group's `elements` is its hidden size and names the shapes (suite/model.MODELS), its
-K the length of the KV cache. Unfused, an engine issues one dispatch per operation (18 per
-layer); fused, the 5 per layer a tuned engine uses (shaders/fusion_decode.wgsl). Both read
-the same weights and caches; the new token is written at position K every step, so each
-step does the same work and leaves the same logits, which are compared with a numpy step.
-The LM head is split into row chunks of at most 128 MiB, WebGPU's default largest storage
+The model has Qwen2.5's structure with random weights, the same in every implementation
+and process (seeded by the shape and the cache length; nothing to download). A group's
+`elements` is its hidden size and names the shapes (suite/model.MODELS), its K the length
+of the KV cache. Unfused, an engine issues one dispatch per operation (18 per layer);
+fused, the 5 per layer a tuned engine uses (shaders/fusion_decode.wgsl). Both read the same
+weights and caches; the new token is written at position K every step, so each step does
+the same work and leaves the same logits, which are compared with a numpy step. The LM
+head is split into row chunks of at most 128 MiB, WebGPU's default largest storage
 binding, instead of asking the adapter for more.
 """
 
@@ -26,6 +27,8 @@ MAX_BINDING = 128 << 20
 #: Relative tolerance of the logits against numpy (f32 sums in another order, 24 layers).
 TOLERANCE = 1e-3
 HEAD = 64
+#: Seed of the decode weights (with the shape and the cache length).
+WEIGHTS_SEED = 17
 ROPE_THETA = 1e6
 EPS = 1e-6
 
@@ -42,6 +45,13 @@ class Weights:
     layers: list[dict[str, np.ndarray]]
     final_norm: np.ndarray
     head: np.ndarray
+
+    @classmethod
+    def of(cls, shape: Shape, cache: int) -> Weights:
+        """The weights every implementation and process measures for this shape and cache:
+        the same values everywhere (seeded by the shape and the cache, not the run)."""
+        return cls.random(shape, cache, np.random.default_rng((WEIGHTS_SEED, shape.hidden,
+                                                               cache)))
 
     @classmethod
     def random(cls, shape: Shape, cache: int, rng: np.random.Generator) -> Weights:

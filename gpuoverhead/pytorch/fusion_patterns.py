@@ -7,10 +7,9 @@
   stencil); fused = the L steps captured once as a CUDA graph and replayed (CUDA only): one
   launch, as the WebGPU fused form is one dispatch; torch.compile cannot take L unrolled steps;
 - `matmul`: `torch.mm` per size, with GPU time from CUDA events (CUDA only) for the crossover;
-- `decode`: the same step as gpu/decode.py from the same kind of weights (drawn the same
-  way from this worker's seed): unfused = eager ops, fused = the step captured as one CUDA
-  graph (CUDA only), GPU time from CUDA events on CUDA; torch.compile of the step is still
-  to come.
+- `decode`: the same step as gpu/decode.py on the same weights: unfused = eager ops,
+  fused = the step captured as one CUDA graph (CUDA only), GPU time from CUDA events on
+  CUDA; torch.compile of the step is still to come.
 Outputs are checked as the WebGPU ones are (same references, same rules).
 """
 
@@ -212,7 +211,7 @@ def _graph_of(steps: Callable[[], None], torch: Any) -> Callable[[], None]:
 
 
 def _decode(group: Group, rng: np.random.Generator, dev: Any, torch: Any) -> tuple[dict, dict]:
-    w = decode.Weights.random(MODELS[group.elements], group.cases[0].k, rng)
+    w = decode.Weights.of(MODELS[group.elements], group.cases[0].k)
     expected, s = decode.reference(w), w.shape
     t, half, cache = (lambda a: torch.from_numpy(a).to(dev)), decode.HEAD // 2, w.cache
     q_size, kv_size, per_kv = s.heads * decode.HEAD, s.kv_heads * decode.HEAD, \
