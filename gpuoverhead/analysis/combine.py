@@ -43,7 +43,7 @@ def combine(per_process: list[dict[Key, Series]], rng: np.random.Generator) -> l
     rows = _with_bounds(rows)
     rows += _closures(rows)
     rows += _crossovers(rows)
-    rows += _reciprocals(rows)
+    rows += _transforms(rows)
     if len(per_process) > 1:
         for process, found in enumerate(per_process):
             rows += [Row(k, _estimate([s], rng), process) for k, s in found.items()]
@@ -97,7 +97,7 @@ def _closures(rows: list[Row]) -> list[Row]:
     return out
 
 
-def _reciprocals(rows: list[Row]) -> list[Row]:
+def _transforms(rows: list[Row]) -> list[Row]:
     """Monotone transforms of estimates, their intervals' ends mapped with them (so their
     coverage is kept): the overhead share 1 - GPU / wall of a unit of fused or unfused
     work, and a decode step's tokens per second, 1e9 / wall ns per step."""

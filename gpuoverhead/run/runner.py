@@ -7,6 +7,7 @@ process is recorded as an error and contributes no rows.
 from __future__ import annotations
 
 import contextlib
+import math
 import secrets
 import shutil
 import time
@@ -205,7 +206,8 @@ def _benchmark(plan: Plan, index: int, jobs: list[Job], files: _Files, reporter:
                 left = schedule.left_s()
                 reporter.progress(before + min(elapsed, share), f"{label}, process "
                                   f"{process + 1}/{plan.processes}, {rounds} rounds"
-                                  + (f", {max(0, left):.0f} s left" if left < 1e9 else ""))
+                                  + (f", {max(0, left):.0f} s left" if math.isfinite(left)
+                                     else ""))
 
             limits = {} if job.reference else plan.limits.get(job.adapter, {})
             task = worker.Task(job.group, job.adapter, budget,
