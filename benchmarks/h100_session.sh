@@ -7,8 +7,10 @@
 #   bash benchmarks/h100_session.sh speed    # issue 16: plain `run` timed, --suite full for
 #                                            # wgpu-native, where a worker's start-up goes
 #   bash benchmarks/h100_session.sh full     # --suite full for Dawn and PyTorch
-#   bash benchmarks/h100_session.sh decode   # issue 17: the decode step (wgpu-native, Dawn)
-#   bash benchmarks/h100_session.sh decode-torch  # the same step in PyTorch (eager, graph)
+#   bash benchmarks/h100_session.sh decode   # issue 17: the decode step (wgpu-native, Dawn,
+#                                            # each form in three encodings)
+#   bash benchmarks/h100_session.sh decode-torch  # the same step in PyTorch (eager, CUDA
+#                                                 # graph, torch.compile)
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
@@ -56,11 +58,11 @@ full)
   timed h100-full-dawn --suite full --implementation dawn
   timed h100-full-torch --suite full --implementation torch
   ;;
-decode)
-  timed h100-decode --suite decode --implementation all
+decode)  # within one device call: 600 s
+  timed h100-decode --suite decode --implementation all --time-limit 540
   ;;
 decode-torch)
-  timed h100-decode-torch --suite decode --implementation torch
+  timed h100-decode-torch --suite decode --implementation torch --time-limit 540
   ;;
 selftest)
   python3 -m gpuoverhead selftest --processes 3 --implementation wgpu-native \

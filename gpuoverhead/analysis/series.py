@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -77,8 +78,8 @@ class _View:
     slopes: dict[tuple[str, str, str | None], tuple[Case, np.ndarray, np.ndarray, np.ndarray]] \
         = field(default_factory=dict)
     floor: np.ndarray | None = None
-    #: Fusion units per (k, variant, sync): case, slopes, N=1 values, round times.
-    units: dict[tuple[int, str, str], tuple[Case, np.ndarray, np.ndarray | None, np.ndarray]] \
+    #: Fusion units per case: the case, slopes, N=1 values, round times.
+    units: dict[Case, tuple[Case, np.ndarray, np.ndarray | None, np.ndarray]] \
         = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -223,7 +224,7 @@ def _fusion(view: _View, index: int, case: Case, out: Out) -> None:
     if single is not None and case.sync != TIMESTAMPS:
         out[Key(case, "latency_ns", "ns", "median of N=1 samples")] = Series(
             single, round_times, single.size)
-    view.units[(case.k, case.variant, case.sync)] = (case, slope, single, round_times)
+    view.units[case] = (case, slope, single, round_times)
 
 
 def _add_inflation(out: Out, view: _View) -> None:
@@ -247,25 +248,33 @@ _FUSION_RATIOS = (("fusion_speedup", "wait", 1, "median unfused slope / median f
 
 
 def _add_fusion(out: dict[Key, Series],
-                units: dict[tuple[int, str, str], tuple[Case, np.ndarray, np.ndarray | None,
-                                                        np.ndarray]]) -> None:
-    """Fusion speedups, on the fused case: unfused over fused, rounds paired for the CI."""
-    for (k, variant, sync), fused in units.items():
-        unfused = units.get((k, "unfused", sync))
-        if variant != "fused" or unfused is None:
+                units: dict[Case, tuple[Case, np.ndarray, np.ndarray | None, np.ndarray]]
+                ) -> None:
+    """Fusion speedups, on the fused case: unfused (of the same K, sync and encoding) over
+    fused, rounds paired for the CI; and each form's GPU share (GPU time of its one-pass
+    timestamps twin over its wall slope)."""
+    def twin(case: Case, **fields: Any) -> tuple | None:
+        return next((u for c, u in units.items()
+                     if c.k == case.k and all(getattr(c, f) == v for f, v in fields.items())),
+                    None)
+
+    for case, fused in units.items():
+        unfused = twin(case, variant="unfused", sync=case.sync, encoding=case.encoding)
+        if case.variant != "fused" or unfused is None:
             continue
         for metric, wanted, part, estimator in _FUSION_RATIOS:
             top, bottom = unfused[part], fused[part]
-            if sync != wanted or top is None or bottom is None:
+            if case.sync != wanted or top is None or bottom is None:
                 continue
             r = min(len(top), len(bottom))
             if r:
-                out[Key(fused[0], metric, "ratio", estimator)] = Series(
+                out[Key(case, metric, "ratio", estimator)] = Series(
                     top[:r], fused[3][:r], r, denominator=bottom[:r])
-    for (k, variant, sync), wall in units.items():
-        gpu = units.get((k, variant, TIMESTAMPS))
-        if sync == "wait" and gpu is not None and (r := min(len(wall[1]), len(gpu[1]))):
-            out[Key(wall[0], "gpu_share", "ratio", "median GPU-time slope / median wall "
+    for case, wall in units.items():
+        gpu = twin(case, variant=case.variant, implementation=case.implementation,
+                   sync=TIMESTAMPS)
+        if case.sync == "wait" and gpu is not None and (r := min(len(wall[1]), len(gpu[1]))):
+            out[Key(case, "gpu_share", "ratio", "median GPU-time slope / median wall "
                     "slope")] = Series(gpu[1][:r], wall[3][:r], r, denominator=wall[1][:r])
 
 

@@ -142,8 +142,9 @@ class Engine:
     def _p(self, entry: str, **extra: int) -> Any:
         return self.ctx.pipeline(entry, **{**self.consts, **extra})
 
-    def steps(self, form: str, count: Any) -> tuple[tuple[Any, ...], list[Any]]:
-        """One step's dispatches in `form` (ending with `count`), and its logits' chunks."""
+    def steps(self, form: str, count: Any) -> tuple[tuple[tuple[Any, ...], ...], list[Any]]:
+        """One step's dispatches in `form` (ending with `count`) in segments (the embedding
+        copy with the first layer, each further layer, the head), and its logits' chunks."""
         s, ctx, c = self.w.shape, self.ctx, self.consts
         h, q, kv, f = s.hidden, s.heads * HEAD, s.kv_heads * HEAD, s.mlp
         buf = {n: ctx.buffer(np.zeros(size, np.float32)) for n, size in
@@ -151,12 +152,12 @@ class Engine:
                 ("g", f), ("u", f), ("a", f), ("p", s.heads * c["T"]))}
         out = [ctx.buffer(np.zeros(b - a, np.float32)) for a, b in self.chunks]
         step = ctx.step
-        steps = [step(self._p("copy"), {0: self.embedding, 3: buf["x"]}, (-(-h // WG), 1))]
-        for layer, split in zip(self.layers, self.split, strict=True):
-            if form == "fused":
-                steps += self._fused_layer(layer, split, buf)
-            else:
-                steps += self._unfused_layer(layer, split, buf)
+        layer_of = self._fused_layer if form == "fused" else self._unfused_layer
+        segments = [layer_of(layer, split, buf)
+                    for layer, split in zip(self.layers, self.split, strict=True)]
+        segments[0].insert(0, step(self._p("copy"), {0: self.embedding, 3: buf["x"]},
+                                   (-(-h // WG), 1)))
+        steps: list[Any] = []
         if form != "fused":
             steps.append(step(self._p("rmsnorm"), {0: self.final_norm, 1: buf["x"],
                                                    3: buf["n"]}, (1, 1)))
@@ -169,7 +170,7 @@ class Engine:
                 steps.append(step(self._p("matvec", ROWS=rows, COLS=h), {
                     0: weights, 1: buf["n"], 2: self.zeros[rows], 3: logits}, _rows(rows)))
         steps.append(step(self._p("count"), {6: count}, (1, 1)))
-        return tuple(steps), out
+        return tuple(map(tuple, [*segments, steps])), out
 
     def _matvec(self, w: Any, v: Any, bias: Any, y: Any, rows: int, cols: int) -> Any:
         return self.ctx.step(self._p("matvec", ROWS=rows, COLS=cols),

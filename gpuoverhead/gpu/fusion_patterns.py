@@ -59,6 +59,13 @@ class Work:
     tolerance: float = 1e-4
     #: The GPU's own count of units done, where the output alone cannot show a missing one.
     counted: Callable[[], int] | None = None
+    #: Each sequence cut into the segments the `pass` encoding gives a pass each (the
+    #: decode step: per layer); None: one segment.
+    segments: list[tuple[tuple[Step, ...], ...]] | None = None
+
+    @property
+    def segmented(self) -> list[tuple[tuple[Step, ...], ...]]:
+        return self.segments or [(sequence,) for sequence in self.sequences]
 
 
 class _Context:
@@ -136,7 +143,7 @@ def verify(works: dict[Case, Work], counts: dict[Case, int]) -> list[str]:
         if case.variant != "fused":
             continue
         twin = next((c for c in works if c.variant == "unfused" and c.k == case.k
-                     and c.sync == case.sync), None)
+                     and c.sync == case.sync and c.encoding == case.encoding), None)
         if twin is not None and counts[twin] == counts[case]:
             _compare(case, work.read(), works[twin].read(), work,
                      f"fused vs unfused after {counts[case]} units")
@@ -314,11 +321,12 @@ def _decode(ctx: _Context, group: Group, rng: np.random.Generator) -> dict[Case,
     works = {}
     for case in group.cases:
         count = ctx.buffer(np.zeros(1, np.uint32))
-        steps, logits = engine.steps(case.variant, count)
+        segments, logits = engine.steps(case.variant, count)
         readers = [ctx.reader(b, np.float32) for b in logits]
         works[case] = _counted(ctx, Work(
-            [steps], lambda rs=readers: np.concatenate([r() for r in rs]), lambda: None,
-            lambda units: expected, exact=False, tolerance=decode.TOLERANCE), count)
+            [sum(segments, ())], lambda rs=readers: np.concatenate([r() for r in rs]),
+            lambda: None, lambda units: expected, exact=False, tolerance=decode.TOLERANCE,
+            segments=[segments]), count)
     return works
 
 

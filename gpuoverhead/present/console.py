@@ -125,24 +125,32 @@ def fusion_grid(summary: pd.DataFrame) -> Table | None:
     if rows.empty:
         return None
     table = Table(title="Fusion: one unit of work (µs), unfused / fused speedups")
-    for name in ("benchmark", "impl.", "k", "unfused", "fused", "speedup", "95% CI",
-                 "synced", "GPU"):
-        table.add_column(name, justify="left" if name in ("benchmark", "impl.") else "right")
+    for name in ("benchmark", "impl.", "k", "encoding", "unfused", "fused", "speedup",
+                 "95% CI", "synced", "GPU"):
+        table.add_column(name, justify="left" if name in ("benchmark", "impl.", "encoding")
+                         else "right")
     for (bench, elements), group in rows.groupby(["benchmark", "elements"], sort=False):
         label = f"{bench} {elements:,} el."
         # PyTorch's unfused and fused forms are two implementations (eager, compile/graph).
         family = group["implementation"].where(~group["implementation"].str.startswith(
             "torch"), "torch")
-        for (_, k), part in group.groupby([family, "k"], sort=False):
-            impl = " / ".join(dict.fromkeys(part["implementation"]))
-            unfused, fused = (_pick(part, v, "per_unit_ns") for v in ("unfused", "fused"))
-            table.add_row(label, str(impl), str(k),
-                          *(fmt.value(r.value, "ns") if r is not None else "—"
-                            for r in (unfused, fused)),
-                          *_ratio_cells(_pick(part, "fused", "fusion_speedup")),
-                          *(_ratio_cells(_pick(part, "fused", m))[0]
-                            for m in ("fusion_speedup_synced", "fusion_gpu_speedup")))
-            label = ""
+        # GPU time (a timestamps twin) is measured in one encoding and shown with it.
+        for (_, k, encoding), both in group.groupby([family, "k", "encoding"], sort=False):
+            unfused_rows = both[both.variant == "unfused"]
+            fused_rows = both[both.variant == "fused"]
+            # A row per fused form (PyTorch has two: a CUDA graph and torch.compile).
+            for _, fused_part in (fused_rows.groupby("implementation", sort=False, dropna=False)
+                                  if not fused_rows.empty else [(None, fused_rows)]):
+                part = pd.concat([unfused_rows, fused_part])
+                impl = " / ".join(dict.fromkeys(part["implementation"]))
+                unfused, fused = (_pick(part, v, "per_unit_ns") for v in ("unfused", "fused"))
+                table.add_row(label, str(impl), str(k), str(encoding),
+                              *(fmt.value(r.value, "ns") if r is not None else "—"
+                                for r in (unfused, fused)),
+                              *_ratio_cells(_pick(part, "fused", "fusion_speedup")),
+                              *(_ratio_cells(_pick(part, "fused", m))[0]
+                                for m in ("fusion_speedup_synced", "fusion_gpu_speedup")))
+                label = ""
         table.add_section()
     return table
 

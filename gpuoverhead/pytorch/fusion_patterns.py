@@ -8,8 +8,8 @@
   launch, as the WebGPU fused form is one dispatch; torch.compile cannot take L unrolled steps;
 - `matmul`: `torch.mm` per size, with GPU time from CUDA events (CUDA only) for the crossover;
 - `decode`: the same step as gpu/decode.py on the same weights: unfused = eager ops,
-  fused = the step captured as one CUDA graph (CUDA only), GPU time from CUDA events on
-  CUDA; torch.compile of the step is still to come.
+  fused = the step captured as one CUDA graph (CUDA only) and the step through
+  torch.compile (where `torch_compile_max_n` > 0), GPU time from CUDA events on CUDA.
 Outputs are checked as the WebGPU ones are (same references, same rules).
 """
 
@@ -39,11 +39,15 @@ def cases(group: Group, kind: str) -> tuple[Case, ...]:
         if case.sync == TIMESTAMPS and not (kind == "cuda" and group.fusion in ("matmul",
                                                                                  "decode")):
             continue
+        if case.encoding != "dispatch":  # torch has no command encodings to choose
+            continue
         if case.variant in ("unfused", "single"):
             out.append(replace(case, implementation=EAGER))
         elif group.fusion in ("loop", "decode"):
             if kind == "cuda":
                 out.append(replace(case, implementation=GRAPH))
+            if group.fusion == "decode" and group.torch_compile_max_n > 0:
+                out.append(replace(case, implementation=COMPILE))
         elif case.k <= group.torch_compile_max_n or group.fusion == "rmsnorm" and \
                 group.torch_compile_max_n > 0:
             out.append(replace(case, implementation=COMPILE))
@@ -250,12 +254,21 @@ def _decode(group: Group, rng: np.random.Generator, dev: Any, torch: Any) -> tup
     for case in group.cases:  # each its own logits: the forms are compared with each other
         logits = torch.zeros(s.vocab, device=dev)
         mine = functools.partial(step, logits)
-        units[case] = (lambda mine=mine: mine) if case.implementation == EAGER else \
-            (lambda mine=mine: _graph_of(mine, torch))
+        units[case] = {EAGER: lambda mine=mine: mine,
+                       GRAPH: lambda mine=mine: _graph_of(mine, torch),
+                       COMPILE: lambda mine=mine: _compiled_step(mine, torch)
+                       }[case.implementation]
         outputs[case] = fusion.Work([], lambda logits=logits: logits.cpu().numpy(),
                                     lambda: None, lambda n: expected, exact=False,
                                     tolerance=decode.TOLERANCE)
     return units, outputs
+
+
+def _compiled_step(step: Callable[[], None], torch: Any) -> Callable[[], None]:
+    """The whole step through torch.compile: Inductor's fused kernels, replayed as CUDA
+    graphs on CUDA (`reduce-overhead`), as an engine built on torch.compile runs it."""
+    return torch.compile(step, mode="reduce-overhead" if torch.cuda.is_available() else None,
+                         dynamic=False, fullgraph=True)
 
 
 def _rmsnorm(group: Group, rng: np.random.Generator, dev: Any, torch: Any

@@ -98,7 +98,8 @@ def measure(job: Task, send: Any) -> Outcome:
     notes = {**notes, "wait": wait.__name__}
     if group.fusion is not None:
         works = fusion.build(device, group, rng, wait)
-        ops = {case: fusion_method.operation(works[case], device, wait, case.sync == TIMESTAMPS)
+        ops = {case: fusion_method.operation(works[case], device, wait, case.sync == TIMESTAMPS,
+                                             case.encoding)
                for case in group.cases}
         return _sample(job, group, ops, partial(fusion.verify, works), cal, rng, send, notes)
     pipeline = compile_pipeline(device, group.kernel, group.workgroup_size)

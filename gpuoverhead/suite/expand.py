@@ -95,10 +95,13 @@ def _fusion_groups(name: str, pattern: str, cfg: dict[str, Any], sampling: Sampl
     if pattern == "rmsnorm":
         ks = [RMSNORM_STEPS]
     if pattern == "decode":  # a group per model and cache length: each its own weights
+        # Every encoding of each form, GPU time once per form (one pass: the GPU's work).
+        forms = [(v, e, "wait") for v in ("unfused", "fused")
+                 for e in dict.fromkeys(cfg["encodings"])]
+        forms += [(v, "dispatch", TIMESTAMPS) for v in ("unfused", "fused") if TIMESTAMPS in syncs]
         return [Group(name, kernel, elements, DECODE_WG, sampling,
                       tuple(replace(base, elements=elements, workgroup_size=DECODE_WG, k=k,
-                                    variant=v, sync=s)
-                            for v in ("unfused", "fused") for s in syncs),
+                                    variant=v, encoding=e, sync=s) for v, e, s in forms),
                       cfg["torch_compile_max_n"], pattern)
                 for elements in cfg["elements"] for k in ks]
     groups = []

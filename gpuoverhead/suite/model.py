@@ -112,6 +112,8 @@ class Case:
         base = f"{self.benchmark}/elements={self.elements}/{self.methodology}"
         if self.methodology == FUSION:
             base = f"{base}/k={self.k}/{self.variant}"
+            if self.kernel == DECODE_KERNEL and self.sync != TIMESTAMPS:
+                base = f"{base}/{self.encoding}"  # its encodings (gpu/methods/fusion.py)
             if self.sync == TIMESTAMPS:
                 return f"{base}/gpu-timestamps"
             return f"{base}/{self.implementation}" if self.implementation else base

@@ -17,7 +17,7 @@ from gpuoverhead.gpu import fusion_patterns as fusion
 from gpuoverhead.gpu.methods import fusion as fusion_method
 from gpuoverhead.gpu.wait import waiter
 from gpuoverhead.suite.expand import load_suite
-from gpuoverhead.suite.model import MODELS
+from gpuoverhead.suite.model import MODELS, TIMESTAMPS
 
 SUITE = """
 defaults:
@@ -152,15 +152,20 @@ def test_decode_step_reports_tokens_cpu_gpu_and_the_overhead_share(ci_run):
     _, summary, _ = read_run(folder)
     rows = summary[summary.process.isna() & (summary.benchmark == "decode")]
     for variant in ("unfused", "fused"):
-        mine = rows[rows.variant == variant].set_index("metric")
-        for metric in ("per_unit_ns", "tokens_per_s", "cpu_per_unit_ns", "gpu_ns",
-                       "overhead_share"):
-            assert metric in mine.index, (variant, metric)
-        wall, tokens = mine.loc["per_unit_ns", "value"], mine.loc["tokens_per_s", "value"]
-        assert wall > 0 and tokens == pytest.approx(1e9 / wall)
-        assert mine.loc["tokens_per_s", "ci_low"] <= tokens <= mine.loc["tokens_per_s",
-                                                                         "ci_high"]
-    assert (rows.metric == "fusion_speedup").sum() == 1
+        timed = rows[(rows.variant == variant) & (rows.sync == TIMESTAMPS)]
+        assert "gpu_ns" in set(timed.metric), variant
+        for encoding in ("submit", "pass", "dispatch"):
+            mine = rows[(rows.variant == variant) & (rows.encoding == encoding)
+                        & (rows.sync == "wait")].set_index("metric")
+            for metric in ("per_unit_ns", "tokens_per_s", "cpu_per_unit_ns",
+                           "overhead_share"):
+                assert metric in mine.index, (variant, encoding, metric)
+            wall, tokens = mine.loc["per_unit_ns", "value"], mine.loc["tokens_per_s", "value"]
+            assert wall > 0 and tokens == pytest.approx(1e9 / wall)
+            assert mine.loc["tokens_per_s", "ci_low"] <= tokens <= mine.loc["tokens_per_s",
+                                                                             "ci_high"]
+    speedups = rows[rows.metric == "fusion_speedup"]
+    assert sorted(speedups.encoding) == ["dispatch", "pass", "submit"]
 
 
 def test_decode_logits_match_numpy_and_the_check_would_see_one_wrong_weight():
@@ -176,6 +181,9 @@ def test_decode_logits_match_numpy_and_the_check_would_see_one_wrong_weight():
     # copy, the layers, (the final norm,) the head in one chunk here, the counter
     assert steps == {"unfused": 1 + 18 * shape.layers + 1 + 1 + 1,
                      "fused": 1 + 5 * shape.layers + 1 + 1}
+    for work in works.values():  # the `pass` encoding's segments: a pass per layer, the head
+        segments = work.segmented[0]
+        assert len(segments) == shape.layers + 1 and sum(segments, ()) == work.sequences[0]
     weights = decode.Weights.of(shape, group.cases[0].k)
     logits = next(w for c, w in works.items() if c.variant == "fused").read()
     assert np.allclose(logits, decode.reference(weights), rtol=decode.TOLERANCE,
