@@ -254,9 +254,12 @@ def _decode(group: Group, rng: np.random.Generator, dev: Any, torch: Any) -> tup
     for case in group.cases:  # each its own logits: the forms are compared with each other
         logits = torch.zeros(s.vocab, device=dev)
         mine = functools.partial(step, logits)
+        fixed = [logits, emb, final_norm, head, cos, sin,
+                 *(t for layer in layers for t in layer.values())]
         units[case] = {EAGER: lambda mine=mine: mine,
                        GRAPH: lambda mine=mine: _graph_of(mine, torch),
-                       COMPILE: lambda mine=mine: _compiled_step(mine, torch)
+                       COMPILE: lambda mine=mine, fixed=fixed: _compiled_step(mine, fixed,
+                                                                              torch)
                        }[case.implementation]
         outputs[case] = fusion.Work([], lambda logits=logits: logits.cpu().numpy(),
                                     lambda: None, lambda n: expected, exact=False,
@@ -264,9 +267,14 @@ def _decode(group: Group, rng: np.random.Generator, dev: Any, torch: Any) -> tup
     return units, outputs
 
 
-def _compiled_step(step: Callable[[], None], torch: Any) -> Callable[[], None]:
+def _compiled_step(step: Callable[[], None], fixed: list[Any], torch: Any
+                   ) -> Callable[[], None]:
     """The whole step through torch.compile: Inductor's fused kernels, replayed as CUDA
-    graphs on CUDA (`reduce-overhead`), as an engine built on torch.compile runs it."""
+    graphs on CUDA (`reduce-overhead`), as an engine built on torch.compile runs it. The
+    step writes its KV caches and logits in place; their addresses are marked static (as
+    a static KV cache is) or CUDA graphs would be skipped for the mutated inputs."""
+    for tensor in fixed:
+        torch._dynamo.mark_static_address(tensor)
     return torch.compile(step, mode="reduce-overhead" if torch.cuda.is_available() else None,
                          dynamic=False, fullgraph=True)
 
