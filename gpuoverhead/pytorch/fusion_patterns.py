@@ -89,6 +89,12 @@ def operations(group: Group, rng: np.random.Generator, notes: dict[str, Any]
         kept.append(case)
     for case in kept:
         outputs[case].reset()
+    if kind == "cuda" and any(c.implementation == COMPILE for c in kept):
+        # Where CUDA graphs were skipped, torch-compile is Inductor's kernels launched one
+        # by one: say so in run.json rather than only in a log line.
+        from torch._dynamo.utils import counters
+
+        notes["torch_compile_cudagraph_skips"] = int(counters["inductor"]["cudagraph_skips"])
 
     def verify(counts: dict[Case, int]) -> list[str]:
         works = {case: outputs[case] for case in kept}
@@ -220,9 +226,12 @@ def _decode(group: Group, rng: np.random.Generator, dev: Any, torch: Any) -> tup
     t, half, cache = (lambda a: torch.from_numpy(a).to(dev)), decode.HEAD // 2, w.cache
     q_size, kv_size, per_kv = s.heads * decode.HEAD, s.kv_heads * decode.HEAD, \
         s.heads // s.kv_heads
-    layers = [{k: t(v) for k, v in layer.items()} for layer in w.layers]
-    caches = [(layer["kcache"].view(cache + 1, s.kv_heads, decode.HEAD),
-               layer["vcache"].view(cache + 1, s.kv_heads, decode.HEAD)) for layer in layers]
+    layers = [{k: t(v) for k, v in layer.items() if not k.endswith("cache")}
+              for layer in w.layers]
+    # Tensors of their own (not views): torch.compile's static addresses are per tensor.
+    caches = [(t(layer["kcache"].reshape(cache + 1, s.kv_heads, decode.HEAD)),
+               t(layer["vcache"].reshape(cache + 1, s.kv_heads, decode.HEAD)))
+              for layer in w.layers]
     emb, final_norm, head = t(w.embedding), t(w.final_norm), t(w.head)
     angle = t((cache * decode.ROPE_THETA ** (-2 * np.arange(half) / decode.HEAD))
               .astype(np.float32))
@@ -255,7 +264,8 @@ def _decode(group: Group, rng: np.random.Generator, dev: Any, torch: Any) -> tup
         logits = torch.zeros(s.vocab, device=dev)
         mine = functools.partial(step, logits)
         fixed = [logits, emb, final_norm, head, cos, sin,
-                 *(t for layer in layers for t in layer.values())]
+                 *(t for layer in layers for t in layer.values()),
+                 *(t for pair in caches for t in pair)]
         units[case] = {EAGER: lambda mine=mine: mine,
                        GRAPH: lambda mine=mine: _graph_of(mine, torch),
                        COMPILE: lambda mine=mine, fixed=fixed: _compiled_step(mine, fixed,
