@@ -7,14 +7,13 @@
 #   bash benchmarks/h100_session.sh speed    # issue 16: plain `run` timed, --suite full for
 #                                            # wgpu-native, where a worker's start-up goes
 #   bash benchmarks/h100_session.sh full     # --suite full for Dawn and PyTorch
-#   bash benchmarks/h100_session.sh decode   # issue 17: the decode step (wgpu-native, Dawn,
-#                                            # each form in three encodings)
-#   bash benchmarks/h100_session.sh decode-torch  # the same step in PyTorch (eager, CUDA
-#                                                 # graph, torch.compile)
+#   bash benchmarks/h100_session.sh decode   # issue 17: the decode step (wgpu-native and
+#                                            # Dawn in three encodings, PyTorch eager,
+#                                            # CUDA graph, torch.compile), interleaved
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
-step=${1:?start, finish, selftest, speed, full, decode or decode-torch}
+step=${1:?start, finish, selftest, speed, full or decode}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
 setup() {
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -60,9 +59,6 @@ full)
   ;;
 decode)  # within one device call: 600 s
   timed h100-decode --suite decode --implementation all --time-limit 540
-  ;;
-decode-torch)
-  timed h100-decode-torch --suite decode --implementation torch --time-limit 540
   ;;
 selftest)
   python3 -m gpuoverhead selftest --processes 3 --implementation wgpu-native \
