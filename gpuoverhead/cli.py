@@ -45,7 +45,9 @@ BackendOption = Annotated[str | None, typer.Option(
 AdapterOption = Annotated[str | None, typer.Option(
     help="Pick the adapter whose device name contains this (case-insensitive).")]
 ImplementationOption = Annotated[str, typer.Option(
-    help="WebGPU implementation: wgpu-native, dawn, torch, or all installed.")]
+    help="WebGPU implementation: wgpu-native, dawn, chromium, torch, or all installed.")]
+BrowserOption = Annotated[str | None, typer.Option(
+    help="The Chromium (or Chrome) that `chromium` starts; default: the first one found.")]
 ProcessesOption = Annotated[int, typer.Option(
     help="Fresh worker processes per benchmark, one after another.")]
 OutOption = Annotated[Path, typer.Option(help="Folder that receives <run_id>/.")]
@@ -115,6 +117,7 @@ def run(
     time_limit: Annotated[float | None, typer.Option(
         help="Seconds the whole run may take, instead of the suite's time_limit_s "
              "(0: none; each group then takes its budget_s per case).")] = None,
+    browser: BrowserOption = None,
 ) -> None:
     """Measure naive and sequential dispatch overhead and write results/<run_id>/."""
     from gpuoverhead.gpu import implementations
@@ -128,7 +131,7 @@ def run(
         suite=suite, out_root=out, backend=backend, adapter=adapter, implementations=names,
         quick=quick, processes=processes, seed=seed, run_id=run_id, force=force,
         outside_shaders=outside_shaders, stall_timeout_s=stall_timeout,
-        time_limit_s=time_limit))
+        time_limit_s=time_limit, browser=browser))
     console.print_summary(result.summary)
     console.show_warnings(result.record.warnings)
     console.show_errors(result.record.errors)
@@ -264,22 +267,34 @@ def selftest(
 @app.command("adapters")
 def list_adapters(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    browser: BrowserOption = None,
 ) -> None:
-    """List every adapter the installed implementations see, best first."""
+    """List every adapter the installed implementations and a Chromium see, best first."""
     import json
 
+    from gpuoverhead.browser import chromium
+    from gpuoverhead.browser import worker as page
     from gpuoverhead.gpu import adapters
     from gpuoverhead.present import console
 
     found, notes = adapters.discover()
+    rows = [{**f.info.__dict__, **f.details()} for f in found]
+    infos = [f.info for f in found]
+    try:
+        info, details = page.adapter(chromium.find(browser))
+        rows.append({**info.__dict__, **details})
+        infos.append(info)
+        notes += page.warnings(info, details)
+    except UserError as exc:
+        notes.append(f"chromium: {exc}")
     console.show_warnings(notes)
-    if not found:
+    if not rows:
         with user_errors():
             raise UserError(adapters.NO_ADAPTER)
     if as_json:
-        print(json.dumps([{**f.info.__dict__, **f.details()} for f in found], indent=2))
+        print(json.dumps(rows, indent=2))
     else:
-        console.out.print(console.adapters_table(found))
+        console.out.print(console.adapters_table(infos))
 
 
 @app.command()

@@ -141,8 +141,8 @@ def discover(names: list[str] | None = None) -> tuple[list[FoundAdapter], list[s
     notes on the implementations that offered none."""
     from gpuoverhead.gpu import implementations
 
-    if names == [implementations.TORCH]:
-        return [], []
+    if names is not None and not [n for n in names if n != implementations.TORCH]:
+        return [], []  # none of the named ones has a wgpu adapter
     usable, missing = implementations.installed(names)
     notes = [reason for name, reason in missing.items() if names and name in names]
     found: list[FoundAdapter] = []

@@ -112,13 +112,18 @@ def installed(names: list[str] | None = None) -> tuple[list[Implementation], dic
 TORCH = "torch"
 
 
+#: `--implementation chromium`: WebGPU in a headless Chromium (gpuoverhead/browser).
+CHROMIUM = "chromium"
+
+
 def parse(option: str) -> list[str] | None:
-    """`--implementation`: a name, or `all` (None: every installed one, torch included)."""
+    """`--implementation`: a name, or `all` (None: every installed one, torch and a
+    Chromium included where found)."""
     if option == "all":
         return None
-    if option not in (*IMPLEMENTATIONS, TORCH):
+    if option not in (*IMPLEMENTATIONS, TORCH, CHROMIUM):
         from gpuoverhead.errors import UserError
 
         raise UserError(f"unknown implementation {option!r}; choose one of "
-                        f"{', '.join(IMPLEMENTATIONS)}, {TORCH} or all")
+                        f"{', '.join(IMPLEMENTATIONS)}, {CHROMIUM}, {TORCH} or all")
     return [option]

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from gpuoverhead.gpu.adapters import FoundAdapter
+from gpuoverhead.gpu.adapters import AdapterInfo
 from gpuoverhead.present import format as fmt
 from gpuoverhead.results.schema import ERROR
 
@@ -214,13 +214,12 @@ def frame_table(frame: pd.DataFrame, title: str) -> Table:
     return table
 
 
-def adapters_table(found: list[FoundAdapter]) -> Table:
+def adapters_table(found: list[AdapterInfo]) -> Table:
     table = Table(title="Adapters (best first)")
     for col in ("#", "implementation", "backend", "type", "vendor", "device", "driver",
                 "timestamps"):
         table.add_column(col)
-    for i, f in enumerate(found):
-        a = f.info
+    for i, a in enumerate(found):
         table.add_row(str(i), a.implementation, a.backend, a.adapter_type, a.vendor, a.device,
                       a.driver, "yes" if a.timestamps else "no")
     return table

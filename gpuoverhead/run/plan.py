@@ -15,6 +15,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from gpuoverhead.browser import chromium
+from gpuoverhead.browser import worker as browser_worker
+from gpuoverhead.browser.worker import CHROMIUM
 from gpuoverhead.errors import UserError
 from gpuoverhead.gpu import adapters, implementations
 from gpuoverhead.gpu.kernels import compile_pipeline
@@ -42,6 +45,8 @@ class RunOptions:
     outside_shaders: bool = False
     #: Seconds a worker may go without finishing a round before it is stopped (a hung wait).
     stall_timeout_s: float = 300.0
+    #: The browser of the `chromium` implementation (None: look for one).
+    browser: str | None = None
     argv: list[str] = field(default_factory=lambda: list(sys.argv))
 
 
@@ -75,6 +80,8 @@ class Plan:
     software: list[str]
     #: Seconds the whole run may take (the suite's, or --time-limit's), if any.
     time_limit_s: float | None = None
+    #: The browser that `chromium` jobs start, where there are any.
+    browser: str | None = None
 
 
 def prepare(options: RunOptions) -> Plan:
@@ -83,8 +90,11 @@ def prepare(options: RunOptions) -> Plan:
     suite = load_suite(options.suite, options.outside_shaders)
     if options.quick:
         suite = quick(suite)
-    found, notes = adapters.discover(options.implementations)
-    torch_only = options.implementations == [implementations.TORCH]
+    wanted = options.implementations
+    own = [implementations.TORCH, CHROMIUM]  # implementations without a wgpu adapter
+    found, notes = adapters.discover(
+        None if wanted is None else [w for w in wanted if w not in own] or [])
+    torch_only = bool(wanted) and all(w in own for w in wanted)
     if not found and notes and not torch_only:
         # A named implementation that is not installed needs installing, not lavapipe.
         raise UserError("; ".join(notes if options.implementations else
@@ -100,21 +110,27 @@ def prepare(options: RunOptions) -> Plan:
     described = [{**f.info.__dict__, **f.details(), "implementation_versions":
                   implementations.get(f.info.implementation).versions()} for f in chosen]
     torch = _torch_adapter(options, notes)
-    if torch_only and torch is None:
+    if wanted == [implementations.TORCH] and torch is None:
         raise UserError(notes[-1].removeprefix(TORCH_SKIPPED))
     if torch is not None:
         described.append(dict(torch.__dict__))
+    page, browser = _browser_adapter(options, notes)
+    if page is not None:
+        described.append({**page[0].__dict__, **page[1]})
     benchmarks = [jobs for group in suite.groups
-                  if (jobs := _jobs(group, [f.info for f in chosen], torch))]
+                  if (jobs := _jobs(group, [f.info for f in chosen], torch,
+                                    page[0] if page else None))]
     if not benchmarks:
         raise UserError("nothing to measure: no adapter and no PyTorch baseline here")
     notes += [f"{f.info.device} is the GPU of a virtual machine: its timings describe the "
               "hypervisor's path as well, not a GPU on its own" for f in chosen
               if f.info.is_virtual]
     limit = suite.time_limit_s if options.time_limit_s is None else options.time_limit_s
+    software = [f.info.device for f in chosen if f.info.is_software]
+    if page is not None and page[0].is_software:
+        software.append(page[0].device)
     return Plan(suite, described, benchmarks, 1 if options.quick else options.processes,
-                native, limits, notes, [f.info.device for f in chosen if f.info.is_software],
-                limit or None)
+                native, limits, notes, software, limit or None, browser)
 
 
 TORCH_SKIPPED = "PyTorch baselines skipped: "
@@ -151,9 +167,10 @@ def _native_layer(suite: Suite, notes: list[str]) -> tuple[Suite, dict[str, str]
 
 
 def _jobs(group: Group, chosen: list[adapters.AdapterInfo],
-          torch: adapters.AdapterInfo | None) -> list[Job]:
+          torch: adapters.AdapterInfo | None, page: adapters.AdapterInfo | None = None
+          ) -> list[Job]:
     """A suite group's jobs: each adapter's, each followed by its reference loop where the
-    group has native cases, then the PyTorch baseline's."""
+    group has native cases, then the browser's and the PyTorch baseline's."""
     jobs = []
     for info in chosen:
         jobs.append(Job(group if info.timestamps else _without_timestamps(group), info))
@@ -162,6 +179,10 @@ def _jobs(group: Group, chosen: list[adapters.AdapterInfo],
                        and c.sync != TIMESTAMPS)
         if native:
             jobs.append(Job(replace(group, cases=native), info, reference=True))
+    if page is not None and (cases := browser_worker.cases(group)):
+        page_group = replace(group, cases=cases)
+        jobs.append(Job(page_group if page.timestamps else _without_timestamps(page_group),
+                        page))
     if torch is not None and (cases := _torch_cases(group, torch.backend)):
         torch_group = replace(group, cases=cases)
         jobs.append(Job(torch_group if torch.timestamps else _without_timestamps(torch_group),
@@ -179,6 +200,25 @@ def _torch_adapter(options: RunOptions, notes: list[str]) -> adapters.AdapterInf
         notes.append(TORCH_SKIPPED + reason)
         return None
     return torch_baseline.adapter_info()
+
+
+def _browser_adapter(options: RunOptions, notes: list[str]
+                     ) -> tuple[tuple[adapters.AdapterInfo, dict[str, Any]] | None, str | None]:
+    """The browser's adapter and details, and the browser, where `chromium` is asked for:
+    by name (a browser that cannot run is then an error) or by `all` (then a note)."""
+    wanted = options.implementations
+    if wanted is not None and CHROMIUM not in wanted:
+        return None, None
+    try:
+        executable = chromium.find(options.browser)
+        info, details = browser_worker.adapter(executable)
+    except UserError as exc:
+        if wanted is not None:
+            raise
+        notes.append(f"chromium skipped: {exc}")
+        return None, None
+    notes += browser_worker.warnings(info, details)
+    return (info, details), executable
 
 
 def _torch_cases(group: Group, kind: str) -> tuple[Case, ...]:

@@ -21,6 +21,7 @@ import pandas as pd
 from gpuoverhead.analysis import combine, drift, pairs
 from gpuoverhead.analysis.samples import GroupSamples
 from gpuoverhead.analysis.series import Key, Series, series
+from gpuoverhead.browser.worker import CHROMIUM
 from gpuoverhead.errors import UserError
 from gpuoverhead.results import tables
 from gpuoverhead.results.schema import RUN_JSON, SAMPLE_COLUMNS, SUMMARY_COLUMNS, RunRecord
@@ -212,7 +213,8 @@ def _benchmark(plan: Plan, index: int, jobs: list[Job], files: _Files, reporter:
             limits = {} if job.reference else plan.limits.get(job.adapter, {})
             task = worker.Task(job.group, job.adapter, budget,
                                worker.seeds(seeding.seed, index, p, j), p,
-                               plan.native is not None, limits)
+                               plan.native is not None, limits,
+                               plan.browser if job.adapter.implementation == CHROMIUM else None)
             outcomes[j].append(worker.run(task, on_round, stall_timeout_s))
             schedule.done(slot, outcomes[j][-1].seconds, budget)
             spent += budget.process_s

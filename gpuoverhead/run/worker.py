@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -48,6 +49,8 @@ class Task:
     process: int
     native: bool
     required_limits: dict[str, int]
+    #: The browser a `chromium` job starts (its own, fresh, per worker process).
+    browser: str | None = None
 
 
 @dataclass
@@ -131,6 +134,22 @@ def measure_torch(job: Task, send: Any) -> Outcome:
     return _sample(job, group, ops, verify, Calibration(timer_cost_ns(), None), rng, send, notes)
 
 
+def measure_browser(job: Task, send: Any) -> Outcome:
+    """The worker's body for a browser: a fresh browser and page, the cases timed in it."""
+    from gpuoverhead.browser import worker as browser
+
+    assert job.browser is not None
+    timestamps = any(c.sync == TIMESTAMPS for c in job.group.cases)
+    with browser.page(job.browser, job.group.kernel.source) as (_, tab):
+        ops, verify, timed = browser.operations(job.group, tab)
+        if timestamps and not timed:
+            raise UserError(f"{job.adapter.label}: the page got no timestamp-query feature")
+        # The page returns GPU times in ns: one "tick" is one ns.
+        cal = Calibration(timer_cost_ns(), 1.0 if timed else None)
+        rng = np.random.default_rng(list(job.seed))
+        return _sample(job, job.group, ops, verify, cal, rng, send, {})
+
+
 def _sample(job: Task, group: Group, ops: dict[Case, Any], verify: Any, cal: Calibration,
             rng: np.random.Generator, send: Any, notes: dict[str, Any]) -> Outcome:
     """Interleaved sampling with progress sent to the parent, then the output check."""
@@ -151,7 +170,10 @@ def _sample(job: Task, group: Group, ops: dict[Case, Any], verify: Any, cal: Cal
 
 
 def _child(job: Task, conn: Any) -> None:
-    body = measure_torch if job.adapter.implementation.startswith("torch") else measure
+    body = measure_torch if job.adapter.implementation.startswith("torch") else \
+        measure_browser if job.browser else measure
+    if job.browser:  # a stop from the parent ends the browser too (see browser/chromium.py)
+        signal.signal(signal.SIGTERM, _interrupted)
 
     def send(message: tuple) -> None:
         try:
@@ -169,6 +191,10 @@ def _child(job: Task, conn: Any) -> None:
         outcome = Outcome(job.process, error=traceback.format_exc(limit=5).strip())
     send(("done", outcome))
     conn.close()
+
+
+def _interrupted(*_: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def run(job: Task, on_round: Any, stall_timeout_s: float = float("inf")) -> Outcome:

@@ -1,0 +1,172 @@
+// gpuoverhead's runner in the browser: the same cases as the native implementations, issued
+// through the JS WebGPU API and timed in the page with performance.now() (5 µs steps when the
+// page is cross-origin isolated), so that the DevTools round trip that starts each sample is
+// outside the timed region. Python (gpuoverhead/browser/worker.py) calls these functions.
+"use strict";
+
+const gpuo = {
+  device: null, pipeline: null, cases: [], grid: [1, 1], timer: null,
+
+  // What the browser offers, without keeping a device: adapter, features, timer, isolation.
+  async info() {
+    const out = {crossOriginIsolated: self.crossOriginIsolated, userAgent: navigator.userAgent,
+                 timerResolutionUs: timerResolution() * 1000};
+    if (!navigator.gpu) return {...out, error: "navigator.gpu is missing: WebGPU is off"};
+    const adapter = await navigator.gpu.requestAdapter({powerPreference: "high-performance"});
+    if (!adapter) return {...out, error: "requestAdapter() returned null: no WebGPU adapter"};
+    const i = adapter.info || {};
+    return {...out, vendor: i.vendor || "", architecture: i.architecture || "",
+            device: i.device || "", description: i.description || "",
+            driver: i.driver || "", backend: i.backend || "", type: i.type || "",
+            isFallbackAdapter: Boolean(i.isFallbackAdapter ?? adapter.isFallbackAdapter),
+            features: [...adapter.features].sort()};
+  },
+
+  // A device, the kernel's pipeline and one buffer per case (its dispatches add to it).
+  async setup(spec) {
+    const adapter = await navigator.gpu.requestAdapter({powerPreference: "high-performance"});
+    const timestamps = spec.timestamps && adapter.features.has("timestamp-query");
+    const device = await adapter.requestDevice(
+      {requiredFeatures: timestamps ? ["timestamp-query"] : []});
+    const errors = [];
+    device.onuncapturederror = (e) => errors.push(e.error.message);
+    const code = await (await fetch(spec.shader)).text();
+    device.pushErrorScope("validation");
+    const module = device.createShaderModule({code});
+    const pipeline = device.createComputePipeline({layout: "auto", compute: {
+      module, entryPoint: "main", constants: {WG: spec.workgroupSize}}});
+    const error = await device.popErrorScope();
+    if (error) throw new Error(`the kernel does not compile here: ${error.message}`);
+    const bytes = Math.max(spec.elements, 1) * 4;
+    this.cases = spec.cases.map(() => {
+      const data = device.createBuffer({size: bytes, usage: GPUBufferUsage.STORAGE |
+        GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST});
+      const staging = device.createBuffer({size: 4, usage: GPUBufferUsage.MAP_READ |
+        GPUBufferUsage.COPY_DST});
+      const bindGroup = device.createBindGroup({layout: pipeline.getBindGroupLayout(0),
+        entries: [{binding: 0, resource: {buffer: data}}]});
+      return {data, staging, bindGroup, bytes};
+    });
+    Object.assign(this, {device, pipeline, errors, specs: spec.cases, grid: spec.grid});
+    if (timestamps) {
+      const querySet = device.createQuerySet({type: "timestamp", count: 2});
+      const resolved = device.createBuffer({size: 16, usage: GPUBufferUsage.QUERY_RESOLVE |
+        GPUBufferUsage.COPY_SRC});
+      const read = device.createBuffer({size: 16, usage: GPUBufferUsage.MAP_READ |
+        GPUBufferUsage.COPY_DST});
+      this.timer = {querySet, resolved, read};
+    }
+    await device.queue.onSubmittedWorkDone();
+    return {timestamps};
+  },
+
+  // One sample of case i at N = n: [wall ns, issue ns (clock read before the wait), GPU ns
+  // or -1]. The clock reads bracket the WebGPU calls and the wait, nothing else.
+  async run(i, n) {
+    const c = this.cases[i], spec = this.specs[i];
+    const {device, pipeline} = this, queue = device.queue, [x, y] = this.grid;
+    if (spec.methodology === "naive" && spec.sync === "readback") {
+      const t0 = performance.now();
+      const encoder = device.createCommandEncoder();
+      const pass = encoder.beginComputePass();
+      pass.setPipeline(pipeline); pass.setBindGroup(0, c.bindGroup);
+      pass.dispatchWorkgroups(x, y, 1); pass.end();
+      encoder.copyBufferToBuffer(c.data, 0, c.staging, 0, 4);
+      queue.submit([encoder.finish()]);
+      const issued = performance.now();
+      await c.staging.mapAsync(GPUMapMode.READ);
+      c.staging.getMappedRange(0, 4).slice(0);
+      c.staging.unmap();
+      return [ns(performance.now() - t0), ns(issued - t0), -1];
+    }
+    if (spec.sync === "timestamps") return this.timed(c, n);
+    const encoding = spec.methodology === "naive" ? "submit" : spec.encoding;
+    const t0 = performance.now();
+    if (encoding === "submit") {
+      for (let k = 0; k < n; k++) {
+        const encoder = device.createCommandEncoder();
+        const pass = encoder.beginComputePass();
+        pass.setPipeline(pipeline); pass.setBindGroup(0, c.bindGroup);
+        pass.dispatchWorkgroups(x, y, 1); pass.end();
+        queue.submit([encoder.finish()]);
+      }
+    } else if (encoding === "pass") {
+      const encoder = device.createCommandEncoder();
+      for (let k = 0; k < n; k++) {
+        const pass = encoder.beginComputePass();
+        pass.setPipeline(pipeline); pass.setBindGroup(0, c.bindGroup);
+        pass.dispatchWorkgroups(x, y, 1); pass.end();
+      }
+      queue.submit([encoder.finish()]);
+    } else {
+      const encoder = device.createCommandEncoder();
+      const pass = encoder.beginComputePass();
+      for (let k = 0; k < n; k++) {
+        pass.setPipeline(pipeline); pass.setBindGroup(0, c.bindGroup);
+        pass.dispatchWorkgroups(x, y, 1);
+      }
+      pass.end();
+      queue.submit([encoder.finish()]);
+    }
+    const issued = performance.now();
+    await queue.onSubmittedWorkDone();
+    return [ns(performance.now() - t0), ns(issued - t0), -1];
+  },
+
+  // N dispatches in one pass between two timestamp writes; GPU ns from the resolved pair.
+  async timed(c, n) {
+    const {device, pipeline, timer} = this, [x, y] = this.grid;
+    const t0 = performance.now();
+    const encoder = device.createCommandEncoder();
+    const pass = encoder.beginComputePass({timestampWrites: {querySet: timer.querySet,
+      beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1}});
+    for (let k = 0; k < n; k++) {
+      pass.setPipeline(pipeline); pass.setBindGroup(0, c.bindGroup);
+      pass.dispatchWorkgroups(x, y, 1);
+    }
+    pass.end();
+    encoder.resolveQuerySet(timer.querySet, 0, 2, timer.resolved, 0);
+    encoder.copyBufferToBuffer(timer.resolved, 0, timer.read, 0, 16);
+    device.queue.submit([encoder.finish()]);
+    const issued = performance.now();
+    await timer.read.mapAsync(GPUMapMode.READ);
+    const [begin, end] = new BigInt64Array(timer.read.getMappedRange().slice(0));
+    timer.read.unmap();
+    return [ns(performance.now() - t0), ns(issued - t0), Number(end - begin)];
+  },
+
+  // Each case's buffer read back as [first value, least and largest of the others] (all
+  // start at 0), with the validation errors the device reported.
+  async outputs() {
+    const out = [];
+    for (const c of this.cases) {
+      const read = this.device.createBuffer({size: c.bytes, usage: GPUBufferUsage.MAP_READ |
+        GPUBufferUsage.COPY_DST});
+      const encoder = this.device.createCommandEncoder();
+      encoder.copyBufferToBuffer(c.data, 0, read, 0, c.bytes);
+      this.device.queue.submit([encoder.finish()]);
+      await read.mapAsync(GPUMapMode.READ);
+      const v = new Uint32Array(read.getMappedRange());
+      let low = Infinity, high = -Infinity;
+      for (let k = 1; k < v.length; k++) { low = Math.min(low, v[k]); high = Math.max(high, v[k]); }
+      out.push(v.length > 1 ? [v[0], low, high] : [v[0], v[0], v[0]]);
+      read.unmap();
+    }
+    return {values: out, errors: this.errors};
+  },
+};
+
+function ns(ms) { return Math.round(ms * 1e6); }
+
+// The smallest step of performance.now() seen in a short busy loop (ms).
+function timerResolution() {
+  let best = Infinity, last = performance.now();
+  const end = last + 20;
+  while (last < end) {
+    const now = performance.now();
+    if (now > last) { best = Math.min(best, now - last); last = now; }
+  }
+  return best;
+}
+
+self.gpuo = gpuo;

@@ -1,0 +1,125 @@
+"""A browser job: which cases a page can run, the adapter it offers, and its timed ops.
+
+The page runs the wrapper layer only (the JS API: what a web app pays, binding and browser
+together; nothing below it can be told apart from a page), in the naive, sequential and
+GPU-timestamp cases of a kernel group; fusion patterns are not ported to the page. Its N
+sweep is the suite's, scaled so the largest N is at least MIN_LARGEST_N: a browser's
+completion (`onSubmittedWorkDone`) costs milliseconds, and a short sweep's slope would be
+that floor's noise.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+from gpuoverhead.browser import chromium, server
+from gpuoverhead.browser.cdp import BrowserError, Page
+from gpuoverhead.errors import IntegrityError
+from gpuoverhead.gpu.adapters import AdapterInfo
+from gpuoverhead.gpu.implementations import CHROMIUM
+from gpuoverhead.gpu.kernels import grid_for
+from gpuoverhead.run.rounds import SelfTimed
+from gpuoverhead.suite.model import TIMESTAMPS, Case, Group
+
+MIN_LARGEST_N = 512
+#: performance.now() steps coarser than this (µs) make a warning: the page is not isolated.
+FINE_TIMER_US = 20.0
+_TYPES = {"discrete gpu": "DiscreteGPU", "integrated gpu": "IntegratedGPU", "cpu": "CPU"}
+
+
+def cases(group: Group) -> tuple[Case, ...]:
+    """The group's cases a page runs, with the browser's N sweep."""
+    if group.fusion is not None:
+        return ()
+    kept = [c for c in group.cases if c.layer == "wrapper" and c.methodology in (
+        "naive", "sequential")]
+    return tuple(replace(c, n_values=scaled(c.n_values)) if c.methodology == "sequential"
+                 else c for c in kept)
+
+
+def scaled(n_values: tuple[int, ...]) -> tuple[int, ...]:
+    factor = math.ceil(MIN_LARGEST_N / max(n_values))
+    return tuple(n * factor for n in n_values)
+
+
+@contextmanager
+def page(executable: str, kernel_source: str = "") -> Iterator[tuple[chromium.Browser, Page]]:
+    """A fresh browser with the runner's page open (closed, with its server, on exit)."""
+    with server.serve(kernel_source) as url, chromium.Browser(executable) as browser:
+        yield browser, browser.open(url + "index.html")
+
+
+def adapter(executable: str) -> tuple[AdapterInfo, dict[str, Any]]:
+    """The adapter the browser offers, in the schema's words, and what run.json keeps of the
+    browser (version, flags, timer resolution, isolation, fallback adapter)."""
+    with page(executable) as (browser, tab):
+        info, version = tab.evaluate("gpuo.info()"), browser.version()
+    if "error" in info:
+        raise BrowserError(f"{executable}: {info['error']}")
+    device = info["description"] or info["device"] or "WebGPU adapter"
+    kind = "CPU" if info["isFallbackAdapter"] else _TYPES.get(info["type"].lower(), "Unknown")
+    found = AdapterInfo(CHROMIUM, info["backend"] or "unknown", kind,
+                        (info["vendor"] or "unknown").lower(), 0, device,
+                        f"{version}; {info['driver']}".strip("; "),
+                        "timestamp-query" in info["features"])
+    details = {"browser": executable, "browser_version": version,
+               "browser_flags": chromium.flags(), "cross_origin_isolated":
+               info["crossOriginIsolated"], "timer_resolution_us":
+               round(info["timerResolutionUs"], 3), "fallback_adapter": info["isFallbackAdapter"],
+               "user_agent": info["userAgent"], "features": info["features"]}
+    return found, details
+
+
+def warnings(info: AdapterInfo, details: dict[str, Any]) -> list[str]:
+    """What makes the browser's figures weaker: a coarse clock, a page not isolated."""
+    out = []
+    if details["timer_resolution_us"] > FINE_TIMER_US or not details["cross_origin_isolated"]:
+        out.append(f"{info.label}: performance.now() steps in "
+                   f"{details['timer_resolution_us']:g} µs (cross-origin isolated: "
+                   f"{details['cross_origin_isolated']}): short samples are coarse")
+    return out
+
+
+def operations(group: Group, tab: Page) -> tuple[dict[Case, Callable[[int], Any]],
+                                                 Callable[[dict[Case, int]], None], bool]:
+    """Each case's op (a sample timed in the page), the output check, and whether the page
+    got GPU timestamps."""
+    specs = [{"methodology": c.methodology, "encoding": c.encoding, "sync": c.sync}
+             for c in group.cases]
+    spec = {"shader": "kernel.wgsl", "elements": group.elements, "cases": specs,
+            "workgroupSize": group.workgroup_size,
+            "grid": list(grid_for(group.elements, group.workgroup_size)),
+            "timestamps": any(c.sync == TIMESTAMPS for c in group.cases)}
+    ready = tab.evaluate(f"gpuo.setup({json.dumps(spec)})")
+    ops = {case: _op(tab, i, case) for i, case in enumerate(group.cases)}
+
+    def verify(counts: dict[Case, int]) -> None:
+        found = tab.evaluate("gpuo.outputs()")
+        if found["errors"]:
+            raise IntegrityError(f"{group.id} (chromium): the device reported "
+                                 f"{found['errors'][0]}")
+        for (case, got), count in zip(zip(group.cases, found["values"], strict=True),
+                                      (counts[c] for c in group.cases), strict=True):
+            rest = count if group.kernel.writes == "all" else 0
+            want = [count, rest, rest] if group.elements > 1 else [count] * 3
+            if got != want:
+                raise IntegrityError(
+                    f"{case.id} (chromium): output check failed: expected first, least and "
+                    f"largest other value {want} after {count} dispatches, found {got}")
+
+    return ops, verify, bool(ready["timestamps"])
+
+
+def _op(tab: Page, index: int, case: Case) -> Callable[[int], SelfTimed]:
+    evaluate, naive, timed = tab.evaluate, case.methodology == "naive", case.sync == TIMESTAMPS
+
+    def op(n: int) -> SelfTimed:
+        wall, issue, gpu = evaluate(f"gpuo.run({index}, {n})")
+        return SelfTimed(wall, None if naive else issue, gpu if timed else None)
+
+    return op
