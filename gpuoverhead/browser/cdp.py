@@ -7,6 +7,7 @@ a BrowserError with the page's message.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 from typing import Any
@@ -25,7 +26,9 @@ class Connection:
         except ModuleNotFoundError:
             raise BrowserError("chromium needs the websockets package "
                                "(pip install 'gpuoverhead[browser]')") from None
-        self.socket = connect(url, max_size=None, open_timeout=timeout_s)
+        self.stack = contextlib.ExitStack()  # the context the package asks its users for
+        self.socket = self.stack.enter_context(connect(url, max_size=None,
+                                                       open_timeout=timeout_s))
         self.ids = itertools.count(1)
         self.timeout_s = timeout_s
 
@@ -49,7 +52,7 @@ class Connection:
                 return reply.get("result", {})
 
     def close(self) -> None:
-        self.socket.close()
+        self.stack.close()
 
 
 class Page:

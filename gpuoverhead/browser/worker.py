@@ -58,7 +58,12 @@ def adapter(executable: str) -> tuple[AdapterInfo, dict[str, Any]]:
     """The adapter the browser offers, in the schema's words, and what run.json keeps of the
     browser (version, flags, timer resolution, isolation, fallback adapter)."""
     with page(executable) as (browser, tab):
-        info, version = tab.evaluate("gpuo.info()"), browser.version()
+        return describe(tab.evaluate("gpuo.info()"), browser.version(), executable)
+
+
+def describe(info: dict[str, Any], version: str, executable: str
+             ) -> tuple[AdapterInfo, dict[str, Any]]:
+    """`gpuo.info()`'s answer in the schema's words; a BrowserError where it has no adapter."""
     if "error" in info:
         raise BrowserError(f"{executable}: {info['error']}")
     device = info["description"] or info["device"] or "WebGPU adapter"

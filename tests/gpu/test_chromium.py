@@ -1,0 +1,118 @@
+"""WebGPU in headless Chromium (SwiftShader here): the ci suite passes its output checks and
+writes rows beside wgpu-native's, a missing or broken browser ends in one clear line, and no
+browser or server process outlives a run, interrupted ones included."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import CONFIGS, ROOT, gpuoverhead, in_process, only_run_folder, read_run
+
+from gpuoverhead.browser import chromium
+from gpuoverhead.browser import worker as page
+from gpuoverhead.browser.cdp import BrowserError
+from gpuoverhead.errors import UserError
+
+try:
+    BROWSER = chromium.find(None)
+except UserError as exc:
+    BROWSER = None
+    REASON = str(exc)
+pytestmark = [pytest.mark.skipif(BROWSER is None, reason=REASON if BROWSER is None else ""),
+              pytest.mark.skipif(sys.platform == "win32", reason="process groups")]
+#: The marker of this tool's browsers: their profile folder (chromium.Browser).
+PROFILE = "gpuoverhead-chromium-"
+
+
+def browsers_left(wait_s: float = 0.0) -> list[str]:
+    """Command lines of this tool's browser processes still running after `wait_s`."""
+    end = time.monotonic() + wait_s
+    while True:
+        found = subprocess.run(["ps", "-ww", "-eo", "stat=,args="], capture_output=True, text=True
+                               ).stdout.splitlines()
+        left = [line for line in found if PROFILE in line and not line.lstrip().startswith("Z")]
+        if not left or time.monotonic() >= end:
+            return left
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def chromium_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("chromium-run")
+    proc = gpuoverhead("run", "--suite", str(CONFIGS / "ci.yaml"), "--implementation",
+                       "chromium", "--out", str(out), "--seed", "3", "--processes", "2",
+                       "--time-limit", "20")
+    assert proc.returncode == 0, proc.stderr
+    return proc, only_run_folder(out)
+
+
+def test_ci_suite_in_chromium_checks_outputs_and_writes_rows(chromium_run):
+    proc, folder = chromium_run
+    assert browsers_left() == []
+    _, summary, info = read_run(folder)
+    assert info["status"] == "complete" and not info["errors"]
+    assert set(summary.implementation.dropna()) == {"chromium"}
+    rows = summary[summary.process.isna() & (summary.benchmark == "add_one")]
+    assert "latency_ns" in set(rows[rows.methodology == "naive"].metric)
+    for encoding in ("submit", "pass", "dispatch"):
+        mine = rows[(rows.methodology == "sequential") & (rows.encoding == encoding)
+                    & (rows.layer == "wrapper")]
+        assert {"per_dispatch_ns", "cpu_per_dispatch_ns"} <= set(mine.metric), encoding
+    browser = next(a for a in info["adapters"] if a["implementation"] == "chromium")
+    assert browser["browser_version"].startswith("Chrome/")
+    assert browser["cross_origin_isolated"] is True and browser["timer_resolution_us"] <= 20
+    assert "--enable-unsafe-webgpu" in browser["browser_flags"]
+    # No fusion pattern runs in the page: said, not silently missing.
+    assert not (summary.methodology == "fusion").any()
+
+
+def test_report_has_a_chromium_row(chromium_run):
+    _, folder = chromium_run
+    result = in_process("report", str(folder))
+    assert result.returncode == 0, result.stderr
+    assert "chromium" in result.stdout and "SwiftShader" in result.stdout
+
+
+def test_a_missing_browser_is_one_line_and_exit_2():
+    result = in_process("run", "--suite", "ci", "--implementation", "chromium",
+                        "--browser", "/no/such/chrome")
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and "/no/such/chrome" in result.stderr
+
+
+def test_a_browser_without_webgpu_and_a_page_that_throws_are_browser_errors():
+    with page.page(BROWSER) as (browser, tab):
+        with pytest.raises(BrowserError, match="the page threw: Error: broken"):
+            tab.evaluate("Promise.reject(new Error('broken'))")
+        gone = tab.evaluate("Object.defineProperty(Navigator.prototype, 'gpu', "
+                            "{get: () => undefined}); gpuo.info()")
+        with pytest.raises(BrowserError, match="navigator.gpu is missing"):
+            page.describe(gone, browser.version(), BROWSER)
+    assert browsers_left(5) == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_run_leaves_no_browser(tmp_path, signum):
+    child = subprocess.Popen(
+        [sys.executable, "-m", "gpuoverhead", "run", "--suite", "ci", "--implementation",
+         "chromium", "--out", str(tmp_path), "--time-limit", "0"], cwd=ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        deadline = time.monotonic() + 60
+        while not browsers_left() and time.monotonic() < deadline:
+            assert child.poll() is None, child.communicate()
+            time.sleep(0.1)
+        assert browsers_left(), "no browser started"
+        time.sleep(0.5)
+        child.send_signal(signum)
+        _, stderr = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert child.returncode == 130 and "Traceback" not in stderr, stderr
+    assert browsers_left(5) == []
