@@ -27,6 +27,11 @@ from gpuoverhead.run.rounds import SelfTimed
 from gpuoverhead.suite.model import TIMESTAMPS, Case, Group
 
 MIN_LARGEST_N = 512
+#: The share of a process's budget one sample may take before the probe cuts a sweep (5%
+#: elsewhere, run/budget.py): its first samples carry the completion floor's noise, and
+#: extrapolated from them a sample at N = 512 looked twice its length and was cut, which
+#: left slopes over N = 2 and 32, the noise the longer sweep is there to avoid.
+BROWSER_SAMPLE_SHARE = 0.2
 #: performance.now() steps coarser than this (µs) make a warning: the page is not isolated.
 FINE_TIMER_US = 20.0
 _TYPES = {"discrete gpu": "DiscreteGPU", "integrated gpu": "IntegratedGPU", "cpu": "CPU"}

@@ -35,6 +35,8 @@ class Budget:
     """Seconds one worker process may spend sampling its group."""
 
     process_s: float
+    #: The share of `process_s` that one sample may take (larger for a browser's samples).
+    sample_share: float = SAMPLE_SHARE
 
     @property
     def warmup_s(self) -> float:
@@ -44,7 +46,7 @@ class Budget:
     @property
     def sample_s(self) -> float:
         """The longest one sample may take before the probe cuts the case's N sweep."""
-        return SAMPLE_SHARE * self.process_s
+        return self.sample_share * self.process_s
 
 
 def process_cap_s(per_case_s: float, cases: int, processes: int) -> float:

@@ -11,7 +11,7 @@ import math
 import secrets
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -21,7 +21,7 @@ import pandas as pd
 from gpuoverhead.analysis import combine, drift, pairs
 from gpuoverhead.analysis.samples import GroupSamples
 from gpuoverhead.analysis.series import Key, Series, series
-from gpuoverhead.browser.worker import CHROMIUM
+from gpuoverhead.browser.worker import BROWSER_SAMPLE_SHARE, CHROMIUM
 from gpuoverhead.errors import UserError
 from gpuoverhead.results import tables
 from gpuoverhead.results.schema import RUN_JSON, SAMPLE_COLUMNS, SUMMARY_COLUMNS, RunRecord
@@ -201,6 +201,8 @@ def _benchmark(plan: Plan, index: int, jobs: list[Job], files: _Files, reporter:
         for j, job in enumerate(jobs):
             slot = first + p * len(jobs) + j
             budget = schedule.budget(slot)
+            if job.adapter.implementation == CHROMIUM:
+                budget = replace(budget, sample_share=BROWSER_SAMPLE_SHARE)
 
             def on_round(process: int, rounds: int, elapsed: float, share: float,
                          before: float = spent, label: str = job.label) -> None:

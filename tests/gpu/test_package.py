@@ -1,5 +1,5 @@
-"""Packaging: `python -m build` makes an sdist and a wheel that carry the shaders and
-suites, and the wheel installed in a fresh virtual environment runs `gpuoverhead run
+"""Packaging: `python -m build` makes an sdist and a wheel that carry the shaders, suites
+and the browser's page, and the wheel installed in a fresh virtual environment runs `gpuoverhead run
 --quick` on this machine's adapter, from outside the source tree."""
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ def test_wheel_in_a_fresh_venv_runs_quick(tmp_path):
     with tarfile.open(sdist) as tar:
         in_sdist = {Path(n).name for n in tar.getnames() if "/shaders/" in n or "/configs/" in n}
     assert shipped <= in_wheel and shipped <= in_sdist
+    page = {"gpuoverhead/browser/page/index.html", "gpuoverhead/browser/page/runner.js"}
+    assert page <= set(zipfile.ZipFile(wheel).namelist())  # the browser's page
 
     # The wheel alone in a fresh venv that sees this interpreter's packages: what is tested
     # is the wheel (code, shaders, suites, entry point), not a download of its dependencies
