@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from conftest import (
@@ -170,3 +172,30 @@ def test_dawn_runs_or_says_why_not(tmp_path):
     assert proc.returncode == 0, proc.stderr
     _, summary, _ = read_run(only_run_folder(tmp_path))
     assert set(summary.implementation) == {"dawn"}
+
+
+def test_native_loop_builds_through_cffi_with_a_cc_that_has_arguments(tmp_path, monkeypatch):
+    """The build path Windows uses (cffi's API mode, setuptools' compiler discovery), with
+    $CC carrying arguments; a fresh cache folder, so it really compiles."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("CC", "gcc -O1")
+    loop = native.load()
+    assert not isinstance(loop, str), loop
+    assert loop.path.parent == tmp_path / "gpuoverhead" and loop.compiler.startswith("gcc -O1")
+    assert loop.lib.gpuoverhead_issue(loop.ffi.new("void *[11]"), loop.ffi.NULL,
+                                      loop.ffi.NULL, loop.ffi.NULL, loop.ffi.NULL, 1, 1,
+                                      99, 0) == -1  # an unknown encoding, nothing called
+    monkeypatch.setenv("CC", "gcc --no-such-option")  # a compile that fails: a note
+    failed = native.load()
+    assert isinstance(failed, str) and failed.startswith("native layer skipped: building")
+
+
+@pytest.mark.parametrize(("platform", "env", "want"), [
+    ("win32", {"LOCALAPPDATA": "/l"}, "/l/gpuoverhead/Cache"),
+    ("darwin", {}, "~/Library/Caches/gpuoverhead"),
+    ("linux", {"XDG_CACHE_HOME": "/x"}, "/x/gpuoverhead")])
+def test_native_loop_is_cached_in_the_os_cache_folder(monkeypatch, platform, env, want):
+    monkeypatch.setattr(native.sys, "platform", platform)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert native.cache_dir() == Path(want).expanduser()

@@ -1,19 +1,28 @@
 """Layer `native`: compile layers/native_loop.c at run time and drive it from Python.
 
-The loop is compiled with the system C compiler against the webgpu.h that ships in the wgpu
-wheel, cached per source, header and compiler, and handed the function pointers of the
-wgpu-native library that the binding already loaded, so it calls exactly what `raw` calls.
-Where no compiler is found the layer is skipped, and `load` says why.
+The loop is built as a small extension module through cffi's API mode, which compiles with
+setuptools' compiler discovery: the C compiler Python was built with or $CC (arguments
+included) on Linux and macOS, MSVC found through vswhere on Windows, no developer prompt
+needed. It is built against the webgpu.h that ships in the wgpu wheel, cached per source,
+header, interpreter and compiler in the OS's cache folder, and handed the function pointers
+of the library that the binding already loaded, so it calls exactly what `raw` calls. Where
+no compiler is found the layer is skipped, and `load` says why.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import importlib.util
+import io
 import os
+import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+import sysconfig
+import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,16 +38,16 @@ PROCS = ("wgpuDeviceCreateCommandEncoder", "wgpuCommandEncoderBeginComputePass",
          "wgpuComputePassEncoderRelease", "wgpuCommandEncoderFinish",
          "wgpuCommandEncoderRelease", "wgpuQueueSubmit", "wgpuCommandBufferRelease")
 ENCODINGS = {"submit": 0, "pass": 1, "dispatch": 2}
-_CDEF = f"""
-typedef struct {{ void *f[{len(PROCS)}]; }} Procs;
-int gpuoverhead_issue(const Procs *p, void *device, void *queue, void *pipeline, void *group,
-                      uint32_t x, uint32_t y, int encoding, uint32_t n);
+#: What Python sees of the loop (handles as void *: the C side has their real types).
+_CDEF = """
+int gpuoverhead_issue(const void *procs, void *device, void *queue, void *pipeline,
+                      void *group, uint32_t x, uint32_t y, int encoding, uint32_t n);
 """
 
 
 @dataclass
 class NativeLoop:
-    """The loaded loop library and where it came from."""
+    """The loaded loop module and where it came from."""
 
     ffi: Any
     lib: Any
@@ -46,53 +55,106 @@ class NativeLoop:
     compiler: str
 
 
-def find_compiler() -> str | None:
-    """$CC, else the first of cc, gcc, clang on PATH (MSVC is not supported yet)."""
-    candidates = [os.environ["CC"]] if os.environ.get("CC") else ["cc", "gcc", "clang"]
-    return next((shutil.which(c) for c in candidates if shutil.which(c)), None)
+def cache_dir() -> Path:
+    """The OS's per-user cache folder for gpuoverhead."""
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+        return base / "gpuoverhead" / "Cache"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "gpuoverhead"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpuoverhead"
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "gpuoverhead"
-
-
-def _compiler_version(cc: str) -> str:
-    proc = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
-    return proc.stdout.splitlines()[0] if proc.stdout else cc
+def compiler() -> str | None:
+    """What builds the loop, described (for the cache key and run.json), or None: MSVC on
+    Windows (setuptools finds it); elsewhere $CC (it may carry arguments), else the compiler
+    Python was built with, else cc, gcc or clang."""
+    if sys.platform == "win32":
+        return "msvc"
+    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or ""
+    words = shlex.split(cc)
+    if not words or not shutil.which(words[0]):
+        if os.environ.get("CC"):
+            return None
+        words = next(([c] for c in ("cc", "gcc", "clang") if shutil.which(c)), [])
+        if not words:
+            return None
+    proc = subprocess.run([*words, "--version"], capture_output=True, text=True, timeout=30)
+    first = proc.stdout.splitlines()[0] if proc.stdout else ""
+    return f"{shlex.join(words)}: {first}".strip(": ")
 
 
 def load() -> NativeLoop | str:
     """The compiled loop, or the reason it cannot be had (a note, not an error)."""
     import wgpu
 
-    if sys.platform == "win32":
-        return "native layer not supported on Windows yet (needs an MSVC build step)"
-    cc = find_compiler()
-    if cc is None:
-        return "native layer skipped: no C compiler (cc, gcc or clang) on PATH"
+    described = compiler()
+    if described is None:
+        return "native layer skipped: no C compiler ($CC, cc, gcc or clang) on PATH"
     headers = Path(wgpu.__file__).parent / "resources"
     header = headers / "webgpu.h"
     if not header.is_file():
         return f"native layer skipped: {header} is missing from the wgpu package"
-    version = _compiler_version(cc)
-    key = hashlib.sha256(SOURCE.read_bytes() + header.read_bytes() + version.encode()).hexdigest()
-    suffix = ".dylib" if sys.platform == "darwin" else ".so"
-    path = _cache_dir() / f"native_loop-{key[:16]}{suffix}"
+    tag = sysconfig.get_config_var("EXT_SUFFIX") or sys.implementation.cache_tag
+    key = hashlib.sha256(SOURCE.read_bytes() + header.read_bytes()
+                         + f"{described}|{tag}".encode()).hexdigest()[:16]
+    name = f"_gpuoverhead_native_{key}"
+    path = cache_dir() / f"{name}{tag}"
     if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        cmd = [cc, "-O2", "-shared", "-fPIC", "-I", str(headers), "-o", str(tmp), str(SOURCE)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-        if proc.returncode != 0:
-            first = (proc.stderr.strip().splitlines() or ["no output"])[0]
-            return f"native layer skipped: {Path(cc).name} failed: {first}"
-        os.replace(tmp, path)
+        failed = _build(name, headers, path, described)
+        if failed:
+            return failed
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return NativeLoop(module.ffi, module.lib, path, described)
+
+
+def _build(name: str, headers: Path, path: Path, described: str) -> str | None:
+    """Compile the loop module into `path` (atomically: workers may look at the same time);
+    None, or why it failed."""
     import cffi
 
     ffi = cffi.FFI()
     ffi.cdef(_CDEF)
-    return NativeLoop(ffi, ffi.dlopen(str(path)), path, version)
+    ffi.set_source(name, SOURCE.read_text(), include_dirs=[str(headers)])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".build-", dir=path.parent))
+    log = work / "compiler.log"
+    try:
+        with _captured(log):
+            built = Path(ffi.compile(tmpdir=str(work), verbose=False))
+        os.replace(built, path)
+    except Exception as exc:  # the compiler's first error, said in one line
+        text = log.read_text(errors="replace") if log.is_file() else ""
+        said = [line for line in text.splitlines() if "error" in line.lower()] \
+            or str(exc).splitlines() or [type(exc).__name__]
+        return f"native layer skipped: building with {described.split(':')[0]} failed: " \
+               f"{said[0].strip()[:200]}"
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return None
+
+
+@contextlib.contextmanager
+def _captured(log: Path) -> Iterator[None]:
+    """The compiler's output (it writes to file descriptors 1 and 2, and setuptools prints
+    each command) into `log` instead of the run's terminal."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with open(log, "wb") as sink:
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), \
+                    contextlib.redirect_stderr(io.StringIO()):
+                yield
+        finally:
+            for fd, copy in zip((1, 2), saved, strict=True):
+                os.dup2(copy, fd)
+                os.close(copy)
 
 
 def issuers(loop: NativeLoop, t: Target) -> dict[str, Callable[[int], None]]:
@@ -103,9 +165,9 @@ def issuers(loop: NativeLoop, t: Target) -> dict[str, Callable[[int], None]]:
     def pointer(cdata: Any) -> Any:
         return loop.ffi.cast("void *", int(wffi.cast("uintptr_t", cdata)))
 
-    procs = loop.ffi.new("Procs *")
+    procs = loop.ffi.new(f"void *[{len(PROCS)}]")
     for i, name in enumerate(PROCS):
-        procs.f[i] = pointer(wffi.addressof(wlib, name))
+        procs[i] = pointer(wffi.addressof(wlib, name))
     args = (procs, pointer(t.device._internal), pointer(t.queue._internal),
             pointer(t.pipeline._internal), pointer(t.bind_group._internal), *t.grid)
     issue = loop.lib.gpuoverhead_issue
