@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -174,6 +176,7 @@ def test_dawn_runs_or_says_why_not(tmp_path):
     assert set(summary.implementation) == {"dawn"}
 
 
+@pytest.mark.skipif(sys.platform != "linux" or not shutil.which("gcc"), reason="$CC = gcc")
 def test_native_loop_builds_through_cffi_with_a_cc_that_has_arguments(tmp_path, monkeypatch):
     """The build path Windows uses (cffi's API mode, setuptools' compiler discovery), with
     $CC carrying arguments; a fresh cache folder, so it really compiles."""
