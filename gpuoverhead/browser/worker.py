@@ -28,10 +28,11 @@ from gpuoverhead.suite.model import TIMESTAMPS, Case, Group
 
 MIN_LARGEST_N = 512
 #: The share of a process's budget one sample may take before the probe cuts a sweep (5%
-#: elsewhere, run/budget.py): its first samples carry the completion floor's noise, and
-#: extrapolated from them a sample at N = 512 looked twice its length and was cut, which
-#: left slopes over N = 2 and 32, the noise the longer sweep is there to avoid.
-BROWSER_SAMPLE_SHARE = 0.2
+#: elsewhere, run/budget.py): a fresh page's first samples carry the completion floor's
+#: noise and one-time costs, and extrapolated from them a `submit` sample at N = 512 (40 ms
+#: on SwiftShader) looked 150-250 ms long; at 5% and at 20% three of five processes were cut
+#: to N = 2 and 32, the noise the longer sweep is there to avoid.
+BROWSER_SAMPLE_SHARE = 0.5
 #: performance.now() steps coarser than this (µs) make a warning: the page is not isolated.
 FINE_TIMER_US = 20.0
 _TYPES = {"discrete gpu": "DiscreteGPU", "integrated gpu": "IntegratedGPU", "cpu": "CPU"}
