@@ -10,10 +10,11 @@
 #   bash benchmarks/h100_session.sh decode   # issue 17: the decode step (wgpu-native and
 #                                            # Dawn in three encodings, PyTorch eager,
 #                                            # CUDA graph, torch.compile), interleaved
+#   bash benchmarks/h100_session.sh decode-f16  # the same step with f32 and f16 weights
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
-step=${1:?start, finish, selftest, speed, full or decode}
+step=${1:?start, finish, selftest, speed, full, decode or decode-f16}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
 setup() {
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -59,6 +60,9 @@ full)
   ;;
 decode)  # within one device call: 600 s
   timed h100-decode --suite decode --implementation all --time-limit 540
+  ;;
+decode-f16)
+  timed h100-decode-f16 --suite decode-f16 --implementation all --time-limit 540
   ;;
 selftest)
   python3 -m gpuoverhead selftest --processes 3 --implementation wgpu-native \

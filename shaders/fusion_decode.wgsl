@@ -10,6 +10,8 @@
 // residual). Both: copy (the token's embedding into the residual stream) first, the final
 // norm and the LM head (unfused: rmsnorm + matvec; fused: norm_matvec) in row chunks below
 // the storage-binding limit, and `count` last.
+// The weight matrices are read from binding 7 as W: f32 here; the f16 form of the step
+// (suite key `precision: f16`) is this file with `enable f16;` and W = f16, computing in f32.
 override WG: u32 = 64;        // threads per workgroup, a power of two up to 256
 override H: u32 = 896;        // hidden size
 override NH: u32 = 14;        // query heads
@@ -23,6 +25,7 @@ const HALF: u32 = 32u;
 const EPS: f32 = 1e-6;
 const THETA: f32 = 1000000.0;
 const MAX_T: u32 = 2304u;
+alias W = f32;
 
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
@@ -31,6 +34,7 @@ const MAX_T: u32 = 2304u;
 @group(0) @binding(4) var<storage, read_write> out1: array<f32>;
 @group(0) @binding(5) var<storage, read_write> out2: array<f32>;
 @group(0) @binding(6) var<storage, read_write> counter: atomic<u32>;
+@group(0) @binding(7) var<storage, read> weights: array<W>;
 
 var<workgroup> red0: array<f32, 256>;
 var<workgroup> red1: array<f32, 256>;
@@ -97,7 +101,7 @@ fn count() {
     atomicAdd(&counter, 1u);
 }
 
-// out0[r] = in0[r, :] . in1 + in2[r], a workgroup per row.
+// out0[r] = w[r, :] . in1 + in2[r] (w: the weights at binding 7), a workgroup per row.
 @compute @workgroup_size(WG)
 fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
           @builtin(local_invocation_index) lid: u32) {
@@ -105,7 +109,7 @@ fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
     var acc = 0.0;
     if (r < ROWS) {
         for (var c = lid; c < COLS; c = c + WG) {
-            acc = acc + in0[r * COLS + c] * in1[c];
+            acc = acc + f32(weights[r * COLS + c]) * in1[c];
         }
     }
     red0[lid] = acc;
@@ -229,7 +233,7 @@ fn silu_mul(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 // ---- fused ------------------------------------------------------------------------------
 
-// Norm, Q, K and V rows (in0: [q; k; v] weights, in1: the residual stream, in2: the norm's
+// Norm, Q, K and V rows (weights: [q; k; v], in1: the residual stream, in2: the norm's
 // weight then the biases), rotary embedding, K and V into the caches: a workgroup per pair
 // of rows (j, j + 32) of one head. out0: q, out1: key cache, out2: value cache.
 @compute @workgroup_size(WG)
@@ -245,8 +249,8 @@ fn qkv_rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
     var b = 0.0;
     for (var c = lid; c < H; c = c + WG) {
         let n = in1[c] * in2[c];
-        a = a + in0[r0 * H + c] * n;
-        b = b + in0[r1 * H + c] * n;
+        a = a + f32(weights[r0 * H + c]) * n;
+        b = b + f32(weights[r1 * H + c]) * n;
     }
     red0[lid] = a;
     red1[lid] = b;
@@ -309,7 +313,7 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
     }
 }
 
-// out0[r] += in0[r, :] . in1 + in2[r]: a projection and its residual add.
+// out0[r] += w[r, :] . in1 + in2[r]: a projection and its residual add.
 @compute @workgroup_size(WG)
 fn matvec_add(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
               @builtin(local_invocation_index) lid: u32) {
@@ -317,7 +321,7 @@ fn matvec_add(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     var acc = 0.0;
     if (r < ROWS) {
         for (var c = lid; c < COLS; c = c + WG) {
-            acc = acc + in0[r * COLS + c] * in1[c];
+            acc = acc + f32(weights[r * COLS + c]) * in1[c];
         }
     }
     red0[lid] = acc;
@@ -329,7 +333,7 @@ fn matvec_add(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
 }
 
 // out0[r] = silu(gate_r . n) * (up_r . n), n the normed residual stream (in1) with the
-// norm's weight in2; in0: gate rows then up rows. A workgroup per row r < F.
+// norm's weight in2; weights: gate rows then up rows. A workgroup per row r < F.
 @compute @workgroup_size(WG)
 fn gate_up(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
            @builtin(local_invocation_index) lid: u32) {
@@ -340,8 +344,8 @@ fn gate_up(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
     if (r < F) {
         for (var c = lid; c < H; c = c + WG) {
             let n = in1[c] * in2[c];
-            a = a + in0[r * H + c] * n;
-            b = b + in0[(F + r) * H + c] * n;
+            a = a + f32(weights[r * H + c]) * n;
+            b = b + f32(weights[(F + r) * H + c]) * n;
         }
     }
     red0[lid] = a;
@@ -353,7 +357,7 @@ fn gate_up(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
     }
 }
 
-// out0[r] = in0[r, :] . (in1 / rms(in1) * in2): the final norm folded into the LM head.
+// out0[r] = w[r, :] . (in1 / rms(in1) * in2): the final norm folded into the LM head.
 @compute @workgroup_size(WG)
 fn norm_matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                @builtin(local_invocation_index) lid: u32) {
@@ -362,7 +366,7 @@ fn norm_matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     var acc = 0.0;
     if (r < ROWS) {
         for (var c = lid; c < H; c = c + WG) {
-            acc = acc + in0[r * H + c] * in1[c] * in2[c];
+            acc = acc + f32(weights[r * H + c]) * in1[c] * in2[c];
         }
     }
     red0[lid] = acc;

@@ -108,7 +108,7 @@ def _transforms(rows: list[Row]) -> list[Row]:
             key = Key(r.key.case, "overhead_share", "ratio", "1 - gpu_share")
             out.append(Row(key, replace(e, value=1 - e.value, ci_low=1 - e.ci_high,
                                         ci_high=1 - e.ci_low)))
-        elif r.key.metric == "per_unit_ns" and r.key.case.kernel == DECODE_KERNEL:
+        elif r.key.metric == "per_unit_ns" and r.key.case.kernel.startswith(DECODE_KERNEL):
             key = Key(r.key.case, "tokens_per_s", "1/s", "1e9 / per_unit_ns")
             out.append(Row(key, replace(e, value=1e9 / e.value, ci_low=_inverse(e.ci_high),
                                         ci_high=_inverse(e.ci_low))))

@@ -31,6 +31,10 @@ HEAD = 64
 WEIGHTS_SEED = 17
 ROPE_THETA = 1e6
 EPS = 1e-6
+#: A layer's weight matrices (with the LM head, what `precision: f16` stores as f16).
+MATRICES = ("wqkv", "wo", "wgu", "wdown")
+#: The binding the kernels read weight matrices from (as `W`: f32 or f16).
+W = 7
 
 
 
@@ -47,11 +51,18 @@ class Weights:
     head: np.ndarray
 
     @classmethod
-    def of(cls, shape: Shape, cache: int) -> Weights:
+    def of(cls, shape: Shape, cache: int, precision: str = "f32") -> Weights:
         """The weights every implementation and process measures for this shape and cache:
-        the same values everywhere (seeded by the shape and the cache, not the run)."""
-        return cls.random(shape, cache, np.random.default_rng((WEIGHTS_SEED, shape.hidden,
-                                                               cache)))
+        the same values everywhere (seeded by the shape and the cache, not the run). With
+        `f16` the matrices hold values that f16 represents exactly (the reference then
+        computes with what the GPU reads)."""
+        w = cls.random(shape, cache, np.random.default_rng((WEIGHTS_SEED, shape.hidden, cache)))
+        if precision == "f16":
+            for layer in w.layers:
+                for name in MATRICES:
+                    layer[name] = layer[name].astype(np.float16).astype(np.float32)
+            w.head = w.head.astype(np.float16).astype(np.float32)
+        return w
 
     @classmethod
     def random(cls, shape: Shape, cache: int, rng: np.random.Generator) -> Weights:
@@ -118,24 +129,30 @@ class Engine:
     `ctx` is gpu/fusion_patterns' context (pipelines by entry point and constants, buffers,
     bind groups); `steps(form)` returns the step's dispatches and the logits' buffers."""
 
-    def __init__(self, ctx: Any, weights: Weights) -> None:
+    def __init__(self, ctx: Any, weights: Weights, precision: str = "f32") -> None:
         self.ctx, self.w, s = ctx, weights, weights.shape
         self.consts = {"WG": WG, "H": s.hidden, "NH": s.heads, "NKV": s.kv_heads, "F": s.mlp,
                        "T": weights.cache + 1}
         up = ctx.buffer
+        dtype = np.float16 if precision == "f16" else np.float32
+
+        def matrix(values: np.ndarray) -> Any:
+            return up(values.astype(dtype))
+
         self.embedding, self.final_norm = up(weights.embedding), up(weights.final_norm)
-        self.layers = [{k: up(v) for k, v in layer.items()} for layer in weights.layers]
+        self.layers = [{k: (matrix if k in MATRICES else up)(v) for k, v in layer.items()}
+                       for layer in weights.layers]
         q, kv = s.heads * HEAD, s.kv_heads * HEAD
         # The unfused engine's own weights, as separate tensors (views of the same values).
-        self.split = [{"wq": up(layer["wqkv"][:q]), "wk": up(layer["wqkv"][q:q + kv]),
-                       "wv": up(layer["wqkv"][q + kv:]), "bq": up(layer["bqkv"][:q]),
+        self.split = [{"wq": matrix(layer["wqkv"][:q]), "wk": matrix(layer["wqkv"][q:q + kv]),
+                       "wv": matrix(layer["wqkv"][q + kv:]), "bq": up(layer["bqkv"][:q]),
                        "bk": up(layer["bqkv"][q:q + kv]), "bv": up(layer["bqkv"][q + kv:]),
-                       "wg": up(layer["wgu"][:s.mlp]), "wu": up(layer["wgu"][s.mlp:]),
+                       "wg": matrix(layer["wgu"][:s.mlp]), "wu": matrix(layer["wgu"][s.mlp:]),
                        "norm_bias": up(np.concatenate([layer["norm1"], layer["bqkv"]]))}
                       for layer in weights.layers]
         rows = max(64, MAX_BINDING // (s.hidden * 4) // 64 * 64)
         self.chunks = [(r, min(r + rows, s.vocab)) for r in range(0, s.vocab, rows)]
-        self.head = [up(weights.head[a:b]) for a, b in self.chunks]
+        self.head = [matrix(weights.head[a:b]) for a, b in self.chunks]
         self.zeros = {n: up(np.zeros(n, np.float32))
                       for n in {s.hidden, q, kv, s.mlp, *(b - a for a, b in self.chunks)}}
 
@@ -165,16 +182,16 @@ class Engine:
             rows = b - a
             if form == "fused":
                 steps.append(step(self._p("norm_matvec", ROWS=rows), {
-                    0: weights, 1: buf["x"], 2: self.final_norm, 3: logits}, _rows(rows)))
+                    W: weights, 1: buf["x"], 2: self.final_norm, 3: logits}, _rows(rows)))
             else:
                 steps.append(step(self._p("matvec", ROWS=rows, COLS=h), {
-                    0: weights, 1: buf["n"], 2: self.zeros[rows], 3: logits}, _rows(rows)))
+                    W: weights, 1: buf["n"], 2: self.zeros[rows], 3: logits}, _rows(rows)))
         steps.append(step(self._p("count"), {6: count}, (1, 1)))
         return tuple(map(tuple, [*segments, steps])), out
 
     def _matvec(self, w: Any, v: Any, bias: Any, y: Any, rows: int, cols: int) -> Any:
         return self.ctx.step(self._p("matvec", ROWS=rows, COLS=cols),
-                             {0: w, 1: v, 2: bias, 3: y}, _rows(rows))
+                             {W: w, 1: v, 2: bias, 3: y}, _rows(rows))
 
     def _unfused_layer(self, layer: dict, split: dict, b: dict) -> list[Any]:
         s, step, p = self.w.shape, self.ctx.step, self._p
@@ -206,16 +223,16 @@ class Engine:
         h, q, f = s.hidden, s.heads * HEAD, s.mlp
         pairs = (s.heads + 2 * s.kv_heads) * HEAD // 2
         return [
-            step(p("qkv_rope"), {0: layer["wqkv"], 1: b["x"], 2: split["norm_bias"],
+            step(p("qkv_rope"), {W: layer["wqkv"], 1: b["x"], 2: split["norm_bias"],
                                  3: b["q"], 4: layer["kcache"], 5: layer["vcache"]},
                  _rows(pairs)),
             step(p("attention"), {0: b["q"], 1: layer["kcache"], 2: layer["vcache"],
                                   3: b["o"]}, (s.heads, 1)),
-            step(p("matvec_add", ROWS=h, COLS=q), {0: layer["wo"], 1: b["o"],
+            step(p("matvec_add", ROWS=h, COLS=q), {W: layer["wo"], 1: b["o"],
                                                    2: self.zeros[h], 3: b["x"]}, _rows(h)),
-            step(p("gate_up"), {0: layer["wgu"], 1: b["x"], 2: layer["norm2"], 3: b["a"]},
+            step(p("gate_up"), {W: layer["wgu"], 1: b["x"], 2: layer["norm2"], 3: b["a"]},
                  _rows(f)),
-            step(p("matvec_add", ROWS=h, COLS=f), {0: layer["wdown"], 1: b["a"],
+            step(p("matvec_add", ROWS=h, COLS=f), {W: layer["wdown"], 1: b["a"],
                                                    2: self.zeros[h], 3: b["x"]}, _rows(h)),
         ]
 

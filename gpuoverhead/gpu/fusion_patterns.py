@@ -316,8 +316,8 @@ def _rmsnorm(ctx: _Context, group: Group, rng: np.random.Generator) -> dict[Case
 def _decode(ctx: _Context, group: Group, rng: np.random.Generator) -> dict[Case, Work]:
     """A decode step of the group's model (gpu/decode.py), unfused and fused, on one set of
     weights; every step leaves the same logits, the numpy step's."""
-    weights = decode.Weights.of(MODELS[group.elements], group.cases[0].k)
-    engine, expected = decode.Engine(ctx, weights), decode.reference(weights)
+    weights = decode.Weights.of(MODELS[group.elements], group.cases[0].k, group.precision)
+    engine, expected = decode.Engine(ctx, weights, group.precision), decode.reference(weights)
     works = {}
     for case in group.cases:
         count = ctx.buffer(np.zeros(1, np.uint32))

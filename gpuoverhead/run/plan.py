@@ -117,9 +117,14 @@ def prepare(options: RunOptions) -> Plan:
     page, browser = _browser_adapter(options, notes)
     if page is not None:
         described.append({**page[0].__dict__, **page[1]})
+    f16 = {f.info for f in chosen if "shader-f16" in f.adapter.features}
+    notes += [f"{f.info.label} has no shader-f16: the f16 decode step is not measured on it"
+              for f in chosen if f.info not in f16
+              and any(g.precision == "f16" for g in suite.groups)]
     benchmarks = [jobs for group in suite.groups
-                  if (jobs := _jobs(group, [f.info for f in chosen], torch,
-                                    page[0] if page else None))]
+                  if (jobs := _jobs(group, [f.info for f in chosen
+                                            if f.info in f16 or group.precision != "f16"],
+                                    torch, page[0] if page else None))]
     if not benchmarks:
         raise UserError("nothing to measure: no adapter and no PyTorch baseline here")
     notes += [f"{f.info.device} is the GPU of a virtual machine: its timings describe the "

@@ -71,14 +71,15 @@ class Outcome:
 
 
 def open_device(info: adapters.AdapterInfo, timestamps: bool,
-                required_limits: dict[str, int]) -> tuple[Any, dict[str, Any]]:
+                required_limits: dict[str, int], f16: bool = False
+                ) -> tuple[Any, dict[str, Any]]:
     """A device on the adapter described by `info`, enumerated afresh in this process (a
     Dawn adapter serves one device only), with the implementation's notes on it."""
     implementations.get(info.implementation).only(info.backend)
     found = [f for f in adapters.discover([info.implementation])[0] if f.info == info]
     if not found:
         raise UserError(f"adapter {info.label} is gone")
-    features = ["timestamp-query"] if timestamps else []
+    features = (["timestamp-query"] if timestamps else []) + (["shader-f16"] if f16 else [])
     impl = implementations.get(info.implementation)
     return impl.request_device(found[0].adapter, features, required_limits)
 
@@ -90,7 +91,8 @@ def measure(job: Task, send: Any) -> Outcome:
     group = job.group
     impl = implementations.get(job.adapter.implementation)
     timestamps = any(c.sync == TIMESTAMPS for c in group.cases)
-    device, notes = open_device(job.adapter, timestamps, job.required_limits)
+    device, notes = open_device(job.adapter, timestamps, job.required_limits,
+                                group.precision == "f16")
     wait = waiter(device)
     loop = native_layer.load() if job.native else None
     if isinstance(loop, str):

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from gpuoverhead.errors import UserError
-from gpuoverhead.suite.kernels import fusion_kernel, resolve_kernel
+from gpuoverhead.suite.kernels import f16_kernel, fusion_kernel, resolve_kernel
 from gpuoverhead.suite.model import (
     DECODE_WG,
     FFI_FLOOR,
@@ -63,6 +63,9 @@ def suite_problems(path: Path, outside_shaders: bool = False) -> list[str]:
         if bench.fusion is not None:
             problems += [describe(doc, loc + (key,), message)
                          for key, message in fusion_problems(bench, cfg)]
+        elif bench.precision == "f16":
+            problems.append(describe(doc, loc + ("precision",),
+                                      "f16 weights exist for the decode step only"))
         elif bench.kernel is None:
             problems.append(describe(doc, loc + ("kernel",),
                                       "required key is missing (or name a `fusion` pattern)"))
@@ -82,6 +85,8 @@ def _fusion_groups(name: str, pattern: str, cfg: dict[str, Any], sampling: Sampl
     """A fusion benchmark's groups: per element count, every K with its unfused and fused
     form (and GPU-timestamp twins), interleaved; matmul: one group over its sizes M."""
     kernel = fusion_kernel(pattern)
+    if cfg["precision"] == "f16":
+        kernel = f16_kernel(kernel)
     n_values = tuple(sorted(set(cfg["n_sweep"])))
     syncs = ["wait", TIMESTAMPS] if cfg["gpu_timestamps"] else ["wait"]
     base = Case(name, kernel.name, 0, cfg["workgroup_size"], FUSION, "dispatch", "wait",
@@ -102,7 +107,7 @@ def _fusion_groups(name: str, pattern: str, cfg: dict[str, Any], sampling: Sampl
         return [Group(name, kernel, elements, DECODE_WG, sampling,
                       tuple(replace(base, elements=elements, workgroup_size=DECODE_WG, k=k,
                                     variant=v, encoding=e, sync=s) for v, e, s in forms),
-                      cfg["torch_compile_max_n"], pattern)
+                      cfg["torch_compile_max_n"], pattern, cfg["precision"])
                 for elements in cfg["elements"] for k in ks]
     groups = []
     for elements in cfg["elements"]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from gpuoverhead.errors import UserError
@@ -52,5 +53,12 @@ def _read_shader(path: Path) -> str:
 def fusion_kernel(pattern: str) -> Kernel:
     path = SHADERS_DIR / f"fusion_{pattern}.wgsl"
     return Kernel(name=path.stem, path=path, source=_read_shader(path), writes="all")
+
+
+def f16_kernel(kernel: Kernel) -> Kernel:
+    """The decode kernel reading its weights as f16 (the adapter needs `shader-f16`)."""
+    source = kernel.source.replace("alias W = f32;", "alias W = f16;")
+    assert source != kernel.source, "the decode kernel declares its weights' type as W"
+    return replace(kernel, name=f"{kernel.name}_f16", source=f"enable f16;\n{source}")
 
 

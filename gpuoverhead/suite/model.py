@@ -112,7 +112,7 @@ class Case:
         base = f"{self.benchmark}/elements={self.elements}/{self.methodology}"
         if self.methodology == FUSION:
             base = f"{base}/k={self.k}/{self.variant}"
-            if self.kernel == DECODE_KERNEL and self.sync != TIMESTAMPS:
+            if self.kernel.startswith(DECODE_KERNEL) and self.sync != TIMESTAMPS:
                 base = f"{base}/{self.encoding}"  # its encodings (gpu/methods/fusion.py)
             if self.sync == TIMESTAMPS:
                 return f"{base}/gpu-timestamps"
@@ -142,6 +142,8 @@ class Group:
     torch_compile_max_n: int = 64
     #: The fusion pattern of a fusion benchmark's group.
     fusion: str | None = None
+    #: The decode step's weights: `f32`, or `f16` (read as f16, computed in f32).
+    precision: str = "f32"
 
     @property
     def id(self) -> str:

@@ -44,6 +44,7 @@ class _Settings(BaseModel):
     warmup_max_rounds: Annotated[int, Field(ge=1)] | None = None
     torch_compile_max_n: Annotated[int, Field(ge=0)] | None = None
     k_sweep: list[PosInt] | None = Field(None, min_length=1)
+    precision: Literal["f32", "f16"] | None = None
 
     @field_validator("elements", mode="before")
     @classmethod
@@ -97,6 +98,7 @@ BUILTIN_DEFAULTS: dict[str, Any] = {
     "warmup_max_rounds": 30,
     "torch_compile_max_n": 64,
     "k_sweep": [1, 2, 5, 8, 16, 32, 64],
+    "precision": "f32",
 }
 
 
@@ -118,6 +120,8 @@ def fusion_problems(bench: _Benchmark, cfg: dict[str, Any]) -> list[tuple[str, s
     if bench.fusion == "rmsnorm" and (wg & (wg - 1) or wg > 1024):
         found.append(("workgroup_size", f"RMSNorm reduces a row in a tree: workgroup_size must "
                                         f"be a power of two up to 1024, not {wg}"))
+    if bench.precision == "f16" and bench.fusion != "decode":
+        found.append(("precision", "f16 weights exist for the decode step only"))
     if bench.fusion == "decode":
         shapes = ", ".join(f"{h} ({m.name})" for h, m in MODELS.items())
         if bad := [e for e in cfg["elements"] if e not in MODELS]:

@@ -5,6 +5,7 @@ tokens per second and overhead share."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ from gpuoverhead.gpu import fusion_patterns as fusion
 from gpuoverhead.gpu.methods import fusion as fusion_method
 from gpuoverhead.gpu.wait import waiter
 from gpuoverhead.suite.expand import load_suite
+from gpuoverhead.suite.kernels import f16_kernel
 from gpuoverhead.suite.model import MODELS, TIMESTAMPS
 
 SUITE = """
@@ -192,3 +194,30 @@ def test_decode_logits_match_numpy_and_the_check_would_see_one_wrong_weight():
     wrong = decode.reference(weights)
     assert not np.allclose(logits, wrong, rtol=decode.TOLERANCE,
                            atol=decode.TOLERANCE / 10 * np.abs(wrong).max())
+
+
+def test_f16_decode_reads_half_the_weight_bytes_and_matches_numpy_on_its_weights():
+    """`precision: f16`: the matrices are stored as f16 (half the bytes) and the logits agree
+    with the numpy step on the f16-representable weights, in both engines."""
+    suite = load_suite(CONFIGS / "ci.yaml")
+    group = next(g for g in suite.groups if g.fusion == "decode")
+    group = replace(group, precision="f16", kernel=f16_kernel(group.kernel),
+                    cases=tuple(replace(c, kernel=f"{c.kernel}_f16") for c in group.cases
+                                if c.encoding == "dispatch" and c.sync == "wait"))
+    found = adapters.select(adapters.discover(["wgpu-native"])[0], BACKEND, None)[0]
+    if "shader-f16" not in found.adapter.features:
+        pytest.skip(f"{found.info.label} has no shader-f16")
+    device = found.adapter.request_device_sync(required_features=["shader-f16"])
+    works = fusion.build(device, group, np.random.default_rng(11), waiter(device))  # checks
+    weights = decode.Weights.of(MODELS[group.elements], group.cases[0].k, "f16")
+    assert np.array_equal(weights.head, weights.head.astype(np.float16).astype(np.float32))
+    assert weights.head.tobytes() != decode.Weights.of(MODELS[group.elements],
+                                                       group.cases[0].k).head.tobytes()
+    for work in works.values():
+        logits = work.read()
+        assert np.allclose(logits, decode.reference(weights), rtol=decode.TOLERANCE,
+                           atol=decode.TOLERANCE / 10 * np.abs(logits).max())
+    rows = weights.shape.vocab * weights.shape.hidden
+    sizes = {p: sum(b.size for b in decode.Engine(fusion._Context(device, group), weights,
+                                                  p).head) for p in ("f32", "f16")}
+    assert sizes == {"f32": 4 * rows, "f16": 2 * rows}
