@@ -38,7 +38,8 @@ EXIT_INTERRUPTED = 130
 
 # Options that `run` and `selftest` share.
 SuiteOption = Annotated[Path, typer.Option(
-    help="Suite YAML file, or a shipped suite's name: default, full, ci, fusion.",
+    help="Suite YAML file, or a shipped suite's name: default, full, ci, fusion, decode, "
+         "decode-f16.",
     callback=suite_path)]
 BackendOption = Annotated[str | None, typer.Option(
     help=f"Adapter backend: {', '.join(BACKENDS)}.")]
