@@ -22,8 +22,10 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "configs"
 #: The backend the GPU tests measure.
 BACKEND = os.environ.get("GPUOVERHEAD_TEST_BACKEND", "vulkan")
-#: The shared CI run's time limit in seconds.
-CI_RUN_LIMIT_S = 32
+#: The shared CI run's time limit in seconds: its 18 worker processes start up in about
+#: 40 s on 2 cores (the decode step's 6 s each); under 32 s every process got the least
+#: budget (3 rounds) and a fusion speedup's interval came out NaN-inf.
+CI_RUN_LIMIT_S = 60
 
 
 @functools.cache
@@ -90,7 +92,7 @@ def write_suite(folder: Path, text: str, name: str = "suite.yaml") -> Path:
 @pytest.fixture(scope="session")
 def ci_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path]:
     """One run of configs/ci.yaml on the Vulkan adapter in two worker processes, shared by
-    every test that only reads results; under a time limit (about 55 s without one)."""
+    every test that only reads results; under a time limit."""
     out = tmp_path_factory.mktemp("ci-run")
     proc = gpuoverhead("run", "--suite", str(CONFIGS / "ci.yaml"), "--backend", BACKEND,
                        "--out", str(out), "--seed", "7", "--processes", "2",
