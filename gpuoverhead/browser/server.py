@@ -6,6 +6,7 @@ WGSL is served from memory at /kernel.wgsl, so a suite's own kernels work as shi
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,6 +15,15 @@ from pathlib import Path
 
 PAGE = Path(__file__).parent / "page"
 _TYPES = {".html": "text/html", ".js": "text/javascript", ".wgsl": "text/plain"}
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A browser that closes its connection (it was stopped) is no error to print."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 @contextmanager
@@ -36,7 +46,7 @@ def serve(kernel_source: str = "") -> Iterator[str]:
         def log_message(self, *args: object) -> None:  # quiet: the run has its own output
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = _Server(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -51,6 +51,19 @@ def test_interrupted_run_keeps_finished_benchmarks(tmp_path, signum):
     assert list(samples.benchmark.unique()) == done
 
 
+def _wait_for_a_worker_started(child) -> None:
+    """Until a worker of `child` has run for a second: killed while it spawns one, the
+    parent would leave Python's own bootstrap (not ours) reading a half-sent job."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        found = subprocess.run(["ps", "-ww", "-o", "etimes=,args=", "--ppid", str(child.pid)],
+                               capture_output=True, text=True).stdout.splitlines()
+        if any(int(line.split()[0]) >= 1 for line in found if "spawn_main" in line):
+            return
+        time.sleep(0.1)
+    raise AssertionError("no worker ran for a second")
+
+
 def _wait_for_finished_benchmarks(out, child) -> list[str]:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -174,6 +187,7 @@ def test_hostile_fault_orphaned_worker_leaves_quietly(tmp_path):
     child, out = _start(tmp_path)
     try:
         _wait_for_finished_benchmarks(out, child)
+        _wait_for_a_worker_started(child)
         os.kill(child.pid, signal.SIGKILL)  # the parent only; the worker lives on, orphaned
         _, stderr = child.communicate(timeout=60)  # returns once the worker closed stderr
     finally:
