@@ -19,13 +19,20 @@ class BrowserError(UserError):
     """The browser or the page failed: no WebGPU, a page that throws, a browser gone."""
 
 
+def require() -> None:
+    """A BrowserError unless the protocol's transport is installed (checked before a browser
+    is started for nothing)."""
+    try:
+        import websockets.sync.client  # noqa: F401
+    except ModuleNotFoundError:
+        raise BrowserError("chromium needs the websockets package "
+                           "(pip install 'gpuoverhead[browser]')") from None
+
+
 class Connection:
     def __init__(self, url: str, timeout_s: float) -> None:
-        try:
-            from websockets.sync.client import connect
-        except ModuleNotFoundError:
-            raise BrowserError("chromium needs the websockets package "
-                               "(pip install 'gpuoverhead[browser]')") from None
+        from websockets.sync.client import connect
+
         self.stack = contextlib.ExitStack()  # the context the package asks its users for
         self.socket = self.stack.enter_context(connect(url, max_size=None,
                                                        open_timeout=timeout_s))

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpuoverhead.browser.cdp import BrowserError, Connection, Page
+from gpuoverhead.browser.cdp import BrowserError, Connection, Page, require
 
 #: Where a Chromium is looked for when --browser does not say (Debian's binary first: the
 #: /usr/bin/chromium wrapper prints a shell error in headless use).
@@ -60,6 +60,7 @@ class Browser:
     """A running headless browser and its DevTools connection; use as a context manager."""
 
     def __init__(self, executable: str) -> None:
+        require()
         self.executable, self.flags = executable, flags()
         self.profile = tempfile.mkdtemp(prefix="gpuoverhead-chromium-")
         self.process: subprocess.Popen | None = None
