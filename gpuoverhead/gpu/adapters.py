@@ -167,9 +167,10 @@ def rank(info: AdapterInfo) -> tuple[int, int]:
 
 
 def select(found: list[FoundAdapter], backend: str | None, substring: str | None,
-           torch_only: bool = False) -> list[FoundAdapter]:
+           no_wgpu: bool = False) -> list[FoundAdapter]:
     """Per implementation, the best adapter matching `backend` and a case-insensitive
-    `substring` of its name; at least one, or a UserError listing what is there."""
+    `substring` of its name; at least one, or a UserError listing what is there (none is
+    fine with `no_wgpu`: only PyTorch or a browser was asked for)."""
     if backend is not None and backend not in BACKENDS:
         raise UserError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     here = next((v for k, v in PLATFORM_BACKENDS.items() if sys.platform.startswith(k)), None)
@@ -177,7 +178,7 @@ def select(found: list[FoundAdapter], backend: str | None, substring: str | None
         raise UserError(f"backend {backend} does not exist on {sys.platform}; this platform "
                         f"can have {', '.join(here)}")
     if not found:
-        if torch_only:
+        if no_wgpu:
             return []
         raise UserError(NO_ADAPTER)
     matches = [

@@ -17,9 +17,9 @@ from typing import Any
 
 from gpuoverhead.browser import chromium
 from gpuoverhead.browser import worker as browser_worker
-from gpuoverhead.browser.worker import CHROMIUM
 from gpuoverhead.errors import UserError
 from gpuoverhead.gpu import adapters, implementations
+from gpuoverhead.gpu.implementations import CHROMIUM
 from gpuoverhead.gpu.kernels import compile_pipeline
 from gpuoverhead.gpu.layers import native as native_layer
 from gpuoverhead.pytorch import baseline as torch_baseline
@@ -93,13 +93,13 @@ def prepare(options: RunOptions) -> Plan:
     wanted = options.implementations
     own = [implementations.TORCH, CHROMIUM]  # implementations without a wgpu adapter
     found, notes = adapters.discover(
-        None if wanted is None else [w for w in wanted if w not in own] or [])
-    torch_only = bool(wanted) and all(w in own for w in wanted)
-    if not found and notes and not torch_only:
+        None if wanted is None else [w for w in wanted if w not in own])
+    no_wgpu = bool(wanted) and all(w in own for w in wanted)
+    if not found and notes and not no_wgpu:
         # A named implementation that is not installed needs installing, not lavapipe.
         raise UserError("; ".join(notes if options.implementations else
                                   [adapters.NO_ADAPTER, *notes]))
-    chosen = adapters.select(found, options.backend, options.adapter, torch_only)
+    chosen = adapters.select(found, options.backend, options.adapter, no_wgpu)
     suite, native = _native_layer(suite, notes)
     timestamps = _any(suite, lambda c: c.sync == TIMESTAMPS)
     notes += [f"{f.info.label} has no timestamp queries: no GPU times (gpu_ns)"

@@ -21,8 +21,9 @@ import pandas as pd
 from gpuoverhead.analysis import combine, drift, pairs
 from gpuoverhead.analysis.samples import GroupSamples
 from gpuoverhead.analysis.series import Key, Series, series
-from gpuoverhead.browser.worker import BROWSER_SAMPLE_SHARE, CHROMIUM
+from gpuoverhead.browser.worker import BROWSER_SAMPLE_SHARE
 from gpuoverhead.errors import UserError
+from gpuoverhead.gpu.implementations import CHROMIUM
 from gpuoverhead.results import tables
 from gpuoverhead.results.schema import RUN_JSON, SAMPLE_COLUMNS, SUMMARY_COLUMNS, RunRecord
 from gpuoverhead.results.write import write_json, write_run
