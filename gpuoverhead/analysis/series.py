@@ -27,7 +27,7 @@ from gpuoverhead.analysis.samples import (
 )
 from gpuoverhead.analysis.stats import median_ci, median_ratio, round_fits
 from gpuoverhead.gpu.layers.raw import CALLS_PER_OP
-from gpuoverhead.gpu.methods.breakdown import CALLS
+from gpuoverhead.records import CALLS
 from gpuoverhead.suite.model import FFI_FLOOR, FUSION, TIMESTAMPS, Case
 
 #: Metrics whose precision decides when sampling stops.

@@ -20,10 +20,9 @@ from typing import Any
 from gpuoverhead.browser import chromium, server
 from gpuoverhead.browser.cdp import BrowserError, Page
 from gpuoverhead.errors import IntegrityError
-from gpuoverhead.gpu.adapters import AdapterInfo
 from gpuoverhead.gpu.implementations import CHROMIUM
 from gpuoverhead.gpu.kernels import grid_for
-from gpuoverhead.run.rounds import SelfTimed
+from gpuoverhead.records import AdapterInfo, SelfTimed
 from gpuoverhead.suite.model import TIMESTAMPS, Case, Group
 
 MIN_LARGEST_N = 512

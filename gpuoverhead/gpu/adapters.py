@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuoverhead.errors import UserError
+from gpuoverhead.records import AdapterInfo
 
 BACKENDS = ("vulkan", "metal", "d3d12", "opengl")
 #: The backends each platform can have (sys.platform prefix): Metal only on macOS, D3D12
@@ -41,33 +42,6 @@ NO_ADAPTER = (
     "no WebGPU adapter found; for a software one on Linux install Mesa's lavapipe "
     "(apt-get install mesa-vulkan-drivers)"
 )
-
-
-@dataclass(frozen=True)
-class AdapterInfo:
-    """What the schema records about an adapter (the `adapter`, `vendor`, ... columns)."""
-
-    implementation: str
-    backend: str
-    adapter_type: str
-    vendor: str
-    vendor_id: int
-    device: str
-    driver: str
-    timestamps: bool
-
-    @property
-    def label(self) -> str:
-        return f"{self.device} ({self.backend}, {self.adapter_type}, {self.implementation})"
-
-    @property
-    def is_software(self) -> bool:
-        return self.adapter_type == "CPU"
-
-    @property
-    def is_virtual(self) -> bool:
-        """A GPU of a virtual machine (macOS runners' 'Apple Paravirtual device')."""
-        return self.adapter_type == "VirtualGPU" or "paravirtual" in self.device.lower()
 
 
 @dataclass

@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from gpuoverhead.gpu.adapters import AdapterInfo
 from gpuoverhead.present import format as fmt
+from gpuoverhead.records import AdapterInfo
 from gpuoverhead.results.schema import ERROR
 
 # Piped output keeps whole lines: rich would cut tables to 80 columns.

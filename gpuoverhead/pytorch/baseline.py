@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
+from gpuoverhead.drivers.torch_forms import COMPILE, EAGER, GRAPH
 from gpuoverhead.errors import IntegrityError
-from gpuoverhead.gpu.adapters import AdapterInfo
+from gpuoverhead.records import AdapterInfo
 from gpuoverhead.suite.model import Case, Group
 
-EAGER, GRAPH, COMPILE = "torch-eager", "torch-cudagraph", "torch-compile"
 #: Kernels whose semantics the baseline reproduces (`empty` is one increment of data[0]).
 KERNELS = ("add_one", "empty")
 

@@ -19,8 +19,7 @@ from gpuoverhead.analysis.samples import (
 )
 from gpuoverhead.analysis.series import FUSED_NS
 from gpuoverhead.analysis.stats import outlier_flags
-from gpuoverhead.gpu.adapters import AdapterInfo
-from gpuoverhead.gpu.methods.breakdown import CALLS
+from gpuoverhead.records import CALLS, AdapterInfo
 from gpuoverhead.results.schema import COMPARED, ERROR, SAMPLE_COLUMNS
 from gpuoverhead.suite.model import TIMESTAMPS, Case, Group
 

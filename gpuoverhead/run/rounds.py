@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from time import perf_counter_ns
 from typing import Any
 
@@ -26,6 +25,7 @@ import numpy as np
 
 from gpuoverhead.analysis.samples import GroupSamples
 from gpuoverhead.gpu.methods import Operation
+from gpuoverhead.records import SelfTimed
 from gpuoverhead.run.budget import Budget
 from gpuoverhead.suite.model import Case, Group
 
@@ -44,23 +44,6 @@ Round = Callable[[int, bool], int]
 Unit = tuple[int, Case, Operation, int, int]
 #: A sample's record (see GroupSamples.records) and what its operation returned.
 Timed = Callable[[Unit, int, bool], tuple[tuple[int, int, int, bool, int, int], Any]]
-
-
-@dataclass(frozen=True)
-class SelfTimed:
-    """What an op returns that times itself: a browser page, where the DevTools round trip
-    around the call is not what the case names. Its wall ns; its issue ns (from its start to
-    the clock read before its wait) where the case has one; its GPU ns where it has one."""
-
-    wall_ns: int
-    issue_ns: int | None = None
-    gpu_ns: int | None = None
-
-    def parts(self, start_ns: int) -> tuple[int, ...] | None:
-        """The parts a Python op of the same case returns (see gpu/methods)."""
-        if self.gpu_ns is not None:
-            return (0, self.gpu_ns)
-        return (start_ns + self.issue_ns,) if self.issue_ns is not None else None
 
 
 def sample_group(group: Group, ops: dict[Case, Operation], rng: np.random.Generator,

@@ -19,7 +19,7 @@ from conftest import (
 )
 
 from gpuoverhead.gpu.layers import native, raw, wrapper
-from gpuoverhead.gpu.methods.breakdown import CALLS
+from gpuoverhead.records import CALLS
 
 
 def test_every_sequential_encoding_is_split_into_api_and_python(ci_run):

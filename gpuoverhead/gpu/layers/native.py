@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuoverhead import encodings
 from gpuoverhead.gpu import implementations
 from gpuoverhead.gpu.kernels import Target
 
@@ -37,7 +38,7 @@ PROCS = ("wgpuDeviceCreateCommandEncoder", "wgpuCommandEncoderBeginComputePass",
          "wgpuComputePassEncoderDispatchWorkgroups", "wgpuComputePassEncoderEnd",
          "wgpuComputePassEncoderRelease", "wgpuCommandEncoderFinish",
          "wgpuCommandEncoderRelease", "wgpuQueueSubmit", "wgpuCommandBufferRelease")
-ENCODINGS = {"submit": 0, "pass": 1, "dispatch": 2}
+ENCODINGS = {e.name: e.native_code for e in encodings.ENCODINGS}
 #: What Python sees of the loop (handles as void *: the C side has their real types).
 _CDEF = """
 int gpuoverhead_issue(const void *procs, void *device, void *queue, void *pipeline,

@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from time import perf_counter_ns
 
+from gpuoverhead.encodings import ENCODINGS
 from gpuoverhead.gpu import implementations
 from gpuoverhead.gpu.kernels import Target
 
 #: Native calls per operation, per encoding (what the FFI floor is multiplied by).
-CALLS_PER_OP = {"submit": 11, "pass": 6, "dispatch": 3}
+CALLS_PER_OP = {e.name: e.calls_per_op for e in ENCODINGS}
 
 
 Issue = Callable[[int], None]

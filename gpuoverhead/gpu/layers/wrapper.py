@@ -11,10 +11,6 @@ from time import perf_counter_ns
 
 from gpuoverhead.gpu.kernels import Target
 
-#: Names of the timed parts of one `submit` operation, in order (breakdown methodology).
-CALLS = ("create_encoder", "begin_pass", "set_pipeline", "set_bind_group", "dispatch",
-         "end_pass", "finish", "submit", "wait", "release")
-
 
 def submit_each(t: Target, n: int) -> None:
     device, queue, pipeline, bind_group = t.device, t.queue, t.pipeline, t.bind_group

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gpuoverhead import records
 from gpuoverhead.gpu.kernels import Target
 from gpuoverhead.gpu.layers import raw, wrapper
 from gpuoverhead.suite.model import Case
 
-CALLS = wrapper.CALLS
+CALLS = records.CALLS
 
 
 def operation(target: Target, case: Case) -> Callable[[int], tuple[int, ...]]:

@@ -1,0 +1,58 @@
+"""Records that every floor of the house shares, with no imports of the package.
+
+What an adapter is in the schema's words, the names of the calls a breakdown times, and
+the sample that times itself (a browser page): defined here, on the ground floor, so that
+no module has to import upwards to reach them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Names of the timed parts of one `submit` operation, in order (breakdown methodology).
+CALLS = ("create_encoder", "begin_pass", "set_pipeline", "set_bind_group", "dispatch",
+         "end_pass", "finish", "submit", "wait", "release")
+
+
+@dataclass(frozen=True)
+class AdapterInfo:
+    """What the schema records about an adapter (the `adapter`, `vendor`, ... columns)."""
+
+    implementation: str
+    backend: str
+    adapter_type: str
+    vendor: str
+    vendor_id: int
+    device: str
+    driver: str
+    timestamps: bool
+
+    @property
+    def label(self) -> str:
+        return f"{self.device} ({self.backend}, {self.adapter_type}, {self.implementation})"
+
+    @property
+    def is_software(self) -> bool:
+        return self.adapter_type == "CPU"
+
+    @property
+    def is_virtual(self) -> bool:
+        """A GPU of a virtual machine (macOS runners' 'Apple Paravirtual device')."""
+        return self.adapter_type == "VirtualGPU" or "paravirtual" in self.device.lower()
+
+
+@dataclass(frozen=True)
+class SelfTimed:
+    """What an op returns that times itself: a browser page, where the DevTools round trip
+    around the call is not what the case names. Its wall ns; its issue ns (from its start to
+    the clock read before its wait) where the case has one; its GPU ns where it has one."""
+
+    wall_ns: int
+    issue_ns: int | None = None
+    gpu_ns: int | None = None
+
+    def parts(self, start_ns: int) -> tuple[int, ...] | None:
+        """The parts a Python op of the same case returns (see gpu/methods)."""
+        if self.gpu_ns is not None:
+            return (0, self.gpu_ns)
+        return (start_ns + self.issue_ns,) if self.issue_ns is not None else None
