@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
     rich_markup_mode=None,  # plain click help: it answers without importing rich
     help="Measure what one GPU dispatch really costs (naive vs sequential, per encoding).",
 )
@@ -46,12 +47,28 @@ BackendOption = Annotated[str | None, typer.Option(
 AdapterOption = Annotated[str | None, typer.Option(
     help="Pick the adapter whose device name contains this (case-insensitive).")]
 ImplementationOption = Annotated[str, typer.Option(
-    help="WebGPU implementation: wgpu-native, dawn, chromium, torch, or all installed.")]
+    help="What to measure: an implementation or a family of them (`gpuoverhead adapters` "
+         "names them), several joined by commas, or all that are installed.")]
 BrowserOption = Annotated[str | None, typer.Option(
     help="The Chromium (or Chrome) that `chromium` starts; default: the first one found.")]
 ProcessesOption = Annotated[int, typer.Option(
     help="Fresh worker processes per benchmark, one after another.")]
 OutOption = Annotated[Path, typer.Option(help="Folder that receives <run_id>/.")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from gpuoverhead import __version__
+
+        typer.echo(f"gpuoverhead {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True,
+        help="Print the version and exit.")] = False) -> None:
+    """Measure what one GPU dispatch really costs (naive vs sequential, per encoding)."""
 
 
 @contextmanager
@@ -121,13 +138,13 @@ def run(
     browser: BrowserOption = None,
 ) -> None:
     """Measure naive and sequential dispatch overhead and write results/<run_id>/."""
-    from gpuoverhead.gpu import implementations
+    from gpuoverhead.drivers import registry
     from gpuoverhead.present import console
     from gpuoverhead.run.plan import RunOptions
 
     _install_interrupts()
     with user_errors():
-        names = implementations.parse(implementation)
+        names = registry.parse(implementation)
     result = _measure(RunOptions(
         suite=suite, out_root=out, backend=backend, adapter=adapter, implementations=names,
         quick=quick, processes=processes, seed=seed, run_id=run_id, force=force,
@@ -151,11 +168,34 @@ def show(folder: Annotated[Path, typer.Argument(help="A run folder (results/<run
     from gpuoverhead.results import read
 
     with user_errors():
+        if not (folder / "run.json").is_file() and (runs := _runs_in(folder)):
+            console.out.print(console.frame_table(runs, f"Runs in {folder} (show one of them)"))
+            return
         found = read.load(folder)
     if found.summary.empty:
         console.err.print(f"{folder}: no estimates (status {found.info.get('status')!r}): the "
                           "run finished no benchmark", highlight=False)
     console.print_summary(found.summary)
+
+
+def _runs_in(folder: Path) -> object:
+    """The run folders directly inside `folder` (id, status, suite, start), or None."""
+    import json
+
+    import pandas as pd
+
+    rows = []
+    for info in sorted(folder.glob("*/run.json")) if folder.is_dir() else []:
+        try:
+            data = json.loads(info.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            suite = data.get("suite")
+            rows.append({"run": info.parent.name, "status": str(data.get("status", "?")),
+                         "suite": str(suite.get("name", "?") if isinstance(suite, dict) else "?"),
+                         "started": str(data.get("started", "?"))})
+    return pd.DataFrame(rows) if rows else None
 
 
 @app.command()
@@ -238,7 +278,7 @@ def selftest(
     threshold: Annotated[float, typer.Option(help="As for compare, in percent.")] = 5.0,
 ) -> None:
     """A/A test: run the same suite twice and compare; at least 95% must be `same`."""
-    from gpuoverhead.gpu import implementations
+    from gpuoverhead.drivers import registry
     from gpuoverhead.present import compare as comparing
     from gpuoverhead.present import console
     from gpuoverhead.results import read
@@ -246,7 +286,7 @@ def selftest(
     from gpuoverhead.run.plan import RunOptions
 
     with user_errors():
-        names = implementations.parse(implementation)
+        names = registry.parse(implementation)
     stem = f"selftest-{new_run_id()}"
     runs = [_measure(RunOptions(suite=suite, out_root=out, backend=backend, adapter=adapter,
                                 implementations=names, processes=processes,
@@ -273,29 +313,20 @@ def list_adapters(
     """List every adapter the installed implementations and a Chromium see, best first."""
     import json
 
-    from gpuoverhead.browser import chromium
-    from gpuoverhead.browser import worker as page
+    from gpuoverhead.drivers import registry
     from gpuoverhead.gpu import adapters
     from gpuoverhead.present import console
 
-    found, notes = adapters.discover()
-    rows = [{**f.info.__dict__, **f.details()} for f in found]
-    infos = [f.info for f in found]
-    try:
-        info, details = page.adapter(chromium.find(browser))
-        rows.append({**info.__dict__, **details})
-        infos.append(info)
-        notes += page.warnings(info, details)
-    except UserError as exc:
-        notes.append(f"chromium: {exc}")
+    notes: list[str] = []
+    offers = [o for d in registry.drivers() for o in d.listing(browser, notes)]
     console.show_warnings(notes)
-    if not rows:
+    if not offers:
         with user_errors():
             raise UserError(adapters.NO_ADAPTER)
     if as_json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps([{**o.info.__dict__, **o.details} for o in offers], indent=2))
     else:
-        console.out.print(console.adapters_table(infos))
+        console.out.print(console.adapters_table([o.info for o in offers]))
 
 
 @app.command()
@@ -323,22 +354,11 @@ def validate(file: Annotated[Path, typer.Argument(
 
 
 def _compile_kernels(suite: object) -> str:
-    """Compile each kernel the suite names on the best adapter, or say why it was not."""
-    from gpuoverhead.gpu import adapters
-    from gpuoverhead.gpu.kernels import compile_pipeline
+    """Compile each kernel the suite names where a driver can, or say that none was."""
+    from gpuoverhead.drivers import registry
 
-    found = adapters.discover(["wgpu-native"])[0]
-    if not found:
-        return "shaders not compiled: no adapter here"
-    from gpuoverhead.run.plan import required_limits
-
-    best = found[0]
-    device = best.adapter.request_device_sync(required_limits=required_limits(best, suite))
-    kernels = {(g.kernel.path, g.workgroup_size): g for g in suite.groups if g.fusion is None}
-    for group in kernels.values():
-        compile_pipeline(device, group.kernel, group.workgroup_size)
-    device.destroy()
-    return f"{len(kernels)} kernels compiled on {best.info.label}"
+    said = (d.compile_kernels(suite) for d in registry.drivers())  # type: ignore[arg-type]
+    return next((s for s in said if s is not None), "shaders not compiled: no driver can")
 
 
 def main() -> None:
@@ -353,8 +373,14 @@ def main() -> None:
         with contextlib.suppress(OSError):
             runtime.mkdir(mode=0o700, exist_ok=True)
             os.environ["XDG_RUNTIME_DIR"] = str(runtime)
+    for name in ("stdout", "stderr"):  # a closed stream (`>&-`) drops what it would show
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+    _install_interrupts()  # from the first moment: a SIGTERM while starting exits 130 too
     try:
         app()
+    except KeyboardInterrupt:
+        os._exit(EXIT_INTERRUPTED)
     except OSError as exc:
         if exc.errno not in (errno.EPIPE, errno.ENOSPC, errno.EIO):
             raise

@@ -31,9 +31,11 @@ CI_RUN_LIMIT_S = 60
 @functools.cache
 def measured_adapter() -> tuple[str, str]:
     """Device name and vendor of the adapter the GPU tests run on (lavapipe here)."""
+    from gpuoverhead.drivers import webgpu
     from gpuoverhead.gpu import adapters
 
-    info = adapters.select(adapters.discover(["wgpu-native"])[0], BACKEND, None)[0].info
+    found = adapters.discover([webgpu.binding("wgpu-native")])[0]
+    info = adapters.select(found, BACKEND, None)[0].info
     return info.device, info.vendor
 
 

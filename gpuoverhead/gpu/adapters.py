@@ -8,10 +8,12 @@ opengl), `adapter_type` as the implementation reports it (DiscreteGPU, Integrate
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from gpuoverhead.errors import UserError
+from gpuoverhead.gpu.bindings import Binding
 from gpuoverhead.records import AdapterInfo
 
 BACKENDS = ("vulkan", "metal", "d3d12", "opengl")
@@ -80,13 +82,12 @@ _SOFTWARE_NAMES = ("microsoft basic render driver", "llvmpipe", "swiftshader")
 _WARP = (0x1414, 0x8C)
 
 
-def describe(adapter: Any, implementation: str = "wgpu-native") -> AdapterInfo:
+def describe(adapter: Any, implementation: str) -> AdapterInfo:
     return describe_info(dict(adapter.info), "timestamp-query" in adapter.features,
                          implementation)
 
 
-def describe_info(info: dict[str, Any], timestamps: bool, implementation: str = "wgpu-native"
-                  ) -> AdapterInfo:
+def describe_info(info: dict[str, Any], timestamps: bool, implementation: str) -> AdapterInfo:
     """An adapter's description from the info dict an implementation reports: software
     rasterizers are CPU adapters whatever type they claim, and Metal's vendor id 0 (with an
     empty vendor name) is Apple."""
@@ -110,26 +111,25 @@ def describe_info(info: dict[str, Any], timestamps: bool, implementation: str = 
     )
 
 
-def discover(names: list[str] | None = None) -> tuple[list[FoundAdapter], list[str]]:
-    """Every adapter the installed implementations (or those named) offer, best first, and
-    notes on the implementations that offered none."""
-    from gpuoverhead.gpu import implementations
-
-    if names is not None and not [n for n in names if n != implementations.TORCH]:
-        return [], []  # none of the named ones has a wgpu adapter
-    usable, missing = implementations.installed(names)
-    notes = [reason for name, reason in missing.items() if names and name in names]
+def discover(bindings: Sequence[Binding], named: bool = False
+             ) -> tuple[list[FoundAdapter], list[str]]:
+    """Every adapter these bindings offer, best first, and notes on the bindings that offered
+    none (one that is not installed is noted only where it was `named`)."""
+    notes: list[str] = []
     found: list[FoundAdapter] = []
-    for impl in usable:
+    for binding in bindings:
+        if (missing := binding.missing()) is not None:
+            notes += [missing] if named else []
+            continue
         try:
-            offered = impl.module().gpu.enumerate_adapters_sync()
+            offered = binding.module().gpu.enumerate_adapters_sync()
         except Exception as exc:  # a native library that cannot start an instance here
-            notes.append(f"{impl.name} could not enumerate adapters: {exc}")
+            notes.append(f"{binding.name} could not enumerate adapters: {exc}")
             continue
         if not offered:
-            notes.append(f"{impl.name} offers no adapter on this machine (Dawn rejects some "
-                         "drivers, Mesa 22's lavapipe among them)")
-        found += [FoundAdapter(describe(a, impl.name), a) for a in offered]
+            notes.append(f"{binding.name} offers no adapter on this machine (Dawn rejects "
+                         "some drivers, Mesa 22's lavapipe among them)")
+        found += [FoundAdapter(describe(a, binding.name), a) for a in offered]
     # WARP is listed twice (as an integrated GPU and as a CPU): once described, keep one.
     unique = {f.info: f for f in reversed(found)}
     return sorted(unique.values(), key=lambda f: rank(f.info)), notes
@@ -140,20 +140,24 @@ def rank(info: AdapterInfo) -> tuple[int, int]:
     return (_TYPE_RANK.get(info.adapter_type, 3), _BACKEND_RANK.get(info.backend, 1))
 
 
-def select(found: list[FoundAdapter], backend: str | None, substring: str | None,
-           no_wgpu: bool = False) -> list[FoundAdapter]:
-    """Per implementation, the best adapter matching `backend` and a case-insensitive
-    `substring` of its name; at least one, or a UserError listing what is there (none is
-    fine with `no_wgpu`: only PyTorch or a browser was asked for)."""
-    if backend is not None and backend not in BACKENDS:
+def check_backend(backend: str | None) -> None:
+    """A UserError for a backend that no adapter can have here."""
+    if backend is None:
+        return
+    if backend not in BACKENDS:
         raise UserError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     here = next((v for k, v in PLATFORM_BACKENDS.items() if sys.platform.startswith(k)), None)
-    if backend is not None and here is not None and backend not in here:
+    if here is not None and backend not in here:
         raise UserError(f"backend {backend} does not exist on {sys.platform}; this platform "
                         f"can have {', '.join(here)}")
+
+
+def select(found: list[FoundAdapter], backend: str | None, substring: str | None
+           ) -> list[FoundAdapter]:
+    """Per implementation, the best adapter matching `backend` and a case-insensitive
+    `substring` of its name; at least one, or a UserError listing what is there."""
+    check_backend(backend)
     if not found:
-        if no_wgpu:
-            return []
         raise UserError(NO_ADAPTER)
     matches = [
         f for f in found

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from gpuoverhead.errors import IntegrityError, UserError
+from gpuoverhead.gpu.bindings import Binding
 from gpuoverhead.suite.model import Case, Group, Kernel
 
 MAX_WORKGROUPS_PER_DIM = 65535
@@ -34,7 +35,7 @@ class Target:
     staging: Any
     initial: np.ndarray
     writes: str
-    implementation: str
+    binding: Binding
     wait: Callable[[], None]
     dispatched: int = 0
 
@@ -89,7 +90,7 @@ def shader_message(text: str) -> str:
 
 
 def build_targets(device: Any, pipeline: Any, group: Group, rng: np.random.Generator,
-                  implementation: str, wait: Callable[[], None]) -> dict[Case, Target]:
+                  binding: Binding, wait: Callable[[], None]) -> dict[Case, Target]:
     """One buffer, bind group and readback staging buffer per case of `group`."""
     wgpu = binding_of(device)
 
@@ -109,7 +110,7 @@ def build_targets(device: Any, pipeline: Any, group: Group, rng: np.random.Gener
             entries=[{"binding": 0, "resource": {"buffer": data, "offset": 0, "size": data.size}}],
         )
         targets[case] = Target(device, device.queue, pipeline, bind_group, grid, data, staging,
-                               initial, group.kernel.writes, implementation, wait)
+                               initial, group.kernel.writes, binding, wait)
     return targets
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuoverhead import __version__
+from gpuoverhead.drivers import registry
 from gpuoverhead.results.schema import RunRecord
 
 _PACKAGES = ("wgpu", "numpy", "pandas", "pyarrow", "scipy", "pydantic", "pyyaml", "typer", "rich")
@@ -97,16 +98,8 @@ def packages() -> dict[str, str | None]:
 
 
 def native_libraries() -> dict[str, Any]:
-    """wgpu-native's version as loaded, and the path of the library file."""
-    from wgpu.backends import wgpu_native
-
-    return {
-        "wgpu-native": {
-            "version": ".".join(map(str, wgpu_native.lib_version_info)),
-            "expected": wgpu_native.__version__,
-            "path": str(wgpu_native.lib_path),
-        }
-    }
+    """Each driver's native libraries as loaded (version, path)."""
+    return {k: v for d in registry.drivers() for k, v in d.libraries().items()}
 
 
 def record(run_id: str, argv: list[str], suite_path: Path, suite_name: str, sha256: str,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import signal
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -22,15 +21,11 @@ import numpy as np
 
 from gpuoverhead.analysis.samples import Calibration, GroupSamples
 from gpuoverhead.analysis.series import worst_rel_ci
+from gpuoverhead.drivers import registry
+from gpuoverhead.drivers.base import Job, Prepared
 from gpuoverhead.errors import IntegrityError, UserError
-from gpuoverhead.gpu import adapters, implementations, methods
-from gpuoverhead.gpu import fusion_patterns as fusion
-from gpuoverhead.gpu.kernels import build_targets, compile_pipeline
-from gpuoverhead.gpu.methods import fusion as fusion_method
-from gpuoverhead.gpu.wait import waiter
 from gpuoverhead.run.budget import Budget
 from gpuoverhead.run.rounds import sample_group, timer_cost_ns
-from gpuoverhead.suite.model import TIMESTAMPS, Case, Group
 
 #: How long the parent waits for a worker's next message before it checks that it lives.
 _POLL_S = 0.2
@@ -40,17 +35,12 @@ STARTUP_S = 120.0
 
 @dataclass(frozen=True)
 class Task:
-    """What one worker process measures, on which adapter (matched by its description)."""
+    """What one worker process measures: a job, its budget, its seed and process number."""
 
-    group: Group
-    adapter: adapters.AdapterInfo
+    job: Job
     budget: Budget
     seed: tuple[int, ...]
     process: int
-    native: bool
-    required_limits: dict[str, int]
-    #: The browser a `chromium` job starts (its own, fresh, per worker process).
-    browser: str | None = None
 
 
 @dataclass
@@ -70,113 +60,34 @@ class Outcome:
     seconds: float = 0.0
 
 
-def open_device(info: adapters.AdapterInfo, timestamps: bool,
-                required_limits: dict[str, int], f16: bool = False
-                ) -> tuple[Any, dict[str, Any]]:
-    """A device on the adapter described by `info`, enumerated afresh in this process (a
-    Dawn adapter serves one device only), with the implementation's notes on it."""
-    implementations.get(info.implementation).only(info.backend)
-    found = [f for f in adapters.discover([info.implementation])[0] if f.info == info]
-    if not found:
-        raise UserError(f"adapter {info.label} is gone")
-    features = (["timestamp-query"] if timestamps else []) + (["shader-f16"] if f16 else [])
-    impl = implementations.get(info.implementation)
-    return impl.request_device(found[0].adapter, features, required_limits)
+def measure(task: Task, send: Any) -> Outcome:
+    """The worker's body: its driver prepares the ops; they are sampled, outputs checked."""
+    rng = np.random.default_rng(list(task.seed))
+    with registry.get(task.job.driver).prepare(task.job, rng) as prepared:
+        return _sample(task, prepared, rng, send)
 
 
-def measure(job: Task, send: Any) -> Outcome:
-    """The worker's body: set up, sample, check outputs. Runs in the child process."""
-    from gpuoverhead.gpu.layers import native as native_layer
-
-    group = job.group
-    impl = implementations.get(job.adapter.implementation)
-    timestamps = any(c.sync == TIMESTAMPS for c in group.cases)
-    device, notes = open_device(job.adapter, timestamps, job.required_limits,
-                                group.precision == "f16")
-    wait = waiter(device)
-    loop = native_layer.load() if job.native else None
-    if isinstance(loop, str):
-        raise UserError(loop)
-    cal = Calibration(timer_ns=timer_cost_ns(),
-                      tick_ns=impl.tick_ns(device.queue) if timestamps else None)
-    rng = np.random.default_rng(list(job.seed))
-    notes = {**notes, "wait": wait.__name__}
-    if group.fusion is not None:
-        works = fusion.build(device, group, rng, wait)
-        ops = {case: fusion_method.operation(works[case], device, wait, case.sync == TIMESTAMPS,
-                                             case.encoding)
-               for case in group.cases}
-        return _sample(job, group, ops, partial(fusion.verify, works), cal, rng, send, notes)
-    pipeline = compile_pipeline(device, group.kernel, group.workgroup_size)
-    targets = build_targets(device, pipeline, group, rng, impl.name, wait)
-
-    def verify(counts: dict[Case, int]) -> None:
-        for case, target in targets.items():
-            target.dispatched = counts[case]
-            target.verify(case.id)
-
-    ops = {case: methods.operation(targets[case], case, loop) for case in group.cases}
-    return _sample(job, group, ops, verify, cal, rng, send, notes)
-
-
-def measure_torch(job: Task, send: Any) -> Outcome:
-    """The worker's body for the PyTorch baselines (same sampling, same output check)."""
-    from gpuoverhead.pytorch import baseline as torch_baseline
-
-    notes: dict[str, Any] = {}
-    rng = np.random.default_rng(list(job.seed))
-    if job.group.fusion is not None:
-        from gpuoverhead.pytorch import fusion_patterns as torch_fusion
-
-        group, ops, verify, cuda_events = torch_fusion.operations(job.group, rng, notes)
-        # CUDA events give ns directly: one "tick" is one ns.
-        cal = Calibration(timer_cost_ns(), 1.0 if cuda_events else None)
-        return _sample(job, group, ops, verify, cal, rng, send, notes)
-    group, ops, verify = torch_baseline.operations(job.group, rng, notes)
-    return _sample(job, group, ops, verify, Calibration(timer_cost_ns(), None), rng, send, notes)
-
-
-def measure_browser(job: Task, send: Any) -> Outcome:
-    """The worker's body for a browser: a fresh browser and page, the cases timed in it."""
-    from gpuoverhead.browser import worker as browser
-
-    assert job.browser is not None
-    timestamps = any(c.sync == TIMESTAMPS for c in job.group.cases)
-    with browser.page(job.browser, job.group.kernel.source) as (_, tab):
-        ops, verify, timed = browser.operations(job.group, tab)
-        if timestamps and not timed:
-            raise UserError(f"{job.adapter.label}: the page got no timestamp-query feature")
-        # The page returns GPU times in ns: one "tick" is one ns.
-        cal = Calibration(timer_cost_ns(), 1.0 if timed else None)
-        rng = np.random.default_rng(list(job.seed))
-        return _sample(job, job.group, ops, verify, cal, rng, send, {})
-
-
-def _sample(job: Task, group: Group, ops: dict[Case, Any], verify: Any, cal: Calibration,
-            rng: np.random.Generator, send: Any, notes: dict[str, Any]) -> Outcome:
+def _sample(task: Task, prepared: Prepared, rng: np.random.Generator, send: Any) -> Outcome:
     """Interleaved sampling with progress sent to the parent, then the output check."""
+    group = prepared.group
+    cal = Calibration(timer_ns=timer_cost_ns(), tick_ns=prepared.tick_ns)
     counts = dict.fromkeys(group.cases, 0)
 
     def progress(samples: GroupSamples, elapsed: float, budget: float) -> None:
-        send(("round", job.process, samples.rounds, elapsed, budget))
+        send(("round", task.process, samples.rounds, elapsed, budget))
 
     send(("ready",))
     offset = time.time_ns() - perf_counter_ns()
     precision = partial(worst_rel_ci, cal=cal, target_rel=group.sampling.target_rel_ci)
-    samples = sample_group(group, ops, rng, job.budget, precision, progress, counts)
-    unchecked = verify(counts)
-    if unchecked:
+    samples = sample_group(group, prepared.ops, rng, task.budget, precision, progress, counts)
+    notes = prepared.notes
+    if unchecked := prepared.verify(counts):
         notes = {**notes, "unchecked": unchecked}
-    return Outcome(job.process, samples, cal, offset, device_notes=notes,
-                   budget_s=job.budget.process_s)
+    return Outcome(task.process, samples, cal, offset, device_notes=notes,
+                   budget_s=task.budget.process_s)
 
 
-def _child(job: Task, conn: Any) -> None:
-    body = measure_torch if job.adapter.implementation.startswith("torch") else \
-        measure_browser if job.browser else measure
-    if job.browser:  # a stop from the parent ends the browser too (see browser/chromium.py)
-        signal.signal(signal.SIGTERM, _interrupted)
-
+def _child(task: Task, conn: Any) -> None:
     def send(message: tuple) -> None:
         try:
             conn.send(message)
@@ -184,39 +95,38 @@ def _child(job: Task, conn: Any) -> None:
             os._exit(0)
 
     try:
-        outcome = body(job, send)
+        outcome = measure(task, send)
     except KeyboardInterrupt:
         return
     except (IntegrityError, UserError) as exc:
-        outcome = Outcome(job.process, error=str(exc))
+        outcome = Outcome(task.process, error=str(exc))
+    except MemoryError:  # the machine's or the process's memory limit, not a bug
+        outcome = Outcome(task.process, error="out of memory in the worker process (its "
+                          "memory limit, or the machine's, is below what the case needs)")
     except Exception:  # a bug or a driver failure: report it whole, the parent goes on
-        outcome = Outcome(job.process, error=traceback.format_exc(limit=5).strip())
+        outcome = Outcome(task.process, error=traceback.format_exc(limit=5).strip())
     send(("done", outcome))
     conn.close()
 
 
-def _interrupted(*_: Any) -> None:
-    raise KeyboardInterrupt
-
-
-def run(job: Task, on_round: Any, stall_timeout_s: float = float("inf")) -> Outcome:
-    """Spawn a worker for `job`, relay its progress to `on_round`, return its outcome.
+def run(task: Task, on_round: Any, stall_timeout_s: float = float("inf")) -> Outcome:
+    """Spawn a worker for `task`, relay its progress to `on_round`, return its outcome.
 
     A worker that finishes no round for `stall_timeout_s` (a GPU wait that never returns,
-    a kernel that runs far too long) is stopped and its job reported as failed; the clock
+    a kernel that runs far too long) is stopped and its task reported as failed; the clock
     starts when it has set up (start-up, device and pipelines get STARTUP_S more). A
     KeyboardInterrupt in the parent (Ctrl-C, SIGTERM) stops the worker before it goes on.
     """
     began = time.monotonic()
-    outcome = _run(job, on_round, stall_timeout_s)
+    outcome = _run(task, on_round, stall_timeout_s)
     outcome.seconds = time.monotonic() - began
     return outcome
 
 
-def _run(job: Task, on_round: Any, stall_timeout_s: float) -> Outcome:
+def _run(task: Task, on_round: Any, stall_timeout_s: float) -> Outcome:
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(job, child), daemon=True)
+    proc = ctx.Process(target=_child, args=(task, child), daemon=True)
     proc.start()
     child.close()
     last, limit = time.monotonic(), stall_timeout_s + STARTUP_S
@@ -237,15 +147,15 @@ def _run(job: Task, on_round: Any, stall_timeout_s: float) -> Outcome:
                 break
             elif time.monotonic() - last > limit:
                 _stop(proc)
-                return Outcome(job.process, error=(
-                    f"worker process {job.process} finished no round in {stall_timeout_s:g} s "
+                return Outcome(task.process, error=(
+                    f"worker process {task.process} finished no round in {stall_timeout_s:g} s "
                     "(a GPU wait that does not return, or a kernel that runs far too long); "
                     "it was stopped (--stall-timeout)"))
     except BaseException:
         _stop(proc)
         raise
     proc.join()
-    return Outcome(job.process, error=f"worker process {job.process} died "
+    return Outcome(task.process, error=f"worker process {task.process} died "
                                       f"(exit code {proc.exitcode}) before reporting")
 
 

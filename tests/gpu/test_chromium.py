@@ -13,19 +13,19 @@ import time
 import pytest
 from conftest import CONFIGS, ROOT, gpuoverhead, in_process, only_run_folder, read_run
 
-from gpuoverhead.browser import chromium
-from gpuoverhead.browser import worker as page
+from gpuoverhead.browser import launcher
 from gpuoverhead.browser.cdp import BrowserError
+from gpuoverhead.drivers import chromium as page
 from gpuoverhead.errors import UserError
 
 try:
-    BROWSER = chromium.find(None)
+    BROWSER = launcher.find(None)
 except UserError as exc:
     BROWSER = None
     REASON = str(exc)
 pytestmark = [pytest.mark.skipif(BROWSER is None, reason=REASON if BROWSER is None else ""),
               pytest.mark.skipif(sys.platform == "win32", reason="process groups")]
-#: The marker of this tool's browsers: their profile folder (chromium.Browser).
+#: The marker of this tool's browsers: their profile folder (launcher.Browser).
 PROFILE = "gpuoverhead-chromium-"
 
 

@@ -245,3 +245,39 @@ def test_hostile_fault_disk_full_mid_run_ends_in_one_line_and_stays_readable(tmp
     shown = subprocess.run([sys.executable, "-m", "gpuoverhead", "show", str(folder)],
                            cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0, shown.stderr
+
+
+def _wait_for_the_first_worker_to_end(child) -> None:
+    """Until a worker of `child` has come and gone: the parent is then finishing the
+    benchmark's rows (or has just saved them)."""
+    deadline, seen = time.monotonic() + 120, False
+    while time.monotonic() < deadline:
+        assert child.poll() is None, child.communicate()
+        found = subprocess.run(["ps", "-ww", "-o", "args=", "--ppid", str(child.pid)],
+                               capture_output=True, text=True).stdout
+        if "spawn_main" in found:
+            seen = True
+        elif seen:
+            return
+        time.sleep(0.01)
+    raise AssertionError("no worker came and went in time")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delay_s", [0.0, 0.15, 0.4, 1.0])
+def test_hostile_interrupt_around_the_end_of_a_benchmark_keeps_its_rows(tmp_path, delay_s):
+    """SIGTERM at moments around the end of a one-process benchmark (while its rows are
+    made, as they are saved, after): whatever run.json calls finished has its rows."""
+    child, out = _start(tmp_path)
+    try:
+        _wait_for_the_first_worker_to_end(child)
+        time.sleep(delay_s)
+        child.send_signal(signal.SIGTERM)
+        _, stderr = child.communicate(timeout=60)
+    finally:
+        os.killpg(child.pid, signal.SIGKILL) if child.poll() is None else None
+    assert child.returncode == 130 and "Traceback" not in stderr, stderr
+    samples, summary, info = read_run(only_run_folder(out))
+    done = [b["benchmark"] for b in info["benchmarks"] if b["status"] == "ok"]
+    assert set(summary.benchmark.unique()) == set(done)
+    assert set(samples.benchmark.unique()) == set(done)

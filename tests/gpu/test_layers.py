@@ -126,7 +126,7 @@ def test_default_suite_asks_for_every_layer():
 
 
 def _torch_missing() -> str | None:
-    from gpuoverhead.pytorch.baseline import available
+    from gpuoverhead.drivers.pytorch import available
 
     return available()
 
@@ -154,7 +154,7 @@ def test_torch_baselines_run_beside_webgpu_with_ratios_to_the_fastest(tmp_path):
     # A fused chain's slope below 100 ns has no ratio (it would be a meaningless denominator).
     unrated = per_dispatch[per_dispatch["ratio_to_fastest"].isna()]
     assert (unrated["value"] <= 100).all()
-    torch_entry = next(b for b in info["benchmarks"] if b["implementation"] == "torch-eager")
+    torch_entry = next(b for b in info["benchmarks"] if b["implementation"] == "torch")
     compiled = torch_entry["processes"][0]["torch_compile"]
     assert set(compiled) == {"1", "2"} and all("compile_s" in v for v in compiled.values())
 
@@ -162,9 +162,10 @@ def test_torch_baselines_run_beside_webgpu_with_ratios_to_the_fastest(tmp_path):
 def test_dawn_runs_or_says_why_not(tmp_path):
     """Dawn rejects Mesa 22's lavapipe (and wgpudawn may not be installed): the run must say
     so in one line. Where Dawn sees an adapter (a GPU machine), it must measure on it."""
+    from gpuoverhead.drivers import webgpu
     from gpuoverhead.gpu import adapters
 
-    found, notes = adapters.discover(["dawn"])
+    found, notes = adapters.discover([webgpu.binding("dawn")], named=True)
     proc = gpuoverhead("run", "--implementation", "dawn", "--quick", "--out", str(tmp_path))
     if not found:
         assert proc.returncode == 2 and "Traceback" not in proc.stderr

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from conftest import BACKEND
 
+from gpuoverhead.drivers import webgpu
 from gpuoverhead.errors import IntegrityError
 from gpuoverhead.gpu import adapters
 from gpuoverhead.gpu.kernels import build_targets, compile_pipeline, grid_for
@@ -20,7 +21,8 @@ ELEMENTS = 1 << 22
 
 
 def _target(kernel_name: str, elements: int):
-    found = adapters.select(adapters.discover(["wgpu-native"])[0], BACKEND, None)[0]
+    binding = webgpu.binding("wgpu-native")
+    found = adapters.select(adapters.discover([binding])[0], BACKEND, None)[0]
     device = found.adapter.request_device_sync()
     path = SHADERS_DIR / f"{kernel_name}.wgsl"
     writes = "first" if kernel_name == "empty" else "all"
@@ -28,7 +30,7 @@ def _target(kernel_name: str, elements: int):
     case = Case("t", kernel_name, elements, 64, "sequential", "submit", "wait", (1,))
     group = Group("t", kernel, elements, 64, Sampling(1, 0.1, 3, 3, 1), (case,))
     pipeline = compile_pipeline(device, kernel, 64)
-    return build_targets(device, pipeline, group, np.random.default_rng(0), "wgpu-native",
+    return build_targets(device, pipeline, group, np.random.default_rng(0), binding,
                          waiter(device))[case]
 
 

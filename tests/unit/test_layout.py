@@ -43,26 +43,73 @@ def test_every_subpackage_says_its_job():
         assert doc and doc.splitlines()[0].strip(), init
 
 
-def test_imports_have_no_cycles():
+def import_graph(root: Path = ROOT, lazy: bool = True) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (the package `gpuoverhead` under `root`):
+    at its top, and (with `lazy`) inside functions too, since an import deferred to run time
+    still ties the two modules."""
     graph: dict[str, set[str]] = {}
-    for path in _modules():
-        name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+    for path in sorted((root / "gpuoverhead").rglob("*.py")):
+        name = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
         graph[name] = set()
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module and \
-                    node.module.startswith("gpuoverhead") and node.col_offset == 0:
+                    node.module.startswith("gpuoverhead") and (lazy or node.col_offset == 0):
                 graph[name] |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
-    graph = {k: {d for d in v if d in graph and d != k} for k, v in graph.items()}
+            elif isinstance(node, ast.Import) and (lazy or node.col_offset == 0):
+                graph[name] |= {a.name for a in node.names if a.name.startswith("gpuoverhead")}
+    return {k: {d for d in v if d in graph and d != k} for k, v in graph.items()}
+
+
+def test_the_cycle_check_finds_a_cycle_made_of_lazy_imports(tmp_path):
+    package = tmp_path / "gpuoverhead"
+    package.mkdir()
+    (package / "a.py").write_text("def f():\n    from gpuoverhead.b import g\n")
+    (package / "b.py").write_text("def g():\n    from gpuoverhead import a\n")
+    assert _cycle(import_graph(tmp_path, lazy=False)) is None
+    assert _cycle(import_graph(tmp_path)) == ["gpuoverhead.a", "gpuoverhead.b", "gpuoverhead.a"]
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A cycle of `graph` as the modules along it, or None."""
     state: dict[str, int] = {}
 
-    def visit(node: str, trail: list[str]) -> None:
+    def visit(node: str, trail: list[str]) -> list[str] | None:
         state[node] = 1
-        for dep in graph[node]:
-            assert state.get(dep) != 1, " -> ".join([*trail, node, dep])
-            if dep not in state:
-                visit(dep, [*trail, node])
+        for dep in sorted(graph[node]):
+            if state.get(dep) == 1:
+                return [*trail, node, dep][[*trail, node].index(dep):]
+            if dep not in state and (found := visit(dep, [*trail, node])):
+                return found
         state[node] = 2
+        return None
 
-    for node in graph:
-        if node not in state:
-            visit(node, [])
+    for node in sorted(graph):
+        if node not in state and (found := visit(node, [])):
+            return found
+    return None
+
+
+def test_imports_have_no_cycles_even_through_lazy_imports():
+    cycle = _cycle(import_graph())
+    assert cycle is None, " -> ".join(cycle or [])
+
+
+def test_no_module_outside_the_drivers_names_an_implementation():
+    """Only drivers/ (and browser/, the chromium driver's machinery, whose launcher looks for
+    a `chromium` executable) knows which implementations exist: elsewhere no string is one of
+    their names, and no name such as CHROMIUM or TORCH stands for one (issue 24)."""
+    from gpuoverhead.drivers import registry, torch_forms, webgpu
+
+    names = {*registry.names(), *webgpu.IMPLEMENTATIONS, torch_forms.EAGER, torch_forms.GRAPH,
+             torch_forms.COMPILE}
+    found = []
+    for path in _modules():
+        if {"drivers", "browser"} & set(path.relative_to(PACKAGE).parts):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                    (node.value in names or node.value.startswith("torch-")):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.value!r}")
+            elif isinstance(node, ast.Name) and node.id in ("CHROMIUM", "TORCH"):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.id}")
+    assert not found, found

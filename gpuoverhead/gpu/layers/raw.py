@@ -14,7 +14,6 @@ from collections.abc import Callable
 from time import perf_counter_ns
 
 from gpuoverhead.encodings import ENCODINGS
-from gpuoverhead.gpu import implementations
 from gpuoverhead.gpu.kernels import Target
 
 #: Native calls per operation, per encoding (what the FFI floor is multiplied by).
@@ -28,7 +27,7 @@ Breakdown = Callable[[], tuple[int, ...]]
 # Unrolled timed loops (see the module docstring): over the 60-line limit on purpose.
 def build(t: Target) -> tuple[dict[str, Issue], Breakdown]:
     """`issue(n)` per encoding and the timed breakdown of one operation, bound to `t`."""
-    ffi, lib = implementations.get(t.implementation).ffi_lib()
+    ffi, lib = t.binding.ffi_lib()
     device, queue = t.device._internal, t.queue._internal
     pipeline, bind_group = t.pipeline._internal, t.bind_group._internal
     x, y = t.grid
@@ -125,7 +124,7 @@ def build(t: Target) -> tuple[dict[str, Issue], Breakdown]:
 def ffi_floor(t: Target) -> Callable[[int], None]:
     """`n` calls of a trivial native function through the same FFI: wgpuBufferGetSize, a
     getter of one handle that every implementation has."""
-    _, lib = implementations.get(t.implementation).ffi_lib()
+    _, lib = t.binding.ffi_lib()
     get_size, buffer = lib.wgpuBufferGetSize, t.data._internal
 
     def call(n: int) -> None:

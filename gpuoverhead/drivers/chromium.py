@@ -1,4 +1,5 @@
-"""A browser job: which cases a page can run, the adapter it offers, and its timed ops.
+"""The browser driver: WebGPU in a headless Chromium (gpuoverhead/browser), a fresh browser
+and page per worker process.
 
 The page runs the wrapper layer only (the JS API: what a web app pays, binding and browser
 together; nothing below it can be told apart from a page), in the naive, sequential and
@@ -12,18 +13,30 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from gpuoverhead.browser import chromium, server
+from gpuoverhead.browser import launcher, server
 from gpuoverhead.browser.cdp import BrowserError, Page
-from gpuoverhead.errors import IntegrityError
-from gpuoverhead.gpu.implementations import CHROMIUM
+from gpuoverhead.drivers.base import (
+    Job,
+    Offer,
+    Prepared,
+    Request,
+    adapter_notes,
+    without_timestamps,
+)
+from gpuoverhead.errors import IntegrityError, UserError
 from gpuoverhead.gpu.kernels import grid_for
 from gpuoverhead.records import AdapterInfo, SelfTimed
-from gpuoverhead.suite.model import TIMESTAMPS, Case, Group
+from gpuoverhead.suite.model import TIMESTAMPS, Case, Group, Suite
+
+FAMILY = "chromium"
+IMPLEMENTATIONS = (FAMILY,)
+COMPARED = True
 
 MIN_LARGEST_N = 512
 #: The share of a process's budget one sample may take before the probe cuts a sweep (5%
@@ -31,10 +44,73 @@ MIN_LARGEST_N = 512
 #: noise and one-time costs, and extrapolated from them a `submit` sample at N = 512 (40 ms
 #: on SwiftShader) looked 150-250 ms long; at 5% and at 20% three of five processes were cut
 #: to N = 2 and 32, the noise the longer sweep is there to avoid.
-BROWSER_SAMPLE_SHARE = 0.5
+SAMPLE_SHARE = 0.5
 #: performance.now() steps coarser than this (µs) make a warning: the page is not isolated.
 FINE_TIMER_US = 20.0
 _TYPES = {"discrete gpu": "DiscreteGPU", "integrated gpu": "IntegratedGPU", "cpu": "CPU"}
+
+
+def offers(request: Request, notes: list[str]) -> list[Offer]:
+    """The adapter a fresh browser offers, where a Chromium runs here (asked by name: else an
+    error; with `all`, a note)."""
+    try:
+        executable = launcher.find(request.browser)
+        info, details = adapter(executable)
+    except UserError as exc:
+        if request.named:
+            raise
+        notes.append(f"chromium skipped: {exc}")
+        return []
+    notes += warnings(info, details) + adapter_notes(info)
+    return [Offer(info, details, settings={"browser": executable})]
+
+
+def jobs(group: Group, offer: Offer, notes: list[str]) -> list[Job]:
+    """The group's cases a page runs, where it has any."""
+    mine = cases(group)
+    if not mine:
+        return []
+    page_group = replace(group, cases=mine)
+    return [Job(page_group if offer.info.timestamps else without_timestamps(page_group),
+                offer, FAMILY)]
+
+
+@contextmanager
+def prepare(job: Job, rng: Any) -> Iterator[Prepared]:
+    """In the worker: a fresh browser and page, the cases timed in it. A stop from the
+    parent (SIGTERM) ends the browser too (see browser/launcher.py)."""
+    signal.signal(signal.SIGTERM, _interrupted)
+    timestamps = any(c.sync == TIMESTAMPS for c in job.group.cases)
+    with page(job.offer.settings["browser"], job.group.kernel.source) as (_, tab):
+        ops, verify, timed = operations(job.group, tab)
+        if timestamps and not timed:
+            raise UserError(f"{job.adapter.label}: the page got no timestamp-query feature")
+        # The page returns GPU times in ns: one "tick" is one ns.
+        yield Prepared(job.group, ops, verify, 1.0 if timed else None)
+
+
+def listing(browser: str | None, notes: list[str]) -> list[Offer]:
+    """The adapter a Chromium offers (`gpuoverhead adapters`), or a note why none."""
+    try:
+        info, details = adapter(launcher.find(browser))
+    except UserError as exc:
+        notes.append(f"chromium: {exc}")
+        return []
+    notes += warnings(info, details)
+    return [Offer(info, details)]
+
+
+def libraries() -> dict[str, Any]:
+    return {}
+
+
+def compile_kernels(suite: Suite) -> None:
+    """A page compiles its kernel when a worker opens it."""
+    return None
+
+
+def _interrupted(*_: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def cases(group: Group) -> tuple[Case, ...]:
@@ -53,9 +129,10 @@ def scaled(n_values: tuple[int, ...]) -> tuple[int, ...]:
 
 
 @contextmanager
-def page(executable: str, kernel_source: str = "") -> Iterator[tuple[chromium.Browser, Page]]:
+def page(executable: str, kernel_source: str = ""
+         ) -> Iterator[tuple[launcher.Browser, Page]]:
     """A fresh browser with the runner's page open (closed, with its server, on exit)."""
-    with server.serve(kernel_source) as url, chromium.Browser(executable) as browser:
+    with server.serve(kernel_source) as url, launcher.Browser(executable) as browser:
         yield browser, browser.open(url + "index.html")
 
 
@@ -73,12 +150,12 @@ def describe(info: dict[str, Any], version: str, executable: str
         raise BrowserError(f"{executable}: {info['error']}")
     device = info["description"] or info["device"] or "WebGPU adapter"
     kind = "CPU" if info["isFallbackAdapter"] else _TYPES.get(info["type"].lower(), "Unknown")
-    found = AdapterInfo(CHROMIUM, info["backend"] or "unknown", kind,
+    found = AdapterInfo(FAMILY, info["backend"] or "unknown", kind,
                         (info["vendor"] or "unknown").lower(), 0, device,
                         f"{version}; {info['driver']}".strip("; "),
                         "timestamp-query" in info["features"])
     details = {"browser": executable, "browser_version": version,
-               "browser_flags": chromium.flags(), "cross_origin_isolated":
+               "browser_flags": launcher.flags(), "cross_origin_isolated":
                info["crossOriginIsolated"], "timer_resolution_us":
                round(info["timerResolutionUs"], 3), "fallback_adapter": info["isFallbackAdapter"],
                "user_agent": info["userAgent"], "features": info["features"]}

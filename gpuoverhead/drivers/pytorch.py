@@ -1,6 +1,8 @@
-"""PyTorch baselines: the same op semantics (`x += 1` over the group's elements) without WebGPU.
+"""The PyTorch driver: the reference baselines, beside WebGPU in the same interleaved groups.
 
-Implementations, each a case of one interleaved group:
+For a kernel group, the same op semantics (`x += 1` over the group's elements) without
+WebGPU; for a workload, its PyTorch build (gpuoverhead/workloads). Forms, each a case of
+one interleaved group:
 - `torch-eager`: naive (one op, then synchronize) and sequential (N ops, one synchronize);
 - `torch-cudagraph`: N ops captured once per N as a CUDA graph, replayed, synchronized (CUDA
   only): the floor of what launching recorded work costs;
@@ -9,23 +11,32 @@ Implementations, each a case of one interleaved group:
   RecursionError, OOM). Compile time and failures are recorded as data, never allowed to
   stop the run. Inductor fuses the chain into one kernel, so its slope is near zero: that is
   the point of comparing with it.
-The device is the one torch finds: cuda, else mps, else cpu.
+The device is the one torch finds: cuda, else mps, else cpu. Its forms are not paired with
+WebGPU's implementations (they are other programs, not the same calls).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from time import perf_counter_ns
 from typing import Any
 
 import numpy as np
 
-from gpuoverhead.drivers.torch_forms import COMPILE, EAGER, GRAPH
-from gpuoverhead.errors import IntegrityError
+from gpuoverhead.drivers.base import Job, Offer, Prepared, Request, without_timestamps
+from gpuoverhead.drivers.torch_forms import COMPILE, EAGER, FAMILY, GRAPH, device_name
+from gpuoverhead.errors import IntegrityError, UserError
 from gpuoverhead.records import AdapterInfo
-from gpuoverhead.suite.model import Case, Group
+from gpuoverhead.suite.model import Case, Group, Suite
+from gpuoverhead.workloads import registry as workloads
+
+IMPLEMENTATIONS = (FAMILY,)
+COMPARED = False
+SAMPLE_SHARE = None
+SKIPPED = "PyTorch baselines skipped: "
 
 #: Kernels whose semantics the baseline reproduces (`empty` is one increment of data[0]).
 KERNELS = ("add_one", "empty")
@@ -40,14 +51,53 @@ def available() -> str | None:
     return None
 
 
-def device_name() -> str:
-    import torch
+def offers(request: Request, notes: list[str]) -> list[Offer]:
+    """The device torch finds, where torch imports (asked by name: else an error)."""
+    reason = available()
+    if reason is not None:
+        if request.named:
+            raise UserError(reason)
+        notes.append(SKIPPED + reason)
+        return []
+    return [Offer(adapter_info())]
 
-    if torch.cuda.is_available():
-        return "cuda"
-    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
-        return "mps"
-    return "cpu"
+
+def jobs(group: Group, offer: Offer, notes: list[str]) -> list[Job]:
+    """The group's PyTorch cases on this device (none where it has no such kernel)."""
+    kind = offer.info.backend
+    cases = workloads.torch_cases(group, kind) if group.fusion is not None else \
+        _cases(group, kind) if group.kernel.name in KERNELS else ()
+    if not cases:
+        return []
+    mine = replace(group, cases=cases)
+    return [Job(mine if offer.info.timestamps else without_timestamps(mine), offer, FAMILY)]
+
+
+@contextmanager
+def prepare(job: Job, rng: np.random.Generator) -> Iterator[Prepared]:
+    """In the worker: the group's ops (a workload's PyTorch build, or the kernel's twin)."""
+    notes: dict[str, Any] = {}
+    if job.group.fusion is not None:
+        group, ops, verify, cuda_events = workloads.torch_operations(job.group, rng, notes)
+        # CUDA events give ns directly: one "tick" is one ns.
+        yield Prepared(group, ops, verify, 1.0 if cuda_events else None, notes)
+        return
+    group, ops, verify = operations(job.group, rng, notes)
+    yield Prepared(group, ops, verify, None, notes)
+
+
+def listing(browser: str | None, notes: list[str]) -> list[Offer]:
+    """None: `gpuoverhead adapters` lists WebGPU's adapters, and importing torch is slow."""
+    return []
+
+
+def libraries() -> dict[str, Any]:
+    return {}
+
+
+def compile_kernels(suite: Suite) -> None:
+    """PyTorch compiles no WGSL."""
+    return None
 
 
 def adapter_info() -> AdapterInfo:
@@ -58,19 +108,19 @@ def adapter_info() -> AdapterInfo:
     if kind == "cuda":
         name = torch.cuda.get_device_name(0)
         driver = f"torch {torch.__version__}, CUDA {torch.version.cuda}"
-        return AdapterInfo(EAGER, "cuda", "DiscreteGPU", "nvidia" if "NVIDIA" in name.upper()
+        return AdapterInfo(FAMILY, "cuda", "DiscreteGPU", "nvidia" if "NVIDIA" in name.upper()
                            else "amd", 0, name, driver, True)
     if kind == "mps":
-        return AdapterInfo(EAGER, "mps", "IntegratedGPU", "apple", 0x106B, "Apple GPU (MPS)",
+        return AdapterInfo(FAMILY, "mps", "IntegratedGPU", "apple", 0x106B, "Apple GPU (MPS)",
                            f"torch {torch.__version__}", False)
     import platform
 
-    return AdapterInfo(EAGER, "cpu", "CPU", "cpu", 0, platform.processor() or "CPU",
+    return AdapterInfo(FAMILY, "cpu", "CPU", "cpu", 0, platform.processor() or "CPU",
                        f"torch {torch.__version__}", False)
 
 
-def cases(group: Group, kind: str) -> tuple[Case, ...]:
-    """The torch cases of a group: naive and sequential in each implementation available."""
+def _cases(group: Group, kind: str) -> tuple[Case, ...]:
+    """The torch cases of a kernel group: naive and sequential in each implementation available."""
     base = Case(group.benchmark, group.kernel.name, group.elements, group.workgroup_size,
                 "naive", "-", "wait", (1,), "wrapper", EAGER)
     seq = next((c for c in group.cases if c.methodology == "sequential"), None)

@@ -1,0 +1,63 @@
+"""The drivers, chosen in one place: which implementation families exist, and which one a
+`--implementation` name or a job belongs to.
+
+The planner, the runner, the worker supervisor and the CLI ask this registry and never test
+an implementation's name (hyperfine's scheduler picks its executor the same way, in one
+`match`). Adding a family is its module (see `base.Driver`) and one line in DRIVERS.
+"""
+
+from __future__ import annotations
+
+from gpuoverhead.drivers import chromium, pytorch, webgpu
+from gpuoverhead.drivers.base import Driver, Request
+from gpuoverhead.errors import UserError
+
+#: Every family, in the order their jobs run within a benchmark (the registration).
+DRIVERS: tuple[Driver, ...] = (webgpu, chromium, pytorch)  # type: ignore[assignment]
+#: `--implementation all`: every family, each with what it finds installed.
+ALL = "all"
+
+
+def drivers() -> tuple[Driver, ...]:
+    return DRIVERS
+
+
+def get(family: str) -> Driver:
+    return next(d for d in drivers() if family == d.FAMILY)
+
+
+def names() -> list[str]:
+    """Every name `--implementation` takes, families first."""
+    found = drivers()
+    return [*(d.FAMILY for d in found), *(n for d in found for n in d.IMPLEMENTATIONS
+                                          if n != d.FAMILY)]
+
+
+def parse(option: str) -> dict[str, tuple[str, ...] | None] | None:
+    """`--implementation`: `all` (None), or a comma-separated list of names; per family
+    named, the implementation names asked of it (None: all of the family's)."""
+    if option.strip() == ALL:
+        return None
+    asked: dict[str, tuple[str, ...] | None] = {}
+    for name in (n.strip() for n in option.split(",")):
+        family = next((d for d in drivers() if name == d.FAMILY or name in d.IMPLEMENTATIONS),
+                      None)
+        if family is None:
+            raise UserError(f"unknown implementation {name!r}; choose from "
+                            f"{', '.join(names())}, {ALL}, or several joined by commas")
+        whole = name == family.FAMILY or asked.get(family.FAMILY, ()) is None
+        mine = asked.get(family.FAMILY) or ()
+        asked[family.FAMILY] = None if whole else (*mine, name)
+    return asked
+
+
+def request(asked: dict[str, tuple[str, ...] | None] | None, driver: Driver,
+            base: Request) -> Request | None:
+    """The request to `driver` for a run that asked `asked` (None where it was not asked)."""
+    if asked is None:
+        return base
+    if driver.FAMILY not in asked:
+        return None
+    names_asked = asked[driver.FAMILY]
+    return Request(base.suite, base.backend, base.adapter, base.browser,
+                   names_asked if names_asked is not None else driver.IMPLEMENTATIONS)

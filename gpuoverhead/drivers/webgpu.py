@@ -1,0 +1,235 @@
+"""The WebGPU driver: wgpu-native (package `wgpu`) and Dawn (package `wgpudawn`), through the
+same Python API.
+
+It finds and picks their adapters (`--backend`, `--adapter`), builds the native layer's C
+loop once, checks device limits and compiles every kernel before anything is measured,
+gives each group a job per adapter (and a reference-loop job where the group has native
+sequential cases: its native cases alone on a device with nothing else on it), and in a
+worker opens the device and builds the timed operations of kernels and workloads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from gpuoverhead.drivers.base import (
+    Job,
+    Offer,
+    Prepared,
+    Request,
+    adapter_notes,
+    without_timestamps,
+)
+from gpuoverhead.errors import UserError
+from gpuoverhead.gpu import adapters, methods
+from gpuoverhead.gpu.bindings import Binding
+from gpuoverhead.gpu.kernels import build_targets, compile_pipeline
+from gpuoverhead.gpu.methods import fusion as fusion_method
+from gpuoverhead.gpu.wait import waiter
+from gpuoverhead.suite.model import REFERENCE, TIMESTAMPS, Case, Group, Suite
+from gpuoverhead.workloads import registry as workloads
+
+FAMILY = "webgpu"
+BINDINGS = (
+    Binding("wgpu-native", "wgpu", "wgpu.backends.wgpu_native",
+            "wgpu.backends.wgpu_native._ffi",
+            instance_extras="wgpu.backends.wgpu_native.extras", queue_period=True),
+    Binding("dawn", "wgpudawn", "wgpudawn.backends.dawn", "wgpudawn.backends.dawn",
+            quantization_toggle="timestamp_quantization",
+            toggles_module="wgpudawn.backends.dawn.extras"),
+)
+IMPLEMENTATIONS = tuple(b.name for b in BINDINGS)
+COMPARED = True
+SAMPLE_SHARE = None
+F16 = "shader-f16"
+
+
+def binding(name: str) -> Binding:
+    return next(b for b in BINDINGS if b.name == name)
+
+
+def offers(request: Request, notes: list[str]) -> list[Offer]:
+    """One adapter per binding asked for (the best matching `--backend`/`--adapter`), with
+    the native layer built, the suite's limits checked and its kernels compiled on it."""
+    asked = [b for b in BINDINGS if request.names is None or b.name in request.names]
+    found, missing = adapters.discover(asked, request.named)
+    if not found and missing:
+        # A named implementation that is not installed needs installing, not lavapipe.
+        raise UserError("; ".join(missing if request.named else [adapters.NO_ADAPTER, *missing]))
+    notes += missing
+    chosen = adapters.select(found, request.backend, request.adapter)
+    suite = request.suite
+    native = _native_layer(suite, notes)
+    timestamps = _any(suite, lambda c: c.sync == TIMESTAMPS)
+    f16 = any(g.precision == "f16" for g in suite.groups)
+    out = []
+    for f in chosen:
+        info = f.info
+        notes += [f"{info.label} has no timestamp queries: no GPU times (gpu_ns)"] \
+            if timestamps and not info.timestamps else []
+        notes += [f"{info.label} has no shader-f16: the f16 decode step is not measured on it"
+                  ] if f16 and F16 not in f.adapter.features else []
+        notes += adapter_notes(info)
+        limits = required_limits(f, suite)
+        _check_shaders(f, suite, timestamps and info.timestamps, limits)
+        out.append(Offer(info, {**f.details(), "implementation_versions":
+                                binding(info.implementation).versions()}, limits,
+                         {"layers": {"native": native}, "f16": F16 in f.adapter.features}))
+    return out
+
+
+def jobs(group: Group, offer: Offer, notes: list[str]) -> list[Job]:
+    """The group on this adapter, then its reference loop where it has native sequential
+    cases (on a device requested with no features or limits)."""
+    if group.precision == "f16" and not offer.settings["f16"]:
+        return []
+    if offer.settings["layers"]["native"] is None:
+        group = replace(group, cases=tuple(c for c in group.cases if c.layer != "native"))
+    if not group.cases:
+        return []
+    out = [Job(group if offer.info.timestamps else without_timestamps(group), offer, FAMILY)]
+    native = tuple(replace(c, variant=REFERENCE) for c in group.cases
+                   if c.layer == "native" and c.methodology == "sequential"
+                   and c.sync != TIMESTAMPS)
+    if native:
+        out.append(Job(replace(group, cases=native), replace(offer, limits={}), FAMILY,
+                       reference=True))
+    return out
+
+
+@contextmanager
+def prepare(job: Job, rng: np.random.Generator) -> Iterator[Prepared]:
+    """In the worker: a device of its own, the completion wait, and the group's ops (a
+    kernel's targets, or a workload's units), with their output check."""
+    group, info = job.group, job.adapter
+    bind = binding(info.implementation)
+    timestamps = any(c.sync == TIMESTAMPS for c in group.cases)
+    device, notes = open_device(info, timestamps, job.offer.limits, group.precision == "f16")
+    wait = waiter(device)
+    notes = {**notes, "wait": wait.__name__}
+    tick = bind.tick_ns(device.queue) if timestamps else None
+    if group.fusion is not None:
+        works = workloads.build(device, group, rng, wait)
+        ops = {case: fusion_method.operation(works[case], device, wait,
+                                             case.sync == TIMESTAMPS, case.encoding)
+               for case in group.cases}
+        yield Prepared(group, ops, partial(workloads.verify, works), tick, notes)
+        return
+    loop = _native_loop() if any(c.layer == "native" for c in group.cases) else None
+    pipeline = compile_pipeline(device, group.kernel, group.workgroup_size)
+    targets = build_targets(device, pipeline, group, rng, bind, wait)
+
+    def verify(counts: dict[Case, int]) -> None:
+        for case, target in targets.items():
+            target.dispatched = counts[case]
+            target.verify(case.id)
+
+    ops = {case: methods.operation(targets[case], case, loop) for case in group.cases}
+    yield Prepared(group, ops, verify, tick, notes)
+
+
+def open_device(info: Any, timestamps: bool, limits: dict[str, int], f16: bool = False
+                ) -> tuple[Any, dict[str, Any]]:
+    """A device on the adapter described by `info`, enumerated afresh in this process (a
+    Dawn adapter serves one device only), with the binding's notes on it."""
+    bind = binding(info.implementation)
+    bind.only(info.backend)
+    found = [f for f in adapters.discover([bind])[0] if f.info == info]
+    if not found:
+        raise UserError(f"adapter {info.label} is gone")
+    features = (["timestamp-query"] if timestamps else []) + ([F16] if f16 else [])
+    return bind.request_device(found[0].adapter, features, limits)
+
+
+def listing(browser: str | None, notes: list[str]) -> list[Offer]:
+    """Every adapter the installed bindings see, best first (`gpuoverhead adapters`)."""
+    found, missing = adapters.discover(BINDINGS)
+    notes += missing
+    return [Offer(f.info, f.details()) for f in found]
+
+
+def libraries() -> dict[str, Any]:
+    """The native library wgpu-native loaded, for run.json (`native`)."""
+    try:
+        from wgpu.backends import wgpu_native
+    except ImportError:
+        return {}
+    return {BINDINGS[0].name: {"version": ".".join(map(str, wgpu_native.lib_version_info)),
+                               "expected": wgpu_native.__version__,
+                               "path": str(wgpu_native.lib_path)}}
+
+
+def compile_kernels(suite: Suite) -> str:
+    """Compile each kernel the suite names on the best adapter, or say why it was not."""
+    found = adapters.discover(BINDINGS[:1])[0]
+    if not found:
+        return "shaders not compiled: no adapter here"
+    best = found[0]
+    device = best.adapter.request_device_sync(required_limits=required_limits(best, suite))
+    kernels = {(g.kernel.path, g.workgroup_size): g for g in suite.groups if g.fusion is None}
+    for group in kernels.values():
+        compile_pipeline(device, group.kernel, group.workgroup_size)
+    device.destroy()
+    return f"{len(kernels)} kernels compiled on {best.info.label}"
+
+
+def _native_loop() -> Any:
+    from gpuoverhead.gpu.layers import native as native_layer
+
+    loop = native_layer.load()
+    if isinstance(loop, str):
+        raise UserError(loop)
+    return loop
+
+
+def _native_layer(suite: Suite, notes: list[str]) -> dict[str, str] | None:
+    """Build the C loop once here (workers find it in the cache), or note why not (its cases
+    are then left out of every job)."""
+    if not _any(suite, lambda c: c.layer == "native"):
+        return None
+    from gpuoverhead.gpu.layers import native as native_layer
+
+    loaded = native_layer.load()
+    if isinstance(loaded, str):
+        notes.append(loaded)
+        return None
+    return {"library": str(loaded.path), "compiler": loaded.compiler}
+
+
+def required_limits(chosen: adapters.FoundAdapter, suite: Suite) -> dict[str, int]:
+    """Device limits the suite needs beyond the defaults, checked against the adapter's."""
+    limits = chosen.adapter.limits
+    need_bytes = max(g.elements for g in suite.groups) * 4
+    for group in suite.groups:
+        for key in ("max-compute-invocations-per-workgroup", "max-compute-workgroup-size-x"):
+            if group.workgroup_size > limits[key]:
+                raise UserError(f"{group.id}: workgroup_size {group.workgroup_size} is over the "
+                                f"adapter's {key} of {limits[key]}")
+    for key in ("max-storage-buffer-binding-size", "max-buffer-size"):
+        if need_bytes > limits[key]:
+            raise UserError(f"elements up to {need_bytes // 4} need {need_bytes} bytes, over the "
+                            f"adapter's {key} of {limits[key]}")
+    return {key: need_bytes for key in ("max-storage-buffer-binding-size", "max-buffer-size")
+            if need_bytes > (1 << 27)}
+
+
+def _check_shaders(chosen: adapters.FoundAdapter, suite: Suite, timestamps: bool,
+                   limits: dict[str, int]) -> None:
+    """Compile every kernel once before anything is measured: a bad shader fails at once."""
+    features = ["timestamp-query"] if timestamps else []
+    device, _ = binding(chosen.info.implementation).request_device(chosen.adapter, features,
+                                                                   limits)
+    for group in suite.groups:
+        if group.fusion is None:  # workloads are checked against numpy by each worker
+            compile_pipeline(device, group.kernel, group.workgroup_size)
+    device.destroy()
+
+
+def _any(suite: Suite, predicate: Any) -> bool:
+    return any(predicate(c) for g in suite.groups for c in g.cases)

@@ -1,0 +1,96 @@
+"""WebGPU Python bindings behind one record: how to import one, reach its FFI, ask for a
+device, read its timestamp period and versions.
+
+What differs between bindings (wgpu-native's `wgpu`, Dawn's `wgpudawn`: the same Python
+API) is data on the record, never a test of its name; the records themselves are declared
+by the WebGPU driver (drivers/webgpu.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+#: wgpu-native's instance backend flag per backend name of gpu/adapters.py.
+INSTANCE_BACKENDS = {"vulkan": "Vulkan", "metal": "Metal", "d3d12": "DX12", "opengl": "GL"}
+
+
+@dataclass(frozen=True)
+class Binding:
+    #: The implementation's name in results (`implementation` column).
+    name: str
+    package: str
+    backend_module: str
+    #: Module holding the cffi `ffi` and unchecked `lib` of the native library.
+    ffi_module: str
+    #: Module whose `set_instance_extras` limits enumeration to one backend (None: none).
+    instance_extras: str | None = None
+    #: A device toggle that unmasks the timestamps' low bits, and the module whose
+    #: `request_device_sync` takes toggles (None: timestamps are not quantized).
+    quantization_toggle: str | None = None
+    toggles_module: str | None = None
+    #: Whether the queue reports a timestamp period (else ticks are ns, as WebGPU says).
+    queue_period: bool = False
+
+    def module(self) -> Any:
+        return importlib.import_module(self.package)
+
+    def backend(self) -> Any:
+        return importlib.import_module(self.backend_module)
+
+    def ffi_lib(self) -> tuple[Any, Any]:
+        """The cffi `ffi` and the unchecked `lib` of the native library the binding loaded."""
+        found = importlib.import_module(self.ffi_module)
+        return found.ffi, found.lib
+
+    def request_device(self, adapter: Any, features: list[str], limits: dict[str, int]
+                       ) -> tuple[Any, dict[str, Any]]:
+        """A device, and notes for run.json (whether timestamps are unquantized)."""
+        if self.quantization_toggle is None or self.toggles_module is None:
+            return adapter.request_device_sync(required_features=features,
+                                               required_limits=limits), {}
+        extras = importlib.import_module(self.toggles_module)
+        try:
+            device = extras.request_device_sync(
+                adapter, required_features=features, required_limits=limits,
+                disable_toggles=[self.quantization_toggle])
+            return device, {"timestamp_quantization_disabled": True}
+        except ValueError as exc:
+            note = f"could not disable {self.quantization_toggle}: {exc}"
+            device = adapter.request_device_sync(required_features=features,
+                                                 required_limits=limits)
+            return device, {"timestamp_quantization_disabled": False, "note": note}
+
+    def only(self, backend: str) -> None:
+        """Enumerate `backend`'s adapters alone from now on in this process: a worker needs
+        one, and starting every backend costs it 0.3 s on lavapipe (to be called before the
+        first enumeration; bindings without instance extras enumerate all)."""
+        if self.instance_extras is not None and backend in INSTANCE_BACKENDS:
+            extras = importlib.import_module(self.instance_extras)
+            extras.set_instance_extras(backends=[INSTANCE_BACKENDS[backend]])
+
+    def tick_ns(self, queue: Any) -> float:
+        """Nanoseconds per timestamp tick."""
+        if self.queue_period:
+            _, lib = self.ffi_lib()
+            return float(lib.wgpuQueueGetTimestampPeriod(queue._internal))
+        return 1.0
+
+    def versions(self) -> dict[str, Any]:
+        backend = self.backend()
+        return {"package": self.package,
+                "package_version": getattr(self.module(), "__version__", None),
+                "native_version": str(getattr(backend, "__version__", "")),
+                "library": str(getattr(backend, "lib_path", ""))}
+
+    def missing(self) -> str | None:
+        """None where the binding imports here, else why not."""
+        try:
+            self.backend()
+        except ModuleNotFoundError:
+            return f"{self.name}: the package {self.package} is not installed " \
+                   f"(pip install {self.package})"
+        except Exception as exc:  # a native library that fails to load
+            return f"{self.name}: {self.package} is not usable: {exc}"
+        return None

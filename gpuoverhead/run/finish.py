@@ -1,0 +1,87 @@
+"""What a finished benchmark adds to its run: per job its estimates and sample rows (or an
+error row), run.json's entry, drift and warnings; then the ratios between jobs measured
+alternately in time. Nothing here measures or writes: `finish` returns one record.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from gpuoverhead.analysis import combine, drift, pairs
+from gpuoverhead.analysis.samples import GroupSamples
+from gpuoverhead.analysis.series import Key, Series, series
+from gpuoverhead.drivers import registry
+from gpuoverhead.drivers.base import Job
+from gpuoverhead.results import tables
+from gpuoverhead.run import checks
+from gpuoverhead.run.files import Finished
+from gpuoverhead.run.worker import Outcome
+
+Measured = tuple[list[dict[Key, Series]], list[GroupSamples]]
+
+
+def finish(run_id: str, jobs: list[Job], outcomes: list[list[Outcome]],
+           rng: np.random.Generator, run_start_ns: int) -> Finished:
+    """The benchmark's record: each job's part, then the paired ratios between jobs."""
+    out = Finished()
+    measured = [_job(run_id, job, found, rng, run_start_ns, out)
+                for job, found in zip(jobs, outcomes, strict=True)]
+    _pairs(run_id, jobs, measured, out)
+    return out
+
+
+def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generator,
+         run_start_ns: int, out: Finished) -> Measured | None:
+    """One job's samples and estimates (or its error row) into `out`; returns its
+    per-process series and samples for the ratios between jobs, None where it failed."""
+    group, adapter = job.group, job.adapter
+    entry = {"id": group.id, "benchmark": group.benchmark, "elements": group.elements,
+             "implementation": job.label}
+    errors = [o.error for o in outcomes if o.error]
+    if errors:
+        out.errors.extend(f"{group.id} ({job.label}): {e}" for e in errors)
+        out.entries.append({**entry, "status": "failed"})
+        out.summaries.append(tables.error_row(run_id, adapter, group, errors[0]))
+        return None
+    per_process = [series(o.samples, o.calibration, o.clock_offset_ns) for o in outcomes]
+    rows = pd.concat([tables.samples_table(run_id, adapter, o.samples, o.process,
+                                           run_start_ns, o.clock_offset_ns, o.calibration)
+                      for o in outcomes], ignore_index=True)
+    summary = tables.summary_table(run_id, adapter, group, combine.combine(per_process, rng),
+                                   [o.samples for o in outcomes], rows)
+    out.entries.append({**entry, "status": "ok", "sampling": group.sampling.__dict__,
+                        "processes": [checks.process_entry(o) for o in outcomes]})
+    found = drift.drifts(per_process)
+    out.drift.extend({**d, "implementation": job.label} for d in found)
+    out.warnings.extend(checks.timer_warnings(group, outcomes)
+                        + checks.precision_warnings(group, summary)
+                        + checks.drift_warnings(group, job.label, found))
+    out.samples.append(rows)
+    out.summaries.append(summary)
+    return per_process, [o.samples for o in outcomes]
+
+
+def _pairs(run_id: str, jobs: list[Job], done: list[Measured | None], out: Finished) -> None:
+    """Ratios from time-adjacent process pairs: each compared implementation over the first
+    one measured, and each product job over its reference loop (a warning where it leaves
+    [0.85, 1.18] in CPU cost)."""
+    measured = [(job, m) for job, m in zip(jobs, done, strict=True) if m is not None]
+    compared = [(j, m) for j, m in measured if not j.reference
+                and registry.get(j.driver).COMPARED]
+    rows: list[tuple[Job, Measured, list[combine.Row]]] = []
+    for job, m in compared[1:]:
+        first, theirs = compared[0][0].adapter.implementation, compared[0][1][0]
+        rows.append((job, m, pairs.paired_ratios(m[0], theirs, first, "paired_ratio",
+                                                 pairs.PAIRED, pairs.same_case)))
+    for (job, m), (ref, ref_m) in zip(measured, measured[1:], strict=False):
+        if ref.reference and not job.reference:
+            match = pairs.reference_of({c.encoding: c for c in ref.group.cases})
+            found = pairs.paired_ratios(m[0], ref_m[0], "reference loop", "reference_ratio",
+                                        pairs.REFERENCED, match)
+            rows.append((job, m, found))
+            out.warnings.extend(checks.reference_warnings(job.group, job.label, found))
+    for job, m, found in rows:
+        if found:
+            out.summaries.append(tables.summary_table(run_id, job.adapter, job.group, found,
+                                                      m[1], None))
