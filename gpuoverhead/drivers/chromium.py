@@ -89,6 +89,11 @@ def prepare(job: Job, rng: Any) -> Iterator[Prepared]:
         yield Prepared(job.group, ops, verify, 1.0 if timed else None)
 
 
+def setup_hint_s(job: Job) -> float:
+    """Start-up expected of a worker before one ran: a fresh browser and page."""
+    return 5.0
+
+
 def listing(browser: str | None, notes: list[str]) -> list[Offer]:
     """The adapter a Chromium offers (`gpuoverhead adapters`), or a note why none."""
     try:

@@ -86,6 +86,13 @@ def prepare(job: Job, rng: np.random.Generator) -> Iterator[Prepared]:
     yield Prepared(group, ops, verify, None, notes)
 
 
+def setup_hint_s(job: Job) -> float:
+    """Start-up expected of a worker before one ran: importing torch, and torch.compile's
+    compilations (tens of seconds for a decode step on a GPU machine)."""
+    compiles = sum(c.implementation == COMPILE for c in job.group.cases)
+    return 5.0 + (30.0 if job.group.fusion == "decode" else 3.0) * compiles
+
+
 def listing(browser: str | None, notes: list[str]) -> list[Offer]:
     """None: `gpuoverhead adapters` lists WebGPU's adapters, and importing torch is slow."""
     return []

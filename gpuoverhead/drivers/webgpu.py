@@ -147,6 +147,12 @@ def open_device(info: Any, timestamps: bool, limits: dict[str, int], f16: bool =
     return bind.request_device(found[0].adapter, features, limits)
 
 
+def setup_hint_s(job: Job) -> float:
+    """Start-up expected of a worker before one ran: device, pipelines, and a workload's
+    weights and their check (the decode step's are the largest)."""
+    return 10.0 if job.group.fusion == "decode" else 3.0
+
+
 def listing(browser: str | None, notes: list[str]) -> list[Offer]:
     """Every adapter the installed bindings see, best first (`gpuoverhead adapters`)."""
     found, missing = adapters.discover(BINDINGS)

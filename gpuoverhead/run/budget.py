@@ -1,18 +1,25 @@
 """The time budget, in one place: what the suite's `budget_s` and `time_limit_s` become on the
-way to the clock.
+way to the clock, and the order in which worker processes run.
 
 The suite gives seconds per case (`budget_s`), for all worker processes together, so that
 the process count changes precision, not run time: a group of C cases in P processes has
-C x budget_s seconds, each process C x budget_s / P of them (its *cap*). A suite (or
-`--time-limit`) may also give the whole run a time limit: then each worker process, as it
-starts, gets its share of the time left, in proportion to its cap and never more than it,
-after the start-up that the processes still to come are expected to cost. Time that one
-process leaves unused (its estimates were precise early) thus goes to those after it.
+C x budget_s seconds, each process C x budget_s / P of them (its *cap*).
+
+Without a time limit the processes run benchmark by benchmark (process 0 of each job, then
+process 1, ...), each with its cap. With one (the suite's `time_limit_s` or `--time-limit`)
+they run in passes over all benchmarks: pass 0 is process 0 of every job, which measures
+what each job's start-up (import, device, pipelines, compile) and its least sampling
+(warm-up and MIN_ROUNDS rounds) cost; only then is the rest divided. Each later pass runs
+only if the time left holds it whole (every process of it at least its least sampling):
+passes are dropped from the end, never started as stubs. A process that is still running
+at the deadline (the limit + 5% + 2 s) is stopped, so a stated limit holds whatever its
+start-up costs.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 #: Share of a process's budget that warm-up may take at most.
@@ -20,14 +27,13 @@ WARMUP_SHARE = 0.25
 #: The longest one sample may take, as a share of a process's budget: the probe (warm-up
 #: round 0, run/rounds.py) measures no larger N of a case once a sample took longer.
 SAMPLE_SHARE = 0.05
-#: Least budget a process gets when the time limit is spent (it still measures MIN_ROUNDS).
+#: Least budget a process gets (it still measures MIN_ROUNDS rounds).
 MIN_PROCESS_S = 0.05
-#: Seconds beyond its budget (spawn, imports, device, pipelines, warm-up) expected of a
-#: process before any has run: high rather than low (PyTorch's take 5 s on a GPU machine),
-#: since an estimate too low takes the time of the processes that come last.
-DEFAULT_SETUP_S = 3.0
 #: Seconds kept for what follows the last process: estimates, files, the summary.
 FINISH_S = 2.0
+#: How far past its time limit a run may end: the limit times this, plus GRACE_S.
+OVERRUN = 1.05
+GRACE_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -54,40 +60,94 @@ def process_cap_s(per_case_s: float, cases: int, processes: int) -> float:
     return per_case_s * cases / processes
 
 
+@dataclass(frozen=True)
+class Slot:
+    """One worker process: of which benchmark and job, the how-manieth, and what it runs
+    (`kind`: processes of one kind take about as long to start and to sample)."""
+
+    benchmark: int
+    process: int
+    job: int
+    kind: str
+    cap: float
+    #: Seconds of start-up expected of it before any of its kind ran.
+    setup_hint: float
+
+
 @dataclass
 class Schedule:
-    """The run's worker processes in the order they run, and the time limit they share.
+    """The run's worker processes and the time limit they share.
 
-    `caps[i]` is slot i's budget from the suite and `kinds[i]` what it runs (processes of
-    one kind, one job of one group, take about as long to start and warm up)."""
+    `jobs[b][j]` is (kind, cap, setup hint) of job j of benchmark b; `processes` the passes
+    asked for (fewer may run under a time limit: `processes` then says how many did)."""
 
-    caps: list[float]
-    kinds: list[str]
+    jobs: list[list[tuple[str, float, float]]]
+    processes: int
     limit_s: float | None = None
     start: float = field(default_factory=time.monotonic)
+    #: Per kind: seconds beyond sampling that its processes took, and the least sampling
+    #: (warm-up and MIN_ROUNDS rounds) one took.
     _setup: dict[str, list[float]] = field(default_factory=dict)
+    _least: dict[str, float] = field(default_factory=dict)
+    #: Passes dropped because the time left could not hold them (for run.json).
+    dropped: int = 0
 
-    def budget(self, slot: int) -> Budget:
-        """Slot `slot`'s budget, were it to start now."""
-        cap = self.caps[slot]
+    def slots(self) -> Iterator[Slot]:
+        """Every worker process in the order it runs; under a time limit a pass starts only
+        if the time left holds it whole (checked as it would start)."""
         if self.limit_s is None:
-            return Budget(cap)
-        rest = range(slot, len(self.caps))
-        free = self.left_s() - FINISH_S - sum(self.setup_s(self.kinds[s]) for s in rest)
-        share = free * cap / sum(self.caps[s] for s in rest)
-        return Budget(min(cap, max(MIN_PROCESS_S, share)))
+            for b in range(len(self.jobs)):
+                for p in range(self.processes):
+                    yield from self.pass_of(b, p)
+            return
+        p = 0
+        while p < self.processes:
+            if p > 0 and not self._holds(self.processes - p):
+                self._drop()
+                continue
+            for b in range(len(self.jobs)):
+                yield from self.pass_of(b, p)
+            p += 1
 
-    def done(self, slot: int, wall_s: float, budget: Budget) -> None:
-        """Record what slot `slot` took beyond its budget: its start-up, as the estimate
-        for the processes of its kind still to come."""
-        self._setup.setdefault(self.kinds[slot], []).append(max(0.0, wall_s - budget.process_s))
+    def last(self, slot: Slot) -> bool:
+        """Whether `slot` is its benchmark's last (its rows can then be finished)."""
+        return (slot.process == self.processes - 1
+                and slot.job == len(self.jobs[slot.benchmark]) - 1)
 
-    def setup_s(self, kind: str) -> float:
-        """Seconds a process is expected to take beyond its budget: the most that one of
-        its kind took so far, else any, else DEFAULT_SETUP_S. The most, not the mean: an
-        estimate too low takes the time of the processes that come last."""
-        seen = self._setup.get(kind) or [v for vs in self._setup.values() for v in vs]
-        return max(seen) if seen else DEFAULT_SETUP_S
+    def budget(self, slot: Slot) -> Budget:
+        """`slot`'s budget as it starts: its cap, or under a time limit its share of the
+        free time left (in proportion to the caps, after every remaining start-up)."""
+        if self.limit_s is None:
+            return Budget(slot.cap)
+        rest = list(self._remaining(slot))
+        free = self.left_s() - FINISH_S - sum(self.setup_s(s) for s in rest)
+        share = free * slot.cap / sum(s.cap for s in rest)
+        return Budget(min(slot.cap, max(MIN_PROCESS_S, share)))
+
+    def deadline(self) -> float:
+        """The monotonic time by which every process must have ended (inf: no limit)."""
+        if self.limit_s is None:
+            return float("inf")
+        return self.start + self.limit_s * OVERRUN + GRACE_S - FINISH_S
+
+    def done(self, slot: Slot, wall_s: float, sampling_s: float, least_s: float) -> None:
+        """Record what `slot` took beyond sampling (its start-up) and the least sampling a
+        process of its kind needs, for the processes of its kind still to come."""
+        self._setup.setdefault(slot.kind, []).append(max(0.0, wall_s - sampling_s))
+        self._least[slot.kind] = max(self._least.get(slot.kind, 0.0), least_s)
+
+    def setup_s(self, slot: Slot) -> float:
+        """Seconds a process is expected to take beyond sampling: the most that one of its
+        kind took so far (an estimate too low takes the time of the processes that come
+        last), else its hint."""
+        seen = self._setup.get(slot.kind)
+        return max(seen) if seen else slot.setup_hint
+
+    def minimum_s(self) -> float:
+        """The least a run can take: one pass, each process its start-up hint and least
+        budget, and the finish."""
+        return FINISH_S + sum(hint + MIN_PROCESS_S * (1 + WARMUP_SHARE)
+                              for jobs in self.jobs for _, _, hint in jobs)
 
     def left_s(self) -> float:
         """Seconds left of the time limit (infinite without one)."""
@@ -100,5 +160,30 @@ class Schedule:
         warm-up share and the expected start-up of every process."""
         if self.limit_s is not None:
             return self.limit_s
-        return sum(c * (1 + WARMUP_SHARE) + self.setup_s(k)
-                   for c, k in zip(self.caps, self.kinds, strict=True))
+        return sum((cap * (1 + WARMUP_SHARE) + hint) * self.processes
+                   for jobs in self.jobs for _, cap, hint in jobs)
+
+    def pass_of(self, b: int, p: int) -> Iterator[Slot]:
+        """Process `p` of each job of benchmark `b`."""
+        for j, (kind, cap, hint) in enumerate(self.jobs[b]):
+            yield Slot(b, p, j, kind, cap, hint)
+
+    def _remaining(self, slot: Slot) -> Iterator[Slot]:
+        """`slot` and those after it, in the order of a run under a time limit."""
+        for p in range(slot.process, self.processes):
+            for b in range(slot.benchmark if p == slot.process else 0, len(self.jobs)):
+                for s in self.pass_of(b, p):
+                    if (s.process, s.benchmark, s.job) >= (slot.process, slot.benchmark,
+                                                           slot.job):
+                        yield s
+
+    def _holds(self, passes: int) -> bool:
+        """Whether the time left holds `passes` more passes, each process its start-up and
+        least sampling."""
+        one = sum(self.setup_s(s) + self._least.get(s.kind, MIN_PROCESS_S)
+                  for b in range(len(self.jobs)) for s in self.pass_of(b, 0))
+        return passes * one <= self.left_s() - FINISH_S
+
+    def _drop(self) -> None:
+        self.processes -= 1
+        self.dropped += 1

@@ -10,9 +10,10 @@ import pandas as pd
 
 from gpuoverhead.analysis import combine, drift, pairs
 from gpuoverhead.analysis.samples import GroupSamples
-from gpuoverhead.analysis.series import Key, Series, series
+from gpuoverhead.analysis.series import Key, Series
 from gpuoverhead.drivers import registry
 from gpuoverhead.drivers.base import Job
+from gpuoverhead.gpu.methods import series
 from gpuoverhead.results import tables
 from gpuoverhead.run import checks
 from gpuoverhead.run.files import Finished
@@ -38,6 +39,11 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
     group, adapter = job.group, job.adapter
     entry = {"id": group.id, "benchmark": group.benchmark, "elements": group.elements,
              "implementation": job.label}
+    cut = [o for o in outcomes if o.cut]
+    if cut and len(cut) < len(outcomes):  # stopped at the time limit: left out, said so
+        outcomes = [o for o in outcomes if not o.cut]
+        out.warnings.append(f"{group.id} ({job.label}): {len(cut)} worker process(es) "
+                            "stopped at the run's time limit and left out")
     errors = [o.error for o in outcomes if o.error]
     if errors:
         out.errors.extend(f"{group.id} ({job.label}): {e}" for e in errors)

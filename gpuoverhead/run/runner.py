@@ -18,12 +18,11 @@ import numpy as np
 import pandas as pd
 
 from gpuoverhead.drivers import registry
-from gpuoverhead.drivers.base import Job
 from gpuoverhead.errors import UserError
 from gpuoverhead.results.schema import RUN_JSON, RunRecord
 from gpuoverhead.results.write import write_json
 from gpuoverhead.run import environment, noise, worker
-from gpuoverhead.run.budget import Schedule, process_cap_s
+from gpuoverhead.run.budget import Schedule, Slot, process_cap_s
 from gpuoverhead.run.files import RunFolder
 from gpuoverhead.run.finish import finish
 from gpuoverhead.run.plan import Plan, RunOptions, prepare
@@ -62,18 +61,14 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     if target.exists() and not options.force:
         raise UserError(f"{target} already exists; choose another --run-id, or pass --force "
                         "to overwrite it")
+    schedule = _schedule(plan, started)
     seed = options.seed if options.seed is not None else secrets.randbits(32)
     files = RunFolder.open(target, _record(plan, options, run_id, seed), options.force)
     seeding = _Seeding(seed, np.random.default_rng(seed), time.time_ns())
-    schedule = _schedule(plan, started)
     try:
         files.save("running")  # from now on an interrupt leaves a readable run
         reporter.run_started(_what_runs(plan, target, schedule))
-        first = 0
-        for index, jobs in enumerate(plan.benchmarks):
-            _benchmark(plan, index, jobs, files, reporter, seeding, options.stall_timeout_s,
-                       schedule, first)
-            first += len(jobs) * plan.processes
+        _measure(plan, schedule, files, reporter, seeding, options.stall_timeout_s)
     except KeyboardInterrupt:
         with contextlib.suppress(OSError):
             files.save("interrupted")
@@ -120,11 +115,19 @@ def _record(plan: Plan, options: RunOptions, run_id: str, seed: int) -> RunRecor
 
 
 def _schedule(plan: Plan, started: float) -> Schedule:
-    """Every worker process of the run in the order it runs: benchmark, process, job."""
-    slots = [(process_cap_s(j.group.sampling.budget_per_case_s, len(j.group.cases),
-                            plan.processes), f"{j.group.id} {j.label}")
-             for jobs in plan.benchmarks for _ in range(plan.processes) for j in jobs]
-    return Schedule([c for c, _ in slots], [k for _, k in slots], plan.time_limit_s, started)
+    """The run's worker processes; a UserError before anything is measured where the time
+    limit cannot hold even one process per job."""
+    jobs = [[(f"{j.group.id} {j.label}",
+              process_cap_s(j.group.sampling.budget_per_case_s, len(j.group.cases),
+                            plan.processes), registry.get(j.driver).setup_hint_s(j))
+             for j in benchmark] for benchmark in plan.benchmarks]
+    schedule = Schedule(jobs, plan.processes, plan.time_limit_s, started)
+    least = schedule.minimum_s()
+    if plan.time_limit_s is not None and least > plan.time_limit_s:
+        raise UserError(f"a time limit of {plan.time_limit_s:g} s cannot hold one worker process "
+                        f"per job: their start-up alone is expected to take about {least:.0f} s; "
+                        f"ask for --time-limit {math.ceil(least * 1.5)} or more (0: none)")
+    return schedule
 
 
 def _what_runs(plan: Plan, folder: Path, schedule: Schedule) -> list[str]:
@@ -146,43 +149,68 @@ class _Seeding:
     run_start_ns: int
 
 
-def _benchmark(plan: Plan, index: int, jobs: list[Job], files: RunFolder, reporter: Reporter,
-               seeding: _Seeding, stall_timeout_s: float, schedule: Schedule, first: int
-               ) -> None:
-    """One suite group: its jobs' worker processes alternate in time (process 0 of every
-    job, then process 1, ...), so that a slow period of the machine hits all of them; then
-    its rows, added to the run folder whole. Its processes are the schedule's slots from
-    `first` on."""
-    group = jobs[0].group
-    slots = range(first, first + len(jobs) * plan.processes)
-    reporter.benchmark_started(f"{group.id} ({', '.join(j.label for j in jobs)})", index,
-                               len(plan.benchmarks),
-                               sum(schedule.budget(s).process_s for s in slots))
-    outcomes: list[list[worker.Outcome]] = [[] for _ in jobs]
-    spent = 0.0
-    for p in range(plan.processes):
-        for j, job in enumerate(jobs):
-            slot = first + p * len(jobs) + j
-            budget = schedule.budget(slot)
-            if (share := registry.get(job.driver).SAMPLE_SHARE) is not None:
-                budget = replace(budget, sample_share=share)
+def _measure(plan: Plan, schedule: Schedule, files: RunFolder, reporter: Reporter,
+             seeding: _Seeding, stall_timeout_s: float) -> None:
+    """Every worker process in the schedule's order; a benchmark's rows are finished and
+    saved as soon as its last process has run (after the last pass that ran, at the latest)."""
+    outcomes = [[[] for _ in jobs] for jobs in plan.benchmarks]
+    finished: set[int] = set()
+    for slot in schedule.slots():
+        if slot.job == 0:
+            _started(plan, schedule, slot, reporter)
+        outcome = _process(plan, schedule, slot, reporter, seeding, stall_timeout_s)
+        outcomes[slot.benchmark][slot.job].append(outcome)
+        if schedule.last(slot):
+            _finish(plan, slot.benchmark, outcomes, files, reporter, seeding)
+            finished.add(slot.benchmark)
+    for b in range(len(plan.benchmarks)):
+        if b not in finished and outcomes[b][0]:
+            _finish(plan, b, outcomes, files, reporter, seeding)
+    if schedule.dropped:
+        files.start.warnings.append(
+            f"{schedule.processes} of {plan.processes} processes per job ran: the time left "
+            f"after start-up could not hold the other {schedule.dropped} passes (every process "
+            "that ran measured at least its minimum rounds)")
 
-            def on_round(process: int, rounds: int, elapsed: float, share: float,
-                         before: float = spent, label: str = job.label) -> None:
-                left = schedule.left_s()
-                reporter.progress(before + min(elapsed, share), f"{label}, process "
-                                  f"{process + 1}/{plan.processes}, {rounds} rounds"
-                                  + (f", {max(0, left):.0f} s left" if math.isfinite(left)
-                                     else ""))
 
-            task = worker.Task(job, budget, worker.seeds(seeding.seed, index, p, j), p)
-            outcomes[j].append(worker.run(task, on_round, stall_timeout_s))
-            schedule.done(slot, outcomes[j][-1].seconds, budget)
-            spent += budget.process_s
-    finished = finish(files.start.run_id, jobs, outcomes, seeding.rng, seeding.run_start_ns)
-    files.add(finished)
+def _started(plan: Plan, schedule: Schedule, slot: Slot, reporter: Reporter) -> None:
+    jobs = plan.benchmarks[slot.benchmark]
+    passes = f", process {slot.process + 1} of each" if schedule.limit_s is not None else ""
+    reporter.benchmark_started(
+        f"{jobs[0].group.id} ({', '.join(j.label for j in jobs)}{passes})", slot.benchmark,
+        len(plan.benchmarks), sum(schedule.budget(s).process_s
+                                  for s in schedule.pass_of(slot.benchmark, slot.process)))
+
+
+def _process(plan: Plan, schedule: Schedule, slot: Slot, reporter: Reporter,
+             seeding: _Seeding, stall_timeout_s: float) -> worker.Outcome:
+    """One worker process of `slot`, within its budget and the run's deadline."""
+    job = plan.benchmarks[slot.benchmark][slot.job]
+    budget = schedule.budget(slot)
+    if (share := registry.get(job.driver).SAMPLE_SHARE) is not None:
+        budget = replace(budget, sample_share=share)
+
+    def on_round(process: int, rounds: int, elapsed: float, share: float) -> None:
+        left = schedule.left_s()
+        reporter.progress(min(elapsed, share), f"{job.label}, process {process + 1}/"
+                          f"{schedule.processes}, {rounds} rounds"
+                          + (f", {max(0, left):.0f} s left" if math.isfinite(left) else ""))
+
+    task = worker.Task(job, budget, worker.seeds(seeding.seed, slot.benchmark, slot.process,
+                                                 slot.job), slot.process)
+    outcome = worker.run(task, on_round, stall_timeout_s, schedule.deadline())
+    schedule.done(slot, outcome.seconds, outcome.sampling_s, outcome.least_sampling_s())
+    return outcome
+
+
+def _finish(plan: Plan, b: int, outcomes: list, files: RunFolder, reporter: Reporter,
+            seeding: _Seeding) -> None:
+    """A benchmark's rows, added to the run folder whole and saved."""
+    jobs = plan.benchmarks[b]
+    found = finish(files.start.run_id, jobs, outcomes[b], seeding.rng, seeding.run_start_ns)
+    files.add(found)
     files.save("running")
-    errors = [e for job, found in zip(jobs, outcomes, strict=True)
-              for e in (f"{job.label}: {o.error}" for o in found if o.error)]
-    summary = pd.concat(finished.summaries, ignore_index=True) if finished.summaries else None
-    reporter.benchmark_done(group.id, summary, errors)
+    errors = [e for job, mine in zip(jobs, outcomes[b], strict=True)
+              for e in (f"{job.label}: {o.error}" for o in mine if o.error and not o.cut)]
+    summary = pd.concat(found.summaries, ignore_index=True) if found.summaries else None
+    reporter.benchmark_done(jobs[0].group.id, summary, errors)

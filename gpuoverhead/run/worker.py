@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 
 from gpuoverhead.analysis.samples import Calibration, GroupSamples
-from gpuoverhead.analysis.series import worst_rel_ci
 from gpuoverhead.drivers import registry
 from gpuoverhead.drivers.base import Job, Prepared
 from gpuoverhead.errors import IntegrityError, UserError
+from gpuoverhead.gpu.methods import worst_rel_ci
 from gpuoverhead.run.budget import Budget
-from gpuoverhead.run.rounds import sample_group, timer_cost_ns
+from gpuoverhead.run.rounds import MIN_ROUNDS, sample_group, timer_cost_ns
 
 #: How long the parent waits for a worker's next message before it checks that it lives.
 _POLL_S = 0.2
@@ -58,6 +58,17 @@ class Outcome:
     budget_s: float = 0.0
     #: Wall-clock seconds of the whole worker, start-up included (set by the parent).
     seconds: float = 0.0
+    #: Seconds of sampling (warm-up and measured rounds), the rest being start-up.
+    sampling_s: float = 0.0
+    #: Stopped at the run's deadline (its time limit): left out, not a failure.
+    cut: bool = False
+
+    def least_sampling_s(self) -> float:
+        """What warm-up and the least measured rounds took of its sampling."""
+        if self.samples is None:
+            return 0.0
+        done = self.samples.warmup_rounds + self.samples.rounds
+        return self.sampling_s * (self.samples.warmup_rounds + MIN_ROUNDS) / max(1, done)
 
 
 def measure(task: Task, send: Any) -> Outcome:
@@ -79,12 +90,14 @@ def _sample(task: Task, prepared: Prepared, rng: np.random.Generator, send: Any)
     send(("ready",))
     offset = time.time_ns() - perf_counter_ns()
     precision = partial(worst_rel_ci, cal=cal, target_rel=group.sampling.target_rel_ci)
+    began = time.monotonic()
     samples = sample_group(group, prepared.ops, rng, task.budget, precision, progress, counts)
+    sampling_s = time.monotonic() - began
     notes = prepared.notes
     if unchecked := prepared.verify(counts):
         notes = {**notes, "unchecked": unchecked}
     return Outcome(task.process, samples, cal, offset, device_notes=notes,
-                   budget_s=task.budget.process_s)
+                   budget_s=task.budget.process_s, sampling_s=sampling_s)
 
 
 def _child(task: Task, conn: Any) -> None:
@@ -109,21 +122,23 @@ def _child(task: Task, conn: Any) -> None:
     conn.close()
 
 
-def run(task: Task, on_round: Any, stall_timeout_s: float = float("inf")) -> Outcome:
+def run(task: Task, on_round: Any, stall_timeout_s: float = float("inf"),
+        deadline: float = float("inf")) -> Outcome:
     """Spawn a worker for `task`, relay its progress to `on_round`, return its outcome.
 
     A worker that finishes no round for `stall_timeout_s` (a GPU wait that never returns,
     a kernel that runs far too long) is stopped and its task reported as failed; the clock
     starts when it has set up (start-up, device and pipelines get STARTUP_S more). A
     KeyboardInterrupt in the parent (Ctrl-C, SIGTERM) stops the worker before it goes on.
+    One still running at `deadline` (monotonic; the run's time limit) is stopped and `cut`.
     """
     began = time.monotonic()
-    outcome = _run(task, on_round, stall_timeout_s)
+    outcome = _run(task, on_round, stall_timeout_s, deadline)
     outcome.seconds = time.monotonic() - began
     return outcome
 
 
-def _run(task: Task, on_round: Any, stall_timeout_s: float) -> Outcome:
+def _run(task: Task, on_round: Any, stall_timeout_s: float, deadline: float) -> Outcome:
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(task, child), daemon=True)
@@ -145,7 +160,11 @@ def _run(task: Task, on_round: Any, stall_timeout_s: float) -> Outcome:
                     on_round(*payload)
             elif not proc.is_alive():
                 break
-            elif time.monotonic() - last > limit:
+            if time.monotonic() > deadline:
+                _stop(proc)
+                return Outcome(task.process, cut=True, error=(
+                    f"worker process {task.process} was stopped at the run's time limit"))
+            if time.monotonic() - last > limit:
                 _stop(proc)
                 return Outcome(task.process, error=(
                     f"worker process {task.process} finished no round in {stall_timeout_s:g} s "

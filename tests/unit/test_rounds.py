@@ -7,12 +7,11 @@ import time
 from dataclasses import replace
 
 import numpy as np
-import pytest
 
 from gpuoverhead.analysis.samples import Calibration, measured
-from gpuoverhead.analysis.series import series
 from gpuoverhead.analysis.stats import drift
-from gpuoverhead.run.budget import DEFAULT_SETUP_S, FINISH_S, Budget, Schedule
+from gpuoverhead.gpu.methods import series
+from gpuoverhead.run.budget import Budget
 from gpuoverhead.run.rounds import sample_group
 from gpuoverhead.run.worker import seeds
 from gpuoverhead.suite.model import Case, Group, Kernel, Sampling
@@ -104,21 +103,3 @@ def test_the_probe_keeps_two_n_however_slow_the_first_sample():
 def test_the_probe_does_not_run_a_sample_its_line_says_is_too_long():
     samples, _, calls = _probed({2: 0.03})  # 1 ms, then 30 ms: N = 4 would take ~90 ms
     assert samples.cut == {0: (1, 2)} and 4 not in calls and 8 not in calls
-
-
-def test_a_time_limit_is_shared_in_proportion_to_the_caps_after_start_up():
-    schedule = Schedule([4.0, 2.0, 2.0], ["a", "b", "a"], limit_s=20.0)
-    assert schedule.budget(0).process_s == pytest.approx(4.0)  # capped by the suite's budget
-    tight = Schedule([4.0, 2.0, 2.0], ["a", "b", "a"], limit_s=14.0)
-    assert tight.budget(0).process_s == pytest.approx(
-        (14.0 - FINISH_S - 3 * DEFAULT_SETUP_S) / 2, rel=1e-3)
-    # Slot 0 finished after 1 s (0.5 s beyond a 0.5 s budget) at t = 10 s of a 20 s limit:
-    schedule.done(0, 1.0, Budget(0.5))
-    schedule.start = time.monotonic() - 10.0
-    assert schedule.setup_s("a") == pytest.approx(0.5) and schedule.setup_s("b") == 0.5
-    assert schedule.budget(1).process_s == pytest.approx(2.0)  # the unused time goes on
-    schedule.start = time.monotonic() - 19.5
-    assert schedule.budget(1).process_s == pytest.approx(0.05)  # spent: the least budget
-    assert Schedule([1.0], ["a"]).budget(0).process_s == 1.0  # no limit: the cap
-    schedule.done(2, 0.7, Budget(0.5))
-    assert schedule.setup_s("a") == pytest.approx(0.5)  # the most of its kind, not the mean

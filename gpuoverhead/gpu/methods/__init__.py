@@ -1,30 +1,70 @@
-"""Methodologies: how a case's operations are issued, waited for and timed.
+"""Methodologies, one module each: which cases it claims, how its operation is issued,
+waited for and timed, and which estimates its samples give (series per process, and what
+derives from them). `METHODS` is the one list that both the worker (operations) and the
+analysis (series) pick from, so the two can never disagree.
 
 `operation(target, case, native)` gives `op(n)`, which issues `n` operations and waits as
 the case's methodology defines; the sampler times calls of `op` and nothing else. An op may
 return parts of its sample (per-call times of a breakdown, GPU timestamps), which the
-sampler keeps beside the wall time.
+sampler keeps beside the wall time. A fusion case's op is made from its workload's units
+(`fusion.operation`, by the WebGPU driver).
 """
 
+from __future__ import annotations
+
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
+import numpy as np
+
+from gpuoverhead.analysis.samples import Calibration, GroupSamples
+from gpuoverhead.analysis.series import STOP_METRICS, Out, View, precise_enough
+from gpuoverhead.analysis.stats import median_ci
 from gpuoverhead.gpu.kernels import Target
-from gpuoverhead.gpu.layers.raw import ffi_floor
-from gpuoverhead.gpu.methods import breakdown, naive, sequential, timestamps
-from gpuoverhead.suite.model import FFI_FLOOR, TIMESTAMPS, Case
+from gpuoverhead.gpu.methods import (
+    breakdown,
+    ffi_floor,
+    fusion,
+    naive,
+    sequential,
+    timestamps,
+)
+from gpuoverhead.suite.model import Case
 
 Operation = Callable[[int], Any]
+#: Every methodology; the first that claims a case is its own (the registration).
+METHODS: tuple[ModuleType, ...] = (ffi_floor, naive, breakdown, timestamps, fusion, sequential)
+
+
+def method_of(case: Case) -> ModuleType:
+    return next(m for m in METHODS if m.claims(case))
 
 
 def operation(target: Target, case: Case, native: Any) -> Operation:
     """The timed operation of `case` on `target` (`native` is the loaded C loop, or None)."""
-    if case.methodology == "naive":
-        return naive.operation(target, case)
-    if case.methodology == "breakdown":
-        return breakdown.operation(target, case)
-    if case.methodology == FFI_FLOOR:
-        return ffi_floor(target)
-    if case.sync == TIMESTAMPS:
-        return timestamps.operation(target)
-    return sequential.operation(target, case, native)
+    return method_of(case).operation(target, case, native)
+
+
+def series(samples: GroupSamples, cal: Calibration, clock_offset_ns: int = 0) -> Out:
+    """Per estimate, the per-round (or per-sample) values of one process: each case's
+    methodology makes its own, then each methodology derives what spans cases."""
+    view = View(samples, cal, clock_offset_ns)
+    out: Out = {}
+    for index, case in enumerate(samples.cases):
+        method_of(case).series(view, index, case, out)
+    for method in METHODS:
+        method.derive(out, view)
+    return out
+
+
+def worst_rel_ci(samples: GroupSamples, cal: Calibration, target_rel: float) -> float:
+    """Largest relative CI half-width among one process's headline estimates, 0 for those
+    that are precise enough by the absolute floor."""
+    rels = []
+    for key, s in series(samples, cal).items():
+        if key.metric in STOP_METRICS:
+            est = median_ci(np.asarray(s.values))
+            half = (est.ci_high - est.ci_low) / 2
+            rels.append(0.0 if precise_enough(half, est.value, target_rel) else est.rel_ci)
+    return max(rels, default=float("inf"))

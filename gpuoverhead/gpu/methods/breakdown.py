@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from gpuoverhead import records
+from gpuoverhead.analysis.series import Key, Out, Series, View
 from gpuoverhead.gpu.kernels import Target
 from gpuoverhead.gpu.layers import raw, wrapper
 from gpuoverhead.suite.model import Case
@@ -18,6 +21,25 @@ from gpuoverhead.suite.model import Case
 CALLS = records.CALLS
 
 
-def operation(target: Target, case: Case) -> Callable[[int], tuple[int, ...]]:
+def claims(case: Case) -> bool:
+    return case.methodology == "breakdown"
+
+
+def operation(target: Target, case: Case, native: object = None
+              ) -> Callable[[int], tuple[int, ...]]:
     timed = raw.build(target)[1] if case.layer == "raw" else (lambda: wrapper.breakdown(target))
     return lambda n: timed()
+
+
+def series(view: View, index: int, case: Case, out: Out) -> None:
+    """Latency of the whole op, and each call's time less the clock's own cost."""
+    pos, walls, times = view.measured(index)
+    out[Key(case, "latency_ns", "ns", "median")] = Series(walls, times, walls.size)
+    parts = np.array([view.samples.parts[p] for p in pos], dtype=float)
+    for j, call in enumerate(CALLS):
+        out[Key(case, "call_ns", "ns", "median - clock cost", call)] = Series(
+            parts[:, j] - view.cal.timer_ns, times, parts.shape[0])
+
+
+def derive(out: Out, view: View) -> None:
+    """Nothing derives from a breakdown."""

@@ -18,8 +18,17 @@ from collections.abc import Callable
 from time import perf_counter_ns
 from typing import Any
 
+import numpy as np
+
+from gpuoverhead.analysis.samples import by_round
+from gpuoverhead.analysis.series import Key, Out, Series, View, add_fits
 from gpuoverhead.gpu.fusion_patterns import Work
 from gpuoverhead.gpu.methods.timestamps import PassTimer
+from gpuoverhead.suite.model import FUSION, TIMESTAMPS, Case
+
+
+def claims(case: Case) -> bool:
+    return case.methodology == FUSION
 
 
 def operation(work: Work, device: Any, wait: Callable[[], None], timestamps: bool,
@@ -106,3 +115,68 @@ def _issuer(work: Work, device: Any, encoding: str, one_pass: Callable[[Any, int
         queue.submit([encoder.finish()])
 
     return {"submit": submit_each, "pass": pass_per_segment}.get(encoding, in_one_pass)
+
+
+def series(view: View, index: int, case: Case, out: Out) -> None:
+    """One unit of work per form: its slope (wait amortized) and N=1 latency, or GPU time."""
+    pos, walls, times = view.measured(index)
+    n = view.n(index)
+    round_times = by_round(times, n)[:, 0]
+    if case.sync == TIMESTAMPS:
+        matrix = view.gpu(pos, index)
+        if matrix is None:
+            return
+        metrics: tuple[str, ...] = ("gpu_ns", "gpu_fixed_ns")
+    else:
+        matrix, metrics = by_round(walls, n), ("per_unit_ns", "fixed_ns")
+        add_fits(out, case, n, view.issue(pos, index), round_times, ("cpu_per_unit_ns",),
+                  "round-median theil-sen of issue time (clock read before the wait)")
+    slope = add_fits(out, case, n, matrix, round_times, metrics, "round-median theil-sen")
+    single = matrix[:, 0] if n[0] == 1 else None
+    if single is not None and case.sync != TIMESTAMPS:
+        out[Key(case, "latency_ns", "ns", "median of N=1 samples")] = Series(
+            single, round_times, single.size)
+    view.units[case] = (case, slope, single, round_times)
+
+
+#: Fusion ratios: metric, the sync of the series they pair, and which of its values.
+_FUSION_RATIOS = (("fusion_speedup", "wait", 1, "median unfused slope / median fused slope"),
+                  ("fusion_speedup_synced", "wait", 2,
+                   "median unfused / median fused wall at N=1"),
+                  ("fusion_gpu_speedup", TIMESTAMPS, 1,
+                   "median unfused / median fused GPU-time slope"))
+
+
+def _ratios(out: dict[Key, Series],
+                units: dict[Case, tuple[Case, np.ndarray, np.ndarray | None, np.ndarray]]
+                ) -> None:
+    """Fusion speedups, on the fused case: unfused (of the same K, sync and encoding) over
+    fused, rounds paired for the CI; and each form's GPU share (GPU time of its one-pass
+    timestamps twin over its wall slope)."""
+    def twin(case: Case, **fields: Any) -> tuple | None:
+        return next((u for c, u in units.items()
+                     if c.k == case.k and all(getattr(c, f) == v for f, v in fields.items())),
+                    None)
+
+    for case, fused in units.items():
+        unfused = twin(case, variant="unfused", sync=case.sync, encoding=case.encoding)
+        if case.variant != "fused" or unfused is None:
+            continue
+        for metric, wanted, part, estimator in _FUSION_RATIOS:
+            top, bottom = unfused[part], fused[part]
+            if case.sync != wanted or top is None or bottom is None:
+                continue
+            r = min(len(top), len(bottom))
+            if r:
+                out[Key(case, metric, "ratio", estimator)] = Series(
+                    top[:r], fused[3][:r], r, denominator=bottom[:r])
+    for case, wall in units.items():
+        gpu = twin(case, variant=case.variant, implementation=case.implementation,
+                   sync=TIMESTAMPS)
+        if case.sync == "wait" and gpu is not None and (r := min(len(wall[1]), len(gpu[1]))):
+            out[Key(case, "gpu_share", "ratio", "median GPU-time slope / median wall "
+                    "slope")] = Series(gpu[1][:r], wall[3][:r], r, denominator=wall[1][:r])
+
+
+def derive(out: Out, view: View) -> None:
+    _ratios(out, view.units)

@@ -1,5 +1,8 @@
 """Naive: one operation, then wait until the GPU is idle; a sample is that op's latency.
 
+Its estimates: the latency per sample and the first warm-up round's (series), and the
+inflation of each wrapper-layer sequential slope by it (derived).
+
 This is what a framework pays that synchronizes after every op. Variant `readback` copies
 4 bytes of the result into a mappable buffer and maps and reads it instead of a bare wait,
 as a framework that reads a value back after each op does.
@@ -9,12 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
+from gpuoverhead.analysis.series import FUSED_NS, Key, Out, Series, View
 from gpuoverhead.gpu.kernels import Target, binding_of
 from gpuoverhead.gpu.layers.wrapper import submit_each
 from gpuoverhead.suite.model import Case
 
 
-def operation(target: Target, case: Case) -> Callable[[int], None]:
+def claims(case: Case) -> bool:
+    return case.methodology == "naive"
+
+
+def operation(target: Target, case: Case, native: object = None) -> Callable[[int], None]:
     if case.sync == "wait":
         wait = target.wait
 
@@ -46,3 +56,28 @@ def _readback(t: Target) -> Callable[[int], None]:
         staging.unmap()
 
     return op
+
+
+def series(view: View, index: int, case: Case, out: Out) -> None:
+    """Latency per sample, and the first warm-up round's (what a short-lived program pays)."""
+    _, walls, times = view.measured(index)
+    out[Key(case, "latency_ns", "ns", "median")] = Series(walls, times, walls.size)
+    if case.sync == "wait":
+        view.naive = walls
+    rec = view.rec
+    first = np.flatnonzero((rec[:, 0] == index) & (rec[:, 2] == 0) & (rec[:, 3] == 1))
+    if first.size:
+        out[Key(case, "first_round_ns", "ns", "warm-up round 0")] = Series(
+            rec[first[:1], 5].astype(float), times[:1], 1)
+
+
+def derive(out: Out, view: View) -> None:
+    """Naive latency over each wrapper-layer slope (rounds paired by index for the CI)."""
+    if view.naive is None:
+        return
+    for (_, layer, _), (case, s, _, t) in view.slopes.items():
+        # A fused chain (torch-compile) has no per-dispatch cost to inflate.
+        if layer == "wrapper" and np.median(s) > FUSED_NS:
+            r = min(len(view.naive), len(s))
+            out[Key(case, "inflation", "ratio", "median naive / median slope")] = Series(
+                view.naive[:r], t[:r], r, denominator=s[:r])

@@ -16,9 +16,19 @@ from collections.abc import Callable
 from time import perf_counter_ns
 from typing import Any
 
+import numpy as np
+
+from gpuoverhead.analysis.samples import by_round
+from gpuoverhead.analysis.series import Key, Out, Series, View, add_fits
+from gpuoverhead.analysis.stats import round_fits
 from gpuoverhead.gpu.kernels import Target
 from gpuoverhead.gpu.layers import issuer
-from gpuoverhead.suite.model import Case
+from gpuoverhead.gpu.layers.raw import CALLS_PER_OP
+from gpuoverhead.suite.model import TIMESTAMPS, Case
+
+
+def claims(case: Case) -> bool:
+    return case.methodology == "sequential" and case.sync != TIMESTAMPS
 
 
 def operation(target: Target, case: Case, native: Any) -> Callable[[int], tuple[int]]:
@@ -34,3 +44,57 @@ def operation(target: Target, case: Case, native: Any) -> Callable[[int], tuple[
         return (issued,)
 
     return op
+
+
+def series(view: View, index: int, case: Case, out: Out) -> None:
+    """Per round: the slope (throughput cost per dispatch) and intercept (fixed wait) of
+    wall time against N, and the slope of issue time, the CPU cost per dispatch."""
+    pos, walls, times = view.measured(index)
+    n = view.n(index)
+    matrix, round_times = by_round(walls, n), by_round(times, n)[:, 0]
+    slope = add_fits(out, case, n, matrix, round_times, ("per_dispatch_ns", "fixed_ns"),
+                      "round-median theil-sen of wall time")
+    cpu = add_fits(out, case, n, view.issue(pos, index), round_times,
+                    ("cpu_per_dispatch_ns",),
+                    "round-median theil-sen of issue time (clock read before the wait)")
+    view.slopes[(case.encoding, case.layer, case.implementation)] = (case, slope, cpu,
+                                                                     round_times)
+    first = view.first_round(index)
+    if first is not None:
+        out[Key(case, "first_round_per_dispatch_ns", "ns",
+                "theil-sen of warm-up round 0's wall time")] = Series(
+            round_fits(np.array(n), first[None, :])[0], round_times[:1], 1)
+
+
+def _layers(out: Out, slopes: dict[tuple[str, str, str | None],
+                                       tuple[Case, np.ndarray, np.ndarray, np.ndarray]],
+                floor: np.ndarray | None) -> None:
+    """CPU cost per dispatch split into api (the native implementation) and python (the
+    binding), from issue-time slopes paired round by round, and the FFI check."""
+    for (encoding, layer, impl), (case, _, wrapper, times) in slopes.items():
+        if layer != "wrapper" or impl is not None:
+            continue
+        raw = slopes.get((encoding, "raw", None), (None, None, None, None))[2]
+        native = slopes.get((encoding, "native", None), (None, None, None, None))[2]
+        calls = CALLS_PER_OP[encoding]
+        corrected = raw - calls * floor[: len(raw)] if raw is not None and floor is not None \
+            else None
+        if native is not None:
+            api, how = native, "native issue slope"
+        elif corrected is not None:
+            api, how = corrected, f"raw issue slope - {calls} x ffi floor (native layer absent)"
+        else:
+            continue
+        n = len(wrapper)
+        out[Key(case, "api_ns", "ns", how)] = Series(api, times, n)
+        out[Key(case, "python_ns", "ns", "wrapper issue slope - api")] = Series(
+            wrapper - api, times, n)
+        if native is not None and corrected is not None:
+            raw_case = slopes[(encoding, "raw", None)][0]
+            out[Key(raw_case, "ffi_check_ns", "ns",
+                    f"(raw issue slope - {calls} x ffi floor) - native issue slope")] = Series(
+                corrected - native, times, n)
+
+
+def derive(out: Out, view: View) -> None:
+    _layers(out, view.slopes, view.floor)

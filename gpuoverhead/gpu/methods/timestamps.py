@@ -12,7 +12,14 @@ from typing import Any
 
 import numpy as np
 
+from gpuoverhead.analysis.samples import by_round
+from gpuoverhead.analysis.series import Out, View, add_fits
 from gpuoverhead.gpu.kernels import Target, binding_of
+from gpuoverhead.suite.model import FUSION, TIMESTAMPS, Case
+
+
+def claims(case: Case) -> bool:
+    return case.sync == TIMESTAMPS and case.methodology != FUSION
 
 
 class PassTimer:
@@ -37,7 +44,8 @@ class PassTimer:
         return int(begin), int(end)
 
 
-def operation(target: Target) -> Callable[[int], tuple[int, int]]:
+def operation(target: Target, case: Case, native: object = None
+              ) -> Callable[[int], tuple[int, int]]:
     device, queue, pipeline, bind_group = target.device, target.queue, target.pipeline, \
         target.bind_group
     x, y = target.grid
@@ -56,3 +64,19 @@ def operation(target: Target) -> Callable[[int], tuple[int, int]]:
         return timer.read(queue)
 
     return op
+
+
+def series(view: View, index: int, case: Case, out: Out) -> None:
+    """Slope and intercept of GPU time (timestamp queries) against N, per round."""
+    pos, _, times = view.measured(index)
+    gpu = view.gpu(pos, index)
+    if gpu is None or view.timer is None:
+        return
+    note = (f"round-median theil-sen (timer quantized to {view.timer.resolution_ns:.0f} ns)"
+            if view.timer.quantized else "round-median theil-sen")
+    n = view.n(index)
+    add_fits(out, case, n, gpu, by_round(times, n)[:, 0], ("gpu_ns", "gpu_fixed_ns"), note)
+
+
+def derive(out: Out, view: View) -> None:
+    """GPU time is a figure of its own (the fusion module pairs it with wall time)."""

@@ -1,0 +1,71 @@
+"""The schedule: the order of worker processes, their budgets under a time limit, and
+passes that the time left cannot hold dropped before they start (never run as stubs)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from gpuoverhead.run.budget import FINISH_S, GRACE_S, MIN_PROCESS_S, OVERRUN, Schedule
+
+#: Two benchmarks: one of two jobs (caps 4 and 2 s), one of one job (cap 2 s); 1 s hints.
+JOBS = [[("a", 4.0, 1.0), ("b", 2.0, 1.0)], [("c", 2.0, 1.0)]]
+
+
+def _order(schedule: Schedule) -> list[tuple[int, int, int]]:
+    return [(s.benchmark, s.process, s.job) for s in schedule.slots()]
+
+
+def test_without_a_limit_benchmarks_run_one_after_another_with_their_caps():
+    schedule = Schedule(JOBS, processes=2)
+    assert _order(schedule) == [(0, 0, 0), (0, 0, 1), (0, 1, 0), (0, 1, 1), (1, 0, 0),
+                                (1, 1, 0)]
+    assert [schedule.budget(s).process_s for s in schedule.slots()][:2] == [4.0, 2.0]
+    assert schedule.deadline() == float("inf")
+
+
+def test_with_a_limit_processes_run_in_passes_over_every_benchmark():
+    schedule = Schedule(JOBS, processes=2, limit_s=1000.0)
+    assert _order(schedule) == [(0, 0, 0), (0, 0, 1), (1, 0, 0), (0, 1, 0), (0, 1, 1),
+                                (1, 1, 0)]
+
+
+def test_a_limit_is_shared_in_proportion_to_the_caps_after_every_start_up():
+    schedule = Schedule(JOBS, processes=2, limit_s=20.0)
+    first = next(schedule.slots())
+    # 6 processes, 1 s start-up each: 20 - 2 - 6 = 12 s for caps 4+2+2 per pass (16 in all).
+    assert schedule.budget(first).process_s == pytest.approx(12.0 * 4 / 16, rel=1e-3)
+    assert schedule.budget(first).process_s <= first.cap
+    schedule.start = time.monotonic() - 19.9
+    assert schedule.budget(first).process_s == MIN_PROCESS_S
+
+
+def test_a_pass_the_time_left_cannot_hold_is_dropped_before_it_starts():
+    schedule = Schedule(JOBS, processes=3, limit_s=30.0)
+    ran = []
+    for slot in schedule.slots():
+        ran.append(slot.process)
+        # Each process took 4 s: 3 s of start-up, 1 s of sampling, 0.5 s of it the least.
+        schedule.done(slot, 4.0, 1.0, 0.5)
+        schedule.start -= 4.0  # and the clock moved as much
+    # Pass 0 took 12 s of 30; one more pass needs 3 x (3 + 0.5) = 10.5 s, two 21 s.
+    assert ran == [0, 0, 0, 1, 1, 1]
+    assert schedule.processes == 2 and schedule.dropped == 1
+    assert schedule.last(next(s for s in schedule.pass_of(0, 1) if s.job == 1))
+
+
+def test_the_least_a_run_needs_and_its_deadline():
+    schedule = Schedule(JOBS, processes=3, limit_s=60.0)
+    assert schedule.minimum_s() == pytest.approx(FINISH_S + 3 * (1.0 + MIN_PROCESS_S * 1.25))
+    assert schedule.deadline() == pytest.approx(schedule.start + 60 * OVERRUN + GRACE_S
+                                                - FINISH_S)
+
+
+def test_start_up_estimates_are_the_most_seen_of_a_kind_else_its_hint():
+    schedule = Schedule(JOBS, processes=2, limit_s=100.0)
+    a, b = list(schedule.slots())[:2]
+    assert schedule.setup_s(a) == 1.0
+    schedule.done(a, 5.0, 2.0, 1.0)
+    schedule.done(a, 4.0, 2.0, 1.0)
+    assert schedule.setup_s(a) == 3.0 and schedule.setup_s(b) == 1.0

@@ -1,0 +1,62 @@
+"""The run folder: a finished benchmark's run.json entries and its rows are one record, so
+run.json never names a finished benchmark whose rows are not written beside it."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from gpuoverhead.results.schema import RunRecord
+from gpuoverhead.run.files import Finished, RunFolder
+
+
+def _record() -> RunRecord:
+    return RunRecord(run_id="r", argv=[], suite={}, seed=1, started="now", host={},
+                     packages={}, native={}, warnings=["from the plan"])
+
+
+def _finished(name: str) -> Finished:
+    row = pd.DataFrame([{"benchmark": name, "metric": "latency_ns", "value": 1.0}])
+    return Finished(entries=[{"benchmark": name, "status": "ok"}], samples=[row],
+                    summaries=[row], warnings=[f"{name} warned"])
+
+
+def test_run_json_and_tables_hold_the_same_finished_benchmarks(tmp_path):
+    folder = RunFolder.open(tmp_path / "r", _record(), force=False)
+    folder.save("running")
+    assert json.loads((tmp_path / "r" / "run.json").read_text())["benchmarks"] == []
+    folder.add(_finished("a"))
+    folder.add(_finished("b"))
+    folder.save("interrupted")
+    info = json.loads((tmp_path / "r" / "run.json").read_text())
+    summary = pd.read_csv(tmp_path / "r" / "summary.csv")
+    assert [b["benchmark"] for b in info["benchmarks"]] == ["a", "b"]
+    assert list(summary.benchmark) == ["a", "b"]
+    assert info["warnings"] == ["from the plan", "a warned", "b warned"]
+    assert info["status"] == "interrupted" and info["finished"]
+
+
+def test_the_start_record_is_not_changed_by_what_finished(tmp_path):
+    record = _record()
+    folder = RunFolder.open(tmp_path / "r", record, force=False)
+    folder.add(_finished("a"))
+    assert folder.record().benchmarks and not record.benchmarks
+    assert record.warnings == ["from the plan"]
+
+
+def test_a_forced_run_writes_apart_until_it_has_a_benchmark(tmp_path):
+    old = RunFolder.open(tmp_path / "r", _record(), force=False)
+    old.add(_finished("old"))
+    old.save("complete")
+    new = RunFolder.open(tmp_path / "r", _record(), force=True)
+    assert new.folder != tmp_path / "r" and str(new.folder.name).startswith(".r.")
+    new.save("running")
+    assert json.loads((tmp_path / "r" / "run.json").read_text())["benchmarks"][0][
+        "benchmark"] == "old"
+    new.add(_finished("new"))
+    new.save("running")
+    assert new.folder == tmp_path / "r"
+    assert json.loads((tmp_path / "r" / "run.json").read_text())["benchmarks"][0][
+        "benchmark"] == "new"
+    assert [p.name for p in tmp_path.iterdir()] == ["r"]

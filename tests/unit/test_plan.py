@@ -1,0 +1,96 @@
+"""The plan and the driver registry, on fake drivers: which families a `--implementation`
+asks for, which jobs a group gets and in what order, and what a driver that cannot run
+does to the plan (an error where it was named, a note where it came with `all`)."""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from gpuoverhead.drivers import registry
+from gpuoverhead.drivers.base import Job, Offer, Prepared, without_timestamps
+from gpuoverhead.errors import UserError
+from gpuoverhead.records import AdapterInfo
+from gpuoverhead.resources import CONFIGS_DIR
+from gpuoverhead.run.plan import RunOptions, prepare
+
+
+def test_parse_takes_all_names_families_and_lists():
+    assert registry.parse("all") is None
+    assert registry.parse("wgpu-native") == {"webgpu": ("wgpu-native",)}
+    assert registry.parse("wgpu-native,dawn") == {"webgpu": ("wgpu-native", "dawn")}
+    assert registry.parse("webgpu") == {"webgpu": None}
+    assert registry.parse("dawn, webgpu") == {"webgpu": None}
+    assert registry.parse("torch,chromium") == {"torch": None, "chromium": None}
+
+
+def test_parse_refuses_an_unknown_name_and_lists_the_known_ones():
+    with pytest.raises(UserError) as caught:
+        registry.parse("wgpu-native,vulkan")
+    message = str(caught.value)
+    assert "'vulkan'" in message and all(n in message for n in registry.names())
+
+
+def _fake(family: str, devices: list[str], cases_of=lambda g: g.cases, fails: str = "",
+          compared: bool = True) -> SimpleNamespace:
+    """A driver module's shape with no GPU behind it: it offers `devices` (or fails)."""
+    def offers(request, notes):
+        if fails:
+            if request.named:
+                raise UserError(fails)
+            notes.append(fails)
+            return []
+        return [Offer(AdapterInfo(family, "fake", "CPU", "none", 0, d, "", False))
+                for d in devices]
+
+    def jobs(group, offer, notes):
+        mine = tuple(cases_of(group))
+        return [Job(without_timestamps(replace(group, cases=mine)), offer, family)] \
+            if mine else []
+
+    return SimpleNamespace(FAMILY=family, IMPLEMENTATIONS=(family,), COMPARED=compared,
+                           SAMPLE_SHARE=None, offers=offers, jobs=jobs,
+                           prepare=lambda job, rng: nullcontext(Prepared(job.group, {},
+                                                                         lambda c: None)),
+                           listing=lambda b, n: [], libraries=lambda: {},
+                           compile_kernels=lambda s: None)
+
+
+def _plan(monkeypatch, drivers, implementation: str = "all"):
+    monkeypatch.setattr(registry, "DRIVERS", tuple(drivers))
+    return prepare(RunOptions(suite=Path(CONFIGS_DIR) / "ci.yaml", out_root=Path("/nonexistent"),
+                              implementations=registry.parse(implementation)))
+
+
+def test_jobs_of_a_group_follow_the_registry_order_and_each_offer(monkeypatch):
+    plan = _plan(monkeypatch, [_fake("a", ["a0", "a1"]), _fake("b", ["b0"])])
+    assert plan.benchmarks
+    for jobs in plan.benchmarks:
+        assert [j.adapter.device for j in jobs] == ["a0", "a1", "b0"]
+        assert all(j.driver == j.adapter.implementation for j in jobs)
+    assert [a["device"] for a in plan.adapters] == ["a0", "a1", "b0"]
+
+
+def test_only_the_families_asked_for_run(monkeypatch):
+    plan = _plan(monkeypatch, [_fake("a", ["a0"]), _fake("b", ["b0"])], "b")
+    assert {j.driver for jobs in plan.benchmarks for j in jobs} == {"b"}
+
+
+def test_a_named_driver_that_cannot_run_is_an_error_and_with_all_a_note(monkeypatch):
+    broken = _fake("b", [], fails="b is not installed here")
+    with pytest.raises(UserError, match="b is not installed"):
+        _plan(monkeypatch, [_fake("a", ["a0"]), broken], "a,b")
+    plan = _plan(monkeypatch, [_fake("a", ["a0"]), broken])
+    assert "b is not installed here" in plan.notes
+
+
+def test_a_group_no_driver_runs_is_left_out_and_nothing_at_all_is_an_error(monkeypatch):
+    only_fusion = _fake("a", ["a0"], cases_of=lambda g: g.cases if g.fusion else ())
+    plan = _plan(monkeypatch, [only_fusion])
+    assert plan.benchmarks and all(j.group.fusion for jobs in plan.benchmarks for j in jobs)
+    with pytest.raises(UserError, match="nothing to measure"):
+        _plan(monkeypatch, [_fake("a", ["a0"], cases_of=lambda g: ())])
