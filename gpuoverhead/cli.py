@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,6 +34,8 @@ app = typer.Typer(
     help="Measure what one GPU dispatch really costs (naive vs sequential, per encoding).",
 )
 
+#: When this command started: a run's time limit counts from here (its imports included).
+STARTED = time.monotonic()
 EXIT_USER = 2
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -149,7 +152,7 @@ def run(
         suite=suite, out_root=out, backend=backend, adapter=adapter, implementations=names,
         quick=quick, processes=processes, seed=seed, run_id=run_id, force=force,
         outside_shaders=outside_shaders, stall_timeout_s=stall_timeout,
-        time_limit_s=time_limit, browser=browser))
+        time_limit_s=time_limit, browser=browser, started=STARTED))
     console.print_summary(result.summary)
     console.show_warnings(result.record.warnings)
     console.show_errors(result.record.errors)

@@ -76,6 +76,8 @@ class View:
     slopes: dict[tuple[str, str, str | None], tuple[Case, np.ndarray, np.ndarray, np.ndarray]] \
         = field(default_factory=dict)
     floor: np.ndarray | None = None
+    #: GPU time per dispatch (timestamps' slopes) per round, where a timer ran.
+    gpu_slopes: np.ndarray | None = None
     #: Fusion units per case: the case, slopes, N=1 values, round times.
     units: dict[Case, tuple[Case, np.ndarray, np.ndarray | None, np.ndarray]] \
         = field(default_factory=dict)

@@ -91,7 +91,7 @@ def prepare(job: Job, rng: Any) -> Iterator[Prepared]:
 
 def setup_hint_s(job: Job) -> float:
     """Start-up expected of a worker before one ran: a fresh browser and page."""
-    return 5.0
+    return 4.5
 
 
 def listing(browser: str | None, notes: list[str]) -> list[Offer]:

@@ -28,12 +28,12 @@ from gpuoverhead.drivers.base import (
 )
 from gpuoverhead.errors import UserError
 from gpuoverhead.gpu import adapters, methods
+from gpuoverhead.gpu import fusion_patterns as workloads  # TEMP until workloads lands
 from gpuoverhead.gpu.bindings import Binding
 from gpuoverhead.gpu.kernels import build_targets, compile_pipeline
 from gpuoverhead.gpu.methods import fusion as fusion_method
 from gpuoverhead.gpu.wait import waiter
 from gpuoverhead.suite.model import REFERENCE, TIMESTAMPS, Case, Group, Suite
-from gpuoverhead.workloads import registry as workloads
 
 FAMILY = "webgpu"
 BINDINGS = (
@@ -150,7 +150,7 @@ def open_device(info: Any, timestamps: bool, limits: dict[str, int], f16: bool =
 def setup_hint_s(job: Job) -> float:
     """Start-up expected of a worker before one ran: device, pipelines, and a workload's
     weights and their check (the decode step's are the largest)."""
-    return 10.0 if job.group.fusion == "decode" else 3.0
+    return 3.5 if job.group.fusion == "decode" else 2.5
 
 
 def listing(browser: str | None, notes: list[str]) -> list[Offer]:

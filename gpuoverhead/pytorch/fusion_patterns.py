@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from gpuoverhead.drivers.torch_forms import COMPILE, EAGER, GRAPH
 from gpuoverhead.gpu import decode
 from gpuoverhead.gpu import fusion_patterns as fusion
-from gpuoverhead.pytorch.baseline import COMPILE, EAGER, GRAPH
 from gpuoverhead.suite.model import MODELS, RMSNORM_HIDDEN, TIMESTAMPS, Case, Group
 
 _MASK = 0xFFFFFFFF
@@ -63,7 +63,7 @@ def operations(group: Group, rng: np.random.Generator, notes: dict[str, Any]
     and whether the ops return GPU times (CUDA events, in ns)."""
     import torch
 
-    from gpuoverhead.pytorch.baseline import device_name
+    from gpuoverhead.drivers.torch_forms import device_name
 
     kind = device_name()
     dev = torch.device(kind)

@@ -11,9 +11,10 @@ they run in passes over all benchmarks: pass 0 is process 0 of every job, which 
 what each job's start-up (import, device, pipelines, compile) and its least sampling
 (warm-up and MIN_ROUNDS rounds) cost; only then is the rest divided. Each later pass runs
 only if the time left holds it whole (every process of it at least its least sampling):
-passes are dropped from the end, never started as stubs. A process that is still running
-at the deadline (the limit + 5% + 2 s) is stopped, so a stated limit holds whatever its
-start-up costs.
+passes are dropped from the end, never started as stubs; a process of pass 0 whose start-up
+alone would not fit is not started (its job is reported as not measured). A process still
+running at the deadline (the limit less FINISH_S) is stopped, so a stated limit holds,
+give or take the finish, whatever a start-up costs.
 """
 
 from __future__ import annotations
@@ -30,10 +31,7 @@ SAMPLE_SHARE = 0.05
 #: Least budget a process gets (it still measures MIN_ROUNDS rounds).
 MIN_PROCESS_S = 0.05
 #: Seconds kept for what follows the last process: estimates, files, the summary.
-FINISH_S = 2.0
-#: How far past its time limit a run may end: the limit times this, plus GRACE_S.
-OVERRUN = 1.05
-GRACE_S = 2.0
+FINISH_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -128,7 +126,12 @@ class Schedule:
         """The monotonic time by which every process must have ended (inf: no limit)."""
         if self.limit_s is None:
             return float("inf")
-        return self.start + self.limit_s * OVERRUN + GRACE_S - FINISH_S
+        return self.start + self.limit_s - FINISH_S
+
+    def fits(self, slot: Slot) -> bool:
+        """Whether `slot` can start: its start-up and least sampling fit in the time left."""
+        return self.setup_s(slot) + self._least.get(slot.kind, MIN_PROCESS_S) \
+            <= self.left_s() - FINISH_S
 
     def done(self, slot: Slot, wall_s: float, sampling_s: float, least_s: float) -> None:
         """Record what `slot` took beyond sampling (its start-up) and the least sampling a

@@ -3,6 +3,7 @@ warnings: the GPU timer, warm-up, precision against the target, trends over time
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
@@ -33,7 +34,7 @@ def process_entry(outcome: Outcome) -> dict[str, Any]:
 
 
 def timer_warnings(group: Group, outcomes: list[Outcome]) -> list[str]:
-    """The GPU timer's quantization, output checks skipped, warm-up that did not settle."""
+    """The GPU timer's quantization, and output checks skipped."""
     warnings = []
     for o in outcomes:
         timer = gpu_timer(o.samples, o.calibration.tick_ns) if o.calibration.tick_ns else None
@@ -49,36 +50,48 @@ def timer_warnings(group: Group, outcomes: list[Outcome]) -> list[str]:
     if unchecked:
         warnings.append(f"{group.id}: {len(unchecked)} output checks against numpy were "
                         f"skipped, e.g. {unchecked[0]}")
-    cut = sorted({o.samples.cases[i].id: n for o in outcomes
-                  for i, n in o.samples.cut.items()}.items())
-    if cut:
-        name, n = cut[0]
-        warnings.append(f"{group.id}: the N sweep of {len(cut)} cases was cut short on this "
-                        f"adapter (a sample at a larger N took over {SAMPLE_SHARE:.0%} of a "
-                        f"process's budget), e.g. {name} at N = {', '.join(map(str, n))}")
-    unsettled = [o for o in outcomes if not o.samples.warmup_settled]
-    if unsettled:
-        warnings.append(f"{group.id}: warm-up did not settle in {len(unsettled)} of "
-                        f"{len(outcomes)} processes (stopped after at most "
-                        f"{max(o.samples.warmup_rounds for o in unsettled)} rounds by "
-                        f"warmup_max_rounds or by the warm-up's share of the budget)")
     return warnings
 
 
-def precision_warnings(group: Group, summary: pd.DataFrame) -> list[str]:
+#: Kinds of note that a run states once, over all its groups (see `said_once`).
+CUT, UNSETTLED, IMPRECISE = "cut", "unsettled", "imprecise"
+
+
+def sampling_notes(group: Group, outcomes: list[Outcome], summary: pd.DataFrame
+                   ) -> list[tuple[str, str]]:
+    """What limited a group's sampling, as (kind, example) pairs to be said once per run:
+    N sweeps cut by the probe, warm-up that did not settle, headline estimates that missed
+    their precision target when sampling stopped."""
+    notes = []
+    cut = sorted({o.samples.cases[i].id: n for o in outcomes
+                  for i, n in o.samples.cut.items()}.items())
+    notes += [(CUT, f"{name} at N = {', '.join(map(str, n))}") for name, n in cut]
+    notes += [(UNSETTLED, f"{group.id} process {o.process}") for o in outcomes
+              if not o.samples.warmup_settled]
     head = summary[summary["metric"].isin(STOP_METRICS) & summary["process"].isna()]
-    half = (head["ci_high"] - head["ci_low"]) / 2
     target = group.sampling.target_rel_ci
-    head = head[[not precise_enough(h, v, target) for h, v in zip(half, head["value"],
-                                                                  strict=True)]]
-    if head.empty or head["stop"].eq("converged").all():
-        return []
-    worst = head.loc[head["rel_ci"].idxmax()]
-    if worst["rel_ci"] <= group.sampling.target_rel_ci:
-        return []
-    return [f"{group.id}: {worst['case']} {worst['metric']} is only known to "
-            f"±{worst['rel_ci']:.1%} (target ±{group.sampling.target_rel_ci:.1%}) when sampling "
-            f"stopped ({worst['stop']}): the machine is noisy or the budget too small"]
+    for r in head.itertuples():
+        if r.stop != "converged" and not precise_enough((r.ci_high - r.ci_low) / 2, r.value,
+                                                        target) and r.rel_ci > target:
+            notes.append((IMPRECISE, f"{r.case} {r.metric} ±{r.rel_ci:.0%} (target "
+                                     f"±{target:.0%}, stopped by {r.stop})"))
+    return notes
+
+
+def said_once(notes: list[tuple[str, str]]) -> list[str]:
+    """One warning per kind of sampling note, however many groups had it."""
+    by_kind: dict[str, list[str]] = {}
+    for kind, example in notes:
+        by_kind.setdefault(kind, []).append(example)
+    texts = {CUT: ("cases had their N sweep cut short on this adapter (a sample at a larger N "
+                   f"took over {SAMPLE_SHARE:.0%} of a process's budget)"),
+             UNSETTLED: ("processes stopped warming up before round durations settled "
+                         "(warmup_max_rounds, or the warm-up's share of the budget)"),
+             IMPRECISE: ("headline estimates missed their precision target when sampling "
+                         "stopped: the time they had (budget_s, the time limit) or the "
+                         "machine's noise limited them; see rel_spread_between in the summary "
+                         "for the share of the spread that lies between processes")}
+    return [f"{len(found)} {texts[kind]}; e.g. {found[0]}" for kind, found in by_kind.items()]
 
 
 def drift_warnings(group: Group, implementation: str, found: list[dict[str, Any]]
@@ -97,10 +110,15 @@ REFERENCE_RANGE = (0.85, 1.18)
 
 
 def reference_warnings(group: Group, label: str, rows: list[Row]) -> list[str]:
+    """Where the product's CPU cost per dispatch differs from the reference loop's beyond
+    doubt: the whole interval of their ratio outside REFERENCE_RANGE (one pair of processes,
+    or a reference below the clock's resolution, gives no interval and no verdict)."""
     low, high = REFERENCE_RANGE
     return [f"{group.id} ({label}): {r.key.case.encoding} CPU cost per dispatch is "
             f"{r.estimate.value:.2f}x the reference loop's [{r.estimate.ci_low:.2f}–"
-            f"{r.estimate.ci_high:.2f}], outside [{low}, {high}]: the same calls cost more "
-            "inside the product's process than alone (see reference_ratio)"
+            f"{r.estimate.ci_high:.2f}], outside [{low}, {high}]: the same calls cost "
+            f"{'more' if r.estimate.value > high else 'less'} inside the product's process "
+            "than alone (see reference_ratio)"
             for r in rows if r.key.call == "cpu_per_dispatch_ns"
-            and not low <= r.estimate.value <= high]
+            and math.isfinite(r.estimate.ci_low) and math.isfinite(r.estimate.ci_high)
+            and (r.estimate.ci_low > high or r.estimate.ci_high < low)]

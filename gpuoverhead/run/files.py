@@ -16,11 +16,12 @@ from typing import Any
 
 import pandas as pd
 
-from gpuoverhead.analysis.ranking import with_ratio_to_fastest
 from gpuoverhead.errors import UserError
 from gpuoverhead.results.schema import RUN_JSON, SAMPLE_COLUMNS, SUMMARY_COLUMNS, RunRecord
+from gpuoverhead.results.tables import with_ratio_to_fastest  # TEMP until ranking lands
 from gpuoverhead.results.write import write_run
 from gpuoverhead.run import environment
+from gpuoverhead.run.checks import said_once
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ class Finished:
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     drift: list[dict[str, Any]] = field(default_factory=list)
+    #: What limited sampling, as (kind, example): said once per run (run/checks.py).
+    sampling: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -57,8 +60,9 @@ class RunFolder:
     def record(self) -> RunRecord:
         """run.json as of now: the start record with every finished benchmark's part."""
         r = self.start
+        said = said_once([n for d in self.done for n in d.sampling])
         return replace(r, benchmarks=r.benchmarks + [e for d in self.done for e in d.entries],
-                       warnings=r.warnings + [w for d in self.done for w in d.warnings],
+                       warnings=r.warnings + [w for d in self.done for w in d.warnings] + said,
                        errors=r.errors + [e for d in self.done for e in d.errors],
                        drift=r.drift + [x for d in self.done for x in d.drift])
 

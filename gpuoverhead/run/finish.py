@@ -61,8 +61,8 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
     found = drift.drifts(per_process)
     out.drift.extend({**d, "implementation": job.label} for d in found)
     out.warnings.extend(checks.timer_warnings(group, outcomes)
-                        + checks.precision_warnings(group, summary)
                         + checks.drift_warnings(group, job.label, found))
+    out.sampling.extend(checks.sampling_notes(group, outcomes, summary))
     out.samples.append(rows)
     out.summaries.append(summary)
     return per_process, [o.samples for o in outcomes]

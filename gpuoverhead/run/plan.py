@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,8 @@ class RunOptions:
     #: The browser of the `chromium` implementation (None: look for one).
     browser: str | None = None
     argv: list[str] = field(default_factory=lambda: list(sys.argv))
+    #: When the command started (monotonic): a time limit counts from here.
+    started: float = field(default_factory=time.monotonic)
 
 
 @dataclass

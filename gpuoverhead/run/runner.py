@@ -54,7 +54,7 @@ class RunResult:
 def run(options: RunOptions, reporter: Reporter) -> RunResult:
     """Plan, measure each benchmark in its worker processes, finish its rows, write them;
     the caller presents the result."""
-    started = time.monotonic()
+    started = options.started
     plan = prepare(options)
     run_id = options.run_id or environment.new_run_id()
     target = options.out_root / run_id
@@ -123,10 +123,12 @@ def _schedule(plan: Plan, started: float) -> Schedule:
              for j in benchmark] for benchmark in plan.benchmarks]
     schedule = Schedule(jobs, plan.processes, plan.time_limit_s, started)
     least = schedule.minimum_s()
-    if plan.time_limit_s is not None and least > plan.time_limit_s:
+    if plan.time_limit_s is not None and least > schedule.left_s():
+        spent = plan.time_limit_s - schedule.left_s()
         raise UserError(f"a time limit of {plan.time_limit_s:g} s cannot hold one worker process "
-                        f"per job: their start-up alone is expected to take about {least:.0f} s; "
-                        f"ask for --time-limit {math.ceil(least * 1.5)} or more (0: none)")
+                        f"per job: after {spent:.0f} s of planning their start-up alone is "
+                        f"expected to take about {least:.0f} s; ask for --time-limit "
+                        f"{math.ceil((least + spent) * 1.3)} or more (0: none)")
     return schedule
 
 
@@ -134,12 +136,17 @@ def _what_runs(plan: Plan, folder: Path, schedule: Schedule) -> list[str]:
     """The run's first lines: what will be measured, how long it may take, where it goes."""
     adapters = sorted({f"{a.get('device')} ({a.get('backend')}, {a.get('implementation')})"
                        for a in plan.adapters})
-    most = (f"at most {schedule.most_s():.0f} s (its time limit)" if plan.time_limit_s
-            else f"about {schedule.most_s():.0f} s at most")
+    jobs = sum(len(j) for j in plan.benchmarks)
+    p = plan.processes
+    if plan.time_limit_s:
+        how = (f"up to {p} process{'es' if p > 1 else ''} per job, {jobs} jobs: at most "
+               f"{schedule.most_s():.0f} s (its time limit; fewer processes where start-up "
+               "leaves no time for all)")
+    else:
+        how = (f"{p} process{'es' if p > 1 else ''} per job, {jobs} jobs: about "
+               f"{schedule.most_s():.0f} s at most")
     return [f"measuring {len(plan.benchmarks)} benchmarks of {plan.suite.name} on "
-            f"{'; '.join(adapters)}, {plan.processes} process{'es' if plan.processes > 1 else ''} "
-            f"each, {len(schedule.caps)} worker processes in all: {most}; "
-            f"results in {folder}"]
+            f"{'; '.join(adapters)}, {how}; results in {folder}"]
 
 
 @dataclass(frozen=True)
@@ -158,7 +165,10 @@ def _measure(plan: Plan, schedule: Schedule, files: RunFolder, reporter: Reporte
     for slot in schedule.slots():
         if slot.job == 0:
             _started(plan, schedule, slot, reporter)
-        outcome = _process(plan, schedule, slot, reporter, seeding, stall_timeout_s)
+        outcome = _process(plan, schedule, slot, reporter, seeding, stall_timeout_s) \
+            if schedule.fits(slot) else worker.Outcome(slot.process, error=(
+                f"not measured: the time limit left {max(0, schedule.left_s()):.0f} s, too "
+                f"little for this job's start-up (about {schedule.setup_s(slot):.0f} s)"))
         outcomes[slot.benchmark][slot.job].append(outcome)
         if schedule.last(slot):
             _finish(plan, slot.benchmark, outcomes, files, reporter, seeding)

@@ -18,18 +18,20 @@ NVIDIA = {"vendor": "NVIDIA", "device": "NVIDIA H100 80GB HBM3", "vendor_id": 0x
 
 
 def test_warp_is_a_software_adapter_however_it_is_listed():
-    gpu, cpu = describe_info(WARP_GPU, False), describe_info(WARP_CPU, False)
+    gpu = describe_info(WARP_GPU, False, "wgpu-native")
+    cpu = describe_info(WARP_CPU, False, "wgpu-native")
     assert gpu.is_software and cpu.is_software and gpu.vendor == "microsoft"
     assert gpu == cpu  # the two entries describe one adapter, and discovery keeps one
 
 
 def test_apple_on_metal_is_apple_and_its_vm_gpu_is_virtual():
-    vm, m2 = describe_info(APPLE_VM, True), describe_info(APPLE_M, True)
+    vm = describe_info(APPLE_VM, True, "wgpu-native")
+    m2 = describe_info(APPLE_M, True, "wgpu-native")
     assert vm.vendor == m2.vendor == "apple" and vm.vendor_id == 0x106B
     assert vm.is_virtual and not m2.is_virtual and not m2.is_software
 
 
 def test_a_discrete_gpu_stays_one():
-    nv = describe_info(NVIDIA, True)
+    nv = describe_info(NVIDIA, True, "wgpu-native")
     assert (nv.vendor, nv.backend, nv.adapter_type) == ("nvidia", "vulkan", "DiscreteGPU")
     assert not nv.is_software and not nv.is_virtual

@@ -7,7 +7,7 @@ import json
 
 import pandas as pd
 
-from gpuoverhead.results.schema import RunRecord
+from gpuoverhead.results.schema import SUMMARY_COLUMNS, RunRecord
 from gpuoverhead.run.files import Finished, RunFolder
 
 
@@ -17,7 +17,9 @@ def _record() -> RunRecord:
 
 
 def _finished(name: str) -> Finished:
-    row = pd.DataFrame([{"benchmark": name, "metric": "latency_ns", "value": 1.0}])
+    row = pd.DataFrame([{**dict.fromkeys(SUMMARY_COLUMNS), "benchmark": name, "elements": 1,
+                         "methodology": "naive", "layer": "wrapper", "metric": "latency_ns",
+                         "value": 1000.0}])
     return Finished(entries=[{"benchmark": name, "status": "ok"}], samples=[row],
                     summaries=[row], warnings=[f"{name} warned"])
 

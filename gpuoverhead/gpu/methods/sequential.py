@@ -98,3 +98,18 @@ def _layers(out: Out, slopes: dict[tuple[str, str, str | None],
 
 def derive(out: Out, view: View) -> None:
     _layers(out, view.slopes, view.floor)
+    _overlapped(out, view)
+
+
+def _overlapped(out: Out, view: View) -> None:
+    """Per op, what an engine that records ahead while the GPU runs pays: the larger of the
+    CPU cost of issuing it and the GPU's time for it, rounds paired. The wall slope of
+    `pass` and `dispatch` is the two serialized instead (the GPU starts after the one
+    submit), so it is no throughput figure on its own."""
+    if view.gpu_slopes is None:
+        return
+    for (_, layer, impl), (case, _, cpu, times) in view.slopes.items():
+        if layer == "wrapper" and impl is None and (r := min(len(cpu), len(view.gpu_slopes))):
+            out[Key(case, "overlapped_ns", "ns", "max(CPU issue slope, GPU-time slope), "
+                    "rounds paired")] = Series(np.maximum(cpu[:r], view.gpu_slopes[:r]),
+                                               times[:r], r)

@@ -75,7 +75,8 @@ def series(view: View, index: int, case: Case, out: Out) -> None:
     note = (f"round-median theil-sen (timer quantized to {view.timer.resolution_ns:.0f} ns)"
             if view.timer.quantized else "round-median theil-sen")
     n = view.n(index)
-    add_fits(out, case, n, gpu, by_round(times, n)[:, 0], ("gpu_ns", "gpu_fixed_ns"), note)
+    view.gpu_slopes = add_fits(out, case, n, gpu, by_round(times, n)[:, 0],
+                               ("gpu_ns", "gpu_fixed_ns"), note)
 
 
 def derive(out: Out, view: View) -> None:
