@@ -43,8 +43,8 @@ def parse(option: str) -> dict[str, tuple[str, ...] | None] | None:
         family = next((d for d in drivers() if name == d.FAMILY or name in d.IMPLEMENTATIONS),
                       None)
         if family is None:
-            raise UserError(f"unknown implementation {name!r}; choose from "
-                            f"{', '.join(names())}, {ALL}, or several joined by commas")
+            raise UserError(f"unknown implementation {name!r}; choose one of "
+                            f"{', '.join(names())} or {ALL} (several: joined by commas)")
         whole = name == family.FAMILY or asked.get(family.FAMILY, ()) is None
         mine = asked.get(family.FAMILY) or ()
         asked[family.FAMILY] = None if whole else (*mine, name)

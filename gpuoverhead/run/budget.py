@@ -119,7 +119,8 @@ class Schedule:
             return Budget(slot.cap)
         rest = list(self._remaining(slot))
         free = self.left_s() - FINISH_S - sum(self.setup_s(s) for s in rest)
-        share = free * slot.cap / sum(s.cap for s in rest)
+        # A process may warm up for WARMUP_SHARE of its budget beyond it.
+        share = free * slot.cap / sum(s.cap for s in rest) / (1 + WARMUP_SHARE)
         return Budget(min(slot.cap, max(MIN_PROCESS_S, share)))
 
     def deadline(self) -> float:

@@ -43,7 +43,7 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
     if cut and len(cut) < len(outcomes):  # stopped at the time limit: left out, said so
         outcomes = [o for o in outcomes if not o.cut]
         out.warnings.append(f"{group.id} ({job.label}): {len(cut)} worker process(es) "
-                            "stopped at the run's time limit and left out")
+                            "stopped at, or not started for, the run's time limit: left out")
     errors = [o.error for o in outcomes if o.error]
     if errors:
         out.errors.extend(f"{group.id} ({job.label}): {e}" for e in errors)

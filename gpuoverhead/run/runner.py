@@ -166,7 +166,7 @@ def _measure(plan: Plan, schedule: Schedule, files: RunFolder, reporter: Reporte
         if slot.job == 0:
             _started(plan, schedule, slot, reporter)
         outcome = _process(plan, schedule, slot, reporter, seeding, stall_timeout_s) \
-            if schedule.fits(slot) else worker.Outcome(slot.process, error=(
+            if schedule.fits(slot) else worker.Outcome(slot.process, cut=slot.process > 0, error=(
                 f"not measured: the time limit left {max(0, schedule.left_s()):.0f} s, too "
                 f"little for this job's start-up (about {schedule.setup_s(slot):.0f} s)"))
         outcomes[slot.benchmark][slot.job].append(outcome)

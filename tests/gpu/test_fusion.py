@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from conftest import BACKEND, CONFIGS, gpuoverhead, only_run_folder, read_run, write_suite
 
+from gpuoverhead.drivers import webgpu
 from gpuoverhead.errors import IntegrityError
 from gpuoverhead.gpu import adapters, decode
 from gpuoverhead.gpu import fusion_patterns as fusion
@@ -38,7 +39,7 @@ def built(tmp_path_factory: pytest.TempPathFactory):
     """Every pattern's Work on one lavapipe device. `fusion.build` has already run one unit
     of every case and compared it with numpy on fresh random inputs (it raises if not)."""
     suite = load_suite(write_suite(tmp_path_factory.mktemp("fusion"), SUITE))
-    found = adapters.select(adapters.discover(["wgpu-native"])[0], BACKEND, None)[0]
+    found = adapters.select(adapters.discover([webgpu.binding("wgpu-native")])[0], BACKEND, None)[0]
     device = found.adapter.request_device_sync()
     wait = waiter(device)
     rng = np.random.default_rng(3)
@@ -175,7 +176,7 @@ def test_decode_logits_match_numpy_and_the_check_would_see_one_wrong_weight():
     the tolerance is tight enough that a 1% change of one projection would fail it."""
     suite = load_suite(CONFIGS / "ci.yaml")
     group = next(g for g in suite.groups if g.fusion == "decode")
-    found = adapters.select(adapters.discover(["wgpu-native"])[0], BACKEND, None)[0]
+    found = adapters.select(adapters.discover([webgpu.binding("wgpu-native")])[0], BACKEND, None)[0]
     device = found.adapter.request_device_sync()
     works = fusion.build(device, group, np.random.default_rng(11), waiter(device))
     shape = MODELS[group.elements]
@@ -204,7 +205,7 @@ def test_f16_decode_reads_half_the_weight_bytes_and_matches_numpy_on_its_weights
     group = replace(group, precision="f16", kernel=f16_kernel(group.kernel),
                     cases=tuple(replace(c, kernel=f"{c.kernel}_f16") for c in group.cases
                                 if c.encoding == "dispatch" and c.sync == "wait"))
-    found = adapters.select(adapters.discover(["wgpu-native"])[0], BACKEND, None)[0]
+    found = adapters.select(adapters.discover([webgpu.binding("wgpu-native")])[0], BACKEND, None)[0]
     if "shader-f16" not in found.adapter.features:
         pytest.skip(f"{found.info.label} has no shader-f16")
     device = found.adapter.request_device_sync(required_features=["shader-f16"])
