@@ -131,11 +131,10 @@ def fusion_grid(summary: pd.DataFrame) -> Table | None:
                          else "right")
     for (bench, elements), group in rows.groupby(["benchmark", "elements"], sort=False):
         label = f"{bench} {elements:,} el."
-        # PyTorch's unfused and fused forms are two implementations (eager, compile/graph).
-        family = group["implementation"].where(~group["implementation"].str.startswith(
-            "torch"), "torch")
-        # GPU time (a timestamps twin) is measured in one encoding and shown with it.
-        for (_, k, encoding), both in group.groupby([family, "k", "encoding"], sort=False):
+        # A family's unfused and fused forms may be two implementations (PyTorch: eager,
+        # and a CUDA graph or torch.compile). GPU time (a timestamps twin) is measured in
+        # one encoding and shown with it.
+        for (_, k, encoding), both in group.groupby(["family", "k", "encoding"], sort=False):
             unfused_rows = both[both.variant == "unfused"]
             fused_rows = both[both.variant == "fused"]
             # A row per fused form (PyTorch has two: a CUDA graph and torch.compile).

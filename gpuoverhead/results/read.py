@@ -75,7 +75,7 @@ def load(folder: Path) -> ResultSet:
 
 
 #: Schema versions this gpuoverhead reads; older ones gain their missing columns on load.
-READABLE = (1, SCHEMA_VERSION)
+READABLE = (1, 2, SCHEMA_VERSION)
 #: Columns added since version 1 (or to its later sets), with what an older set means.
 _ADDED = {"variant": "", "k": 0, "ci_level": float("nan"), "ci_kind": "", "bound": "",
           "processes": 1, "rel_spread_between": float("nan")}
@@ -85,6 +85,8 @@ def migrate(summary: pd.DataFrame) -> pd.DataFrame:
     """An older summary with the columns this version writes (`ci_level` NaN: the interval
     of a version-1 set was labelled 95% whatever its real coverage)."""
     missing = {c: v for c, v in _ADDED.items() if c not in summary}
+    if "family" not in summary:  # before version 3 each implementation was its own family
+        missing["family"] = summary["implementation"]
     if "process" not in summary:
         missing["process"] = pd.array([pd.NA] * len(summary), dtype="Int64")
     return summary.assign(**missing) if missing else summary

@@ -10,8 +10,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 #: Version of the result files' layout (samples, summary, run.json). 2 added `issue_ns` to
-#: the samples, `ci_level`, `ci_kind` and `bound` to the summary, and CPU-cost metrics.
-SCHEMA_VERSION = 2
+#: the samples, `ci_level`, `ci_kind` and `bound` to the summary, and CPU-cost metrics; 3
+#: added `family` (the driver that measured a row) to both tables.
+SCHEMA_VERSION = 3
 
 SAMPLES = "samples"
 SUMMARY = "summary"
@@ -19,7 +20,7 @@ RUN_JSON = "run.json"
 
 #: Columns that say what a sample or an estimate is of.
 CASE_COLUMNS = ["run_id", "benchmark", "case", "methodology", "encoding", "sync", "layer",
-                "call", "implementation", "backend", "adapter", "vendor", "adapter_type",
+                "call", "implementation", "family", "backend", "adapter", "vendor", "adapter_type",
                 "kernel", "elements", "workgroup_size", "variant", "k"]
 SAMPLE_COLUMNS = CASE_COLUMNS + ["n_dispatches", "repetition", "phase", "process",
                                  "elapsed_ns", "wall_ns", "issue_ns", "gpu_ns", "outlier"]

@@ -30,6 +30,7 @@ def _case_fields(run_id: str, adapter: AdapterInfo, case: Case) -> dict[str, Any
         "methodology": case.methodology, "encoding": case.encoding, "sync": case.sync,
         "layer": case.layer, "call": "",
         "implementation": case.implementation or adapter.implementation,
+        "family": adapter.implementation,
         "backend": adapter.backend, "adapter": adapter.device, "vendor": adapter.vendor,
         "adapter_type": adapter.adapter_type, "kernel": case.kernel,
         "elements": case.elements, "workgroup_size": case.workgroup_size,

@@ -143,9 +143,13 @@ class Schedule:
     def setup_s(self, slot: Slot) -> float:
         """Seconds a process is expected to take beyond sampling: the most that one of its
         kind took so far (an estimate too low takes the time of the processes that come
-        last), else its hint."""
+        last), else its hint, or the median start-up seen of any kind where that is more
+        (a loaded machine starts every kind slower than the hints say)."""
         seen = self._setup.get(slot.kind)
-        return max(seen) if seen else slot.setup_hint
+        if seen:
+            return max(seen)
+        others = sorted(v for vs in self._setup.values() for v in vs)
+        return max(slot.setup_hint, others[len(others) // 2] if others else 0.0)
 
     def minimum_s(self) -> float:
         """The least a run can take: one pass, each process its start-up hint and least

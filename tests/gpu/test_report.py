@@ -26,7 +26,7 @@ def second_run(tmp_path_factory) -> Path:
     suite.write_text(SECOND)
     proc = gpuoverhead("run", "--suite", str(suite), "--backend", BACKEND,
                        "--out", str(out / "runs"), "--processes", "1", "--implementation",
-                       "wgpu-native", "--time-limit", "30")
+                       "wgpu-native", "--time-limit", "45")
     assert proc.returncode == 0, proc.stderr
     return only_run_folder(out / "runs")
 

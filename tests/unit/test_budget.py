@@ -68,4 +68,5 @@ def test_start_up_estimates_are_the_most_seen_of_a_kind_else_its_hint():
     assert schedule.setup_s(a) == 1.0
     schedule.done(a, 5.0, 2.0, 1.0)
     schedule.done(a, 4.0, 2.0, 1.0)
-    assert schedule.setup_s(a) == 3.0 and schedule.setup_s(b) == 1.0
+    assert schedule.setup_s(a) == 3.0
+    assert schedule.setup_s(b) == 3.0  # not seen: its hint, or what the machine shows more
