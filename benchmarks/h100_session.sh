@@ -11,10 +11,13 @@
 #                                            # Dawn in three encodings, PyTorch eager,
 #                                            # CUDA graph, torch.compile), interleaved
 #   bash benchmarks/h100_session.sh decode-f16  # the same step with f32 and f16 weights
+#   bash benchmarks/h100_session.sh limits   # issue 25: the plain run and a decode run
+#                                            # under a time limit, timed from the shell,
+#                                            # with the plain loop before and after
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
-step=${1:?start, finish, selftest, speed, full, decode or decode-f16}
+step=${1:?start, finish, selftest, speed, full, decode, decode-f16 or limits}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
 setup() {
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -63,6 +66,15 @@ decode)  # within one device call: 600 s
   ;;
 decode-f16)
   timed h100-decode-f16 --suite decode-f16 --implementation all --time-limit 540
+  ;;
+limits)  # within one device call: 600 s; the results are re-packed after each step
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt"
+  timeout 60 bash -c "$(declare -f plain_loop); plain_loop" > "$out/plain_loop_before.json" 2>&1
+  timeout 150 bash -c "$(declare -f timed); timed h100-default"
+  tar -C /tmp/results -czf "$out/results-$step.tgz" .
+  timeout 330 bash -c "$(declare -f timed); timed h100-decode-limit --suite decode --implementation all --time-limit 270"
+  tar -C /tmp/results -czf "$out/results-$step.tgz" .
+  timeout 60 bash -c "$(declare -f plain_loop); plain_loop" > "$out/plain_loop_after.json" 2>&1
   ;;
 selftest)
   python3 -m gpuoverhead selftest --processes 3 --implementation wgpu-native \

@@ -117,7 +117,7 @@ class Schedule:
         free time left (in proportion to the caps, after every remaining start-up)."""
         if self.limit_s is None:
             return Budget(slot.cap)
-        rest = list(self._remaining(slot))
+        rest = list(self._remaining(slot, self._expected_passes(slot)))
         free = self.left_s() - FINISH_S - sum(self.setup_s(s) for s in rest)
         # A process may warm up for WARMUP_SHARE of its budget beyond it.
         share = free * slot.cap / sum(s.cap for s in rest) / (1 + WARMUP_SHARE)
@@ -176,9 +176,21 @@ class Schedule:
         for j, (kind, cap, hint) in enumerate(self.jobs[b]):
             yield Slot(b, p, j, kind, cap, hint)
 
-    def _remaining(self, slot: Slot) -> Iterator[Slot]:
-        """`slot` and those after it, in the order of a run under a time limit."""
-        for p in range(slot.process, self.processes):
+    def _expected_passes(self, slot: Slot) -> int:
+        """How many passes the run is expected to hold, counting `slot`'s: in pass 0 as many
+        as the time left holds at the start-ups expected (at least this one, so that pass 0
+        is never divided as if later passes that will not fit were coming); later, those
+        that `slots` kept."""
+        if slot.process > 0:
+            return self.processes
+        one = sum(self.setup_s(s) + self._least.get(s.kind, MIN_PROCESS_S)
+                  for b in range(len(self.jobs)) for s in self.pass_of(b, 0))
+        return max(1, min(self.processes, int((self.left_s() - FINISH_S) // max(one, 1e-9))))
+
+    def _remaining(self, slot: Slot, passes: int) -> Iterator[Slot]:
+        """`slot` and those after it up to pass `passes`, in the order of a run under a time
+        limit."""
+        for p in range(slot.process, passes):
             for b in range(slot.benchmark if p == slot.process else 0, len(self.jobs)):
                 for s in self.pass_of(b, p):
                     if (s.process, s.benchmark, s.job) >= (slot.process, slot.benchmark,

@@ -70,3 +70,13 @@ def test_start_up_estimates_are_the_most_seen_of_a_kind_else_its_hint():
     schedule.done(a, 4.0, 2.0, 1.0)
     assert schedule.setup_s(a) == 3.0
     assert schedule.setup_s(b) == 3.0  # not seen: its hint, or what the machine shows more
+
+
+def test_pass_zero_is_divided_as_if_alone_where_no_second_pass_would_fit():
+    """Start-up of 50 s a pass in a 100 s limit: one pass fits, so pass 0 shares what its own
+    start-ups leave, instead of stub budgets for three passes that will never run."""
+    schedule = Schedule([[("slow", 30.0, 40.0), ("fast", 30.0, 10.0)]], processes=3,
+                        limit_s=100.0)
+    first = next(schedule.slots())
+    assert schedule.budget(first).process_s == pytest.approx(
+        (100.0 - FINISH_S - 50.0) * 30 / 60 / 1.25, rel=1e-3)
