@@ -1,9 +1,15 @@
 """Estimates across worker processes: each key's series combined, then what derives from them.
 
 With several worker processes each process's values stay apart: the combined estimate is
-the median of all of them with a CI over processes, `rel_spread_between` is the range of the
-process medians relative to it, and each process's own estimate is a row of its own
-(`process` set). Derived rows: closures of the layer split, matmul crossovers.
+the median of the process medians (or ratios of medians) with a CI over processes
+(`stats.between_processes`), `rel_spread_between` is the range of the process medians
+relative to it, and each process's own estimate is a row of its own (`process` set).
+Derived rows: closures of the layer split, matmul crossovers.
+
+Whether a metric is positive (intervals on logs, never below zero) is decided by name:
+the differences in SIGNED can be negative by nature; every other metric is a time, a rate
+or a ratio. A cost estimated at or below zero (below the clock's resolution) is still a
+cost: its interval is held at zero, never the estimate.
 """
 
 from __future__ import annotations
@@ -16,6 +22,10 @@ import numpy as np
 from gpuoverhead.analysis.series import Key, Series
 from gpuoverhead.analysis.stats import Estimate, process_median_ci, ratio_ci
 from gpuoverhead.suite.model import DECODE_KERNEL, FUSION, Case
+
+#: Differences, negative where the part subtracted is the larger (the FFI check says how
+#: far the FFI correction is off, either way): linear intervals.
+SIGNED = frozenset({"python_ns", "ffi_check_ns", "closure_ns"})
 
 
 @dataclass(frozen=True)
@@ -36,7 +46,7 @@ def combine(per_process: list[dict[Key, Series]], rng: np.random.Generator) -> l
     rows = []
     for key in keys:
         present = [p[key] for p in per_process if key in p]
-        est = _estimate(present, rng)
+        est = _estimate(present, rng, key.metric not in SIGNED)
         medians = [s.point() for s in present]
         spread = (max(medians) - min(medians)) / abs(est.value) if est.value else float("nan")
         rows.append(Row(key, est, None, spread if len(present) > 1 else float("nan")))
@@ -46,16 +56,21 @@ def combine(per_process: list[dict[Key, Series]], rng: np.random.Generator) -> l
     rows += _transforms(rows)
     if len(per_process) > 1:
         for process, found in enumerate(per_process):
-            rows += [Row(k, _estimate([s], rng), process) for k, s in found.items()]
+            rows += [Row(k, _estimate([s], rng, k.metric not in SIGNED), process)
+                     for k, s in found.items()]
     return rows
 
 
-def _estimate(present: list[Series], rng: np.random.Generator) -> Estimate:
-    """The median (or ratio of medians) over these processes' values, with its interval."""
+def _estimate(present: list[Series], rng: np.random.Generator, positive: bool) -> Estimate:
+    """The median (or ratio of medians) over these processes' values, with its interval;
+    a positive quantity's interval held at zero (single rounds' values within one process
+    can fall below it, the quantity cannot)."""
     if present[0].denominator is not None:
         est = ratio_ci([(s.values, s.denominator) for s in present], rng)
     else:
-        est = process_median_ci([s.values for s in present])
+        est = process_median_ci([s.values for s in present], positive)
+    if positive and est.ci_low < 0:
+        est = replace(est, ci_low=0.0)
     return replace(est, n_samples=sum(s.count for s in present))
 
 

@@ -3,9 +3,10 @@ the product against its reference loop.
 
 Worker processes of the jobs being compared run one after another (A p0, B p0, A p1, ...),
 so a slow period of the machine hits both members of a pair. Each pair gives one ratio of
-the two processes' medians; with several pairs the estimate is their geometric mean with a
-t interval on the logs. A ratio of figures from different times would hold the machine's
-drift instead (on the lent H100 the same submit loop moved 3.5x within minutes).
+the two processes' medians; with several pairs the estimate is their median with its
+interval over pairs (`stats.between_processes`, on logs). A ratio of figures from
+different times would hold the machine's drift instead (on the lent H100 the same submit
+loop moved 3.5x within minutes).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 
 from gpuoverhead.analysis.combine import Row
 from gpuoverhead.analysis.series import Key, Series
-from gpuoverhead.analysis.stats import BETWEEN, CONFIDENCE, Estimate, t_interval
+from gpuoverhead.analysis.stats import Estimate, over_processes, ratio_of
 from gpuoverhead.suite.model import Case
 
 Processes = list[dict[Key, Series]]
@@ -40,7 +41,7 @@ def paired_ratios(mine: Processes, theirs: Processes, label: str, metric_name: s
                  if other is not None and key in a and other in b]
         if not pairs:
             continue
-        ratios = np.array([x / y if y > 0 else math.inf for x, y in pairs])
+        ratios = np.array([ratio_of(x, y) for x, y in pairs])
         what = Key(key.case, metric_name, "ratio",
                    f"{key.metric}: this / {label}, per time-adjacent process pair",
                    key.metric)
@@ -49,16 +50,10 @@ def paired_ratios(mine: Processes, theirs: Processes, label: str, metric_name: s
 
 
 def _estimate(ratios: np.ndarray, count: int) -> Estimate:
-    if not np.all(np.isfinite(ratios) & (ratios > 0)):
-        return Estimate(math.inf, math.nan, math.inf, count, 0.0,
-                        "unbounded: a denominator median is not positive")
     if ratios.size == 1:
         return Estimate(float(ratios[0]), math.nan, math.nan, count, 0.0,
                         "one pair of processes: no interval")
-    mean, low, high = t_interval(np.log(ratios))
-    return Estimate(math.exp(mean), math.exp(low), math.exp(high), count, CONFIDENCE,
-                    f"{BETWEEN}: geometric mean of {ratios.size} pair ratios, t interval on "
-                    "logs")
+    return over_processes(ratios, True, "pair ratios", count)
 
 
 def same_case(key: Key) -> Key:

@@ -12,9 +12,13 @@ medians, not the median of per-round ratios: one round's denominator slope can c
 or below zero when it is small against the noise, and a per-round ratio would then have to
 drop that round (biasing the ratio low) or divide by it.
 
-Processes differ more than rounds within a process do, so intervals over processes are t
-intervals on the process medians (or log ratios), which hold their coverage for two or three
-processes; every Estimate says its real coverage (`level`) and what its interval is (`kind`).
+Processes differ more than rounds within a process do, and not always politely: a few come
+out twice as slow, some drift. Over several processes the estimand is the median, over fresh
+processes, of what one process reports (its median, or ratio of medians), and its interval
+(`between_processes`) uses only its order where six or more processes allow it. Positive
+quantities are worked on the log scale, so their intervals never reach below zero. Every
+Estimate says its real coverage (`level`) and what its interval is (`kind`);
+gpuoverhead/analysis/coverage.py checks those claims in simulation.
 """
 
 from __future__ import annotations
@@ -77,41 +81,131 @@ def median_ci(values: np.ndarray) -> Estimate:
 
 
 @lru_cache(maxsize=4096)
+def _binomial_cdf(n: int) -> np.ndarray:
+    """P(Binomial(n, 1/2) <= j) for j = 0..n, computed here because worker processes would
+    otherwise import scipy.stats (a second of start-up each) for this alone."""
+    i = np.arange(1, n + 1)
+    log_choose = np.concatenate([[0.0], np.cumsum(np.log((n - i + 1) / i))])
+    return np.cumsum(np.exp(log_choose - n * math.log(2.0)))
+
+
 def _median_rank(n: int) -> int:
     """0-based index of the lower order statistic of the exact 95% interval of a median:
     the largest j with P(Binomial(n, 1/2) <= j) <= 2.5% (the interval scipy's quantile_test
-    gives, computed here because worker processes would otherwise import scipy.stats, a
-    second of start-up each, for this alone). n >= 6."""
-    i = np.arange(1, n + 1)
-    log_choose = np.concatenate([[0.0], np.cumsum(np.log((n - i + 1) / i))])
-    cdf = np.cumsum(np.exp(log_choose - n * math.log(2.0)))
-    return int(np.flatnonzero(cdf <= (1 - CONFIDENCE) / 2)[-1])
+    gives). n >= 6."""
+    return int(np.flatnonzero(_binomial_cdf(n) <= (1 - CONFIDENCE) / 2)[-1])
 
 
-def t_interval(values: np.ndarray) -> tuple[float, float, float]:
-    """Mean of a few values with its Student t 95% interval (len - 1 degrees of freedom)."""
-    from scipy import stats as sps  # here, not at import: worker processes never need it
+#: Fewest values whose order statistics can bracket a median at 95% (1 - 2 * 0.5**6 > 95%).
+ORDER_MIN = 6
 
+
+@dataclass(frozen=True)
+class Interval:
+    """Estimates of one kind, one per row of the values they came from (vectorized so
+    that coverage can be simulated over thousands of runs by the code that makes them)."""
+
+    value: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    level: float
+    kind: str
+
+
+def between_processes(values: np.ndarray, positive: bool, what: str = "process medians"
+                      ) -> Interval:
+    """The median of each row's per-process values (columns), with its interval over
+    processes. A positive quantity whose values are all above zero is worked on logs
+    (never below zero); others linearly, a positive one's lower end then held at zero.
+    Six or more processes: order statistics interpolated to 95% (Hettmansperger and
+    Sheather 1986), which assume nothing of how processes differ (some slow, heavy tails,
+    drift). Fewer, where no pair of order statistics reaches 95%: the t interval, which
+    covers the median where process values are symmetric (on logs), and with two to five
+    of them is wide enough to cover it in the asymmetric cases simulated too; with an
+    unbounded value, the observed range and its exact coverage."""
+    values = np.atleast_2d(np.asarray(values, dtype=float))
+    n = values.shape[1]
+    log = positive and bool(np.all(np.isfinite(values) & (values > 0)))
+    x = np.log(values) if log else values
+    if n >= ORDER_MIN:
+        low, high = _order_bounds(np.sort(x, axis=1))
+        level, how = CONFIDENCE, "interpolated order statistics"
+    elif np.all(np.isfinite(x)):
+        low, high = _t_bounds(x)
+        level, how = CONFIDENCE, "t interval"
+    else:
+        low, high = x.min(axis=1), x.max(axis=1)
+        level, how = 1.0 - 2.0 * 0.5 ** n, "observed range"
+    if log:
+        low, high = np.exp(low), np.exp(high)
+        how += " on logs"
+    elif positive:
+        low = np.maximum(low, 0.0)
+    return Interval(np.median(values, axis=1), low, high, level,
+                    f"{BETWEEN}: median of {n} {what}, {how}")
+
+
+@lru_cache(maxsize=256)
+def _interpolation(n: int) -> tuple[int, float]:
+    """k (1-based) of the narrowest pair (x_(k), x_(n+1-k)) that covers the median with at
+    least 95%, and the weight of the next narrower pair (x_(k+1), x_(n-k)) that brings the
+    coverage to 95% (Hettmansperger and Sheather's lambda, as in Wilcox's `sint`).
+    n >= ORDER_MIN."""
+    cdf = _binomial_cdf(n)
+    k = _median_rank(n) + 1
+    wide, narrow = 1.0 - 2.0 * cdf[k - 1], 1.0 - 2.0 * cdf[k]
+    share = (wide - CONFIDENCE) / (wide - narrow)
+    return k, (n - k) * share / (k + (n - 2 * k) * share)
+
+
+def _order_bounds(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Interpolated order-statistic bounds of each row (sorted); where one of the two order
+    statistics is unbounded the outer one is kept."""
+    n = ordered.shape[1]
+    k, weight = _interpolation(n)
+
+    def mix(outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore"):
+            mixed = weight * inner + (1.0 - weight) * outer
+        return np.where(np.isfinite(outer) & np.isfinite(inner), mixed, outer)
+
+    return (mix(ordered[:, k - 1], ordered[:, k]),
+            mix(ordered[:, n - k], ordered[:, n - k - 1]))
+
+
+def _t_bounds(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Student t 95% bounds of each row's mean (columns - 1 degrees of freedom)."""
+    from scipy.special import stdtrit  # here, not at import: worker processes never need it
+
+    n = x.shape[1]
+    half = stdtrit(n - 1, 0.5 + CONFIDENCE / 2) * x.std(axis=1, ddof=1) / math.sqrt(n)
+    mean = x.mean(axis=1)
+    return mean - half, mean + half
+
+
+def over_processes(values: np.ndarray, positive: bool, what: str, count: int) -> Estimate:
+    """One estimate over processes from their values (see between_processes); a value
+    that is undetermined (nan: a ratio of two medians at or below zero) leaves the
+    estimate without an interval."""
     values = np.asarray(values, dtype=float)
-    mean = float(values.mean())
-    half = float(sps.t.ppf(0.5 + CONFIDENCE / 2, values.size - 1)
-                 * values.std(ddof=1) / math.sqrt(values.size))
-    return mean, mean - half, mean + half
+    if np.isnan(values).any():
+        return Estimate(math.nan, math.nan, math.nan, count, 0.0,
+                        f"{BETWEEN}: undetermined (a ratio of two medians at or below zero)")
+    found = between_processes(values, positive, what)
+    return Estimate(float(found.value[0]), float(found.low[0]), float(found.high[0]), count,
+                    found.level, found.kind)
 
 
-def process_median_ci(groups: list[np.ndarray]) -> Estimate:
-    """The median a process sees, over processes. Values of one process vary less than
-    processes do (driver state, memory placement, clocks), so with several processes the
-    estimate is the mean of their medians with a t interval over processes (P - 1 degrees
-    of freedom), which covers at 95% even for P = 2 or 3 where resampling processes does
-    not. One process: its median with the within-process interval, said so in `kind`."""
+def process_median_ci(groups: list[np.ndarray], positive: bool) -> Estimate:
+    """The median a process sees, over processes: the median of their medians with its
+    interval over processes (`between_processes`). One process: its median with the
+    within-process interval, said so in `kind`."""
     groups = [np.asarray(g, dtype=float) for g in groups if len(g)]
     if len(groups) <= 1:
         return median_ci(groups[0] if groups else np.array([]))
     medians = np.array([np.median(g) for g in groups])
-    mean, low, high = t_interval(medians)
-    return Estimate(mean, low, high, int(sum(g.size for g in groups)), CONFIDENCE,
-                    f"{BETWEEN}: mean of {len(groups)} process medians, t interval")
+    return over_processes(medians, positive, "process medians",
+                          int(sum(g.size for g in groups)))
 
 
 def round_fits(n_values: np.ndarray, walls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -150,12 +244,16 @@ DRIFT_MAX_P = 0.001
 
 
 def median_ratio(top: np.ndarray, bottom: np.ndarray) -> float:
-    """median(top) / median(bottom); +inf where the denominator's median is not positive
-    (the data bound the ratio from below only), nan where neither median is."""
-    t, b = float(np.median(top)), float(np.median(bottom))
-    if b > 0:
-        return t / b
-    return math.inf if t > 0 else math.nan
+    """median(top) / median(bottom) (see ratio_of)."""
+    return ratio_of(float(np.median(top)), float(np.median(bottom)))
+
+
+def ratio_of(top: float, bottom: float) -> float:
+    """top / bottom; +inf where the denominator is not positive (the data bound the ratio
+    from below only), nan where neither is."""
+    if bottom > 0:
+        return top / bottom
+    return math.inf if top > 0 else math.nan
 
 
 def ratio_ci(groups: list[tuple[np.ndarray, np.ndarray]], rng: np.random.Generator
@@ -163,9 +261,9 @@ def ratio_ci(groups: list[tuple[np.ndarray, np.ndarray]], rng: np.random.Generat
     """Ratio of medians of paired values (numerator, denominator per round).
 
     One process: median(top) / median(bottom) with a paired bootstrap over rounds (a
-    within-process interval). Several: each process's ratio, and their geometric mean with
-    a t interval on the logs over processes. A ratio whose denominator's median is not
-    positive has no upper bound: the interval then reaches +inf."""
+    within-process interval). Several: each process's ratio, and their median with its
+    interval over processes (`between_processes`). A ratio whose denominator's median is
+    not positive has no upper bound: the interval then reaches +inf."""
     groups = [(np.asarray(t, dtype=float), np.asarray(b, dtype=float)) for t, b in groups
               if len(t)]
     if not groups:
@@ -173,16 +271,7 @@ def ratio_ci(groups: list[tuple[np.ndarray, np.ndarray]], rng: np.random.Generat
     count = int(sum(t.size for t, _ in groups))
     if len(groups) > 1:
         ratios = np.array([median_ratio(t, b) for t, b in groups])
-        kind = f"{BETWEEN}: geometric mean of {len(groups)} process ratios, t interval on logs"
-        if np.all(np.isfinite(ratios) & (ratios > 0)):
-            mean, low, high = t_interval(np.log(ratios))
-            return Estimate(math.exp(mean), math.exp(low), math.exp(high), count,
-                            CONFIDENCE, kind)
-        top = np.concatenate([t for t, _ in groups])
-        bottom = np.concatenate([b for _, b in groups])
-        return Estimate(median_ratio(top, bottom), math.nan, math.inf, count, 0.0,
-                        f"{BETWEEN}: unbounded (a process's denominator median is not "
-                        "positive)")
+        return over_processes(ratios, True, "process ratios", count)
     top, bottom = groups[0]
     value = median_ratio(top, bottom)
     picks = rng.integers(0, top.size, (BOOTSTRAP_RESAMPLES, top.size))
@@ -220,7 +309,39 @@ def drift(values: np.ndarray, times: np.ndarray) -> Drift | None:
     rho, p = float(result.statistic), float(result.pvalue)
     if not (abs(rho) >= DRIFT_MIN_RHO and p <= DRIFT_MAX_P):
         return None
-    order = np.argsort(times)
-    quarter = max(1, values.size // 4)
-    first, last = np.median(values[order[:quarter]]), np.median(values[order[-quarter:]])
-    return Drift(rho, p, float((last - first) / np.median(values)))
+    return Drift(rho, p, _change(values[np.argsort(times)]))
+
+
+def _change(ordered: np.ndarray) -> float:
+    """Median of the last quarter of time-ordered values less that of the first, over the
+    median of all."""
+    quarter = max(1, ordered.size // 4)
+    first, last = np.median(ordered[:quarter]), np.median(ordered[-quarter:])
+    return float((last - first) / np.median(ordered))
+
+
+def _rank_trend(ranks: np.ndarray) -> float:
+    """Spearman's rho of ranks against their order (scipy's spearmanr, 50x faster)."""
+    order = np.arange(ranks.size) - (ranks.size - 1) / 2
+    ranks = ranks - ranks.mean()
+    return float(order @ ranks / math.sqrt((order @ order) * (ranks @ ranks)))
+
+
+def drift_within(groups: list[np.ndarray]) -> Drift | None:
+    """A trend over rounds that processes share, each group being one process's values in
+    round order. Each process's Spearman rho (variance 1 / (n - 1) under no trend) is
+    pooled with weight n - 1, so that many short processes, none long enough to show it
+    alone, still do; the change is the median of the processes' changes."""
+    from scipy import stats as sps
+
+    groups = [np.asarray(g, dtype=float) for g in groups]
+    groups = [g for g in groups if g.size >= 3 and np.ptp(g) > 0]
+    weights = np.array([g.size - 1.0 for g in groups])
+    if weights.sum() < 8:
+        return None
+    rhos = np.array([_rank_trend(sps.rankdata(g)) for g in groups])
+    rho = float(weights @ rhos / weights.sum())
+    p = float(2.0 * sps.norm.sf(abs(weights @ rhos) / math.sqrt(weights.sum())))
+    if not (abs(rho) >= DRIFT_MIN_RHO and p <= DRIFT_MAX_P):
+        return None
+    return Drift(rho, p, float(np.median([_change(g) for g in groups])))

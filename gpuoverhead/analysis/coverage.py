@@ -1,0 +1,235 @@
+"""How often the intervals over processes cover what they claim, in seeded simulations of
+processes that misbehave: offsets that are log-normal, heavy tails, outlier rounds, a few
+processes twice as slow, drift within each process.
+
+The estimand is what a run reports: the median, over fresh worker processes, of one
+process's median over all its measured rounds (its ratio of medians, for a ratio). A
+process's round values are y = F * ramp(u) * E, times 10 in an outlier round: F the
+process's offset, E the round's noise (median 1, symmetric on logs), ramp a drift over the
+run that keeps the process's median (exp(d * (u - 1/2)) for u from 0 to 1). So a process's
+median is F * c, c the shift outliers give the noise's median, and the truth, c * median(F),
+needs no simulation. Kinds of estimate:
+
+- `value`: a positive cost, THETA * y (through `combine` as `latency_ns`);
+- `signed`: a difference, AT + SCALE * (y - 1) (`python_ns`; medians follow an increasing
+  map exactly);
+- `ratio`: THETA * y over THETA / RATIO * E, the scenario's process effects on the
+  numerator only (a factor common to both cancels exactly), through `combine` (a series
+  with its denominator) and `pairs.paired_ratios` (two jobs, process by process).
+
+Thousands of runs go through `stats.between_processes`, vectorized; the first few of each
+cell also through `combine.combine` and `pairs.paired_ratios` themselves, which must agree.
+`python benchmarks/coverage.py` prints the table in docs/methodology.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpuoverhead.analysis.combine import combine
+from gpuoverhead.analysis.pairs import paired_ratios, same_case
+from gpuoverhead.analysis.series import Key, Series
+from gpuoverhead.analysis.stats import Estimate, Interval, between_processes
+from gpuoverhead.suite.model import Case
+
+#: Measured rounds per process, the noise of one round and the offsets of processes
+#: (sd on logs).
+ROUNDS, NOISE, SPREAD = 20, 0.10, 0.10
+THETA, RATIO, AT, SCALE = 20_000.0, 4.0, 20.0, 100.0
+KINDS = ("value", "signed", "ratio")
+#: The process counts the plan uses.
+COUNTS = (3, 5, 10, 20)
+_METRIC = {"value": "latency_ns", "signed": "python_ns", "ratio": "fusion_speedup"}
+_CASE = Case("coverage", "simulated", 1, 64, "sequential", "submit", "wait", (1,))
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """How processes and rounds vary: offsets `normal` (1 + SPREAD z), `lognormal`
+    (exp(0.3 z)) or `t3` (exp(SPREAD t3)), otherwise exp(SPREAD z); noise exp(NOISE z) or
+    exp(NOISE t3); a share of outlier rounds (x10), of slow processes (x2), and a range of
+    drift (total rise over a process's rounds)."""
+
+    name: str
+    offsets: str = ""
+    heavy: bool = False
+    outliers: float = 0.0
+    slow: float = 0.0
+    drift: tuple[float, float] | None = None
+
+
+SCENARIOS = (
+    Scenario("normal", offsets="normal"),
+    Scenario("lognormal offsets", offsets="lognormal"),
+    Scenario("heavy tails (t3)", offsets="t3", heavy=True),
+    Scenario("5% outlier rounds (x10)", outliers=0.05),
+    Scenario("15% slow processes (x2)", slow=0.15),
+    Scenario("drift +15-40%", drift=(0.15, 0.40)),
+    Scenario("slow and outliers", outliers=0.05, slow=0.15),
+)
+
+
+def draw(s: Scenario, reps: int, processes: int, rng: np.random.Generator
+         ) -> tuple[np.ndarray, np.ndarray]:
+    """Round values y (reps x processes x rounds) and the ratio's denominator noise."""
+    shape = (reps, processes, ROUNDS)
+
+    def noise() -> np.ndarray:
+        e = np.exp(NOISE * (rng.standard_t(3, shape) if s.heavy else rng.standard_normal(shape)))
+        if s.outliers:
+            e[rng.random(shape) < s.outliers] *= 10.0
+        return e
+
+    z = rng.standard_normal((reps, processes, 1))
+    offsets = {"normal": 1.0 + SPREAD * z, "lognormal": np.exp(0.3 * z),
+               "t3": np.exp(SPREAD * rng.standard_t(3, z.shape))}.get(s.offsets,
+                                                                     np.exp(SPREAD * z))
+    y = offsets * np.where(rng.random(z.shape) < s.slow, 2.0, 1.0) * noise()
+    if s.drift is not None:
+        rise = np.log1p(rng.uniform(*s.drift, z.shape))
+        y *= np.exp(rise * (np.linspace(0.0, 1.0, ROUNDS) - 0.5))
+    return y, noise()
+
+
+def truth(s: Scenario) -> tuple[float, float]:
+    """c (the noise's median moved by outlier rounds) and the median of the offsets F."""
+    from scipy.special import ndtr, stdtr
+
+    def cdf(x: float) -> float:
+        return float(stdtr(3, x) if s.heavy else ndtr(x))
+
+    c = math.exp(_root(lambda m: (1 - s.outliers) * cdf(m / NOISE)
+                       + s.outliers * cdf((m - math.log(10.0)) / NOISE) - 0.5, -1.0, 1.0))
+    median_f = math.exp(_root(lambda f: (1 - s.slow) * float(ndtr(f / SPREAD))
+                              + s.slow * float(ndtr((f - math.log(2.0)) / SPREAD)) - 0.5,
+                              -1.0, 1.0)) if s.slow else 1.0
+    return c, median_f
+
+
+def _root(f: Callable[[float], float], low: float, high: float) -> float:
+    """Where the increasing `f` crosses zero between `low` and `high`, by bisection."""
+    for _ in range(60):
+        mid = (low + high) / 2
+        low, high = (mid, high) if f(mid) < 0 else (low, mid)
+    return (low + high) / 2
+
+
+def _truth_of(kind: str, s: Scenario) -> float:
+    c, median_f = truth(s)
+    return {"value": THETA * c * median_f, "signed": AT + SCALE * (c * median_f - 1.0),
+            "ratio": RATIO * median_f}[kind]
+
+
+def _rounds(kind: str, y: np.ndarray, bottom: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rounds' values of `kind` (and the ratio's denominators)."""
+    if kind == "signed":
+        return AT + SCALE * (y - 1.0), bottom
+    return THETA * y, THETA / RATIO * bottom
+
+
+def estimate(kind: str, medians: np.ndarray, bottoms: np.ndarray) -> Interval:
+    """Each run's estimate as combine makes it, vectorized over runs, from the process
+    medians of y and of the denominator's noise (medians follow _rounds' increasing maps)."""
+    if kind == "ratio":
+        return between_processes(RATIO * medians / bottoms, True, "process ratios")
+    if kind == "signed":
+        return between_processes(AT + SCALE * (medians - 1.0), False)
+    return between_processes(THETA * medians, True)
+
+
+def through_code(kind: str, y: np.ndarray, bottom: np.ndarray, rng: np.random.Generator
+                 ) -> list[list[Estimate]]:
+    """Each run's estimate from combine.combine (and, for a ratio, pairs.paired_ratios):
+    one list per code path, one estimate per run."""
+    top, under = _rounds(kind, y, bottom)
+    metric = _METRIC[kind]
+    keys = [Key(_CASE, metric, "", "", str(run)) for run in range(y.shape[0])]
+    ratio = kind == "ratio"
+    per_process = [{k: Series(top[i, p], top[i, p], ROUNDS, under[i, p] if ratio else None)
+                    for i, k in enumerate(keys)} for p in range(y.shape[1])]
+    rows = {r.key: r.estimate for r in combine(per_process, rng) if r.process is None}
+    found = [[rows[k] for k in keys]]
+    if ratio:
+        mine = [{k: Series(top[i, p], top[i, p], ROUNDS) for i, k in enumerate(keys)}
+                for p in range(y.shape[1])]
+        theirs = [{k: Series(under[i, p], under[i, p], ROUNDS) for i, k in enumerate(keys)}
+                  for p in range(y.shape[1])]
+        # One row per key of mine, in their order (a row's key names the metric, not the run).
+        found.append([r.estimate for r in paired_ratios(mine, theirs, "", "paired_ratio",
+                                                        (metric,), same_case)])
+    return found
+
+
+@dataclass(frozen=True)
+class Cell:
+    """Coverage of one scenario, kind and process count over `runs` simulated runs, and
+    the median half-width relative to the truth (to SCALE for a signed value)."""
+
+    scenario: str
+    kind: str
+    processes: int
+    coverage: float
+    half_width: float
+    level: float
+    runs: int
+
+
+def cells(s: Scenario, processes: int, runs: int, seed: int, checked: int = 3
+          ) -> list[Cell]:
+    """Every kind's cell of one scenario and process count, from one seeded draw; the
+    first `checked` runs also through combine and pairs, which must give the same."""
+    rng = np.random.default_rng([seed, SCENARIOS.index(s), processes])
+    y, bottom = draw(s, runs, processes, rng)
+    medians, bottoms = np.median(y, axis=2), np.median(bottom, axis=2)
+    out = []
+    for kind in KINDS:
+        found = estimate(kind, medians, bottoms)
+        if checked:
+            _check(found, through_code(kind, y[:checked], bottom[:checked], rng))
+        target = _truth_of(kind, s)
+        covered = (found.low <= target) & (target <= found.high)
+        scale = SCALE if kind == "signed" else target
+        half = float(np.median(found.high - found.low)) / 2 / scale
+        out.append(Cell(s.name, kind, processes, float(covered.mean()), half, found.level,
+                        runs))
+    return out
+
+
+def _check(found: Interval, paths: list[list[Estimate]]) -> None:
+    """Raise where an estimate made by the project's code differs from the simulation's."""
+    for estimates in paths:
+        made = np.array([(e.value, e.ci_low, e.ci_high) for e in estimates])
+        ours = np.stack([found.value, found.low, found.high], axis=1)[: len(estimates)]
+        if not np.allclose(made, ours, rtol=1e-9, equal_nan=True) or \
+                any((e.level, _how(e.kind)) != (found.level, _how(found.kind))
+                    for e in estimates):
+            raise RuntimeError(f"the code's estimates {made.tolist()} ({estimates[0].kind}) "
+                               f"differ from the simulation's {ours.tolist()}")
+
+
+def _how(kind: str) -> str:
+    """An interval's method, without what it is over (process ratios, pair ratios)."""
+    return kind.rsplit(", ", 1)[-1]
+
+
+def table(runs: int, seed: int = 0, counts: tuple[int, ...] = COUNTS, checked: int = 3
+          ) -> list[Cell]:
+    return [c for s in SCENARIOS for p in counts for c in cells(s, p, runs, seed, checked)]
+
+
+def markdown(found: list[Cell]) -> str:
+    """Coverage and median half-width per scenario and kind (rows) and process count."""
+    counts = sorted({c.processes for c in found})
+    lines = ["| scenario | kind | " + " | ".join(f"P = {p}" for p in counts) + " |",
+             "|---|---|" + "---|" * len(counts)]
+    by = {(c.scenario, c.kind, c.processes): c for c in found}
+    for s in dict.fromkeys(c.scenario for c in found):
+        for kind in KINDS:
+            cells_ = [by[(s, kind, p)] for p in counts]
+            lines.append(f"| {s} | {kind} | " + " | ".join(
+                f"{c.coverage:.1%} ±{c.half_width:.1%}" for c in cells_) + " |")
+    return "\n".join(lines)

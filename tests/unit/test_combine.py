@@ -1,0 +1,108 @@
+"""combine: per-process series into estimates over processes, on synthetic series whose
+process medians are known."""
+
+import math
+
+import numpy as np
+import pytest
+
+from gpuoverhead.analysis.combine import SIGNED, combine
+from gpuoverhead.analysis.drift import WITHIN_PROCESSES, drifts
+from gpuoverhead.analysis.series import Key, Series
+from gpuoverhead.suite.model import Case
+
+CASE = Case("unit", "empty", 1024, 64, "sequential", "submit", "wait", (1, 16))
+
+
+def _key(metric: str) -> Key:
+    return Key(CASE, metric, "ns", "synthetic")
+
+
+def _series(values, denominator=None, start: float = 0.0) -> Series:
+    values = np.asarray(values, dtype=float)
+    return Series(values, start + np.arange(values.size, dtype=float), values.size,
+                  None if denominator is None else np.asarray(denominator, dtype=float))
+
+
+def _rows(per_process):
+    rows = combine(per_process, np.random.default_rng(0))
+    return ({r.key.metric: r for r in rows if r.process is None},
+            [r for r in rows if r.process is not None])
+
+
+def _processes(medians, metric="cpu_per_dispatch_ns", spread=1.0):
+    """One process per median: nine rounds symmetric around it."""
+    return [{_key(metric): _series(m + spread * np.arange(-4, 5))} for m in medians]
+
+
+def test_the_estimate_is_the_median_of_process_medians_with_an_interval_over_them():
+    medians = [1000.0, 1100.0, 5000.0]  # the third process five times as slow
+    combined, own = _rows(_processes(medians))
+    row = combined["cpu_per_dispatch_ns"]
+    est = row.estimate
+    assert est.value == 1100.0  # not the mean, 2367, that the slow process drags up
+    assert est.ci_low < 1000.0 and est.ci_high > 5000.0 and est.ci_low > 0
+    assert est.kind.startswith("between processes") and est.kind.endswith("on logs")
+    assert est.n_samples == 27 and est.level == 0.95
+    assert row.rel_spread_between == pytest.approx((5000 - 1000) / 1100)
+    assert [r.process for r in own] == [0, 1, 2]
+    assert [r.estimate.value for r in own] == medians
+    assert all(r.estimate.kind.startswith("within one process") for r in own)
+
+
+def test_many_processes_get_order_statistics_that_one_slow_process_barely_moves():
+    medians = [1000.0 + 10 * i for i in range(9)]
+    calm = _rows(_processes(medians))[0]["cpu_per_dispatch_ns"].estimate
+    slowed = _rows(_processes([*medians[:-1], 2 * medians[-1]]))[0]["cpu_per_dispatch_ns"]
+    assert "interpolated order statistics" in calm.kind
+    assert slowed.estimate.value == calm.value
+    assert slowed.estimate.ci_low == calm.ci_low
+    assert slowed.estimate.ci_high - calm.ci_high < 0.5 * (calm.ci_high - calm.ci_low)
+
+
+def test_a_difference_keeps_a_linear_interval_across_zero_and_a_cost_never_goes_below():
+    assert {"python_ns", "ffi_check_ns"} <= SIGNED
+    medians = [-5.0, 3.0, 12.0]
+    python = _rows(_processes(medians, "python_ns"))[0]["python_ns"].estimate
+    assert python.ci_low < 0 < python.ci_high and "on logs" not in python.kind
+    # The same numbers as a cost: one process below the clock's resolution.
+    cost = _rows(_processes(medians, "latency_ns"))[0]["latency_ns"].estimate
+    assert cost.ci_low == 0.0 and cost.ci_high == pytest.approx(python.ci_high)
+
+
+def test_a_cost_within_one_process_is_held_at_zero_where_single_rounds_are_not():
+    rounds = [{_key("per_dispatch_ns"): _series([-30.0, -10.0, 5.0, 20.0, 40.0, 60.0, 80.0])}]
+    est = _rows(rounds)[0]["per_dispatch_ns"].estimate
+    assert est.value == 20.0 and est.ci_low == 0.0 and est.ci_high == 80.0  # n = 7: range
+    assert est.kind.startswith("within one process")
+
+
+def test_a_ratio_is_the_median_of_the_process_ratios_of_medians():
+    key = Key(CASE, "fusion_speedup", "ratio", "synthetic")
+    shifts = np.arange(-3, 4)
+    per_process = [{key: _series(r * 100.0 + shifts, 100.0 + shifts)} for r in (3.0, 4.0, 9.0)]
+    est = _rows(per_process)[0]["fusion_speedup"].estimate
+    assert est.value == pytest.approx(4.0)
+    assert est.ci_low < 3.0 and est.ci_high > 9.0 and "process ratios" in est.kind
+
+
+def test_one_process_gives_its_own_interval_and_no_rows_per_process():
+    combined, own = _rows(_processes([1000.0]))
+    est = combined["cpu_per_dispatch_ns"].estimate
+    assert not own and est.kind.startswith("within one process")
+    assert math.isnan(combined["cpu_per_dispatch_ns"].rel_spread_between)
+
+
+def test_a_rise_within_short_processes_is_reported_though_none_shows_it_alone():
+    rng = np.random.default_rng(8)
+    rounds = np.arange(6)
+    # Each process starts afresh: over the run's clock the values saw up and down.
+    rising = [{_key("per_dispatch_ns"): _series(1000 * (1 + 0.05 * rounds)
+                                                + rng.normal(0, 30, 6), start=100.0 * i)}
+              for i in range(10)]
+    found = drifts(rising)
+    assert [d["scope"] for d in found] == [WITHIN_PROCESSES]
+    assert 0.15 < found[0]["change"] < 0.35
+    flat = [{_key("per_dispatch_ns"): _series(1000 + rng.normal(0, 30, 6), start=100.0 * i)}
+            for i in range(10)]
+    assert drifts(flat) == []

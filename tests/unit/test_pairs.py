@@ -1,0 +1,70 @@
+"""pairs: ratios of time-adjacent processes of two jobs, on synthetic series."""
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from gpuoverhead.analysis.pairs import paired_ratios, reference_of, same_case
+from gpuoverhead.analysis.series import Key, Series
+from gpuoverhead.suite.model import Case
+
+CASE = Case("unit", "empty", 1024, 64, "sequential", "submit", "wait", (1, 16), "native")
+KEY = Key(CASE, "cpu_per_dispatch_ns", "ns", "synthetic")
+
+
+def _jobs(mine: list[float], theirs: list[float]) -> tuple[list, list]:
+    """One process per median, seven rounds around it; the same key in both jobs."""
+    def job(medians: list[float]) -> list[dict[Key, Series]]:
+        spread = np.arange(-3, 4, dtype=float)
+        return [{KEY: Series(m + spread, spread, 7)} for m in medians]
+    return job(mine), job(theirs)
+
+
+def _ratio(mine: list[float], theirs: list[float]):
+    rows = paired_ratios(*_jobs(mine, theirs), "other", "paired_ratio",
+                         ("cpu_per_dispatch_ns",), same_case)
+    assert len(rows) == 1
+    return rows[0]
+
+
+def test_each_pair_gives_a_ratio_and_the_estimate_is_their_median():
+    # The machine's drift (x1, x1.5, x3) hits both jobs of a pair: it cancels.
+    row = _ratio([200.0, 300.0, 600.0], [100.0, 150.0, 300.0])
+    assert row.key.metric == "paired_ratio" and row.key.call == "cpu_per_dispatch_ns"
+    est = row.estimate
+    assert est.value == pytest.approx(2.0) and est.ci_low == pytest.approx(2.0)
+    assert est.n_samples == 21 and est.level == 0.95
+
+
+def test_one_slow_pair_among_many_hardly_moves_the_interval():
+    theirs = [100.0] * 10
+    mine = [200.0 + 2 * i for i in range(10)]
+    calm = _ratio(mine, theirs).estimate
+    slowed = _ratio([*mine[:-1], 2 * mine[-1]], theirs).estimate
+    assert "interpolated order statistics on logs" in calm.kind
+    assert (slowed.value, slowed.ci_low, slowed.ci_high) == \
+        (calm.value, calm.ci_low, calm.ci_high)
+    assert 2.0 < calm.ci_low < calm.value < calm.ci_high < 2.18  # within the pair ratios
+
+
+def test_a_pair_whose_reference_is_below_resolution_leaves_the_ratio_unbounded():
+    few = _ratio([200.0, 210.0, 190.0], [100.0, -5.0, 100.0]).estimate
+    assert few.ci_high == math.inf and few.level == 0.75 and "observed range" in few.kind
+    many = _ratio([200.0] * 6, [100.0] * 5 + [-5.0]).estimate
+    assert many.ci_high == math.inf and many.value == pytest.approx(2.0)
+    neither = _ratio([200.0, -3.0, 190.0], [100.0, -5.0, 100.0]).estimate
+    assert math.isnan(neither.value) and "undetermined" in neither.kind
+
+
+def test_one_pair_gives_no_interval_and_an_unmatched_key_no_row():
+    one = _ratio([200.0], [100.0]).estimate
+    assert one.value == 2.0 and math.isnan(one.ci_low) and one.level == 0.0
+    reference = replace(CASE, layer="native", variant="reference")
+    match = reference_of({"submit": reference})
+    assert match(KEY) == Key(reference, KEY.metric, KEY.unit, KEY.estimator, KEY.call)
+    assert match(Key(replace(CASE, layer="wrapper"), KEY.metric, "ns", "")) is None
+    mine, theirs = _jobs([200.0, 210.0], [100.0, 100.0])
+    assert paired_ratios(mine, theirs, "x", "reference_ratio", ("cpu_per_dispatch_ns",),
+                         lambda key: None) == []
