@@ -246,6 +246,7 @@ def compare(
     from gpuoverhead.results import read
 
     with user_errors():
+        comparing.check_thresholds(threshold, fail_above)
         runs = read.load(base), read.load(new)
         table = comparing.compare(*runs, threshold / 100)
     console.show_warnings(comparing.differences(*runs))
@@ -290,6 +291,7 @@ def selftest(
 
     with user_errors():
         names = registry.parse(implementation)
+        comparing.check_thresholds(threshold, None)
     stem = f"selftest-{new_run_id()}"
     runs = [_measure(RunOptions(suite=suite, out_root=out, backend=backend, adapter=adapter,
                                 implementations=names, processes=processes,

@@ -8,10 +8,12 @@ and a verdict a CI job can act on.
 - verdict: `slower`/`faster` when the ratio CI excludes 1, the change is at least the
   threshold, and p < alpha (where there is a p); otherwise `same` when the ratio is within
   twice the threshold and its CI rules out changes beyond RESOLVABLE (x1.5 either way), and
-  `unsure` when not (a change the runs are too noisy to confirm or rule out). For ratios
-  (inflation) the verdicts are `higher`/`lower`. The CIs of runs with several processes
-  include the variation between processes, which keeps an A/A comparison from calling
-  noise a change.
+  `unsure` when not (a change the runs are too noisy to confirm or rule out). Which way is
+  worse comes from each row's `better` (gpuoverhead/metrics.py): a time that rose is
+  `slower`, a rate or speedup that rose is `better` (and one that fell `worse`); a figure
+  with no better direction (inflation, a share) is `higher`/`lower`. The CIs of runs with
+  several processes include the variation between processes, which keeps an A/A
+  comparison from calling noise a change.
 """
 
 from __future__ import annotations
@@ -70,14 +72,21 @@ def _ratio_ci(b: pd.Series, n: pd.Series) -> tuple[float, float, float]:
     return ratio, ratio * math.exp(-half), ratio * math.exp(half)
 
 
+#: Verdicts of a significant rise and fall, by the row's `better`.
+_WORDS = {"lower": ("slower", "faster"), "higher": ("better", "worse"),
+          "none": ("higher", "lower")}
+#: The verdicts that count as a regression (`--fail-above`).
+WORSE = ("slower", "worse")
+
+
 def verdict(ratio: float, low: float, high: float, p: float, threshold: float,
-            is_ratio: bool) -> str:
+            better: str = "lower") -> str:
     if not math.isfinite(ratio):
         return "unsure"
     significant = (low > 1 or high < 1) and not (math.isfinite(p) and p >= ALPHA)
     if significant and abs(ratio - 1) >= threshold:
-        up = ratio > 1
-        return ("higher" if up else "lower") if is_ratio else ("slower" if up else "faster")
+        rise, fall = _WORDS.get(better, _WORDS["none"])
+        return rise if ratio > 1 else fall
     if abs(ratio - 1) < 2 * threshold and low >= 1 / RESOLVABLE and high <= RESOLVABLE:
         return "same"
     return "unsure"
@@ -104,10 +113,10 @@ def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> pd.Data
         if raw_b is not None and raw_n is not None and len(raw_b) and len(raw_n):
             p = float(sps.mannwhitneyu(raw_b, raw_n, alternative="two-sided").pvalue)
         rows.append({**{k: r[k] for k in KEY}, "unit": r["unit_base"],
+                     "hint": r["hint_base"], "better": r["better_base"],
                      "base": b["value"], "new": n["value"], "ratio": ratio,
                      "ratio_low": low, "ratio_high": high, "p_value": p,
-                     "verdict": verdict(ratio, low, high, p, threshold,
-                                        r["unit_base"] == "ratio")})
+                     "verdict": verdict(ratio, low, high, p, threshold, r["better_base"])})
     return pd.DataFrame(rows)
 
 
@@ -127,8 +136,18 @@ def differences(base: ResultSet, new: ResultSet) -> list[str]:
 
 
 def regressions(table: pd.DataFrame, fail_above: float) -> pd.DataFrame:
-    """Estimates that got significantly slower by more than `fail_above` (a fraction)."""
-    return table[(table["verdict"] == "slower") & (table["ratio"] - 1 > fail_above)]
+    """Estimates that got significantly worse (slower, or a rate that fell) by more than
+    `fail_above` (a fraction of the better value)."""
+    change = np.where(table["verdict"] == "worse", 1 / table["ratio"], table["ratio"]) - 1
+    return table[table["verdict"].isin(WORSE) & (change > fail_above)]
+
+
+def check_thresholds(threshold: float, fail_above: float | None) -> None:
+    """A UserError for a threshold that would turn every verdict or the gate off (NaN,
+    infinite or negative)."""
+    for name, pct in (("--threshold", threshold), ("--fail-above", fail_above)):
+        if pct is not None and not (math.isfinite(pct) and pct >= 0):
+            raise UserError(f"{name} must be a finite percentage of 0 or more, not {pct}")
 
 
 def display(table: pd.DataFrame) -> pd.DataFrame:
@@ -136,10 +155,8 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "implementation": table["implementation"], "case": table["case"],
         "metric": table["metric"], "call": table["call"],
-        "base (µs)": [fmt.value(v, u, 2) for v, u in zip(table["base"], table["unit"],
-                                                          strict=True)],
-        "new (µs)": [fmt.value(v, u, 2) for v, u in zip(table["new"], table["unit"],
-                                                        strict=True)],
+        "base": [fmt.shown(v, h) for v, h in zip(table["base"], table["hint"], strict=True)],
+        "new": [fmt.shown(v, h) for v, h in zip(table["new"], table["hint"], strict=True)],
         "new/base [95% CI]": [
             fmt.ratio_with_ci(r, lo, hi)
             for r, lo, hi in zip(table["ratio"], table["ratio_low"], table["ratio_high"],

@@ -23,13 +23,12 @@ def value(v: float | None, unit: str, decimals: int = 1) -> str:
 
 
 def interval(row: Any) -> str:
-    """A summary row's interval: 'low–high' (a time's bound below zero reads 0), with its
-    real coverage where that is under 95%; '—' where there is none."""
+    """A summary row's interval: 'low–high' as it is, with its real coverage where that is
+    under 95%; '—' where there is none."""
     level = getattr(row, "ci_level", CONFIDENCE)
     if not (math.isfinite(row.ci_low) or math.isfinite(row.ci_high)) or level == 0:
         return "—"
-    low = max(row.ci_low, 0.0) if row.unit == "ns" else row.ci_low
-    text = f"{value(low, row.unit)}–{value(row.ci_high, row.unit)}"
+    text = f"{value(row.ci_low, row.unit)}–{value(row.ci_high, row.unit)}"
     if isinstance(level, float) and math.isnan(level):
         return text + " (coverage ?)"
     return text if level >= CONFIDENCE else f"{text} ({level:.0%})"
@@ -51,8 +50,6 @@ def with_ci(v: float, low: float, high: float, kind: str, level: float = CONFIDE
         return "—"
     if kind == "ns" and v < 0:
         return f"{BELOW} [≤ {high / 1e3:.1f}]"
-    if kind == "ns":
-        low = max(low, 0.0)
     if kind == "ratio":
         text = f"{v:.2f}x [{low:.2f}–{'∞' if high == math.inf else f'{high:.2f}'}]"
     elif kind == "size":
@@ -64,6 +61,22 @@ def with_ci(v: float, low: float, high: float, kind: str, level: float = CONFIDE
     if math.isnan(level):
         return f"{text} (coverage unknown)"
     return text if level >= CONFIDENCE else f"{text} ({level:.0%} interval)"
+
+
+def shown(v: float | None, hint: str) -> str:
+    """A value as its row's display hint says (gpuoverhead/metrics.py): a time in µs, a
+    ratio as 1.23x, a rate per second, a share in %, a size as M."""
+    if v is None or not math.isfinite(v):
+        return "∞" if v == math.inf else "—"
+    if hint == "time":
+        return f"{value(v, 'ns', 2)} µs" if v >= 0 else BELOW
+    if hint == "rate":
+        return f"{v:.4g} /s"
+    if hint == "share":
+        return f"{v:.1%}"
+    if hint == "size":
+        return f"M {v:.0f}"
+    return value(v, "ratio")
 
 
 def ratio_with_ci(r: float, low: float, high: float) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from gpuoverhead import metrics
 from gpuoverhead.errors import UserError
 from gpuoverhead.results.schema import RUN_JSON, SAMPLES, SCHEMA_VERSION, SUMMARY
 
@@ -87,6 +88,12 @@ def migrate(summary: pd.DataFrame) -> pd.DataFrame:
     missing = {c: v for c, v in _ADDED.items() if c not in summary}
     if "family" not in summary:  # before version 3 each implementation was its own family
         missing["family"] = summary["implementation"]
+    if "hint" not in summary:
+        described = [metrics.METRICS.get(m, metrics.Metric(u, "time" if u == "ns" else "ratio",
+                                                            "none"))
+                     for m, u in zip(summary["metric"], summary["unit"], strict=True)]
+        missing["hint"] = [d.hint for d in described]
+        missing["better"] = [d.better for d in described]
     if "process" not in summary:
         missing["process"] = pd.array([pd.NA] * len(summary), dtype="Int64")
     return summary.assign(**missing) if missing else summary

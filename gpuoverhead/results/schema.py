@@ -11,7 +11,8 @@ from typing import Any
 
 #: Version of the result files' layout (samples, summary, run.json). 2 added `issue_ns` to
 #: the samples, `ci_level`, `ci_kind` and `bound` to the summary, and CPU-cost metrics; 3
-#: added `family` (the driver that measured a row) to both tables.
+#: added `family` (the driver that measured a row) to both tables, and `hint` and `better`
+#: (how a value is shown, which direction is better: gpuoverhead/metrics.py) to the summary.
 SCHEMA_VERSION = 3
 
 SAMPLES = "samples"
@@ -27,9 +28,10 @@ SAMPLE_COLUMNS = CASE_COLUMNS + ["n_dispatches", "repetition", "phase", "process
 
 #: Columns of the summary (an empty one has them too: a run with nothing finished is a run).
 SUMMARY_COLUMNS = CASE_COLUMNS + [
-    "n_dispatches", "process", "metric", "unit", "estimator", "value", "ci_low", "ci_high",
-    "ci_level", "ci_kind", "bound", "n_samples", "rel_ci", "rel_spread_between", "processes",
-    "rounds", "warmup_rounds", "stop", "target_rel_ci", "outliers"]
+    "n_dispatches", "process", "metric", "unit", "hint", "better", "estimator", "value",
+    "ci_low", "ci_high", "ci_level", "ci_kind", "bound", "n_samples", "rel_ci",
+    "rel_spread_between", "processes", "rounds", "warmup_rounds", "stop", "target_rel_ci",
+    "outliers"]
 
 #: Metric of the summary row that records a benchmark that failed (its message in
 #: `estimator`), so that the summary says what is missing and why.

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gpuoverhead import metrics
 from gpuoverhead.analysis.combine import Row
 from gpuoverhead.analysis.samples import (
     Calibration,
@@ -101,7 +102,8 @@ def summary_table(run_id: str, adapter: AdapterInfo, group: Group, rows: list[Ro
             "call": k.call,
             "n_dispatches": pd.NA,
             "process": pd.NA if r.process is None else r.process,
-            "metric": k.metric, "unit": k.unit, "estimator": k.estimator,
+            "metric": k.metric, "unit": k.unit, "hint": metrics.of(k.metric).hint,
+            "better": metrics.of(k.metric).better, "estimator": k.estimator,
             "value": e.value, "ci_low": e.ci_low, "ci_high": e.ci_high,
             "ci_level": e.level, "ci_kind": e.kind, "bound": r.bound,
             "n_samples": e.n_samples, "rel_ci": e.rel_ci,
@@ -124,6 +126,7 @@ def error_row(run_id: str, adapter: AdapterInfo, group: Group, message: str) -> 
     """One summary row for a group that produced no estimates."""
     fields = _case_fields(run_id, adapter, group.cases[0]) if group.cases else {}
     return pd.DataFrame([{**fields, "case": group.id, "metric": ERROR, "unit": "-",
+                          "hint": "error", "better": "none",
                           "estimator": message[:2000], "value": float("nan"),
                           "process": pd.NA}]).astype({"process": "Int64"})
 

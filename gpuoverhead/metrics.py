@@ -1,0 +1,49 @@
+"""Every metric a summary row can hold, declared once: its unit, how it is shown, and which
+direction is better. Printers, reports and `compare` read a row's own `hint` and `better`
+columns (nvbench's summary hints) instead of guessing from its name.
+
+Hints: `time` (ns, shown in µs), `ratio` (shown as 1.23x), `rate` (per second), `share`
+(a fraction, shown in %), `size` (a matrix size M), `error` (a benchmark that failed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Metric:
+    unit: str
+    hint: str
+    #: `lower`, `higher`, or `none` (a figure with no better direction, e.g. a difference).
+    better: str
+
+
+_TIME = Metric("ns", "time", "lower")
+_SPEEDUP = Metric("ratio", "ratio", "higher")
+METRICS = {
+    **dict.fromkeys(("latency_ns", "per_dispatch_ns", "fixed_ns", "cpu_per_dispatch_ns",
+                     "gpu_ns", "gpu_fixed_ns", "api_ns", "python_ns", "ffi_floor_ns",
+                     "call_ns", "first_round_ns", "first_round_per_dispatch_ns",
+                     "per_unit_ns", "cpu_per_unit_ns", "overlapped_ns"), _TIME),
+    "ffi_check_ns": Metric("ns", "time", "none"),
+    "closure_ns": Metric("ns", "time", "none"),
+    "inflation": Metric("ratio", "ratio", "none"),
+    "fusion_speedup": _SPEEDUP,
+    "fusion_speedup_synced": _SPEEDUP,
+    "fusion_gpu_speedup": _SPEEDUP,
+    "paired_ratio": Metric("ratio", "ratio", "lower"),
+    "reference_ratio": Metric("ratio", "ratio", "none"),
+    "gpu_share": Metric("ratio", "share", "none"),
+    "overhead_share": Metric("ratio", "share", "lower"),
+    "tokens_per_s": Metric("1/s", "rate", "higher"),
+    "crossover_size": Metric("M", "size", "none"),
+    "crossover_size_synced": Metric("M", "size", "none"),
+    "error": Metric("-", "error", "none"),
+}
+HINTS = ("time", "ratio", "rate", "share", "size", "error")
+
+
+def of(metric: str) -> Metric:
+    """The metric's description; a KeyError for one never declared (a test finds it)."""
+    return METRICS[metric]
