@@ -46,6 +46,7 @@ def child(variant: str) -> dict[str, dict[str, float]]:
 
         if variant == "dawn-enumerated":
             wgpudawn.gpu.enumerate_adapters_sync()
+    from gpuoverhead.drivers import webgpu
     from gpuoverhead.gpu import adapters
     from gpuoverhead.gpu.kernels import build_targets, compile_pipeline
     from gpuoverhead.gpu.layers import native
@@ -53,7 +54,7 @@ def child(variant: str) -> dict[str, dict[str, float]]:
     from gpuoverhead.resources import SHADERS_DIR
     from gpuoverhead.suite.model import Case, Group, Kernel, Sampling
 
-    found = adapters.select(adapters.discover(["wgpu-native"])[0], None, None)[0]
+    found = adapters.select(adapters.discover([webgpu.binding("wgpu-native")])[0], None, None)[0]
     features = ["timestamp-query"] if variant in ("timestamps+limits", "busy-device") else []
     limits = {"max-buffer-size": 1 << 28} if variant == "timestamps+limits" else {}
     device = found.adapter.request_device_sync(required_features=features,
@@ -63,7 +64,8 @@ def child(variant: str) -> dict[str, dict[str, float]]:
     case = Case("gap", "empty", 1, 64, "sequential", "submit", "wait", (N,), "native")
     group = Group("gap", kernel, 1, 64, Sampling(1.0, 0.1, 3, 3, 1), (case,))
     target = build_targets(device, compile_pipeline(device, kernel, 64), group,
-                           np.random.default_rng(0), "wgpu-native", waiter(device))[case]
+                           np.random.default_rng(0), webgpu.binding("wgpu-native"),
+                           waiter(device))[case]
     keep = []
     if variant == "busy-device":
         keep = [device.create_buffer(size=1 << 20, usage=0x80 | 0x4 | 0x8) for _ in range(24)]
@@ -123,9 +125,11 @@ def _worker() -> dict[str, dict[str, float]]:
     """gpuoverhead's reference job for the empty kernel, through its own worker."""
     from dataclasses import replace
 
-    from gpuoverhead.analysis.series import series
+    from gpuoverhead.drivers import webgpu
+    from gpuoverhead.drivers.base import Job, Offer
     from gpuoverhead.gpu import adapters
     from gpuoverhead.gpu.layers import native
+    from gpuoverhead.gpu.methods import series
     from gpuoverhead.resources import DEFAULT_SUITE
     from gpuoverhead.run import worker
     from gpuoverhead.run.budget import Budget
@@ -137,8 +141,10 @@ def _worker() -> dict[str, dict[str, float]]:
     cases = tuple(replace(c, variant=REFERENCE) for c in group.cases
                   if c.layer == "native" and c.methodology == "sequential")
     group = replace(group, cases=cases)
-    info = adapters.select(adapters.discover(["wgpu-native"])[0], None, None)[0].info
-    task = worker.Task(group, info, Budget(1.0, len(cases), 1), (0, 0, 0, 0), 0, True, {})
+    found = adapters.discover([webgpu.binding("wgpu-native")])[0]
+    info = adapters.select(found, None, None)[0].info
+    task = worker.Task(Job(group, Offer(info, settings={"layers": {"native": {}}}), "webgpu"),
+                       Budget(1.0), (0, 0, 0, 0), 0)
     outcome = worker.run(task, lambda *a: None)
     found = series(outcome.samples, outcome.calibration)
     out: dict[str, dict[str, float]] = {}
@@ -154,6 +160,7 @@ def big_encoder() -> None:
     and on a second device (B) of the same process."""
     import numpy as np
 
+    from gpuoverhead.drivers import webgpu
     from gpuoverhead.gpu import adapters
     from gpuoverhead.gpu.kernels import build_targets, compile_pipeline
     from gpuoverhead.gpu.layers import native
@@ -161,7 +168,7 @@ def big_encoder() -> None:
     from gpuoverhead.resources import SHADERS_DIR
     from gpuoverhead.suite.model import Case, Group, Kernel, Sampling
 
-    found = adapters.select(adapters.discover(["wgpu-native"])[0], None, None)[0]
+    found = adapters.select(adapters.discover([webgpu.binding("wgpu-native")])[0], None, None)[0]
     path = SHADERS_DIR / "empty.wgsl"
     kernel = Kernel("empty", path, path.read_text(), "first")
     case = Case("gap", "empty", 1, 64, "sequential", "submit", "wait", (N,), "native")
@@ -170,7 +177,8 @@ def big_encoder() -> None:
     for _ in range(2):
         device = found.adapter.request_device_sync()
         target = build_targets(device, compile_pipeline(device, kernel, 64), group,
-                               np.random.default_rng(0), "wgpu-native", waiter(device))[case]
+                               np.random.default_rng(0), webgpu.binding("wgpu-native"),
+                               waiter(device))[case]
         samplers.append((native.issuers(loop, target), target))  # the target keeps the
         # pipeline and bind group alive: the C loop holds only their handles
 

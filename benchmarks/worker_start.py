@@ -30,24 +30,26 @@ if name == "torch":
     mark("import torch")
     torch.zeros(1, device="cuda" if torch.cuda.is_available() else "cpu").sum().item()
     mark("first tensor op")
-    from gpuoverhead.pytorch import baseline
+    from gpuoverhead.drivers import pytorch
     from dataclasses import replace
-    g = replace(group, cases=baseline.cases(group, baseline.device_name()))
-    baseline.operations(g, np.random.default_rng(0), {})
+    g = replace(group, cases=pytorch._cases(group, pytorch.device_name()))
+    pytorch.operations(g, np.random.default_rng(0), {})
     mark("operations")
 else:
-    from gpuoverhead.gpu import adapters, implementations
+    from gpuoverhead.drivers import webgpu
+    from gpuoverhead.gpu import adapters
     from gpuoverhead.gpu.kernels import build_targets, compile_pipeline
     from gpuoverhead.gpu.layers import native
     from gpuoverhead.gpu.wait import waiter
-    implementations.get(name).only("vulkan")
-    found = adapters.discover([name])[0]
+    binding = webgpu.binding(name)
+    binding.only("vulkan")
+    found = adapters.discover([binding])[0]
     mark("discover")
-    device, _ = implementations.get(name).request_device(found[0].adapter, ["timestamp-query"], {})
+    device, _ = binding.request_device(found[0].adapter, ["timestamp-query"], {})
     mark("device")
     pipeline = compile_pipeline(device, group.kernel, group.workgroup_size)
     mark("pipeline")
-    build_targets(device, pipeline, group, np.random.default_rng(0), name, waiter(device))
+    build_targets(device, pipeline, group, np.random.default_rng(0), binding, waiter(device))
     mark("targets")
     native.load()
     mark("native loop")

@@ -29,9 +29,9 @@ import numpy as np
 from gpuoverhead.drivers.base import Job, Offer, Prepared, Request, without_timestamps
 from gpuoverhead.drivers.torch_forms import COMPILE, EAGER, FAMILY, GRAPH, device_name
 from gpuoverhead.errors import IntegrityError, UserError
-from gpuoverhead.pytorch import fusion_patterns as workloads  # TEMP until workloads lands
 from gpuoverhead.records import AdapterInfo
 from gpuoverhead.suite.model import Case, Group, Suite
+from gpuoverhead.workloads import registry as workloads
 
 IMPLEMENTATIONS = (FAMILY,)
 COMPARED = False
@@ -65,7 +65,7 @@ def offers(request: Request, notes: list[str]) -> list[Offer]:
 def jobs(group: Group, offer: Offer, notes: list[str]) -> list[Job]:
     """The group's PyTorch cases on this device (none where it has no such kernel)."""
     kind = offer.info.backend
-    cases = workloads.cases(group, kind) if group.fusion is not None else \
+    cases = workloads.torch_cases(group, kind) if group.fusion is not None else \
         _cases(group, kind) if group.kernel.name in KERNELS else ()
     if not cases:
         return []
@@ -78,7 +78,7 @@ def prepare(job: Job, rng: np.random.Generator) -> Iterator[Prepared]:
     """In the worker: the group's ops (a workload's PyTorch build, or the kernel's twin)."""
     notes: dict[str, Any] = {}
     if job.group.fusion is not None:
-        group, ops, verify, cuda_events = workloads.operations(job.group, rng, notes)
+        group, ops, verify, cuda_events = workloads.torch_operations(job.group, rng, notes)
         # CUDA events give ns directly: one "tick" is one ns.
         yield Prepared(group, ops, verify, 1.0 if cuda_events else None, notes)
         return

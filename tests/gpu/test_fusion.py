@@ -14,13 +14,17 @@ from conftest import BACKEND, CONFIGS, gpuoverhead, only_run_folder, read_run, w
 
 from gpuoverhead.drivers import webgpu
 from gpuoverhead.errors import IntegrityError
-from gpuoverhead.gpu import adapters, decode
-from gpuoverhead.gpu import fusion_patterns as fusion
+from gpuoverhead.gpu import adapters
 from gpuoverhead.gpu.methods import fusion as fusion_method
 from gpuoverhead.gpu.wait import waiter
 from gpuoverhead.suite.expand import load_suite
 from gpuoverhead.suite.kernels import f16_kernel
 from gpuoverhead.suite.model import MODELS, TIMESTAMPS
+from gpuoverhead.workloads import decode_model as decode
+from gpuoverhead.workloads import loop
+from gpuoverhead.workloads import registry as fusion
+from gpuoverhead.workloads.decode import Engine
+from gpuoverhead.workloads.work import Context
 
 SUITE = """
 defaults:
@@ -74,7 +78,7 @@ def test_dependent_loop_matches_a_cpu_reference_for_small_l(built):
         work.units_done[0] = 0
         fusion_method.operation(work, device, wait, False)(2)
         start = np.asarray(work.reference(0))
-        want = fusion.loop_reference(start, 2 * case.k)
+        want = loop.reference(start, 2 * case.k)
         assert np.array_equal(work.read(), want), case.id
         work.reset()
         work.units_done[0] = 0
@@ -100,8 +104,8 @@ def test_loop_reference_is_the_stencil():
     left = np.array([3, 1, 2], dtype=np.uint32)
     want = (left ^ ((right << np.uint32(5)) | (right >> np.uint32(27)))) \
         * np.uint32(0x9E3779B1) + x
-    assert np.array_equal(fusion.loop_reference(x, 1), want)
-    assert np.array_equal(fusion.loop_reference(x, 0), x)
+    assert np.array_equal(loop.reference(x, 1), want)
+    assert np.array_equal(loop.reference(x, 0), x)
 
 
 def test_run_reports_speedups_with_ci_and_the_crossover(ci_run):
@@ -219,6 +223,6 @@ def test_f16_decode_reads_half_the_weight_bytes_and_matches_numpy_on_its_weights
         assert np.allclose(logits, decode.reference(weights), rtol=decode.TOLERANCE,
                            atol=decode.TOLERANCE / 10 * np.abs(logits).max())
     rows = weights.shape.vocab * weights.shape.hidden
-    sizes = {p: sum(b.size for b in decode.Engine(fusion._Context(device, group), weights,
+    sizes = {p: sum(b.size for b in Engine(Context(device, group), weights,
                                                   p).head) for p in ("f32", "f16")}
     assert sizes == {"f32": 4 * rows, "f16": 2 * rows}

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from gpuoverhead import encodings
-from gpuoverhead.gpu import implementations
 from gpuoverhead.gpu.kernels import Target
 
 SOURCE = Path(__file__).with_name("native_loop.c")
@@ -161,7 +160,7 @@ def _captured(log: Path) -> Iterator[None]:
 def issuers(loop: NativeLoop, t: Target) -> dict[str, Callable[[int], None]]:
     """`issue(n)` per encoding: one call into C that issues all n operations, through the
     functions of the library that `t`'s implementation loaded."""
-    wffi, wlib = implementations.get(t.implementation).ffi_lib()
+    wffi, wlib = t.binding.ffi_lib()
 
     def pointer(cdata: Any) -> Any:
         return loop.ffi.cast("void *", int(wffi.cast("uintptr_t", cdata)))

@@ -22,9 +22,9 @@ import numpy as np
 
 from gpuoverhead.analysis.samples import by_round
 from gpuoverhead.analysis.series import Key, Out, Series, View, add_fits
-from gpuoverhead.gpu.fusion_patterns import Work
 from gpuoverhead.gpu.methods.timestamps import PassTimer
 from gpuoverhead.suite.model import FUSION, TIMESTAMPS, Case
+from gpuoverhead.workloads.work import Work
 
 
 def claims(case: Case) -> bool:

@@ -1,133 +1,49 @@
-"""A transformer's decode step as a fusion pattern: one unit of work is one token's step.
-
-The model has Qwen2.5's structure with random weights, the same in every implementation
-and process (seeded by the shape and the cache length; nothing to download). A group's
-`elements` is its hidden size and names the shapes (suite/model.MODELS), its K the length
-of the KV cache. Unfused, an engine issues one dispatch per operation (18 per layer);
-fused, the 5 per layer a tuned engine uses (shaders/fusion_decode.wgsl). Both read the same
-weights and caches; the new token is written at position K every step, so each step does
-the same work and leaves the same logits, which are compared with a numpy step. The LM
-head is split into row chunks of at most 128 MiB, WebGPU's default largest storage
-binding, instead of asking the adapter for more.
+"""The decode step: one unit of work is one token's step of a transformer with Qwen2.5's
+structure (decode_model.py). Unfused, an engine issues one dispatch per operation (18 per
+layer); fused, the 5 per layer a tuned engine uses (shaders/fusion_decode.wgsl). Both read
+the same weights and caches; the new token is written at position K (the cache length)
+every step, so each step does the same work and leaves the same logits, which are compared
+with the numpy step. PyTorch: the same step eagerly, captured as one CUDA graph (CUDA
+only), and through torch.compile (where `torch_compile_max_n` > 0), GPU time from CUDA
+events on CUDA.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from gpuoverhead.drivers.torch_forms import COMPILE, EAGER, GRAPH
 from gpuoverhead.gpu.kernels import grid_for
 from gpuoverhead.suite.model import DECODE_WG as WG
-from gpuoverhead.suite.model import Shape
+from gpuoverhead.suite.model import MODELS, Case, Group
+from gpuoverhead.workloads.decode_model import (
+    EPS,
+    HEAD,
+    MATRICES,
+    MAX_BINDING,
+    ROPE_THETA,
+    TOLERANCE,
+    W,
+    Weights,
+    reference,
+)
+from gpuoverhead.workloads.torch_ops import graph_of
+from gpuoverhead.workloads.work import Context, Work, counted
 
-#: Bytes of the largest storage binding every WebGPU adapter allows (the default limit).
-MAX_BINDING = 128 << 20
-#: Relative tolerance of the logits against numpy (f32 sums in another order, 24 layers).
-TOLERANCE = 1e-3
-HEAD = 64
-#: Seed of the decode weights (with the shape and the cache length).
-WEIGHTS_SEED = 17
-ROPE_THETA = 1e6
-EPS = 1e-6
-#: A layer's weight matrices (with the LM head, what `precision: f16` stores as f16).
-MATRICES = ("wqkv", "wo", "wgu", "wdown")
-#: The binding the kernels read weight matrices from (as `W`: f32 or f16).
-W = 7
-
-
-
-
-@dataclass
-class Weights:
-    """Random weights of a model and a KV cache of `cache` earlier positions per layer."""
-
-    shape: Shape
-    cache: int
-    embedding: np.ndarray
-    layers: list[dict[str, np.ndarray]]
-    final_norm: np.ndarray
-    head: np.ndarray
-
-    @classmethod
-    def of(cls, shape: Shape, cache: int, precision: str = "f32") -> Weights:
-        """The weights every implementation and process measures for this shape and cache:
-        the same values everywhere (seeded by the shape and the cache, not the run). With
-        `f16` the matrices hold values that f16 represents exactly (the reference then
-        computes with what the GPU reads)."""
-        w = cls.random(shape, cache, np.random.default_rng((WEIGHTS_SEED, shape.hidden, cache)))
-        if precision == "f16":
-            for layer in w.layers:
-                for name in MATRICES:
-                    layer[name] = layer[name].astype(np.float16).astype(np.float32)
-            w.head = w.head.astype(np.float16).astype(np.float32)
-        return w
-
-    @classmethod
-    def random(cls, shape: Shape, cache: int, rng: np.random.Generator) -> Weights:
-        h, f, q, kv = shape.hidden, shape.mlp, shape.heads * HEAD, shape.kv_heads * HEAD
-
-        def dense(rows: int, cols: int) -> np.ndarray:
-            return (rng.standard_normal((rows, cols), np.float32) / np.float32(cols ** 0.5))
-
-        def norm() -> np.ndarray:
-            return rng.uniform(0.8, 1.2, h).astype(np.float32)
-
-        def cache_of() -> np.ndarray:  # positions 0 .. cache, the last one written per step
-            return rng.standard_normal((cache + 1) * kv, np.float32)
-
-        layers = [{"norm1": norm(), "wqkv": dense(q + 2 * kv, h),
-                   "bqkv": rng.standard_normal(q + 2 * kv, np.float32) * np.float32(0.1),
-                   "wo": dense(h, q), "norm2": norm(), "wgu": dense(2 * f, h),
-                   "wdown": dense(h, f), "kcache": cache_of(), "vcache": cache_of()}
-                  for _ in range(shape.layers)]
-        return cls(shape, cache, rng.standard_normal(h, np.float32), layers, norm(),
-                   dense(shape.vocab, h))
-
-
-def reference(w: Weights) -> np.ndarray:
-    """The step's logits in float64 from the same f32 weights and caches."""
-    s, t = w.shape, w.cache + 1
-    q_size, kv_size, group = s.heads * HEAD, s.kv_heads * HEAD, s.heads // s.kv_heads
-    x = w.embedding.astype(np.float64)
-    for layer in w.layers:
-        n = _rmsnorm(x, layer["norm1"])
-        qkv = layer["wqkv"] @ n + layer["bqkv"]
-        q, k, v = qkv[:q_size], qkv[q_size:q_size + kv_size], qkv[q_size + kv_size:]
-        q, k = _rope(q.reshape(-1, HEAD), w.cache), _rope(k.reshape(-1, HEAD), w.cache)
-        keys = layer["kcache"].astype(np.float64).reshape(t, s.kv_heads, HEAD).copy()
-        values = layer["vcache"].astype(np.float64).reshape(t, s.kv_heads, HEAD).copy()
-        keys[-1], values[-1] = k, v.reshape(-1, HEAD)
-        out = np.empty((s.heads, HEAD))
-        for h in range(s.heads):
-            scores = keys[:, h // group] @ q[h] / np.sqrt(HEAD)
-            p = np.exp(scores - scores.max())
-            out[h] = (p / p.sum()) @ values[:, h // group]
-        x = x + layer["wo"] @ out.ravel()
-        n = _rmsnorm(x, layer["norm2"])
-        gate, up = np.split(layer["wgu"] @ n, 2)
-        x = x + layer["wdown"] @ (gate / (1 + np.exp(-gate)) * up)
-    return w.head @ _rmsnorm(x, w.final_norm)
-
-
-def _rmsnorm(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    return x / np.sqrt(np.mean(x * x) + EPS) * weight
-
-
-def _rope(heads: np.ndarray, position: int) -> np.ndarray:
-    half = HEAD // 2
-    angle = position * ROPE_THETA ** (-2 * np.arange(half) / HEAD)
-    a, b = heads[:, :half], heads[:, half:]
-    return np.concatenate([a * np.cos(angle) - b * np.sin(angle),
-                           b * np.cos(angle) + a * np.sin(angle)], axis=1)
+#: Whether PyTorch's forms get GPU times (CUDA events) on CUDA.
+GPU_TIMES = True
 
 
 class Engine:
     """The buffers of one model on a device and the dispatches of one step in either form.
 
-    `ctx` is gpu/fusion_patterns' context (pipelines by entry point and constants, buffers,
-    bind groups); `steps(form)` returns the step's dispatches and the logits' buffers."""
+    `ctx` is the group's Context (workloads/work.py: pipelines by entry point and constants,
+    buffers, bind groups); `steps(form)` returns the step's dispatches and the logits'
+    buffers."""
 
     def __init__(self, ctx: Any, weights: Weights, precision: str = "f32") -> None:
         self.ctx, self.w, s = ctx, weights, weights.shape
@@ -244,3 +160,95 @@ def _flat(invocations: int) -> tuple[int, int]:
 def _rows(rows: int) -> tuple[int, int]:
     """A workgroup per row."""
     return grid_for(rows, 1)
+
+
+def webgpu(ctx: Context, group: Group, rng: np.random.Generator) -> dict[Case, Work]:
+    """A decode step of the group's model (decode_model.py), unfused and fused, on one set of
+    weights; every step leaves the same logits, the numpy step's."""
+    weights = Weights.of(MODELS[group.elements], group.cases[0].k, group.precision)
+    engine, expected = Engine(ctx, weights, group.precision), reference(weights)
+    works = {}
+    for case in group.cases:
+        count = ctx.buffer(np.zeros(1, np.uint32))
+        segments, logits = engine.steps(case.variant, count)
+        readers = [ctx.reader(b, np.float32) for b in logits]
+        works[case] = counted(ctx, Work(
+            [sum(segments, ())], lambda rs=readers: np.concatenate([r() for r in rs]),
+            lambda: None, lambda units: expected, exact=False, tolerance=TOLERANCE,
+            segments=[segments]), count)
+    return works
+
+
+def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) -> tuple[dict, dict]:
+    w = Weights.of(MODELS[group.elements], group.cases[0].k)
+    expected, s = reference(w), w.shape
+    t, half, cache = (lambda a: torch.from_numpy(a).to(dev)), HEAD // 2, w.cache
+    q_size, kv_size, per_kv = s.heads * HEAD, s.kv_heads * HEAD, \
+        s.heads // s.kv_heads
+    layers = [{k: t(v) for k, v in layer.items() if not k.endswith("cache")}
+              for layer in w.layers]
+    # Tensors of their own (not views): torch.compile's static addresses are per tensor.
+    caches = [(t(layer["kcache"].reshape(cache + 1, s.kv_heads, HEAD)),
+               t(layer["vcache"].reshape(cache + 1, s.kv_heads, HEAD)))
+              for layer in w.layers]
+    emb, final_norm, head = t(w.embedding), t(w.final_norm), t(w.head)
+    angle = t((cache * ROPE_THETA ** (-2 * np.arange(half) / HEAD))
+              .astype(np.float32))
+    cos, sin = torch.cos(angle), torch.sin(angle)
+
+    def norm(x: Any, weight: Any) -> Any:
+        return x * torch.rsqrt(x.pow(2).mean() + EPS) * weight
+
+    def rope(v: Any) -> Any:
+        a, b = v[:, :half], v[:, half:]
+        return torch.cat([a * cos - b * sin, b * cos + a * sin], dim=1)
+
+    def step(logits: Any) -> None:
+        x = emb.clone()
+        for layer, (keys, values) in zip(layers, caches, strict=True):
+            qkv = layer["wqkv"] @ norm(x, layer["norm1"]) + layer["bqkv"]
+            q = rope(qkv[:q_size].view(s.heads, HEAD))
+            keys[cache] = rope(qkv[q_size:q_size + kv_size].view(s.kv_heads, HEAD))
+            values[cache] = qkv[q_size + kv_size:].view(s.kv_heads, HEAD)
+            scores = torch.einsum("gqd,tgd->gqt", q.view(s.kv_heads, per_kv, HEAD),
+                                  keys) / HEAD ** 0.5
+            out = torch.einsum("gqt,tgd->gqd", torch.softmax(scores, dim=-1), values)
+            x = x + layer["wo"] @ out.reshape(-1)
+            gate, up = (layer["wgu"] @ norm(x, layer["norm2"])).split(s.mlp)
+            x = x + layer["wdown"] @ (torch.nn.functional.silu(gate) * up)
+        logits.copy_(head @ norm(x, final_norm))
+
+    units, outputs = {}, {}
+    for case in group.cases:  # each its own logits: the forms are compared with each other
+        logits = torch.zeros(s.vocab, device=dev)
+        mine = functools.partial(step, logits)
+        fixed = [logits, emb, final_norm, head, cos, sin,
+                 *(t for layer in layers for t in layer.values()),
+                 *(t for pair in caches for t in pair)]
+        units[case] = {EAGER: lambda mine=mine: mine,
+                       GRAPH: lambda mine=mine: graph_of(mine, torch),
+                       COMPILE: lambda mine=mine, fixed=fixed: _compiled_step(mine, fixed,
+                                                                              torch)
+                       }[case.implementation]
+        outputs[case] = Work([], lambda logits=logits: logits.cpu().numpy(),
+                                    lambda: None, lambda n: expected, exact=False,
+                                    tolerance=TOLERANCE)
+    return units, outputs
+
+
+def _compiled_step(step: Callable[[], None], fixed: list[Any], torch: Any
+                   ) -> Callable[[], None]:
+    """The whole step through torch.compile: Inductor's fused kernels, replayed as CUDA
+    graphs on CUDA (`reduce-overhead`), as an engine built on torch.compile runs it. The
+    step writes its KV caches and logits in place; their addresses are marked static (as
+    a static KV cache is) or CUDA graphs would be skipped for the mutated inputs."""
+    for tensor in fixed:
+        torch._dynamo.mark_static_address(tensor)
+    return torch.compile(step, mode="reduce-overhead" if torch.cuda.is_available() else None,
+                         dynamic=False, fullgraph=True)
+
+
+def torch_fused(case: Case, kind: str, group: Group) -> tuple[str, ...]:
+    """The fused step: one CUDA graph (CUDA only), and torch.compile where the suite allows."""
+    return ((GRAPH,) if kind == "cuda" else ()) + \
+        ((COMPILE,) if group.torch_compile_max_n > 0 else ())

@@ -1,1 +1,0 @@
-"""PyTorch baselines (eager, CUDA graph, torch.compile) and their fusion twins, as cases."""

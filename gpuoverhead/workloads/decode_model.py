@@ -1,0 +1,120 @@
+"""The decode step's model: Qwen2.5's structure with random weights, and its numpy step.
+
+The model has Qwen2.5's structure with random weights, the same in every implementation
+and process (seeded by the shape and the cache length; nothing to download). A group's
+`elements` is its hidden size and names the shapes (suite/model.MODELS), its K the length
+of the KV cache. Unfused, an engine issues one dispatch per operation (18 per layer);
+fused, the 5 per layer a tuned engine uses (shaders/fusion_decode.wgsl). Both read the same
+weights and caches; the new token is written at position K every step, so each step does
+the same work and leaves the same logits, which are compared with a numpy step. The LM
+head is split into row chunks of at most 128 MiB, WebGPU's default largest storage
+binding, instead of asking the adapter for more.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpuoverhead.suite.model import Shape
+
+#: Bytes of the largest storage binding every WebGPU adapter allows (the default limit).
+MAX_BINDING = 128 << 20
+#: Relative tolerance of the logits against numpy (f32 sums in another order, 24 layers).
+TOLERANCE = 1e-3
+HEAD = 64
+#: Seed of the decode weights (with the shape and the cache length).
+WEIGHTS_SEED = 17
+ROPE_THETA = 1e6
+EPS = 1e-6
+#: A layer's weight matrices (with the LM head, what `precision: f16` stores as f16).
+MATRICES = ("wqkv", "wo", "wgu", "wdown")
+#: The binding the kernels read weight matrices from (as `W`: f32 or f16).
+W = 7
+
+
+
+
+@dataclass
+class Weights:
+    """Random weights of a model and a KV cache of `cache` earlier positions per layer."""
+
+    shape: Shape
+    cache: int
+    embedding: np.ndarray
+    layers: list[dict[str, np.ndarray]]
+    final_norm: np.ndarray
+    head: np.ndarray
+
+    @classmethod
+    def of(cls, shape: Shape, cache: int, precision: str = "f32") -> Weights:
+        """The weights every implementation and process measures for this shape and cache:
+        the same values everywhere (seeded by the shape and the cache, not the run). With
+        `f16` the matrices hold values that f16 represents exactly (the reference then
+        computes with what the GPU reads)."""
+        w = cls.random(shape, cache, np.random.default_rng((WEIGHTS_SEED, shape.hidden, cache)))
+        if precision == "f16":
+            for layer in w.layers:
+                for name in MATRICES:
+                    layer[name] = layer[name].astype(np.float16).astype(np.float32)
+            w.head = w.head.astype(np.float16).astype(np.float32)
+        return w
+
+    @classmethod
+    def random(cls, shape: Shape, cache: int, rng: np.random.Generator) -> Weights:
+        h, f, q, kv = shape.hidden, shape.mlp, shape.heads * HEAD, shape.kv_heads * HEAD
+
+        def dense(rows: int, cols: int) -> np.ndarray:
+            return (rng.standard_normal((rows, cols), np.float32) / np.float32(cols ** 0.5))
+
+        def norm() -> np.ndarray:
+            return rng.uniform(0.8, 1.2, h).astype(np.float32)
+
+        def cache_of() -> np.ndarray:  # positions 0 .. cache, the last one written per step
+            return rng.standard_normal((cache + 1) * kv, np.float32)
+
+        layers = [{"norm1": norm(), "wqkv": dense(q + 2 * kv, h),
+                   "bqkv": rng.standard_normal(q + 2 * kv, np.float32) * np.float32(0.1),
+                   "wo": dense(h, q), "norm2": norm(), "wgu": dense(2 * f, h),
+                   "wdown": dense(h, f), "kcache": cache_of(), "vcache": cache_of()}
+                  for _ in range(shape.layers)]
+        return cls(shape, cache, rng.standard_normal(h, np.float32), layers, norm(),
+                   dense(shape.vocab, h))
+
+
+def reference(w: Weights) -> np.ndarray:
+    """The step's logits in float64 from the same f32 weights and caches."""
+    s, t = w.shape, w.cache + 1
+    q_size, kv_size, group = s.heads * HEAD, s.kv_heads * HEAD, s.heads // s.kv_heads
+    x = w.embedding.astype(np.float64)
+    for layer in w.layers:
+        n = _rmsnorm(x, layer["norm1"])
+        qkv = layer["wqkv"] @ n + layer["bqkv"]
+        q, k, v = qkv[:q_size], qkv[q_size:q_size + kv_size], qkv[q_size + kv_size:]
+        q, k = _rope(q.reshape(-1, HEAD), w.cache), _rope(k.reshape(-1, HEAD), w.cache)
+        keys = layer["kcache"].astype(np.float64).reshape(t, s.kv_heads, HEAD).copy()
+        values = layer["vcache"].astype(np.float64).reshape(t, s.kv_heads, HEAD).copy()
+        keys[-1], values[-1] = k, v.reshape(-1, HEAD)
+        out = np.empty((s.heads, HEAD))
+        for h in range(s.heads):
+            scores = keys[:, h // group] @ q[h] / np.sqrt(HEAD)
+            p = np.exp(scores - scores.max())
+            out[h] = (p / p.sum()) @ values[:, h // group]
+        x = x + layer["wo"] @ out.ravel()
+        n = _rmsnorm(x, layer["norm2"])
+        gate, up = np.split(layer["wgu"] @ n, 2)
+        x = x + layer["wdown"] @ (gate / (1 + np.exp(-gate)) * up)
+    return w.head @ _rmsnorm(x, w.final_norm)
+
+
+def _rmsnorm(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    return x / np.sqrt(np.mean(x * x) + EPS) * weight
+
+
+def _rope(heads: np.ndarray, position: int) -> np.ndarray:
+    half = HEAD // 2
+    angle = position * ROPE_THETA ** (-2 * np.arange(half) / HEAD)
+    a, b = heads[:, :half], heads[:, half:]
+    return np.concatenate([a * np.cos(angle) - b * np.sin(angle),
+                           b * np.cos(angle) + a * np.sin(angle)], axis=1)

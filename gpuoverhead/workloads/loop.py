@@ -1,0 +1,105 @@
+"""The dependent loop: L steps of a stencil on a ring of cells held by one workgroup; unfused
+a dispatch per step, fused one dispatch that loops inside the shader, as a simulation fused
+into one dispatch does (shaders/fusion_loop.wgsl). PyTorch: the steps eagerly, or captured
+as one CUDA graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from gpuoverhead.drivers.torch_forms import EAGER, GRAPH
+from gpuoverhead.suite.model import Case, Group
+from gpuoverhead.workloads.torch_ops import graph_of, work
+from gpuoverhead.workloads.work import Context, Step, Work
+
+_MASK = 0xFFFFFFFF
+#: Largest units x steps the dependent loop's numpy reference replays after sampling.
+LOOP_REPLAY_MAX = 200_000
+LOOP_MULTIPLIER = np.uint32(0x9E3779B1)
+#: Whether PyTorch's forms get GPU times (CUDA events) on CUDA.
+GPU_TIMES = False
+
+
+def reference(x: np.ndarray, steps: int) -> np.ndarray:
+    """`steps` steps of the dependent loop's stencil on the ring `x` (u32, wrapping)."""
+    x = x.astype(np.uint32, copy=True)
+    for _ in range(steps):
+        right = np.roll(x, -1)
+        x = (np.roll(x, 1) ^ ((right << np.uint32(5)) | (right >> np.uint32(27)))) \
+            * LOOP_MULTIPLIER + x
+    return x
+
+
+def webgpu(ctx: Context, group: Group, rng: np.random.Generator) -> dict[Case, Work]:
+    cells = group.elements
+    inputs: dict[int, np.ndarray] = {}
+    works = {}
+    for case in group.cases:
+        initial = inputs.setdefault(case.k, rng.integers(0, 1 << 32, cells, dtype=np.uint32))
+        both = np.concatenate([initial, np.zeros(cells, dtype=np.uint32)])
+        state = ctx.buffer(both)
+        sequences = [_loop_sequence(ctx, case, {0: state}, parity)
+                     for parity in ((0, 1) if case.k % 2 else (0,))]
+        work = Work(sequences, lambda: np.empty(0), ctx.writer(state, both),
+                    lambda units, x=initial, k=case.k: reference(x, units * k)
+                    if units * k <= LOOP_REPLAY_MAX else None, exact=True)
+        read_all = ctx.reader(state, np.uint32)
+
+        def read(work: Work = work, k: int = case.k, read_all: Any = read_all) -> np.ndarray:
+            half = (work.units_done[0] * k) % 2
+            return read_all()[half * cells:(half + 1) * cells]
+
+        work.read = read
+        works[case] = work
+    return works
+
+
+def _loop_sequence(ctx: Context, case: Case, buffers: dict[int, Any], parity: int
+                   ) -> tuple[Step, ...]:
+    """One unit of the loop starting from half `parity`: L steps, or one looping dispatch."""
+    cells = case.elements
+    if case.variant == "fused":
+        fused = ctx.pipeline("fused", WG=cells, STEPS=case.k, PARITY=parity)
+        return (ctx.step(fused, buffers, (1, 1)),)
+    step = [ctx.step(ctx.pipeline("advance", WG=cells, PARITY=p), buffers, (1, 1)) for p in (0, 1)]
+    return tuple(step[(parity + j) % 2] for j in range(case.k))
+
+
+def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) -> tuple[dict, dict]:
+    units, outputs = {}, {}
+    inputs: dict[int, np.ndarray] = {}
+    mult = int(LOOP_MULTIPLIER)
+    for case in group.cases:
+        initial = inputs.setdefault(case.k, rng.integers(0, 1 << 32, group.elements,
+                                                         dtype=np.uint32))
+        x = torch.from_numpy(initial.astype(np.int64)).to(dev)
+
+        def steps(x: Any = x, k: int = case.k) -> None:
+            for _ in range(k):
+                right = torch.roll(x, -1)
+                mixed = torch.roll(x, 1) ^ (((right << 5) & _MASK) | (right >> 27))
+                x.copy_((mixed * mult + x) & _MASK)
+
+        def graph(steps: Any = steps, x: Any = x) -> Callable[[], None]:
+            saved = x.clone()
+            replay = graph_of(steps, torch)
+            x.copy_(saved)  # the warm-up ran a unit: undo it, the check counts units
+            return replay
+
+        units[case] = (lambda steps=steps: steps) if case.implementation == EAGER else graph
+        outputs[case] = work(lambda x=x: x.cpu().numpy().astype(np.uint32),
+                              lambda x=x, i=initial: x.copy_(torch.from_numpy(
+                                  i.astype(np.int64))),
+                              lambda n, i=initial, k=case.k: reference(i, n * k)
+                              if n * k <= LOOP_REPLAY_MAX else None, exact=True)
+    return units, outputs
+
+
+def torch_fused(case: Case, kind: str, group: Group) -> tuple[str, ...]:
+    """The fused loop is its L eager steps captured once as a CUDA graph (CUDA only):
+    torch.compile cannot take L unrolled steps."""
+    return (GRAPH,) if kind == "cuda" else ()

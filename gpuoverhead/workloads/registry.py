@@ -1,0 +1,66 @@
+"""The workloads, chosen in one place. A workload module has `webgpu(ctx, group, rng)` (each
+case's Work on a device), `torch_units(group, rng, dev, torch)` (its PyTorch forms),
+`torch_fused(case, kind, group)` (which PyTorch forms its fused case has) and `GPU_TIMES`
+(whether PyTorch's forms are timed with CUDA events); adding one is its module, its shader
+and one line in WORKLOADS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from gpuoverhead.drivers.torch_forms import EAGER
+from gpuoverhead.suite.model import TIMESTAMPS, Case, Group
+from gpuoverhead.workloads import chain, decode, loop, matmul, rmsnorm, torch_ops
+from gpuoverhead.workloads.work import Context, Work, check, issue, verify_outputs
+
+WORKLOADS: dict[str, ModuleType] = {"chain": chain, "loop": loop, "rmsnorm": rmsnorm,
+                                    "matmul": matmul, "decode": decode}
+
+
+def build(device: Any, group: Group, rng: np.random.Generator, wait: Callable[[], None]
+          ) -> dict[Case, Work]:
+    """Every case's Work, checked with one unit against numpy before anything is timed."""
+    ctx = Context(device, group)
+    works = WORKLOADS[group.fusion].webgpu(ctx, group, rng)  # type: ignore[index]
+    for case, work in works.items():
+        issue(ctx, work, 1)
+        wait()
+        check(case, work, 1, "before sampling, one unit")
+        work.reset()
+        work.units_done[0] = 0
+    return works
+
+
+def verify(works: dict[Case, Work], counts: dict[Case, int]) -> list[str]:
+    return verify_outputs(works, counts)
+
+
+def torch_cases(group: Group, kind: str) -> tuple[Case, ...]:
+    """The PyTorch cases of a workload group, in the forms that exist on this device (the
+    f16 step is WebGPU's alone so far; torch has no command encodings to choose)."""
+    workload = WORKLOADS[group.fusion]  # type: ignore[index]
+    if group.precision != "f32":
+        return ()
+    out: list[Case] = []
+    for case in group.cases:
+        if case.sync == TIMESTAMPS and not (kind == "cuda" and workload.GPU_TIMES):
+            continue
+        if case.encoding != "dispatch":
+            continue
+        forms = (EAGER,) if case.variant in ("unfused", "single") else \
+            workload.torch_fused(case, kind, group)
+        out += [replace(case, implementation=form) for form in forms]
+    return tuple(out)
+
+
+def torch_operations(group: Group, rng: np.random.Generator, notes: dict[str, Any]) -> tuple:
+    """The group as it runs on torch's device, each case's timed op, the output check, and
+    whether the ops give GPU times (torch_ops.operations)."""
+    units_of = WORKLOADS[group.fusion].torch_units  # type: ignore[index]
+    return torch_ops.operations(group, units_of, rng, notes)

@@ -1,0 +1,117 @@
+"""The PyTorch builds' shared machinery: a workload's units become timed ops (one unit per
+call, or its GPU time from CUDA events), each checked against numpy once before sampling;
+a compile or capture that fails is recorded as data and its case left out, never a crash.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from time import perf_counter_ns
+from typing import Any
+
+import numpy as np
+
+from gpuoverhead.drivers.torch_forms import COMPILE, device_name
+from gpuoverhead.suite.model import TIMESTAMPS, Case, Group
+from gpuoverhead.workloads.work import Work, check, verify_outputs
+
+#: A workload's PyTorch build: (group, rng, device, torch) -> per case a maker of its unit
+#: (called once: it compiles or captures), and per case its output as a Work.
+Units = Callable[[Group, np.random.Generator, Any, Any], tuple[dict, dict]]
+
+
+def operations(group: Group, units_of: Units, rng: np.random.Generator,
+               notes: dict[str, Any]) -> tuple[Group, dict[Case, Callable[[int], Any]],
+                                               Callable[[dict[Case, int]], list[str]], bool]:
+    """The group as it runs here, each case's timed op, the output check after sampling,
+    and whether the ops return GPU times (CUDA events, in ns)."""
+    import torch
+
+    kind = device_name()
+    dev = torch.device(kind)
+    torch.backends.cuda.matmul.allow_tf32 = False  # the reference is f32 (and f64) math
+    sync = (torch.cuda.synchronize if kind == "cuda" else
+            torch.mps.synchronize if kind == "mps" else (lambda: None))
+    units, outputs = units_of(group, rng, dev, torch)
+    ops: dict[Case, Callable[[int], Any]] = {}
+    kept = []
+    timings = notes.setdefault("torch_fusion_build_s", {})
+    for case in group.cases:
+        start = time.perf_counter()
+        try:
+            unit = units[case]()
+            unit()  # compiles or captures, and runs one unit
+            sync()
+        except Exception as exc:  # compile or capture failures are data, not a crash
+            timings[case.id] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+            continue
+        timings[case.id] = round(time.perf_counter() - start, 3)
+        check(case, outputs[case], 1, "before sampling, one unit")
+        ops[case] = _timed(unit, sync, torch) if case.sync == TIMESTAMPS else _op(unit, sync)
+        kept.append(case)
+    for case in kept:
+        outputs[case].reset()
+    if kind == "cuda" and any(c.implementation == COMPILE for c in kept):
+        # Where CUDA graphs were skipped, torch-compile is Inductor's kernels launched one
+        # by one: say so in run.json rather than only in a log line.
+        from torch._dynamo.utils import counters
+
+        notes["torch_compile_cudagraph_skips"] = int(counters["inductor"]["cudagraph_skips"])
+
+    def verify(counts: dict[Case, int]) -> list[str]:
+        works = {case: outputs[case] for case in kept}
+        return verify_outputs(works, counts)
+
+    return replace(group, cases=tuple(kept)), ops, verify, kind == "cuda"
+
+
+def _op(unit: Callable[[], None], sync: Callable[[], None]) -> Callable[[int], tuple[int]]:
+    def op(n: int) -> tuple[int]:
+        for _ in range(n):
+            unit()
+        launched = perf_counter_ns()
+        sync()
+        return (launched,)
+
+    return op
+
+
+def _timed(unit: Callable[[], None], sync: Callable[[], None], torch: Any
+           ) -> Callable[[int], tuple[int, int]]:
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    def op(n: int) -> tuple[int, int]:
+        begin.record()
+        for _ in range(n):
+            unit()
+        end.record()
+        sync()
+        return 0, int(round(begin.elapsed_time(end) * 1e6))
+
+    return op
+
+
+def work(read: Callable[[], np.ndarray], reset: Callable[[], None],
+          reference: Callable[[int], np.ndarray | None], exact: bool,
+          done: list[int] | None = None) -> Work:
+    return Work([], read, reset, reference, exact, done if done is not None else [0])
+
+
+def compiled(fn: Callable[..., Any], torch: Any) -> Callable[..., Any]:
+    return torch.compile(fn, dynamic=False)
+
+
+def graph_of(steps: Callable[[], None], torch: Any) -> Callable[[], None]:
+    """`steps` captured as one CUDA graph (after a warm-up run on a side stream, as torch
+    asks); returns its replay."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        steps()
+    torch.cuda.current_stream().wait_stream(stream)
+    captured = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(captured):
+        steps()
+    return captured.replay

@@ -1,0 +1,165 @@
+"""What every workload shares: the Work a case dispatches, the pipelines and buffers of a
+group (`Context`), and the output checks against numpy (before sampling: one unit on fresh
+inputs; after: what the timed units left behind, and the fused form against the unfused).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gpuoverhead.errors import IntegrityError, UserError
+from gpuoverhead.gpu.kernels import binding_of, shader_message
+from gpuoverhead.suite.model import Case, Group
+
+#: One dispatch of a unit: pipeline, bind group (made for that pipeline), grid x and y.
+Step = tuple[Any, Any, int, int]
+
+
+@dataclass
+class Work:
+    """What a case dispatches: unit u runs `sequences[u % len(sequences)]` (the dependent
+    loop alternates between two when L is odd); `reset` restores its inputs; `read` its
+    output; `reference(units)` is the numpy result of that many units from the inputs."""
+
+    sequences: list[tuple[Step, ...]]
+    read: Callable[[], np.ndarray]
+    reset: Callable[[], None]
+    reference: Callable[[int], np.ndarray | None]
+    exact: bool
+    units_done: list[int] = field(default_factory=lambda: [0])
+    #: Relative tolerance of an inexact output (absolute: a tenth of it, times the largest).
+    tolerance: float = 1e-4
+    #: The GPU's own count of units done, where the output alone cannot show a missing one.
+    counted: Callable[[], int] | None = None
+    #: Each sequence cut into the segments the `pass` encoding gives a pass each (the
+    #: decode step: per layer); None: one segment.
+    segments: list[tuple[tuple[Step, ...], ...]] | None = None
+
+    @property
+    def segmented(self) -> list[tuple[tuple[Step, ...], ...]]:
+        return self.segments or [(sequence,) for sequence in self.sequences]
+
+
+class Context:
+    """Pipelines (cached by entry point and constants), buffers and bind groups of a group."""
+
+    def __init__(self, device: Any, group: Group) -> None:
+        self.device, self.queue, self.api = device, device.queue, binding_of(device)
+        self.kernel = group.kernel
+        self.module = None
+        self.pipelines: dict[tuple[str, tuple[tuple[str, int], ...]], Any] = {}
+
+    def pipeline(self, entry: str, **constants: int) -> Any:
+        key = (entry, tuple(sorted(constants.items())))
+        if key not in self.pipelines:
+            try:
+                if self.module is None:
+                    self.module = self.device.create_shader_module(
+                        code=self.kernel.source, label=self.kernel.name)
+                self.pipelines[key] = self.device.create_compute_pipeline(
+                    layout="auto", label=f"{self.kernel.name}:{entry}",
+                    compute={"module": self.module, "entry_point": entry,
+                             "constants": dict(constants)})
+            except self.api.GPUError as exc:
+                raise UserError(f"{self.kernel.path}{shader_message(str(exc))}") from None
+        return self.pipelines[key]
+
+    def buffer(self, data: np.ndarray, uniform: bool = False) -> Any:
+        usage = self.api.BufferUsage
+        kind = usage.UNIFORM if uniform else usage.STORAGE
+        return self.device.create_buffer_with_data(
+            data=np.ascontiguousarray(data), usage=kind | usage.COPY_SRC | usage.COPY_DST)
+
+    def step(self, pipeline: Any, buffers: dict[int, Any], grid: tuple[int, int]) -> Step:
+        bind_group = self.device.create_bind_group(
+            layout=pipeline.get_bind_group_layout(0),
+            entries=[{"binding": b, "resource": {"buffer": buf, "offset": 0, "size": buf.size}}
+                     for b, buf in sorted(buffers.items())])
+        return pipeline, bind_group, grid[0], grid[1]
+
+    def reader(self, buf: Any, dtype: type, offset: int = 0, count: int | None = None
+               ) -> Callable[[], np.ndarray]:
+        def read() -> np.ndarray:
+            return np.frombuffer(self.queue.read_buffer(buf), dtype=dtype)[offset:][:count]
+        return read
+
+    def writer(self, buf: Any, data: np.ndarray) -> Callable[[], None]:
+        return lambda: self.queue.write_buffer(buf, 0, np.ascontiguousarray(data))
+
+
+def verify_outputs(works: dict[Case, Work], counts: dict[Case, int]) -> list[str]:
+    """After sampling: each case against numpy where affordable, and the unfused and fused
+    forms of the same K against each other (they saw the same inputs and units). Returns a
+    note for each case whose numpy reference was too long to replay."""
+    skipped = [f"{case.id}: numpy replay of {counts[case]} units skipped (too long to "
+               "replay); checked against its other form instead"
+               for case, work in works.items()
+               if not check(case, work, counts[case], f"after {counts[case]} units")]
+    for case, work in works.items():
+        if case.variant != "fused":
+            continue
+        twin = next((c for c in works if c.variant == "unfused" and c.k == case.k
+                     and c.sync == case.sync and c.encoding == case.encoding), None)
+        if twin is not None and counts[twin] == counts[case]:
+            compare_output(case, work.read(), works[twin].read(), work,
+                     f"fused vs unfused after {counts[case]} units")
+    return skipped
+
+
+def check(case: Case, work: Work, units: int, when: str) -> bool:
+    """The output of `work` against its numpy reference after `units` units, and the GPU's
+    count of units where it keeps one; False where the reference was too long to replay."""
+    if work.counted is not None and (done := work.counted()) != units:
+        raise IntegrityError(f"{case.id}: output check failed ({when}): the GPU counted "
+                             f"{done} units of work, {units} were issued")
+    want = work.reference(units)
+    compare_output(case, work.read(), want, work, when)
+    return want is not None
+
+
+def compare_output(case: Case, got: np.ndarray, want: np.ndarray | None, work: Work, when: str
+             ) -> None:
+    if want is None:
+        return
+    got = got[: want.size]
+    if work.exact:
+        bad = np.flatnonzero(got != want)
+    else:
+        scale = float(np.max(np.abs(want))) or 1.0
+        bad = np.flatnonzero(~np.isclose(got, want, rtol=work.tolerance,
+                                         atol=work.tolerance / 10 * scale))
+    if bad.size:
+        i = int(bad[0])
+        raise IntegrityError(f"{case.id}: output check failed ({when}): {bad.size} of "
+                             f"{want.size} values wrong (element {i}: expected {want[i]}, "
+                             f"found {got[i]})")
+
+
+def issue(ctx: Context, work: Work, units: int) -> None:
+    """Units of work outside any timed region (the timed ops are in methods/fusion.py)."""
+    encoder = ctx.device.create_command_encoder()
+    compute = encoder.begin_compute_pass()
+    for u in range(work.units_done[0], work.units_done[0] + units):
+        for pipeline, bind_group, x, y in work.sequences[u % len(work.sequences)]:
+            compute.set_pipeline(pipeline)
+            compute.set_bind_group(0, bind_group)
+            compute.dispatch_workgroups(x, y, 1)
+    compute.end()
+    ctx.queue.submit([encoder.finish()])
+    work.units_done[0] += units
+
+
+def counted(ctx: Context, work: Work, count: Any) -> Work:
+    """`work` with the GPU's unit counter in `count`, read by the check and reset with it."""
+    zero, clear, read = np.zeros(1, np.uint32), work.reset, ctx.reader(count, np.uint32)
+
+    def reset() -> None:
+        clear()
+        ctx.queue.write_buffer(count, 0, zero)
+
+    work.reset, work.counted = reset, lambda: int(read()[0])
+    return work
