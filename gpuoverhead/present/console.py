@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from gpuoverhead import encodings
 from gpuoverhead.present import format as fmt
 from gpuoverhead.records import AdapterInfo
 from gpuoverhead.results.schema import ERROR
@@ -22,7 +23,7 @@ err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 #: Rows of the summary per group: (label, methodology, encoding, sync, layer, metric, call).
 _ROWS = [("naive", "naive", "submit", "wait", "wrapper", "latency_ns", ""),
          ("naive readback", "naive", "submit", "readback", "wrapper", "latency_ns", "")]
-for _encoding in ("submit", "pass", "dispatch"):
+for _encoding in encodings.NAMES:
     _ROWS += [(f"{_encoding} wall", "sequential", _encoding, "wait", "wrapper",
                "per_dispatch_ns", ""),
               ("  cpu", "sequential", _encoding, "wait", "wrapper", "cpu_per_dispatch_ns", ""),

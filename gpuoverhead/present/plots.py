@@ -18,10 +18,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from gpuoverhead.encodings import NAMES as ENCODINGS  # noqa: E402
 from gpuoverhead.present.report import ROW_KEYS  # noqa: E402
 from gpuoverhead.results.read import ResultSet  # noqa: E402
-
-ENCODINGS = ("submit", "pass", "dispatch")
 
 
 def _label(key: tuple) -> str:

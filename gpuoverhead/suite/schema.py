@@ -6,14 +6,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from gpuoverhead import encodings
 from gpuoverhead.suite.model import LOOP_MAX_CELLS, MATMUL_TILE, MAX_CACHE, MODELS, RMSNORM_HIDDEN
 from gpuoverhead.suite.source import Loc, YamlDocument
+from gpuoverhead.workloads.registry import WORKLOADS
 
 Methodology = Literal["naive", "sequential", "breakdown"]
-Encoding = Literal["submit", "pass", "dispatch"]
+Encoding = Literal[encodings.NAMES]  # type: ignore[valid-type]
 Sync = Literal["wait", "readback"]
 Layer = Literal["wrapper", "raw", "native"]
-Pattern = Literal["chain", "loop", "rmsnorm", "matmul", "decode"]
+Pattern = Literal[tuple(WORKLOADS)]  # type: ignore[valid-type]
 PosInt = Annotated[int, Field(gt=0)]
 #: Most operations in one sample: more would take longer than any stall timeout allows.
 MAX_N = 65536
@@ -87,7 +89,7 @@ BUILTIN_DEFAULTS: dict[str, Any] = {
     "workgroup_size": 64,
     "methodologies": ["naive", "sequential"],
     "naive_sync": ["wait", "readback"],
-    "encodings": ["submit", "pass", "dispatch"],
+    "encodings": list(encodings.NAMES),
     "layers": ["wrapper"],
     "gpu_timestamps": True,
     "n_sweep": [1, 4, 16, 64, 256],
