@@ -5,7 +5,6 @@ overrides what it names. A benchmark expands into one *group* per element count:
 is the set of cases that are compared with each other and therefore sampled interleaved
 (naive variants and sequential encodings of one kernel on one buffer size).
 """
-import hashlib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -159,8 +158,7 @@ def _expand(path: Path, doc: YamlDocument, outside_shaders: bool) -> Suite:
                                      n_values=tuple(n * FLOOR_CALLS_PER_N for n in n_values)))
             groups.append(Group(bench.name, kernel, elements, cfg["workgroup_size"],
                                 sampling, tuple(cases), cfg["torch_compile_max_n"]))
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    return Suite(path=path, name=model.name or path.stem, sha256=digest, groups=tuple(groups),
+    return Suite(path=path, name=model.name or path.stem, sha256=doc.sha256, groups=tuple(groups),
                  time_limit_s=model.time_limit_s)
 
 

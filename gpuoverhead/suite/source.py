@@ -2,10 +2,17 @@
 
 Only plain YAML is accepted: SafeLoader refuses `!!python/...` tags, and aliases are refused
 here because an alias bomb ("billion laughs") expands exponentially once the data is walked.
+Files are read capped and without blocking (`read_capped`, shared with the shaders): a
+device, a huge sparse file or a FIFO with no writer must end in one line, not in a
+MemoryError or a hang.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import select
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,8 +22,17 @@ import yaml
 from gpuoverhead.errors import UserError
 
 Loc = tuple[str | int, ...]
-#: Largest suite file read: a suite is a page of YAML, not a device or a data file.
+#: Largest suite or shader file read: a suite is a page of YAML and a kernel a page of WGSL,
+#: not a device or a data file.
 MAX_BYTES = 1 << 20
+#: Seconds a pipe given as the suite may stay silent (no writer, or nothing written) before
+#: it is given up: `<(slow command)` gets that long, a FIFO nobody writes to no longer.
+PIPE_WAIT_S = 10.0
+#: What each pipe read so far held, by (device, inode): a pipe can be read only once, and a
+#: suite is loaded more than once (checked, then expanded).
+_PIPES: dict[tuple[int, int], bytes] = {}
+_KINDS = {stat.S_ISDIR: "a folder", stat.S_ISCHR: "a character device",
+          stat.S_ISBLK: "a block device", stat.S_ISSOCK: "a socket", stat.S_ISFIFO: "a FIFO"}
 #: Deepest nesting of YAML mappings and lists accepted (a suite needs four levels).
 MAX_DEPTH = 32
 
@@ -28,6 +44,8 @@ class YamlDocument:
     path: Path
     data: Any
     lines: dict[Loc, int]
+    #: SHA-256 of the bytes parsed (a pipe cannot be read again to hash it).
+    sha256: str = ""
 
     def line_of(self, loc: Loc) -> int | None:
         """Line of the deepest known key on `loc`, a key path like ("benchmarks", 0, "kernel")."""
@@ -39,14 +57,16 @@ class YamlDocument:
 
 
 def load_yaml(path: Path) -> YamlDocument:
-    """Parse `path`; every problem ends in a UserError naming the file and line."""
+    """Parse `path` (a regular file, or a pipe given on the command line, read once); every
+    problem ends in a UserError naming the file and line."""
     try:
-        with path.open("rb") as file:
-            raw = file.read(MAX_BYTES + 1)
+        raw = read_capped(path, MAX_BYTES, pipe=True)
         text = raw.decode("utf-8")
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
         raise UserError(f"{path}: cannot read: {exc}") from None
     if len(raw) > MAX_BYTES:
         raise UserError(f"{path}: larger than {MAX_BYTES // 1024} KiB: not a suite")
@@ -68,7 +88,7 @@ def load_yaml(path: Path) -> YamlDocument:
         raise UserError(f"{path}: nested deeper than {MAX_DEPTH} levels: not a suite") from None
     finally:
         loader.dispose()
-    return YamlDocument(path, data, lines)
+    return YamlDocument(path, data, lines, hashlib.sha256(raw).hexdigest())
 
 
 def _index(path: Path, node: yaml.Node, loc: Loc, lines: dict[Loc, int], seen: set[int]) -> None:
@@ -92,3 +112,52 @@ def _index(path: Path, node: yaml.Node, loc: Loc, lines: dict[Loc, int], seen: s
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             _index(path, item, loc + (i,), lines, seen)
+
+
+def read_capped(path: Path, limit: int, pipe: bool = False) -> bytes:
+    """At most `limit + 1` bytes of `path` (more means too large: the caller says so).
+
+    Only a regular file, or with `pipe` also a FIFO or pipe, whose bytes are kept for the
+    next call; anything else raises OSError, checked before the open (opening a device can
+    act on it) and again on what was opened. The open never blocks (O_NONBLOCK: a FIFO with
+    no writer holds a plain open forever), nor does a pipe's read (`PIPE_WAIT_S`)."""
+    _check_kind(os.stat(path).st_mode, pipe)
+    flags = os.O_RDONLY | sum(getattr(os, f, 0) for f in ("O_NONBLOCK", "O_NOCTTY", "O_BINARY"))
+    fd = os.open(path, flags)
+    try:
+        info = os.fstat(fd)
+        _check_kind(info.st_mode, pipe)
+        if stat.S_ISREG(info.st_mode):
+            with open(fd, "rb", closefd=False) as file:
+                return file.read(limit + 1)
+        key = (info.st_dev, info.st_ino)
+        if key not in _PIPES:
+            _PIPES[key] = _drain(fd, limit)
+        return _PIPES[key]
+    finally:
+        os.close(fd)
+
+
+def _check_kind(mode: int, pipe: bool) -> None:
+    if not (stat.S_ISREG(mode) or (pipe and stat.S_ISFIFO(mode))):
+        kind = next((k for test, k in _KINDS.items() if test(mode)), "something else")
+        raise OSError(0, f"not a regular file but {kind}")
+
+
+def _drain(fd: int, limit: int) -> bytes:
+    """A pipe's bytes until its writer closes it, or `limit + 1` of them; each wait for the
+    writer bounded by PIPE_WAIT_S."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit:
+        if not select.select([fd], [], [], PIPE_WAIT_S)[0]:
+            raise OSError(0, f"nothing came through the pipe in {PIPE_WAIT_S:g} s")
+        try:
+            chunk = os.read(fd, limit + 1 - size)
+        except BlockingIOError:  # woken with nothing to read yet
+            continue
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)

@@ -148,14 +148,16 @@ def test_validate_lists_every_problem(tmp_path):
 
 
 def test_hostile_shader_that_does_not_compile(tmp_path):
-    (tmp_path / "broken.wgsl").write_text("override WG: u32 = 64;\nfn main( {\n")
+    (tmp_path / "broken.wgsl").write_text(
+        "override WG: u32 = 64;\n@group(0) @binding(0) var<storage, read_write> d: array<u32>;\n"
+        "fn main( {\n")
     suite = write_suite(tmp_path, "benchmarks:\n  - {name: a, kernel: broken.wgsl}\n")
     proc = in_process("run", "--suite", str(suite), "--backend", BACKEND,
                       "--out", str(tmp_path / "out"))
-    _assert_one_clear_line(proc, "broken.wgsl:2:")
+    _assert_one_clear_line(proc, "broken.wgsl:3:")
     assert "shader rejected" in proc.stderr
     # `validate` compiles the kernels too, so it no longer calls this suite ok.
-    _assert_one_clear_line(in_process("validate", str(suite)), "broken.wgsl:2:")
+    _assert_one_clear_line(in_process("validate", str(suite)), "broken.wgsl:3:")
     assert "shaders not compiled" in in_process("validate", str(suite), "--no-compile").stdout
 
 
@@ -342,7 +344,7 @@ def test_hostile_result_set(tmp_path, good_run, name, command):
 
 def test_hostile_suite_that_is_not_a_file_of_text(tmp_path):
     _assert_one_clear_line(in_process("validate", "/dev/zero"),
-                           "/dev/zero: larger than 1024 KiB: not a suite")
+                           "/dev/zero: cannot read: not a regular file but a character device")
 
 
 def test_hostile_run_that_finished_nothing_reads_as_a_run(tmp_path, good_run):
