@@ -7,11 +7,14 @@ written), run options, and result sets given to `report`/`compare`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 from pathlib import Path
 
 import pandas as pd
@@ -24,8 +27,11 @@ from conftest import (
     in_process,
     measured_adapter,
     only_run_folder,
+    read_run,
     write_suite,
 )
+
+from gpuoverhead.gpu.layers import native
 
 GOOD = "benchmarks:\n  - {name: a, kernel: add_one, elements: 64}\n"
 
@@ -104,6 +110,15 @@ BAD_SUITES = {
                     "defaults.n_sweep[1]: Input should be less than or equal to 65536"),
     "shader not utf-8": ("benchmarks:\n  - {name: a, kernel: latin1.wgsl}\n",
                          "latin1.wgsl: not UTF-8 text"),
+    # Issue 26.8: the binding contract, which `run` left to a worker's traceback.
+    "kernel binds group 1": ("benchmarks:\n  - {name: a, kernel: group1.wgsl}\n",
+                             "group1.wgsl:7: binds @group(1) @binding(0); a kernel binds one "
+                             "`var<storage, read_write>` of `array<u32>` at @group(0) @binding(0)"),
+    "kernel binds a uniform too": ("benchmarks:\n  - {name: a, kernel: uniform.wgsl}\n",
+                                   "uniform.wgsl:17: binds @group(0) @binding(1); a kernel "
+                                   "binds one"),
+    "kernel's buffer read-only": ("benchmarks:\n  - {name: a, kernel: readonly.wgsl}\n",
+                                  "readonly.wgsl:7: binds `var<storage, read>` of `array<u32>`"),
 }
 
 
@@ -119,6 +134,11 @@ def test_hostile_suite(tmp_path, name):
     text, expected = BAD_SUITES[name]
     (tmp_path / "folder.wgsl").mkdir()
     (tmp_path / "latin1.wgsl").write_bytes("// caf\xe9\n".encode("latin-1"))
+    add_one = (ROOT / "shaders" / "add_one.wgsl").read_text()
+    (tmp_path / "group1.wgsl").write_text(add_one.replace("@group(0)", "@group(1)"))
+    (tmp_path / "uniform.wgsl").write_text(
+        add_one + "@group(0) @binding(1) var<uniform> u: vec4<u32>;\n")
+    (tmp_path / "readonly.wgsl").write_text(add_one.replace("read_write", "read"))
     suite = write_suite(tmp_path, text)
     _assert_one_clear_line(in_process("validate", str(suite)), expected)
     out = tmp_path / "out"
@@ -429,3 +449,123 @@ def test_hostile_output_read_through_pipes(tmp_path):
     assert max(len(line) for line in proc.stdout.splitlines()) > 80  # not cut to 80 columns
     summary = pd.read_parquet(only_run_folder(tmp_path / "o") / "summary.parquet")
     assert str(summary["n_dispatches"].dtype) == "Int64"
+
+
+def _child(*args: str, pass_fds: tuple[int, ...] = (), env: dict[str, str] | None = None,
+           ) -> subprocess.CompletedProcess[str]:
+    """The CLI in a child process under a timeout (a read that blocks fails the test instead
+    of holding CI), with a pipe's wait for its writer cut to 1 s."""
+    code = ("import sys; from gpuoverhead.suite import source; source.PIPE_WAIT_S = 1.0; "
+            "from gpuoverhead.cli import main; main()")
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT, pass_fds=pass_fds,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+def test_hostile_fifo_as_shader_or_suite(tmp_path):
+    """A FIFO is refused as a shader at once; as the suite, one nobody writes to is given up
+    after the pipe's wait, and one that is written to is read (issue 26.7: both hung)."""
+    os.mkfifo(tmp_path / "k.wgsl")
+    os.mkfifo(tmp_path / "nobody.yaml")
+    suite = write_suite(tmp_path, "benchmarks:\n  - {name: a, kernel: k.wgsl}\n")
+    out = tmp_path / "out"
+    for path, expected in ((suite, "k.wgsl: not a regular file but a FIFO"),
+                           (tmp_path / "nobody.yaml",
+                            "nobody.yaml: cannot read: nothing came through the pipe in 1 s")):
+        _assert_one_clear_line(_child("validate", str(path)), expected)
+        _assert_one_clear_line(_child("run", "--suite", str(path), "--out", str(out)), expected)
+    assert not out.exists()
+    os.mkfifo(tmp_path / "fed.yaml")
+    writer = threading.Thread(target=(tmp_path / "fed.yaml").write_text, args=(GOOD,),
+                              daemon=True)  # its open waits for the reader
+    writer.start()
+    proc = _child("validate", str(tmp_path / "fed.yaml"), "--no-compile")
+    assert proc.returncode == 0 and "ok: 1 groups" in proc.stdout, proc.stderr
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/fd"), reason="needs /dev/fd")
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_hostile_suite_through_a_pipe_is_read_once(tmp_path, command):
+    """`validate <(cat s.yaml)` said "the file is empty": the suite is loaded more than once
+    (checked, expanded, hashed) and a pipe can be read once. Its bytes are kept: the run
+    records their sha256."""
+    text = ("defaults: {n_sweep: [1, 2], budget_s: 0.02, min_rounds: 3, warmup_max_rounds: 1,"
+            " methodologies: [naive]}\n" + GOOD)
+    read, write = os.pipe()
+    os.write(write, text.encode())
+    os.close(write)
+    args = {"validate": ["validate", f"/dev/fd/{read}"],
+            "run": ["run", "--suite", f"/dev/fd/{read}", "--backend", BACKEND, "--processes",
+                    "1", "--implementation", "wgpu-native", "--out", str(tmp_path / "o")]}
+    try:
+        proc = _child(*args[command], pass_fds=(read,))
+    finally:
+        os.close(read)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    if command == "validate":
+        assert "ok: 1 groups" in proc.stdout and "compiled" in proc.stdout, proc.stdout
+    else:
+        _, _, info = read_run(only_run_folder(tmp_path / "o"))
+        assert info["suite"]["sha256"] == hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+@pytest.mark.parametrize(("shader", "expected"), [
+    ("huge.wgsl", "huge.wgsl: larger than 1024 KiB: not a kernel"),
+    ("zero.wgsl", "cannot read shader /dev/zero: not a regular file but a character device")])
+def test_hostile_shader_too_large_or_a_device(tmp_path, shader, expected):
+    """A 3 GB sparse shader, or /dev/zero through a link (with --outside-shaders), read until
+    a MemoryError (issue 26.6); now at most 1 MiB + 1 byte is read, and a device not at all."""
+    with open(tmp_path / "huge.wgsl", "wb") as huge:
+        huge.truncate(3 << 30)
+    (tmp_path / "zero.wgsl").symlink_to("/dev/zero")
+    inner = tmp_path / "suites"
+    inner.mkdir()
+    suite = write_suite(inner, f"benchmarks:\n  - {{name: a, kernel: ../{shader}}}\n")
+    out = tmp_path / "out"
+    _assert_one_clear_line(_child("validate", str(suite), "--outside-shaders"), expected)
+    _assert_one_clear_line(_child("run", "--suite", str(suite), "--outside-shaders", "--out",
+                                  str(out)), expected)
+    assert not out.exists()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG_CACHE_HOME is Linux's")
+@pytest.mark.parametrize("where", ["unwritable XDG_CACHE_HOME", "read-only HOME"])
+def test_hostile_cache_folder_that_cannot_be_written(tmp_path, where):
+    """The native layer's cache: a PermissionError traceback before (issue 26.9); now the loop
+    is built in a private folder under the temporary one, and the run says where."""
+    blocker = tmp_path / "a file"  # no folder can be made under it, not even by root
+    blocker.write_text("")
+    home = tmp_path / "home"
+    home.mkdir(mode=0o500)  # read-only, except to root: root gets /proc, where none can
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {"XDG_CACHE_HOME": str(blocker / "cache")} if where.endswith("XDG_CACHE_HOME") \
+        else {"HOME": "/proc" if os.geteuid() == 0 else str(home), "XDG_CACHE_HOME": ""}
+    suite = write_suite(tmp_path, "defaults: {n_sweep: [1, 2], budget_s: 0.02, min_rounds: 3,"
+                                  " warmup_max_rounds: 1, methodologies: [sequential], layers:"
+                                  " [native], encodings: [dispatch], gpu_timestamps: false}\n"
+                        + GOOD)
+    proc = gpuoverhead("run", "--suite", str(suite), "--backend", BACKEND, "--processes", "1",
+                       "--implementation", "wgpu-native", "--out", str(tmp_path / "o"),
+                       env={**env, "TMPDIR": str(temp)})
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    _, _, info = read_run(only_run_folder(tmp_path / "o"))
+    if native.compiler() is not None:
+        assert info["layers"]["native"]["library"].startswith(str(temp)), info["layers"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or native.compiler() is None,
+                    reason="XDG_CACHE_HOME is Linux's; needs a C compiler")
+def test_hostile_no_folder_at_all_for_the_native_loop(tmp_path, monkeypatch):
+    """Neither the cache folder nor the temporary one can be written: the layer is skipped
+    with a note that says which folders were tried."""
+    blocker = tmp_path / "a file"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker / "cache"))
+    monkeypatch.setattr(tempfile, "tempdir", str(blocker / "tmp"))
+    note = native.load()
+    assert isinstance(note, str), note
+    assert note.startswith("native layer skipped: no cache folder can be written (")
+    assert str(blocker / "cache") in note and str(blocker / "tmp") in note

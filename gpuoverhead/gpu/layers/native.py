@@ -4,20 +4,23 @@ The loop is built as a small extension module through cffi's API mode, which com
 setuptools' compiler discovery: the C compiler Python was built with or $CC (arguments
 included) on Linux and macOS, MSVC found through vswhere on Windows, no developer prompt
 needed. It is built against the webgpu.h that ships in the wgpu wheel, cached per source,
-header, interpreter and compiler in the OS's cache folder, and handed the function pointers
-of the library that the binding already loaded, so it calls exactly what `raw` calls. Where
-no compiler is found the layer is skipped, and `load` says why.
+header, interpreter and compiler in the OS's cache folder (or, where that cannot be written,
+a private folder under the temporary one), and handed the function pointers of the library
+that the binding already loaded, so it calls exactly what `raw` calls. Where no compiler is
+found, or no folder can be written, the layer is skipped, and `load` says why.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import importlib.util
 import io
 import os
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -65,6 +68,20 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpuoverhead"
 
 
+def temporary_cache_dir() -> Path:
+    """The fallback where the OS's cache folder cannot be written: a folder of this user's
+    under the temporary one, made private and checked to be (a library loaded from a shared
+    /tmp must not be one that another user put there)."""
+    user = f"-{os.getuid()}" if hasattr(os, "getuid") else ""  # Windows: TEMP is per user
+    folder = Path(tempfile.gettempdir()) / f"gpuoverhead-cache{user}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    info = os.lstat(folder)
+    if user and (stat.S_ISLNK(info.st_mode) or info.st_uid != os.getuid()
+                 or info.st_mode & 0o022):
+        raise PermissionError(errno.EACCES, "not a private folder of this user", str(folder))
+    return folder
+
+
 def compiler() -> str | None:
     """What builds the loop, described (for the cache key and run.json), or None: MSVC on
     Windows (setuptools finds it); elsewhere $CC (it may carry arguments), else the compiler
@@ -85,7 +102,8 @@ def compiler() -> str | None:
 
 
 def load() -> NativeLoop | str:
-    """The compiled loop, or the reason it cannot be had (a note, not an error)."""
+    """The compiled loop, or the reason it cannot be had (a note, not an error): from the
+    OS's cache folder, else (read-only home, unwritable $XDG_CACHE_HOME) the temporary one."""
     import wgpu
 
     described = compiler()
@@ -99,7 +117,18 @@ def load() -> NativeLoop | str:
     key = hashlib.sha256(SOURCE.read_bytes() + header.read_bytes()
                          + f"{described}|{tag}".encode()).hexdigest()[:16]
     name = f"_gpuoverhead_native_{key}"
-    path = cache_dir() / f"{name}{tag}"
+    tried = []
+    for folder in (cache_dir, temporary_cache_dir):
+        try:
+            return _load_from(folder() / f"{name}{tag}", name, headers, described)
+        except OSError as exc:  # a folder that cannot be made or written: the next one
+            tried.append(f"{exc.filename or folder.__name__}: {exc.strerror or exc}")
+    return f"native layer skipped: no cache folder can be written ({'; '.join(tried)})"
+
+
+def _load_from(path: Path, name: str, headers: Path, described: str) -> NativeLoop | str:
+    """The loop module at `path`, built there first if it is not; OSError where its folder
+    cannot be made or written."""
     if not path.is_file():
         failed = _build(name, headers, path, described)
         if failed:
