@@ -223,29 +223,36 @@ def test_show_refuses_a_folder_without_results(tmp_path):
 
 def test_a_heavier_kernel_raises_wall_time_per_dispatch_but_not_cpu_time(tmp_path):
     """Wall time per dispatch holds the GPU's work once the GPU is the slower side; the
-    issue time (the clock read before the wait) does not: that is what CPU cost means."""
+    issue time (the clock read before the wait) does not: that is what CPU cost means.
+
+    Compared pair by pair: under a time limit the processes run in passes, so each pass
+    measures the light and the heavy kernel back to back, under the same load; the median of
+    the three passes decides. (Measured one after the other, the two came out 0.66-0.99x
+    here, 1.69x inside .ci/run and 2.5036x once with other work on the 2 cores, where
+    lavapipe also runs the kernels.) A clock read after the wait would still fail it: 65536
+    elements take 20-25 times the light kernel's wall time, and leave each pass a sweep of
+    several N (a million did not: 11 ms a dispatch, 12 samples and an interval of ±120 µs)."""
     suite = write_suite(tmp_path, (
-        "defaults: {n_sweep: [1, 16, 64], budget_s: 1.0, min_rounds: 10, warmup_max_rounds: 2,"
+        "defaults: {n_sweep: [1, 16, 64], budget_s: 3.0, min_rounds: 10, warmup_max_rounds: 2,"
         " methodologies: [sequential], encodings: [dispatch], gpu_timestamps: false}\n"
         "benchmarks:\n"
         "  - {name: light, kernel: empty, elements: 1}\n"
-        "  - {name: heavy, kernel: add_one, elements: 1048576, workgroup_size: 256}\n"))
+        "  - {name: heavy, kernel: add_one, elements: 65536, workgroup_size: 256}\n"))
     proc = gpuoverhead("run", "--suite", str(suite), "--backend", BACKEND, "--out",
-                       str(tmp_path / "o"), "--processes", "1", "--implementation",
-                       "wgpu-native")
+                       str(tmp_path / "o"), "--processes", "3", "--time-limit", "120",
+                       "--implementation", "wgpu-native")
     assert proc.returncode == 0, proc.stderr
     _, summary, _ = read_run(only_run_folder(tmp_path / "o"))
-    summary = summary[summary.variant == ""].set_index(["benchmark", "metric"])["value"]
-    wall = summary.loc[("heavy", "per_dispatch_ns")] / summary.loc[("light", "per_dispatch_ns")]
-    cpu = summary.loc[("heavy", "cpu_per_dispatch_ns")] / summary.loc[
-        ("light", "cpu_per_dispatch_ns")]
-    assert wall > 3, (wall, summary)
-    # Issuing does not grow with the kernel's work, a million times larger (it came out at
-    # 0.66-0.99x here, and 1.69x once inside .ci/run: the two benchmarks are measured one
-    # after the other, and lavapipe runs the heavy kernel on the 2 cores that issue it).
-    assert cpu < 2.5, (cpu, summary)
-    assert summary.loc[("heavy", "cpu_per_dispatch_ns")] < summary.loc[
-        ("heavy", "per_dispatch_ns")] / 10
+    rows = summary[(summary.variant == "") & summary.process.notna()
+                   & summary.metric.isin(["per_dispatch_ns", "cpu_per_dispatch_ns"])]
+    passes = rows.pivot(index="process", columns=["benchmark", "metric"], values="value")
+    heavy, light = passes["heavy"], passes["light"]
+    assert len(passes) >= 1 and passes.notna().all().all(), rows
+    wall = (heavy["per_dispatch_ns"] / light["per_dispatch_ns"]).median()
+    cpu = (heavy["cpu_per_dispatch_ns"] / light["cpu_per_dispatch_ns"]).median()
+    assert wall > 3, (wall, passes)
+    assert cpu < 2.5, (cpu, passes)
+    assert (heavy["cpu_per_dispatch_ns"] / heavy["per_dispatch_ns"]).median() < 0.1, passes
 
 
 def test_every_sequential_sample_has_its_issue_time_and_every_layer_its_cpu_cost(ci_run):
