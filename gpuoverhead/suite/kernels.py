@@ -27,7 +27,8 @@ _NESTED = re.compile(r"/\*|\*/")
 #: its `var`: `<space> name: type`. Searched statement by statement, so time stays linear.
 _STATEMENT = re.compile(r"[^;{}]+")
 _VAR = re.compile(r"\bvar\b")
-_DECLARED = re.compile(r"\s*(?:<(?P<space>[^>]*)>)?\s*\w+\s*:\s*(?P<type>.*)", re.DOTALL)
+_DECLARED = re.compile(r"\s*(?:<(?P<space>[^>]*)>)?\s*(?P<name>\w+)\s*:\s*(?P<type>.*)",
+                       re.DOTALL)
 _ATTR = re.compile(r"@\s*(group|binding)\s*\(\s*([^()]*?)\s*\)")
 _CONTRACT = ("a kernel binds one `var<storage, read_write>` of `array<u32>` at @group(0) "
              "@binding(0), and nothing else")
@@ -101,6 +102,9 @@ def _check_bindings(path: Path, source: str) -> None:
             decl = f"var<{declared['space'].strip()}>" if declared["space"] else "var"
             raise UserError(f"{path}:{line}: binds `{decl}` of `{declared['type'].strip()}` at "
                             f"@group(0) @binding(0); {_CONTRACT}")
+        if len(re.findall(rf"\b{declared['name']}\b", code)) < 2:  # the pipeline drops it
+            raise UserError(f"{path}:{line}: binds `{declared['name']}` but never uses it, so "
+                            "the pipeline has no binding 0; the kernel must add 1 to it")
         found = True
     if not found:
         raise UserError(f"{path}: binds nothing at @group(0) @binding(0); {_CONTRACT}")

@@ -119,6 +119,8 @@ BAD_SUITES = {
                                    "binds one"),
     "kernel's buffer read-only": ("benchmarks:\n  - {name: a, kernel: readonly.wgsl}\n",
                                   "readonly.wgsl:7: binds `var<storage, read>` of `array<u32>`"),
+    "kernel never uses its buffer": ("benchmarks:\n  - {name: a, kernel: unused.wgsl}\n",
+                                     "unused.wgsl:2: binds `data` but never uses it"),
 }
 
 
@@ -139,6 +141,9 @@ def test_hostile_suite(tmp_path, name):
     (tmp_path / "uniform.wgsl").write_text(
         add_one + "@group(0) @binding(1) var<uniform> u: vec4<u32>;\n")
     (tmp_path / "readonly.wgsl").write_text(add_one.replace("read_write", "read"))
+    (tmp_path / "unused.wgsl").write_text(
+        "override WG: u32 = 64;\n@group(0) @binding(0) var<storage, read_write> data: array<u32>;\n"
+        "@compute @workgroup_size(WG)\nfn main() {}\n")
     suite = write_suite(tmp_path, text)
     _assert_one_clear_line(in_process("validate", str(suite)), expected)
     out = tmp_path / "out"
@@ -170,7 +175,7 @@ def test_validate_lists_every_problem(tmp_path):
 def test_hostile_shader_that_does_not_compile(tmp_path):
     (tmp_path / "broken.wgsl").write_text(
         "override WG: u32 = 64;\n@group(0) @binding(0) var<storage, read_write> d: array<u32>;\n"
-        "fn main( {\n")
+        "fn main( { d[0] += 1u;\n")
     suite = write_suite(tmp_path, "benchmarks:\n  - {name: a, kernel: broken.wgsl}\n")
     proc = in_process("run", "--suite", str(suite), "--backend", BACKEND,
                       "--out", str(tmp_path / "out"))
