@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from gpuoverhead import interrupts
 from gpuoverhead.errors import UserError
 from gpuoverhead.gpu.adapters import BACKENDS
 from gpuoverhead.resources import DEFAULT_SUITE, suite_path
@@ -88,10 +89,12 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(EXIT_USER) from None
 
 
-def _install_interrupts() -> None:
-    """The first SIGINT or SIGTERM stops the run cleanly (a KeyboardInterrupt: the runner
-    writes what it finished); a second one exits at once. Result files are replaced
-    atomically, so exiting mid-write leaves the previous complete file, never half of one."""
+def _install_interrupts(deferred: bool = False) -> None:
+    """The first SIGINT or SIGTERM stops the command cleanly; a second one exits at once.
+    During a run (`deferred`) the first only asks the runner to stop, which it does at its
+    next safe point (within 0.2 s while a worker runs): raised at once, a KeyboardInterrupt
+    can land in a wgpu object's finalizer, where Python swallows it. Result files are
+    replaced atomically, so exiting mid-write leaves the previous complete file."""
     def second(signum: int, frame: object) -> None:
         os.write(2, b"\ninterrupted again: exiting at once\n")
         os._exit(EXIT_INTERRUPTED)
@@ -103,7 +106,9 @@ def _install_interrupts() -> None:
     def first(signum: int, frame: object) -> None:
         for s in signums:
             signal.signal(s, second)
-        raise KeyboardInterrupt
+        interrupts.request()
+        if not deferred:
+            raise KeyboardInterrupt
 
     for s in signums:
         signal.signal(s, first)
@@ -145,7 +150,7 @@ def run(
     from gpuoverhead.present import console
     from gpuoverhead.run.plan import RunOptions
 
-    _install_interrupts()
+    _install_interrupts(deferred=True)
     with user_errors():
         names = registry.parse(implementation)
     result = _measure(RunOptions(

@@ -17,6 +17,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
+from gpuoverhead import interrupts
 from gpuoverhead.drivers import registry
 from gpuoverhead.errors import UserError
 from gpuoverhead.results.schema import RUN_JSON, RunRecord
@@ -66,6 +67,7 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     files = RunFolder.open(target, _record(plan, options, run_id, seed), options.force)
     seeding = _Seeding(seed, np.random.default_rng(seed), time.time_ns())
     try:
+        interrupts.check()
         files.save("running")  # from now on an interrupt leaves a readable run
         reporter.run_started(_what_runs(plan, target, schedule))
         _measure(plan, schedule, files, reporter, seeding, options.stall_timeout_s)
@@ -163,6 +165,7 @@ def _measure(plan: Plan, schedule: Schedule, files: RunFolder, reporter: Reporte
     outcomes = [[[] for _ in jobs] for jobs in plan.benchmarks]
     finished: set[int] = set()
     for slot in schedule.slots():
+        interrupts.check()
         if slot.job == 0:
             _started(plan, schedule, slot, reporter)
         outcome = _process(plan, schedule, slot, reporter, seeding, stall_timeout_s) \
@@ -170,9 +173,11 @@ def _measure(plan: Plan, schedule: Schedule, files: RunFolder, reporter: Reporte
                 f"not measured: the time limit left {max(0, schedule.left_s()):.0f} s, too "
                 f"little for this job's start-up (about {schedule.setup_s(slot):.0f} s)"))
         outcomes[slot.benchmark][slot.job].append(outcome)
+        interrupts.check()
         if schedule.last(slot):
             _finish(plan, slot.benchmark, outcomes, files, reporter, seeding)
             finished.add(slot.benchmark)
+    interrupts.check()
     for b in range(len(plan.benchmarks)):
         if b not in finished and outcomes[b][0]:
             _finish(plan, b, outcomes, files, reporter, seeding)

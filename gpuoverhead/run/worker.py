@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from gpuoverhead import interrupts
 from gpuoverhead.analysis.samples import Calibration, GroupSamples
 from gpuoverhead.drivers import registry
 from gpuoverhead.drivers.base import Job, Prepared
@@ -147,6 +148,7 @@ def _run(task: Task, on_round: Any, stall_timeout_s: float, deadline: float) -> 
     last, limit = time.monotonic(), stall_timeout_s + STARTUP_S
     try:
         while True:
+            interrupts.check()
             if parent.poll(_POLL_S):
                 try:
                     kind, *payload = parent.recv()
