@@ -31,4 +31,3 @@ ENCODINGS = (
     Encoding("dispatch", "one compute pass for all ops, one submit", 3, 2),
 )
 NAMES = tuple(e.name for e in ENCODINGS)
-BY_NAME = {e.name: e for e in ENCODINGS}

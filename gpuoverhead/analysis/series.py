@@ -8,7 +8,6 @@ the time each was taken, so that processes can be combined (`combine`) and drift
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -116,7 +115,6 @@ class View:
 
 
 Out = dict[Key, Series]
-SeriesOf = Callable[[View, int, Case, Out], None]
 
 
 def add_fits(out: dict[Key, Series], case: Case, n: tuple[int, ...], matrix: np.ndarray,

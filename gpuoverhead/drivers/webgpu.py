@@ -34,6 +34,7 @@ from gpuoverhead.gpu.methods import fusion as fusion_method
 from gpuoverhead.gpu.wait import waiter
 from gpuoverhead.suite.model import REFERENCE, TIMESTAMPS, Case, Group, Suite
 from gpuoverhead.workloads import registry as workloads
+from gpuoverhead.workloads.work import verify_outputs
 
 FAMILY = "webgpu"
 BINDINGS = (
@@ -119,7 +120,7 @@ def prepare(job: Job, rng: np.random.Generator) -> Iterator[Prepared]:
         ops = {case: fusion_method.operation(works[case], device, wait,
                                              case.sync == TIMESTAMPS, case.encoding)
                for case in group.cases}
-        yield Prepared(group, ops, partial(workloads.verify, works), tick, notes)
+        yield Prepared(group, ops, partial(verify_outputs, works), tick, notes)
         return
     loop = _native_loop() if any(c.layer == "native" for c in group.cases) else None
     pipeline = compile_pipeline(device, group.kernel, group.workgroup_size)
