@@ -48,8 +48,8 @@ def child(variant: str) -> dict[str, dict[str, float]]:
             wgpudawn.gpu.enumerate_adapters_sync()
     from gpuoverhead.drivers import webgpu
     from gpuoverhead.gpu import adapters
-    from gpuoverhead.gpu.kernels import build_targets, compile_pipeline
     from gpuoverhead.gpu.layers import native
+    from gpuoverhead.gpu.targets import build_targets, compile_pipeline
     from gpuoverhead.gpu.wait import waiter
     from gpuoverhead.resources import SHADERS_DIR
     from gpuoverhead.suite.model import Case, Group, Kernel, Sampling
@@ -162,8 +162,8 @@ def big_encoder() -> None:
 
     from gpuoverhead.drivers import webgpu
     from gpuoverhead.gpu import adapters
-    from gpuoverhead.gpu.kernels import build_targets, compile_pipeline
     from gpuoverhead.gpu.layers import native
+    from gpuoverhead.gpu.targets import build_targets, compile_pipeline
     from gpuoverhead.gpu.wait import waiter
     from gpuoverhead.resources import SHADERS_DIR
     from gpuoverhead.suite.model import Case, Group, Kernel, Sampling

@@ -38,7 +38,7 @@ if name == "torch":
 else:
     from gpuoverhead.drivers import webgpu
     from gpuoverhead.gpu import adapters
-    from gpuoverhead.gpu.kernels import build_targets, compile_pipeline
+    from gpuoverhead.gpu.targets import build_targets, compile_pipeline
     from gpuoverhead.gpu.layers import native
     from gpuoverhead.gpu.wait import waiter
     binding = webgpu.binding(name)

@@ -41,6 +41,9 @@ METRICS = {
     "crossover_size_synced": Metric("M", "size", "none"),
     "error": Metric("-", "error", "none"),
 }
+#: The figures a user publishes: compared side by side (`ratio_to_fastest`) and judged by
+#: the A/A self-test.
+HEADLINE = ("latency_ns", "per_dispatch_ns")
 HINTS = ("time", "ratio", "rate", "share", "size", "error")
 
 

@@ -30,7 +30,7 @@ from gpuoverhead.drivers.base import (
     without_timestamps,
 )
 from gpuoverhead.errors import IntegrityError, UserError
-from gpuoverhead.gpu.kernels import grid_for
+from gpuoverhead.gpu.targets import grid_for
 from gpuoverhead.records import AdapterInfo, SelfTimed
 from gpuoverhead.suite.model import TIMESTAMPS, Case, Group, Suite
 

@@ -29,8 +29,8 @@ from gpuoverhead.drivers.base import (
 from gpuoverhead.errors import UserError
 from gpuoverhead.gpu import adapters, methods
 from gpuoverhead.gpu.bindings import Binding
-from gpuoverhead.gpu.kernels import build_targets, compile_pipeline
 from gpuoverhead.gpu.methods import fusion as fusion_method
+from gpuoverhead.gpu.targets import build_targets, compile_pipeline
 from gpuoverhead.gpu.wait import waiter
 from gpuoverhead.suite.model import REFERENCE, TIMESTAMPS, Case, Group, Suite
 from gpuoverhead.workloads import registry as workloads

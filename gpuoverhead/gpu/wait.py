@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gpuoverhead.gpu.kernels import binding_of
+from gpuoverhead.gpu.targets import binding_of
 
 Wait = Callable[[], None]
 

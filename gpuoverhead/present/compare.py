@@ -26,9 +26,9 @@ import pandas as pd
 from scipy import stats as sps
 
 from gpuoverhead.errors import UserError
+from gpuoverhead.metrics import HEADLINE
 from gpuoverhead.present import format as fmt
 from gpuoverhead.results.read import ResultSet, check_units
-from gpuoverhead.results.schema import HEADLINE
 
 #: A ratio CI wider than this factor either way leaves a comparison `unsure`.
 RESOLVABLE = 1.5

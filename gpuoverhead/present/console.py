@@ -14,7 +14,7 @@ from rich.table import Table
 from gpuoverhead import encodings
 from gpuoverhead.present import format as fmt
 from gpuoverhead.records import AdapterInfo
-from gpuoverhead.results.schema import ERROR
+from gpuoverhead.results.columns import ERROR
 
 # Piped output keeps whole lines: rich would cut tables to 80 columns.
 out = Console(width=None if sys.stdout.isatty() else 200)

@@ -16,7 +16,7 @@ import pandas as pd
 
 from gpuoverhead import metrics
 from gpuoverhead.errors import UserError
-from gpuoverhead.results.schema import RUN_JSON, SAMPLES, SCHEMA_VERSION, SUMMARY
+from gpuoverhead.results.columns import RUN_JSON, SAMPLES, SCHEMA_VERSION, SUMMARY
 
 
 @dataclass

@@ -18,10 +18,9 @@ from gpuoverhead.analysis.samples import (
     issues,
     records,
 )
-from gpuoverhead.analysis.series import FUSED_NS
 from gpuoverhead.analysis.stats import outlier_flags
 from gpuoverhead.records import CALLS, AdapterInfo
-from gpuoverhead.results.schema import COMPARED, ERROR, SAMPLE_COLUMNS
+from gpuoverhead.results.columns import ERROR, SAMPLE_COLUMNS
 from gpuoverhead.suite.model import TIMESTAMPS, Case, Group
 
 
@@ -121,7 +120,6 @@ def summary_table(run_id: str, adapter: AdapterInfo, group: Group, rows: list[Ro
     return frame.astype({"process": "Int64", "n_dispatches": "Int64"})
 
 
-
 def error_row(run_id: str, adapter: AdapterInfo, group: Group, message: str) -> pd.DataFrame:
     """One summary row for a group that produced no estimates."""
     fields = _case_fields(run_id, adapter, group.cases[0]) if group.cases else {}
@@ -129,21 +127,3 @@ def error_row(run_id: str, adapter: AdapterInfo, group: Group, message: str) -> 
                           "hint": "error", "better": "none",
                           "estimator": message[:2000], "value": float("nan"),
                           "process": pd.NA}]).astype({"process": "Int64"})
-
-
-
-def with_ratio_to_fastest(summary: pd.DataFrame) -> pd.DataFrame:
-    """Adds `ratio_to_fastest`: per benchmark, elements, methodology and metric, each
-    wrapper-layer estimate over all processes divided by the smallest among implementations
-    and encodings (1.0 is the fastest way measured to do that work). Estimates under
-    FUSED_NS (a fused chain's per-dispatch slope) get none."""
-    if summary.empty:
-        return summary
-    out = summary.copy()
-    # A fused chain's slope (torch-compile) is ~0: it has no ratio, and is no denominator.
-    mask = out["metric"].isin(COMPARED) & (out["layer"] == "wrapper") & out["process"].isna() \
-        & (out["methodology"] != "breakdown") & (out["value"] > FUSED_NS)
-    best = out[mask].groupby(["benchmark", "elements", "methodology", "metric"])["value"]
-    out["ratio_to_fastest"] = np.nan
-    out.loc[mask, "ratio_to_fastest"] = out.loc[mask, "value"] / best.transform("min")
-    return out

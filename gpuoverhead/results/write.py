@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from gpuoverhead.results.schema import RUN_JSON, SAMPLES, SUMMARY
+from gpuoverhead.results.columns import RUN_JSON, SAMPLES, SUMMARY
 
 #: Waits between tries of a replace that another process's open handle refuses.
 REPLACE_WAITS_S = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)

@@ -15,7 +15,7 @@ from typing import Any
 
 from gpuoverhead import __version__
 from gpuoverhead.drivers import registry
-from gpuoverhead.results.schema import RunRecord
+from gpuoverhead.results.columns import RunRecord
 
 _PACKAGES = ("wgpu", "numpy", "pandas", "pyarrow", "scipy", "pydantic", "pyyaml", "typer", "rich")
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import pandas as pd
 
+from gpuoverhead.analysis.ranking import with_ratio_to_fastest
 from gpuoverhead.errors import UserError
-from gpuoverhead.results.schema import RUN_JSON, SAMPLE_COLUMNS, SUMMARY_COLUMNS, RunRecord
-from gpuoverhead.results.tables import with_ratio_to_fastest
+from gpuoverhead.results.columns import RUN_JSON, SAMPLE_COLUMNS, SUMMARY_COLUMNS, RunRecord
 from gpuoverhead.results.write import write_run
 from gpuoverhead.run import environment
 from gpuoverhead.run.checks import said_once

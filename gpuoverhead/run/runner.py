@@ -20,7 +20,7 @@ import pandas as pd
 from gpuoverhead import interrupts
 from gpuoverhead.drivers import registry
 from gpuoverhead.errors import UserError
-from gpuoverhead.results.schema import RUN_JSON, RunRecord
+from gpuoverhead.results.columns import RUN_JSON, RunRecord
 from gpuoverhead.results.write import write_json
 from gpuoverhead.run import environment, noise, worker
 from gpuoverhead.run.budget import Schedule, Slot, process_cap_s

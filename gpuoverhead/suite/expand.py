@@ -12,7 +12,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from gpuoverhead.errors import UserError
-from gpuoverhead.suite.kernels import f16_kernel, fusion_kernel, resolve_kernel
 from gpuoverhead.suite.model import (
     DECODE_WG,
     FFI_FLOOR,
@@ -27,6 +26,7 @@ from gpuoverhead.suite.model import (
     Suite,
 )
 from gpuoverhead.suite.schema import SuiteModel, describe, error_text, fusion_problems, settings_of
+from gpuoverhead.suite.shaders import f16_kernel, fusion_kernel, resolve_kernel
 from gpuoverhead.suite.source import Loc, YamlDocument, load_yaml
 
 

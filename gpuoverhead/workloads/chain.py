@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from gpuoverhead.drivers.torch_forms import COMPILE, EAGER
-from gpuoverhead.gpu.kernels import grid_for
+from gpuoverhead.gpu.targets import grid_for
 from gpuoverhead.suite.model import Case, Group
 from gpuoverhead.workloads.torch_ops import compiled, work
 from gpuoverhead.workloads.work import Context, Work

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from gpuoverhead.drivers.torch_forms import COMPILE, EAGER, GRAPH
-from gpuoverhead.gpu.kernels import grid_for
+from gpuoverhead.gpu.targets import grid_for
 from gpuoverhead.suite.model import DECODE_WG as WG
 from gpuoverhead.suite.model import MODELS, Case, Group
 from gpuoverhead.workloads.decode_model import (

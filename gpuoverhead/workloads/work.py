@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from gpuoverhead.errors import IntegrityError, UserError
-from gpuoverhead.gpu.kernels import binding_of, shader_message
+from gpuoverhead.gpu.targets import binding_of, shader_message
 from gpuoverhead.suite.model import Case, Group
 
 #: One dispatch of a unit: pipeline, bind group (made for that pipeline), grid x and y.

@@ -18,8 +18,8 @@ from gpuoverhead.gpu import adapters
 from gpuoverhead.gpu.methods import fusion as fusion_method
 from gpuoverhead.gpu.wait import waiter
 from gpuoverhead.suite.expand import load_suite
-from gpuoverhead.suite.kernels import f16_kernel
 from gpuoverhead.suite.model import MODELS, TIMESTAMPS
+from gpuoverhead.suite.shaders import f16_kernel
 from gpuoverhead.workloads import decode_model as decode
 from gpuoverhead.workloads import loop
 from gpuoverhead.workloads import registry as fusion

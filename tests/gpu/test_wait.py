@@ -11,8 +11,8 @@ from conftest import BACKEND
 from gpuoverhead.drivers import webgpu
 from gpuoverhead.errors import IntegrityError
 from gpuoverhead.gpu import adapters
-from gpuoverhead.gpu.kernels import build_targets, compile_pipeline, grid_for
 from gpuoverhead.gpu.layers.wrapper import one_pass, submit_each
+from gpuoverhead.gpu.targets import build_targets, compile_pipeline, grid_for
 from gpuoverhead.gpu.wait import waiter
 from gpuoverhead.resources import SHADERS_DIR
 from gpuoverhead.suite.model import Case, Group, Kernel, Sampling

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 
 from gpuoverhead.present.compare import compare
+from gpuoverhead.results.columns import SCHEMA_VERSION
 from gpuoverhead.results.read import load
-from gpuoverhead.results.schema import SCHEMA_VERSION
 
 CASES = [("empty/naive/wait", "latency_ns", 200_000.0),
          ("empty/sequential/submit/wrapper", "per_dispatch_ns", 100_000.0),

@@ -7,7 +7,7 @@ import json
 
 import pandas as pd
 
-from gpuoverhead.results.schema import SUMMARY_COLUMNS, RunRecord
+from gpuoverhead.results.columns import SUMMARY_COLUMNS, RunRecord
 from gpuoverhead.run.files import Finished, RunFolder
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from gpuoverhead.gpu.kernels import Target
 from gpuoverhead.gpu.layers import raw, wrapper
+from gpuoverhead.gpu.targets import Target
 
 if TYPE_CHECKING:
     from gpuoverhead.gpu.layers.native import NativeLoop

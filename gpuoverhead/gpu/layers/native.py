@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuoverhead import encodings
-from gpuoverhead.gpu.kernels import Target
+from gpuoverhead.gpu.targets import Target
 
 SOURCE = Path(__file__).with_name("native_loop.c")
 #: wgpu-native functions in the order of the C `Procs` struct.

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from time import perf_counter_ns
 
 from gpuoverhead.encodings import ENCODINGS
-from gpuoverhead.gpu.kernels import Target
+from gpuoverhead.gpu.targets import Target
 
 #: Native calls per operation, per encoding (what the FFI floor is multiplied by).
 CALLS_PER_OP = {e.name: e.calls_per_op for e in ENCODINGS}

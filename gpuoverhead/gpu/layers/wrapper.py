@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from time import perf_counter_ns
 
-from gpuoverhead.gpu.kernels import Target
+from gpuoverhead.gpu.targets import Target
 
 
 def submit_each(t: Target, n: int) -> None:

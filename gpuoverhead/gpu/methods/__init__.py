@@ -21,7 +21,6 @@ import numpy as np
 from gpuoverhead.analysis.samples import Calibration, GroupSamples
 from gpuoverhead.analysis.series import STOP_METRICS, Out, View, precise_enough
 from gpuoverhead.analysis.stats import median_ci
-from gpuoverhead.gpu.kernels import Target
 from gpuoverhead.gpu.methods import (
     breakdown,
     ffi_floor,
@@ -30,6 +29,7 @@ from gpuoverhead.gpu.methods import (
     sequential,
     timestamps,
 )
+from gpuoverhead.gpu.targets import Target
 from gpuoverhead.suite.model import Case
 
 Operation = Callable[[int], Any]

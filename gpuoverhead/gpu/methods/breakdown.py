@@ -14,8 +14,8 @@ import numpy as np
 
 from gpuoverhead import records
 from gpuoverhead.analysis.series import Key, Out, Series, View
-from gpuoverhead.gpu.kernels import Target
 from gpuoverhead.gpu.layers import raw, wrapper
+from gpuoverhead.gpu.targets import Target
 from gpuoverhead.suite.model import Case
 
 CALLS = records.CALLS

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 from gpuoverhead.analysis.samples import by_round
 from gpuoverhead.analysis.series import Out, View, add_fits
-from gpuoverhead.gpu.kernels import Target
 from gpuoverhead.gpu.layers.raw import ffi_floor
+from gpuoverhead.gpu.targets import Target
 from gpuoverhead.suite.model import FFI_FLOOR, Case
 
 

@@ -15,8 +15,8 @@ from collections.abc import Callable
 import numpy as np
 
 from gpuoverhead.analysis.series import FUSED_NS, Key, Out, Series, View
-from gpuoverhead.gpu.kernels import Target, binding_of
 from gpuoverhead.gpu.layers.wrapper import submit_each
+from gpuoverhead.gpu.targets import Target, binding_of
 from gpuoverhead.suite.model import Case
 
 

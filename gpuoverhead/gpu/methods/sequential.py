@@ -21,9 +21,9 @@ import numpy as np
 from gpuoverhead.analysis.samples import by_round
 from gpuoverhead.analysis.series import Key, Out, Series, View, add_fits
 from gpuoverhead.analysis.stats import round_fits
-from gpuoverhead.gpu.kernels import Target
 from gpuoverhead.gpu.layers import issuer
 from gpuoverhead.gpu.layers.raw import CALLS_PER_OP
+from gpuoverhead.gpu.targets import Target
 from gpuoverhead.suite.model import TIMESTAMPS, Case
 
 

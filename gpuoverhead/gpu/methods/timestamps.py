@@ -14,7 +14,7 @@ import numpy as np
 
 from gpuoverhead.analysis.samples import by_round
 from gpuoverhead.analysis.series import Out, View, add_fits
-from gpuoverhead.gpu.kernels import Target, binding_of
+from gpuoverhead.gpu.targets import Target, binding_of
 from gpuoverhead.suite.model import FUSION, TIMESTAMPS, Case
 
 

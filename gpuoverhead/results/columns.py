@@ -36,10 +36,6 @@ SUMMARY_COLUMNS = CASE_COLUMNS + [
 #: Metric of the summary row that records a benchmark that failed (its message in
 #: `estimator`), so that the summary says what is missing and why.
 ERROR = "error"
-#: The figures a user publishes: compared side by side (`ratio_to_fastest`) and judged by
-#: the A/A self-test.
-HEADLINE = ("latency_ns", "per_dispatch_ns")
-COMPARED = HEADLINE
 
 
 @dataclass
