@@ -68,7 +68,7 @@ def summary_grid(summary: pd.DataFrame) -> Table:
             if hit.empty:
                 continue
             r = hit.iloc[0]
-            table.add_row(labels.pop(0) if labels else "", name, fmt.value(r.value, r.unit),
+            table.add_row(labels.pop(0) if labels else "", name, fmt.value(r.value, r.hint),
                           fmt.interval(r), fmt.relative(r), getattr(r, "bound", "") or "",
                           str(r.rounds))
         table.add_section()
@@ -93,7 +93,7 @@ def implementations_grid(summary: pd.DataFrame) -> Table | None:
             for r in mine.sort_values("value").itertuples():
                 ratio = r.ratio_to_fastest
                 table.add_row(label, title, r.implementation, r.encoding,
-                              fmt.value(r.value, r.unit),
+                              fmt.value(r.value, r.hint),
                               f"{ratio:.2f}x" if ratio == ratio else "≈0: fused")
                 label, title = "", ""
         table.add_section()
@@ -145,7 +145,7 @@ def fusion_grid(summary: pd.DataFrame) -> Table | None:
                 impl = " / ".join(dict.fromkeys(part["implementation"]))
                 unfused, fused = (_pick(part, v, "per_unit_ns") for v in ("unfused", "fused"))
                 table.add_row(label, str(impl), str(k), str(encoding),
-                              *(fmt.value(r.value, "ns") if r is not None else "—"
+                              *(fmt.value(r.value, "time") if r is not None else "—"
                                 for r in (unfused, fused)),
                               *_ratio_cells(_pick(part, "fused", "fusion_speedup")),
                               *(_ratio_cells(_pick(part, "fused", m))[0]
@@ -170,7 +170,7 @@ def crossover_grid(summary: pd.DataFrame) -> Table | None:
         for k, part in group[group.variant == "single"].groupby("k", sort=True):
             cells = [_pick(part, "single", m) for m in ("per_unit_ns", "latency_ns", "gpu_ns")]
             table.add_row(label, str(impl), str(k),
-                          *(fmt.value(r.value, "ns") if r is not None else "—" for r in cells))
+                          *(fmt.value(r.value, "time") if r is not None else "—" for r in cells))
             label = ""
         for r in group[group.variant == "crossover"].itertuples():
             size = f"{r.value:.0f} [{r.ci_low:.0f}–{r.ci_high:.0f}]" \
@@ -196,7 +196,7 @@ def breakdown_grid(summary: pd.DataFrame) -> Table | None:
     for (bench, elements), rows in calls.groupby(["benchmark", "elements"], sort=False):
         label = f"{bench} {elements:,} el."
         for call, by_call in rows.groupby("call", sort=False):
-            cells = [fmt.value(by_call[by_call.layer == lay].value.iloc[0], "ns")
+            cells = [fmt.value(by_call[by_call.layer == lay].value.iloc[0], "time")
                      if (by_call.layer == lay).any() else "—" for lay in layers]
             table.add_row(label, str(call), *cells)
             label = ""

@@ -1,4 +1,5 @@
-"""One way to write a value for people: times in µs, ratios with x, sizes as M, absent as —."""
+"""One way to write a value for people, by its row's display hint (gpuoverhead/metrics.py):
+times in µs, ratios with x, rates per second, shares in %, sizes as M, absent as —."""
 
 from __future__ import annotations
 
@@ -10,16 +11,23 @@ from gpuoverhead.analysis.stats import CONFIDENCE
 BELOW = "below resolution"
 
 
-def value(v: float | None, unit: str, decimals: int = 1) -> str:
-    """'135.0' (µs) for times, '2.08x' for ratios (∞ for an unbounded one), '—' for what is
-    not a number. A time below zero is no cost: it reads 'below resolution'."""
-    if unit == "ratio" and v == math.inf:
+def value(v: float | None, hint: str, decimals: int = 1) -> str:
+    """'135.0' (µs) for a time, '2.08x' for a ratio (∞ for an unbounded one), '19.96' for a
+    rate, '21.0%' for a share, 'M 145' for a size, '—' for what is not a number. A time below
+    zero is no cost: it reads 'below resolution'."""
+    if hint == "ratio" and v == math.inf:
         return "∞"
     if v is None or not math.isfinite(v):
         return "—"
-    if unit == "ns" and v < 0:
-        return BELOW
-    return f"{v:.2f}x" if unit == "ratio" else f"{v / 1e3:.{decimals}f}"
+    if hint == "time":
+        return BELOW if v < 0 else f"{v / 1e3:.{decimals}f}"
+    if hint == "rate":
+        return f"{v:.4g}"
+    if hint == "share":
+        return f"{v:.1%}"
+    if hint == "size":
+        return f"M {v:.0f}"
+    return f"{v:.2f}x"
 
 
 def interval(row: Any) -> str:
@@ -28,7 +36,7 @@ def interval(row: Any) -> str:
     level = getattr(row, "ci_level", CONFIDENCE)
     if not (math.isfinite(row.ci_low) or math.isfinite(row.ci_high)) or level == 0:
         return "—"
-    text = f"{value(row.ci_low, row.unit)}–{value(row.ci_high, row.unit)}"
+    text = f"{value(row.ci_low, row.hint)}–{value(row.ci_high, row.hint)}"
     if isinstance(level, float) and math.isnan(level):
         return text + " (coverage ?)"
     return text if level >= CONFIDENCE else f"{text} ({level:.0%})"
@@ -40,22 +48,18 @@ def relative(row: Any) -> str:
     return "—" if not math.isfinite(rel) or getattr(row, "ci_level", 1) == 0 else f"{rel:.1%}"
 
 
-def with_ci(v: float, low: float, high: float, kind: str, level: float = CONFIDENCE) -> str:
-    """'135.0 [132.7–142.4]' in µs, '2.08x [1.96–2.27]' for ratios ('24.0x [10.1–∞]' or
-    '> 10.1x' where the denominator's CI reaches zero, 'undetermined' where nothing bounds
-    it), 'M 145 [88–222]' for sizes; '—' when absent."""
-    if kind == "ratio" and v == math.inf:
+def with_ci(v: float, low: float, high: float, hint: str, level: float = CONFIDENCE) -> str:
+    """'135.0 [132.7–142.4]' in µs, '2.08x [1.96–2.27]' for ratios ('> 10.10x' where the
+    denominator's CI reaches zero, 'undetermined' where nothing bounds it), 'M 145 [88–222]'
+    for sizes, '21.0% [18.2%–24.9%]' for shares; '—' when absent."""
+    if hint == "ratio" and v == math.inf:
         return f"> {low:.2f}x" if math.isfinite(low) and low > 0 else "undetermined"
     if v is None or not math.isfinite(v):
         return "—"
-    if kind == "ns" and v < 0:
+    if hint == "time" and v < 0:
         return f"{BELOW} [≤ {high / 1e3:.1f}]"
-    if kind == "ratio":
-        text = f"{v:.2f}x [{low:.2f}–{'∞' if high == math.inf else f'{high:.2f}'}]"
-    elif kind == "size":
-        text = f"M {v:.0f} [{low:.0f}–{high:.0f}]"
-    else:
-        text = f"{v / 1e3:.1f} [{low / 1e3:.1f}–{high / 1e3:.1f}]"
+    bare = [value(b, hint).removesuffix("x").removeprefix("M ") for b in (low, high)]
+    text = f"{value(v, hint)} [{bare[0]}–{bare[1]}]"
     if not math.isfinite(low) and not math.isfinite(high) or level == 0:
         return text.split(" [")[0] + " (no interval)"
     if math.isnan(level):
@@ -64,19 +68,11 @@ def with_ci(v: float, low: float, high: float, kind: str, level: float = CONFIDE
 
 
 def shown(v: float | None, hint: str) -> str:
-    """A value as its row's display hint says (gpuoverhead/metrics.py): a time in µs, a
-    ratio as 1.23x, a rate per second, a share in %, a size as M."""
+    """A value with its unit where the value alone does not say it: '135.00 µs', '19.96 /s'."""
     if v is None or not math.isfinite(v):
         return "∞" if v == math.inf else "—"
-    if hint == "time":
-        return f"{value(v, 'ns', 2)} µs" if v >= 0 else BELOW
-    if hint == "rate":
-        return f"{v:.4g} /s"
-    if hint == "share":
-        return f"{v:.1%}"
-    if hint == "size":
-        return f"M {v:.0f}"
-    return value(v, "ratio")
+    text = value(v, hint, 2)
+    return text + {"time": " µs", "rate": " /s"}.get(hint, "") if text != BELOW else text
 
 
 def ratio_with_ci(r: float, low: float, high: float) -> str:

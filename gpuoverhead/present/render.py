@@ -8,9 +8,10 @@ from pathlib import Path
 import pandas as pd
 from rich.table import Table
 
+from gpuoverhead import metrics
 from gpuoverhead.errors import UserError
 from gpuoverhead.present import format as fmt
-from gpuoverhead.present.report import ROW_KEYS, Figure, Report
+from gpuoverhead.present.report import ROW_KEYS, Report
 
 SUFFIXES = (".md", ".csv", ".html")
 
@@ -20,8 +21,8 @@ def display_frame(report: Report) -> pd.DataFrame:
     t = report.table
     out = t[ROW_KEYS + ["runs"]].copy()
     for f in report.figures:
-        kind = _kind(f)
-        out[f.label] = [fmt.with_ci(v, lo, hi, kind, level) for v, lo, hi, level in
+        hint = metrics.of(f.metric).hint
+        out[f.label] = [fmt.with_ci(v, lo, hi, hint, level) for v, lo, hi, level in
                         zip(t[f.label], t[f"{f.label} low"], t[f"{f.label} high"],
                             t[f"{f.label} level"], strict=True)]
     out["notes"] = t["notes"]
@@ -61,16 +62,9 @@ def markdown(report: Report) -> str:
     return f"{title(report)}\n\n{body}\n" + (f"\nNotes:\n\n{notes}\n" if notes else "")
 
 
-def _kind(figure: Figure) -> str:
-    """What a figure's numbers are: ns, a ratio, or a matrix size M."""
-    return ("ratio" if figure.metric in ("inflation", "fusion_speedup") else
-            "size" if figure.metric.startswith("crossover") else "ns")
-
-
 def csv(report: Report) -> str:
     """The numbers as they are (ns, not µs), each figure's columns named with its unit."""
-    units = {"ns": "ns", "ratio": "ratio", "size": "M"}
-    names = {f"{f.label}{part}": f"{f.label}{part} ({units[_kind(f)]})"
+    names = {f"{f.label}{part}": f"{f.label}{part} ({metrics.of(f.metric).unit})"
              for f in report.figures for part in ("", " low", " high")}
     return report.table.rename(columns=names).to_csv(index=False)
 
