@@ -2,8 +2,11 @@
 
 With several worker processes each process's values stay apart: the combined estimate is
 the median of the process medians (or ratios of medians) with a CI over processes
-(`stats.between_processes`), `rel_spread_between` is the range of the process medians
-relative to it, and each process's own estimate is a row of its own (`process` set).
+(`stats.between_processes`), and each process's own estimate is a row of its own (`process`
+set). Two variance components say what sets the width: `rel_spread_between`, the range of
+the process medians relative to the estimate (the machine: processes that differ), and
+`rel_ci_within`, the median over processes of each one's own relative half-width (the
+rounds: noise within a process).
 Derived rows: closures of the layer split, matmul crossovers.
 
 Whether a metric is positive (intervals on logs, never below zero) is decided by name:
@@ -34,6 +37,7 @@ class Row:
     estimate: Estimate
     process: int | None = None
     rel_spread_between: float = float("nan")
+    rel_ci_within: float = float("nan")
     #: What limits a sequential case's throughput: `gpu` where GPU time per dispatch is most
     #: of its wall time per dispatch, `cpu` where issuing it is, else empty.
     bound: str = ""
@@ -43,22 +47,25 @@ def combine(per_process: list[dict[Key, Series]], rng: np.random.Generator) -> l
     """Estimates across processes (an interval over processes, the spread between them),
     then, where there are several processes, each process's own estimate (`process` set)."""
     keys = list(dict.fromkeys(k for p in per_process for k in p))
+    own = [Row(k, _estimate([s], rng, k.metric not in SIGNED), process)
+           for process, found in enumerate(per_process) for k, s in found.items()]
+    within: dict[Key, list[float]] = {}
+    for r in own:
+        within.setdefault(r.key, []).append(r.estimate.rel_ci)
     rows = []
     for key in keys:
         present = [p[key] for p in per_process if key in p]
         est = _estimate(present, rng, key.metric not in SIGNED)
         medians = [s.point() for s in present]
         spread = (max(medians) - min(medians)) / abs(est.value) if est.value else float("nan")
-        rows.append(Row(key, est, None, spread if len(present) > 1 else float("nan")))
+        rows.append(Row(key, est, None, spread if len(present) > 1 else float("nan"),
+                        float(np.nanmedian(within[key])) if np.isfinite(within[key]).any()
+                        else float("nan")))
     rows = _with_bounds(rows)
     rows += _closures(rows)
     rows += _crossovers(rows)
     rows += _transforms(rows)
-    if len(per_process) > 1:
-        for process, found in enumerate(per_process):
-            rows += [Row(k, _estimate([s], rng, k.metric not in SIGNED), process)
-                     for k, s in found.items()]
-    return rows
+    return rows + own if len(per_process) > 1 else rows
 
 
 def _estimate(present: list[Series], rng: np.random.Generator, positive: bool) -> Estimate:

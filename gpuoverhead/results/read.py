@@ -79,7 +79,7 @@ def load(folder: Path) -> ResultSet:
 READABLE = (1, 2, SCHEMA_VERSION)
 #: Columns added since version 1 (or to its later sets), with what an older set means.
 _ADDED = {"variant": "", "k": 0, "ci_level": float("nan"), "ci_kind": "", "bound": "",
-          "processes": 1, "rel_spread_between": float("nan")}
+          "processes": 1, "rel_spread_between": float("nan"), "rel_ci_within": float("nan")}
 
 
 def migrate(summary: pd.DataFrame) -> pd.DataFrame:

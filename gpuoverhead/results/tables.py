@@ -107,6 +107,7 @@ def summary_table(run_id: str, adapter: AdapterInfo, group: Group, rows: list[Ro
             "ci_level": e.level, "ci_kind": e.kind, "bound": r.bound,
             "n_samples": e.n_samples, "rel_ci": e.rel_ci,
             "rel_spread_between": r.rel_spread_between,
+            "rel_ci_within": r.rel_ci_within,
             "processes": len(these),
             "rounds": sum(s.rounds for s in these),
             "warmup_rounds": sum(s.warmup_rounds for s in these),

@@ -74,8 +74,21 @@ def sampling_notes(group: Group, outcomes: list[Outcome], summary: pd.DataFrame
         if r.stop != "converged" and not precise_enough((r.ci_high - r.ci_low) / 2, r.value,
                                                         target) and r.rel_ci > target:
             notes.append((IMPRECISE, f"{r.case} {r.metric} ±{r.rel_ci:.0%} (target "
-                                     f"±{target:.0%}, stopped by {r.stop})"))
+                                     f"±{target:.0%}, stopped by {r.stop}; {_limit(r)})"))
     return notes
+
+
+def _limit(row: Any) -> str:
+    """Which variance component set an estimate's width: processes that differ (more
+    processes narrow it) or noise within each (longer processes do)."""
+    within, between = row.rel_ci_within, row.rel_spread_between
+    if not (math.isfinite(within) and math.isfinite(between)):
+        return f"±{within:.0%} within its one process" if math.isfinite(within) else \
+            "no variance components"
+    side = ("processes differ" if row.rel_ci > 2 * within / math.sqrt(row.processes)
+            else "noise within processes")
+    return f"{side}: {between:.0%} between process medians, ±{within:.0%} within one"
+
 
 
 def said_once(notes: list[tuple[str, str]]) -> list[str]:
@@ -89,8 +102,8 @@ def said_once(notes: list[tuple[str, str]]) -> list[str]:
                          "(warmup_max_rounds, or the warm-up's share of the budget)"),
              IMPRECISE: ("headline estimates missed their precision target when sampling "
                          "stopped: the time they had (budget_s, the time limit) or the "
-                         "machine's noise limited them; see rel_spread_between in the summary "
-                         "for the share of the spread that lies between processes")}
+                         "machine's noise limited them (each example says which variance "
+                         "component: rel_spread_between and rel_ci_within in the summary)")}
     return [f"{len(found)} {texts[kind]}; e.g. {found[0]}" for kind, found in by_kind.items()]
 
 

@@ -106,3 +106,18 @@ def test_a_rise_within_short_processes_is_reported_though_none_shows_it_alone():
     flat = [{_key("per_dispatch_ns"): _series(1000 + rng.normal(0, 30, 6), start=100.0 * i)}
             for i in range(10)]
     assert drifts(flat) == []
+
+
+def test_the_variance_components_say_whether_processes_or_rounds_set_the_width():
+    rng = np.random.default_rng(7)
+    apart = [{_key("per_dispatch_ns"): _series(m * (1 + 0.002 * rng.standard_normal(40)))}
+             for m in (1000.0, 1300.0, 800.0, 1150.0, 950.0, 1250.0)]
+    noisy = [{_key("per_dispatch_ns"): _series(1000 * rng.lognormal(0, 0.3, 40))}
+             for _ in range(6)]
+    between = _rows(apart)[0]["per_dispatch_ns"]
+    within = _rows(noisy)[0]["per_dispatch_ns"]
+    assert between.rel_spread_between > 0.4 and between.rel_ci_within < 0.01
+    assert within.rel_ci_within > 0.05 and within.rel_spread_between < 3 * within.rel_ci_within
+    one = _rows(noisy[:1])[0]["per_dispatch_ns"]
+    assert one.rel_ci_within == pytest.approx(one.estimate.rel_ci)
+    assert math.isnan(one.rel_spread_between)
