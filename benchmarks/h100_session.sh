@@ -14,10 +14,14 @@
 #   bash benchmarks/h100_session.sh limits   # issue 25: the plain run and a decode run
 #                                            # under a time limit, timed from the shell,
 #                                            # with the plain loop before and after
+#   bash benchmarks/h100_session.sh state    # issue 25: the plain loop, the default run,
+#                                            # --suite full for the WebGPU family, the plain
+#                                            # loop again, interleaved within minutes
+#   bash benchmarks/h100_session.sh aa       # issue 25: selftest at default settings
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
-step=${1:?start, finish, selftest, speed, full, decode, decode-f16 or limits}
+step=${1:?start, finish, selftest, speed, full, decode, decode-f16, limits, state or aa}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
 setup() {
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -75,6 +79,19 @@ limits)  # within one device call: 600 s; the results are re-packed after each s
   timeout 330 bash -c "$(declare -f timed); timed h100-decode-limit --suite decode --implementation all --time-limit 270"
   tar -C /tmp/results -czf "$out/results-$step.tgz" .
   timeout 60 bash -c "$(declare -f plain_loop); plain_loop" > "$out/plain_loop_after.json" 2>&1
+  ;;
+state)  # within one device call: 600 s; the results are re-packed after each step
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt"
+  timeout 60 bash -c "$(declare -f plain_loop); plain_loop" > "$out/plain_loop_before.json" 2>&1
+  timeout 120 bash -c "$(declare -f timed); timed h100-default-b"
+  tar -C /tmp/results -czf "$out/results-$step.tgz" .
+  timeout 260 bash -c "$(declare -f timed); timed h100-full-webgpu --suite full --implementation webgpu --time-limit 200"
+  tar -C /tmp/results -czf "$out/results-$step.tgz" .
+  timeout 60 bash -c "$(declare -f plain_loop); plain_loop" > "$out/plain_loop_after.json" 2>&1
+  timeout 120 bash -c "$(declare -f timed); timed h100-default-c"
+  ;;
+aa)  # the A/A test at default settings: two default runs of 80 s each
+  timeout 400 python3 -m gpuoverhead selftest --out /tmp/results > /tmp/results/selftest.log 2>&1
   ;;
 selftest)
   python3 -m gpuoverhead selftest --processes 3 --implementation wgpu-native \

@@ -57,7 +57,7 @@ BrowserOption = Annotated[str | None, typer.Option(
     help="The Chromium (or Chrome) that `chromium` starts; default: the first one found.")]
 ProcessesOption = Annotated[int, typer.Option(
     help="Fresh worker processes per benchmark, one after another.")]
-OutOption = Annotated[Path, typer.Option(help="Folder that receives <run_id>/.")]
+OutOption = Annotated[Path, typer.Option("--out", "-o", help="Folder that receives <run_id>/.")]
 
 
 def _version(value: bool) -> None:
