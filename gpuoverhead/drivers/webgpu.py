@@ -106,25 +106,35 @@ def jobs(group: Group, offer: Offer, notes: list[str]) -> list[Job]:
 
 @contextmanager
 def prepare(job: Job, rng: np.random.Generator) -> Iterator[Prepared]:
-    """In the worker: a device of its own, the completion wait, and the group's ops (a
-    kernel's targets, or a workload's units), with their output check."""
+    """In the worker: the completion wait and the group's ops (a kernel's targets, or a
+    workload's units), with their output check, on devices of their own (`device_sets`)."""
     group, info = job.group, job.adapter
     bind = binding(info.implementation)
+    bind.only(info.backend)
     timestamps = any(c.sync == TIMESTAMPS for c in group.cases)
-    device, notes = open_device(info, timestamps, job.offer.limits, group.precision == "f16")
-    wait = waiter(device)
-    notes = {**notes, "wait": wait.__name__}
-    tick = bind.tick_ns(device.queue) if timestamps else None
+    f16 = group.precision == "f16"
     if group.fusion is not None:
+        device, notes = open_device(info, timestamps, job.offer.limits, f16)
+        wait = waiter(device)
+        tick = bind.tick_ns(device.queue) if timestamps else None
         works = workloads.build(device, group, rng, wait)
         ops = {case: fusion_method.operation(works[case], device, wait,
                                              case.sync == TIMESTAMPS, case.encoding)
                for case in group.cases}
-        yield Prepared(group, ops, partial(verify_outputs, works), tick, notes)
+        yield Prepared(group, ops, partial(verify_outputs, works),
+                       tick, {**notes, "wait": wait.__name__})
         return
     loop = _native_loop() if any(c.layer == "native" for c in group.cases) else None
-    pipeline = compile_pipeline(device, group.kernel, group.workgroup_size)
-    targets = build_targets(device, pipeline, group, rng, bind, wait)
+    targets: dict[Case, Any] = {}
+    tick, sets = None, device_sets(group.cases)
+    for cases in sets:
+        stamped = any(c.sync == TIMESTAMPS for c in cases)
+        device, notes = open_device(info, stamped, job.offer.limits, f16)
+        wait = waiter(device)
+        tick = bind.tick_ns(device.queue) if stamped else tick
+        pipeline = compile_pipeline(device, group.kernel, group.workgroup_size)
+        targets |= build_targets(device, pipeline, replace(group, cases=cases), rng, bind, wait)
+    notes = {**notes, "wait": wait.__name__, "devices": len(sets)}
 
     def verify(counts: dict[Case, int]) -> None:
         for case, target in targets.items():
@@ -135,12 +145,29 @@ def prepare(job: Job, rng: np.random.Generator) -> Iterator[Prepared]:
     yield Prepared(group, ops, verify, tick, notes)
 
 
+#: Sequential encodings that record large command buffers (N passes in one encoder, N
+#: dispatches in one pass): each gets a device of its own.
+_LARGE_ENCODERS = ("pass", "dispatch")
+
+
+def device_sets(cases: tuple[Case, ...]) -> list[tuple[Case, ...]]:
+    """Cases that share a device. One command encoder of 1024 passes makes every later submit
+    on its device cost about 1.6x more on the H100 (docs/results.md), while a second device
+    of the same process does not: so each encoding that records large encoders has its own
+    device, and the cases with one small encoder per op (naive, the `submit` encoding, the
+    breakdown, the FFI floor) share another. Rounds still interleave every case."""
+    sets: dict[str, list[Case]] = {}
+    for case in cases:
+        large = case.methodology == "sequential" and case.encoding in _LARGE_ENCODERS
+        sets.setdefault(case.encoding if large else "", []).append(case)
+    return [tuple(found) for found in sets.values()]
+
+
 def open_device(info: Any, timestamps: bool, limits: dict[str, int], f16: bool = False
                 ) -> tuple[Any, dict[str, Any]]:
-    """A device on the adapter described by `info`, enumerated afresh in this process (a
+    """A device on the adapter described by `info`, enumerated afresh for each device (a
     Dawn adapter serves one device only), with the binding's notes on it."""
     bind = binding(info.implementation)
-    bind.only(info.backend)
     found = [f for f in adapters.discover([bind])[0] if f.info == info]
     if not found:
         raise UserError(f"adapter {info.label} is gone")
