@@ -4,15 +4,17 @@ same Python API.
 It finds and picks their adapters (`--backend`, `--adapter`), builds the native layer's C
 loop once, checks device limits and compiles every kernel before anything is measured,
 gives each group a job per adapter (and a reference-loop job where the group has native
-sequential cases: its native cases alone on a device with nothing else on it), and in a
-worker opens the device and builds the timed operations of kernels and workloads.
+sequential cases: its native cases alone, with no other job's cases beside them), and in a
+worker opens the devices (a kernel group's encodings that record large command buffers each
+on a device of their own: `device_sets`) and builds the timed operations of kernels and
+workloads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -30,7 +32,7 @@ from gpuoverhead.errors import UserError
 from gpuoverhead.gpu import adapters, methods
 from gpuoverhead.gpu.bindings import Binding
 from gpuoverhead.gpu.methods import fusion as fusion_method
-from gpuoverhead.gpu.targets import build_targets, compile_pipeline
+from gpuoverhead.gpu.targets import Target, build_targets, compile_pipeline
 from gpuoverhead.gpu.wait import waiter
 from gpuoverhead.suite.model import REFERENCE, TIMESTAMPS, Case, Group, Suite
 from gpuoverhead.workloads import registry as workloads
@@ -106,8 +108,17 @@ def jobs(group: Group, offer: Offer, notes: list[str]) -> list[Job]:
 
 @contextmanager
 def prepare(job: Job, rng: np.random.Generator) -> Iterator[Prepared]:
-    """In the worker: the completion wait and the group's ops (a kernel's targets, or a
-    workload's units), with their output check, on devices of their own (`device_sets`)."""
+    """In the worker: the group's ops (a kernel's targets, or a workload's units), each with
+    the completion wait of its own device, and their output check.
+
+    A kernel group's cases are split over devices (`device_sets`), each with its own wait,
+    pipeline and targets: the rounds still interleave every case, and each op waits on its
+    own device only. The timestamp tick is read on the device of the stamped cases (the
+    first, were there several: the period is the adapter's, the same on each of its
+    devices). A workload keeps one device: its weights (Qwen2.5-0.5B's shapes in the decode
+    step) would be uploaded once per device, and its `pass` encoders hold at most 100 passes
+    (25 per decode step, N up to 4 in configs/decode.yaml), not the 1024 that left a device
+    slower. run.json's `devices` says how many a worker used."""
     group, info = job.group, job.adapter
     bind = binding(info.implementation)
     bind.only(info.backend)
@@ -122,27 +133,36 @@ def prepare(job: Job, rng: np.random.Generator) -> Iterator[Prepared]:
                                              case.sync == TIMESTAMPS, case.encoding)
                for case in group.cases}
         yield Prepared(group, ops, partial(verify_outputs, works),
-                       tick, {**notes, "wait": wait.__name__})
+                       tick, {**notes, "wait": wait.__name__, "devices": 1})
         return
     loop = _native_loop() if any(c.layer == "native" for c in group.cases) else None
-    targets: dict[Case, Any] = {}
-    tick, sets = None, device_sets(group.cases)
+    targets: dict[Case, Target] = {}
+    tick, notes, sets = None, {}, device_sets(group.cases)
     for cases in sets:
         stamped = any(c.sync == TIMESTAMPS for c in cases)
-        device, notes = open_device(info, stamped, job.offer.limits, f16)
+        device, found = open_device(info, stamped, job.offer.limits, f16)
         wait = waiter(device)
-        tick = bind.tick_ns(device.queue) if stamped else tick
+        if stamped and tick is None:
+            tick, notes = bind.tick_ns(device.queue), found
+        notes = notes or found
         pipeline = compile_pipeline(device, group.kernel, group.workgroup_size)
         targets |= build_targets(device, pipeline, replace(group, cases=cases), rng, bind, wait)
-    notes = {**notes, "wait": wait.__name__, "devices": len(sets)}
+    ops = {case: methods.operation(targets[case], case, loop) for case in group.cases}
+    yield Prepared(group, ops, OutputCheck(targets), tick,
+                   {**notes, "wait": wait.__name__, "devices": len(sets)})
 
-    def verify(counts: dict[Case, int]) -> None:
-        for case, target in targets.items():
+
+@dataclass(frozen=True)
+class OutputCheck:
+    """The output check of a kernel group: every case's target, whichever device it is on,
+    must have grown by the dispatches issued to it. `targets` are the group's GPU objects."""
+
+    targets: dict[Case, Target]
+
+    def __call__(self, counts: dict[Case, int]) -> None:
+        for case, target in self.targets.items():
             target.dispatched = counts[case]
             target.verify(case.id)
-
-    ops = {case: methods.operation(targets[case], case, loop) for case in group.cases}
-    yield Prepared(group, ops, verify, tick, notes)
 
 
 #: Sequential encodings that record large command buffers (N passes in one encoder, N
@@ -152,10 +172,14 @@ _LARGE_ENCODERS = ("pass", "dispatch")
 
 def device_sets(cases: tuple[Case, ...]) -> list[tuple[Case, ...]]:
     """Cases that share a device. One command encoder of 1024 passes makes every later submit
-    on its device cost about 1.6x more on the H100 (docs/results.md), while a second device
-    of the same process does not: so each encoding that records large encoders has its own
-    device, and the cases with one small encoder per op (naive, the `submit` encoding, the
-    breakdown, the FFI floor) share another. Rounds still interleave every case."""
+    on its device cost about 1.6x more on the H100 and 1.75x on lavapipe (docs/results.md;
+    `benchmarks/submit_gap.py big-encoder`), while a second device of the same process does
+    not. So `pass` has a device of its own, and so has `dispatch` with its GPU-timestamp
+    twin: on lavapipe one pass of 1024 dispatches left later submits as they were, but on
+    the H100 that was not measured, and a device more costs a worker about 10 ms. The cases
+    with one small encoder per op (naive, the `submit` encoding, the breakdown, the FFI
+    floor: 1024 submits left no such state on lavapipe) share another. In a reference
+    loop's job the same split gives each native encoding a device."""
     sets: dict[str, list[Case]] = {}
     for case in cases:
         large = case.methodology == "sequential" and case.encoding in _LARGE_ENCODERS
