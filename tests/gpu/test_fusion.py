@@ -18,7 +18,7 @@ from gpuoverhead.gpu import adapters
 from gpuoverhead.gpu.methods import fusion as fusion_method
 from gpuoverhead.gpu.wait import waiter
 from gpuoverhead.suite.expand import load_suite
-from gpuoverhead.suite.model import MODELS, TIMESTAMPS
+from gpuoverhead.suite.model import MODELS, TIMESTAMPS, Shape
 from gpuoverhead.suite.shaders import f16_kernel
 from gpuoverhead.workloads import decode_model as decode
 from gpuoverhead.workloads import loop
@@ -175,30 +175,59 @@ def test_decode_step_reports_tokens_cpu_gpu_and_the_overhead_share(ci_run):
     assert sorted(speedups.encoding) == ["dispatch", "pass", "submit"]
 
 
-def test_decode_logits_match_numpy_and_the_check_would_see_one_wrong_weight():
-    """Both engines' logits agree with the numpy step (fusion.build checks that, or raises);
-    the tolerance is tight enough that a 1% change of one projection would fail it."""
+#: A model for the test only: grouped-query attention (4 query heads read 2 KV heads, as
+#: Qwen2.5-0.5B's 14 read 2) over 3 layers. The shipped tiny model has one KV head, where
+#: every mapping of query heads to KV heads reads the same one, and a wrong one would pass.
+GQA = Shape("test-gqa", 3, 128, 4, 2, 256, 1024)
+
+
+def _swap_kv_heads(layer: dict[str, np.ndarray], shape: Shape) -> None:
+    """The layer's two KV heads exchanged (their K and V projections, biases and caches):
+    the values a kernel that maps each query head to the other KV head would read."""
+    q, kv = shape.heads * decode.HEAD, shape.kv_heads * decode.HEAD
+    for start in (q, q + kv):  # K rows, then V rows
+        for name in ("wqkv", "bqkv"):
+            block = layer[name][start:start + kv].copy()
+            layer[name][start:start + kv] = np.concatenate(np.split(block, 2)[::-1])
+    for name in ("kcache", "vcache"):
+        cache = layer[name].reshape(-1, shape.kv_heads, decode.HEAD)
+        layer[name] = cache[:, ::-1].reshape(-1).copy()
+
+
+def test_decode_logits_match_numpy_and_the_check_would_see_one_wrong_weight(monkeypatch):
+    """Both engines' logits agree with the numpy step (fusion.build checks that, or raises)
+    on a model with several KV heads and layers; the tolerance is tight enough that a query
+    head reading the other KV head in the first layer, or a 1% change of a projection in a
+    middle layer, would fail it."""
+    monkeypatch.setitem(MODELS, 128, GQA)  # the ci suite's decode group: hidden 128
     suite = load_suite(CONFIGS / "ci.yaml")
     group = next(g for g in suite.groups if g.fusion == "decode")
     found = adapters.select(adapters.discover([webgpu.binding("wgpu-native")])[0], BACKEND, None)[0]
     device = found.adapter.request_device_sync()
     works = fusion.build(device, group, np.random.default_rng(11), waiter(device))
-    shape = MODELS[group.elements]
     steps = {c.variant: len(w.sequences[0]) for c, w in works.items()}
     # copy, the layers, (the final norm,) the head in one chunk here, the counter
-    assert steps == {"unfused": 1 + 18 * shape.layers + 1 + 1 + 1,
-                     "fused": 1 + 5 * shape.layers + 1 + 1}
+    assert steps == {"unfused": 1 + 18 * 3 + 1 + 1 + 1, "fused": 1 + 5 * 3 + 1 + 1}
     for work in works.values():  # the `pass` encoding's segments: a pass per layer, the head
         segments = work.segmented[0]
-        assert len(segments) == shape.layers + 1 and sum(segments, ()) == work.sequences[0]
-    weights = decode.Weights.of(shape, group.cases[0].k)
+        assert len(segments) == 3 + 1 and sum(segments, ()) == work.sequences[0]
+    weights = decode.Weights.of(GQA, group.cases[0].k)
+    assert len(weights.layers) == 3 and weights.layers[0]["kcache"].size == \
+        (group.cases[0].k + 1) * 2 * decode.HEAD
+
+    def agrees(logits: np.ndarray, want: np.ndarray) -> bool:
+        return np.allclose(logits, want, rtol=decode.TOLERANCE,
+                           atol=decode.TOLERANCE / 10 * np.abs(want).max())
+
+    for case, work in works.items():
+        assert agrees(work.read(), decode.reference(weights)), case.id
     logits = next(w for c, w in works.items() if c.variant == "fused").read()
-    assert np.allclose(logits, decode.reference(weights), rtol=decode.TOLERANCE,
-                       atol=decode.TOLERANCE / 10 * np.abs(logits).max())
-    weights.layers[-1]["wo"] *= np.float32(1.01)
-    wrong = decode.reference(weights)
-    assert not np.allclose(logits, wrong, rtol=decode.TOLERANCE,
-                           atol=decode.TOLERANCE / 10 * np.abs(wrong).max())
+    swapped = decode.Weights.of(GQA, group.cases[0].k)
+    _swap_kv_heads(swapped.layers[0], GQA)
+    assert not agrees(logits, decode.reference(swapped))
+    scaled = decode.Weights.of(GQA, group.cases[0].k)
+    scaled.layers[1]["wo"] *= np.float32(1.01)
+    assert not agrees(logits, decode.reference(scaled))
 
 
 def test_f16_decode_reads_half_the_weight_bytes_and_matches_numpy_on_its_weights():
