@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import BACKEND, CONFIGS, gpuoverhead, in_process, measured_adapter, only_run_folder
@@ -76,11 +77,21 @@ def test_report_merges_runs_and_vendors(ci_run, second_run, tmp_path):
                 & (r.encoding == "submit") & (r.layer == "wrapper")] for r in runs]
     assert lava["submit low (ns)"] == min(float(r.ci_low.iat[0]) for r in submit)
     assert lava["submit high (ns)"] == max(float(r.ci_high.iat[0]) for r in submit)
+    assert lava["submit (ns)"] == pytest.approx(np.median([r.value.iat[0] for r in submit]))
+    # The rewritten copy is a row of its own: one run, the first run's own figures (its
+    # copy's), not merged with the lavapipe runs it was copied from.
+    nv = table[table.vendor == "nvidia"].iloc[0]
+    copied = pd.read_parquet(fake / "summary.parquet")
+    mine = copied[(copied.benchmark == "empty") & copied.process.isna()
+                  & (copied.metric == "per_dispatch_ns") & (copied.encoding == "submit")
+                  & (copied.layer == "wrapper")]
+    assert nv["runs"] == 1 and len(mine) == 1
+    assert (nv["submit (ns)"], nv["submit low (ns)"], nv["submit high (ns)"]) == \
+        pytest.approx((mine.value.iat[0], mine.ci_low.iat[0], mine.ci_high.iat[0]))
     markdown = (tmp_path / "r.md").read_text()
     assert "span of their intervals" in markdown
     assert "| mesa" in markdown and "Imaginary GPU" in markdown
     assert "CPU (software) adapter" in markdown  # the footnote of the lavapipe row
-    assert fake.exists()
 
 
 def test_compare_flags_an_injected_slowdown_and_not_identical_data(second_run, tmp_path):
