@@ -1,14 +1,17 @@
 """Reading result sets back: find run folders, check their schema, load their tables.
 
 Every problem a user can cause here (a path that matches nothing, a corrupt or truncated
-Parquet file, a run of another schema version) is a UserError naming the file.
+Parquet file, a run of another schema version, a run.json field of the wrong type) is a
+UserError naming the file.
 """
 
 from __future__ import annotations
 
 import glob
 import json
-from dataclasses import dataclass
+import types
+import typing
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +19,7 @@ import pandas as pd
 
 from gpuoverhead import metrics
 from gpuoverhead.errors import UserError
-from gpuoverhead.results.columns import RUN_JSON, SAMPLES, SCHEMA_VERSION, SUMMARY
+from gpuoverhead.results.columns import RUN_JSON, SAMPLES, SCHEMA_VERSION, SUMMARY, RunRecord
 
 
 @dataclass
@@ -64,9 +67,10 @@ def load(folder: Path) -> ResultSet:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UserError(f"{path}: cannot read: {exc}") from None
     version = info.get("schema_version") if isinstance(info, dict) else None
-    if version not in READABLE:
+    if isinstance(version, bool) or version not in READABLE:  # true == 1 in Python
         raise UserError(f"{path}: schema version {version!r}, this gpuoverhead reads versions "
                         f"{', '.join(map(str, READABLE))}")
+    check_record(info, path)
     summary = _read_parquet(folder / f"{SUMMARY}.parquet")
     check_units(summary, folder / f"{SUMMARY}.parquet")
     _check_columns(summary, folder / f"{SUMMARY}.parquet")
@@ -105,6 +109,72 @@ def load_all(paths: list[str]) -> list[ResultSet]:
         check_units(pd.concat([rs.summary[["metric", "unit"]] for rs in sets]),
                      Path(", ".join(str(rs.folder) for rs in sets)))
     return sets
+
+
+def check_record(info: dict[str, Any], path: Path) -> None:
+    """Each field of RunRecord that run.json has, of its type (older versions lack some
+    fields and have others: those are not checked): a number where a list belongs would
+    surface as a TypeError in whatever reads it next."""
+    hints = typing.get_type_hints(RunRecord)
+    for f in fields(RunRecord):
+        if f.name in info:
+            wrong = _mismatch(info[f.name], hints[f.name], f.name)
+            if wrong is not None:
+                name, hint, value = wrong
+                raise UserError(f"{path}: field {name!r} is {_found(value)}, not "
+                                f"{_expected(hint)}: not a gpuoverhead run record")
+
+
+def _mismatch(value: Any, hint: Any, name: str) -> tuple[str, Any, Any] | None:
+    """(where, expected type, value) of the first part of `value` that is not of `hint`."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return None
+    if origin in (typing.Union, types.UnionType):
+        return None if any(_mismatch(value, a, name) is None for a in args) else \
+            (name, hint, value)
+    if origin is list:
+        if not isinstance(value, list):
+            return name, hint, value
+        return next((m for i, item in enumerate(value)
+                     if (m := _mismatch(item, args[0], f"{name}[{i}]")) is not None), None)
+    if origin is dict:
+        if not isinstance(value, dict):
+            return name, hint, value
+        return next((m for key, item in value.items()
+                     if (m := _mismatch(item, args[1], f"{name}.{key}")) is not None), None)
+    if hint is float:  # JSON writes 60.0 as 60 where a person typed it
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+    else:  # true and false are ints to Python, not to JSON
+        ok = isinstance(value, hint) and not (isinstance(value, bool) and hint is not bool)
+    return None if ok else (name, hint, value)
+
+
+_ONE = {str: "a string", int: "an integer", float: "a number", bool: "true/false",
+        type(None): "null"}
+_MANY = {str: "strings", int: "integers", float: "numbers", bool: "true/false values",
+         type(None): "nulls"}
+
+
+def _expected(hint: Any, plural: bool = False) -> str:
+    """A type as a reader of JSON says it: 'a list of objects', 'a string or null'."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_expected(a, plural) for a in args)
+    if origin is list:
+        return ("lists" if plural else "a list") + f" of {_expected(args[0], True)}"
+    if origin is dict:
+        whole = "objects" if plural else "an object"
+        return whole if args[1] is Any else f"{whole} of {_expected(args[1], True)}"
+    return (_MANY if plural else _ONE).get(hint, getattr(hint, "__name__", str(hint)))
+
+
+def _found(value: Any) -> str:
+    kinds = {bool: "true/false", int: "an integer", float: "a number", str: "a string",
+             list: "a list", dict: "an object", type(None): "null"}
+    shown = json.dumps(value)
+    return f"{kinds.get(type(value), type(value).__name__)} " \
+        f"({shown if len(shown) <= 40 else shown[:37] + '...'})"
 
 
 #: Summary columns every reader needs, and those of them that hold numbers.

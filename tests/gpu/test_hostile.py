@@ -337,6 +337,32 @@ def _no_case_column(folder: Path) -> None:
         folder / "summary.parquet")
 
 
+def _field(name: str, value: object):
+    """Damage: one run.json field of another type (issue 26.12: `compare` raised a
+    TypeError on `"adapters": 3`, `show` and `report` took it)."""
+    def damage(folder: Path) -> None:
+        info = json.loads((folder / "run.json").read_text())
+        info[name] = value
+        (folder / "run.json").write_text(json.dumps(info))
+    return damage
+
+
+#: run.json fields of another type than RunRecord's (results/columns.py).
+BAD_RECORDS = {
+    "adapters a number": (_field("adapters", 3), "run.json: field 'adapters' is an integer "
+                                                 "(3), not a list of objects"),
+    "status a number": (_field("status", 5), "run.json: field 'status' is an integer (5), "
+                                             "not a string"),
+    "benchmarks a string": (_field("benchmarks", "x"), "run.json: field 'benchmarks' is a "
+                                                       "string (\"x\"), not a list of objects"),
+    "a warning a number": (_field("warnings", ["ok", 7]), "run.json: field 'warnings[1]' is an "
+                                                          "integer (7), not a string"),
+    "suite name a list": (_field("suite", {"name": []}), "run.json: field 'suite.name' is a "
+                                                         "list ([]), not a string"),
+    "schema version true": (_field("schema_version", True), "schema version True, this "
+                                                            "gpuoverhead reads"),
+}
+
 #: Damage done to a copy of a good result set, and what `report` and `compare` must say.
 BAD_RESULTS = {
     "truncated parquet": (_truncate, "summary.parquet: not a readable Parquet file"),
@@ -347,6 +373,7 @@ BAD_RESULTS = {
     "no run.json": (_no_run_json, "no result sets (folders with run.json)"),
     "text in value": (_text_in_value, "column(s) value hold text, not numbers"),
     "missing column": (_no_case_column, "no case column(s): not a gpuoverhead summary"),
+    **BAD_RECORDS,
 }
 
 
@@ -365,6 +392,29 @@ def test_hostile_result_set(tmp_path, good_run, name, command):
         expected = "not a run folder (no run.json)"
     _assert_one_clear_line(proc, expected)
     assert not written.exists()
+
+
+@pytest.mark.parametrize("name", BAD_RECORDS)
+def test_hostile_run_json_field_of_another_type_in_show(tmp_path, good_run, name):
+    """`show` read run.json's status only to print it, so a malformed record passed."""
+    damage, expected = BAD_RECORDS[name]
+    bad = shutil.copytree(good_run, tmp_path / "bad")
+    damage(bad)
+    _assert_one_clear_line(in_process("show", str(bad)), expected)
+
+
+def test_hostile_run_json_of_every_older_version_still_reads(tmp_path, good_run):
+    """The field check takes what older versions wrote: fields missing (no noise, drift
+    or time limit in version 1), fields since dropped (calibration), a null time limit."""
+    old = shutil.copytree(good_run, tmp_path / "old")
+    info = json.loads((old / "run.json").read_text())
+    for name in ("noise", "drift", "time_limit_s", "processes", "layers"):
+        info.pop(name, None)
+    info.update(schema_version=1, calibration={"timer_ns": 30}, finished=None)
+    (old / "run.json").write_text(json.dumps(info))
+    for args in (("show", str(old)), ("report", str(old)), ("compare", str(good_run), str(old))):
+        proc = in_process(*args)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, (args, proc.stderr)
 
 
 def test_hostile_suite_that_is_not_a_file_of_text(tmp_path):
