@@ -218,12 +218,14 @@ def report(
     plots: Annotated[Path | None, typer.Option(
         help="Folder for the plots as PNG and SVG.")] = None,
 ) -> None:
-    """Per-vendor overhead tables from any number of result sets."""
+    """Per-vendor overhead tables from any number of result sets; never written into a run
+    folder."""
     from gpuoverhead.present import console, render
     from gpuoverhead.present import report as reporting
     from gpuoverhead.results import read
 
     with user_errors():
+        reporting.check_outputs(output or [], [plots] if plots is not None else [])
         sets = read.load_all(paths)
         table = reporting.build(sets, benchmark, elements)
         console.out.print(render.terminal(table))

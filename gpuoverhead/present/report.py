@@ -6,16 +6,19 @@ implementation, the row shows the median of their estimates and the span of thei
 intervals, from the lowest bound to the highest (so the spread between runs is never
 hidden; it is no 95% interval of that median), and says how many runs it merged.
 Warnings of the runs (software adapter, quantized timer, ...) become footnotes of the row.
+No output is written into a run folder or onto a result file (`check_outputs`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from gpuoverhead.errors import UserError
+from gpuoverhead.results.columns import RUN_JSON, SAMPLES, SUMMARY
 from gpuoverhead.results.read import ResultSet
 
 ROW_KEYS = ["vendor", "adapter", "backend", "implementation"]
@@ -75,6 +78,26 @@ class Report:
     table: pd.DataFrame
     figures: list[Figure]
     notes: list[str]
+
+
+#: The files of a run folder: a report written onto one would replace a run's results.
+RESULT_FILES = (RUN_JSON, *(f"{t}.{s}" for t in (SUMMARY, SAMPLES) for s in ("parquet", "csv")))
+
+
+def check_outputs(files: list[Path], folders: list[Path]) -> None:
+    """A UserError, before anything is read or written, for an output file or folder
+    inside a run folder (one holding run.json), or for an output file onto an existing
+    result file: `report R -o R/summary.csv` replaced the run's own summary."""
+    for path, is_folder in [(f, False) for f in files] + [(f, True) for f in folders]:
+        target = path.resolve()  # through links: a link to R/summary.csv is R/summary.csv
+        around = ([target] if is_folder else []) + [target.parent, *target.parent.parents]
+        run = next((p for p in around if (p / RUN_JSON).is_file()), None)
+        if run is not None:
+            raise UserError(f"{path}: inside the run folder {run}; write reports and plots "
+                            "outside run folders, whose files are the run's results")
+        if not is_folder and target.name in RESULT_FILES and target.exists():
+            raise UserError(f"{path}: exists and is named as a run's result file "
+                            f"({', '.join(RESULT_FILES)}); a report is not written over one")
 
 
 def merged_summary(sets: list[ResultSet]) -> pd.DataFrame:

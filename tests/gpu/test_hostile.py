@@ -417,6 +417,60 @@ def test_hostile_run_json_of_every_older_version_still_reads(tmp_path, good_run)
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, (args, proc.stderr)
 
 
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+#: Where `report -o`/`--plots` must not write (issue 26.4: `report R -o R/summary.csv`
+#: replaced the run's own summary): (arguments after the run folder R, expected line).
+BAD_OUTPUTS = {
+    "onto the run's summary.csv": (["-o", "{run}/summary.csv"], "{run}/summary.csv: inside "
+                                   "the run folder {run}"),
+    "onto the run's run.json": (["-o", "{run}/run.json"], "inside the run folder {run}"),
+    "a new file in the run folder": (["-o", "{run}/table.md"], "{run}/table.md: inside the "
+                                     "run folder {run}"),
+    "a folder below the run folder": (["-o", "{run}/tables/t.html"], "inside the run folder"),
+    "plots into the run folder": (["--plots", "{run}"], "{run}: inside the run folder {run}"),
+    "plots below the run folder": (["--plots", "{run}/plots"], "inside the run folder {run}"),
+    "a link into the run folder": (["-o", "{tmp}/link.csv"], "{tmp}/link.csv: inside the run "
+                                   "folder {run}"),
+    "onto a result file elsewhere": (["-o", "{tmp}/kept/summary.csv"],
+                                     "{tmp}/kept/summary.csv: exists and is named as a run's "
+                                     "result file"),
+    "onto samples.csv elsewhere": (["-o", "{tmp}/kept/samples.csv"], "exists and is named as"),
+}
+
+
+@pytest.mark.parametrize("name", BAD_OUTPUTS)
+def test_hostile_report_output_onto_a_run(tmp_path, good_run, name):
+    """Refused before anything is read or written: one line, exit 2, every file as it was."""
+    run = shutil.copytree(good_run, tmp_path / "R")
+    if not (run / "summary.csv").exists():
+        pd.read_parquet(run / "summary.parquet").to_csv(run / "summary.csv", index=False)
+    (tmp_path / "link.csv").symlink_to(run / "summary.csv")
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "summary.csv").write_text("someone's table\n")
+    (kept / "samples.csv").write_text("someone's samples\n")
+    args, expected = BAD_OUTPUTS[name]
+    fill = {"run": str(run), "tmp": str(tmp_path)}
+    before = _tree(tmp_path)
+    proc = in_process("report", str(run), *(a.format(**fill) for a in args))
+    _assert_one_clear_line(proc, expected.format(**fill))
+    assert _tree(tmp_path) == before
+
+
+def test_hostile_report_output_beside_runs_is_written(tmp_path, good_run):
+    """Outside every run folder, even in the folder that holds them, a report is written."""
+    runs = tmp_path / "results"
+    shutil.copytree(good_run, runs / "R")
+    proc = in_process("report", str(runs), "-o", str(runs / "report.md"), "-o",
+                      str(tmp_path / "summary.csv"))  # a result file's name, none there yet
+    assert proc.returncode == 0, proc.stderr
+    assert (runs / "report.md").is_file() and (tmp_path / "summary.csv").is_file()
+
+
 def test_hostile_suite_that_is_not_a_file_of_text(tmp_path):
     _assert_one_clear_line(in_process("validate", "/dev/zero"),
                            "/dev/zero: cannot read: not a regular file but a character device")
