@@ -218,15 +218,21 @@ def report(
     plots: Annotated[Path | None, typer.Option(
         help="Folder for the plots as PNG and SVG.")] = None,
 ) -> None:
-    """Per-vendor overhead tables from any number of result sets; never written into a run
-    folder."""
+    """Per-vendor overhead tables from any number of result sets (each run counted once);
+    never written into a run folder."""
+    from rich.markup import escape
+
     from gpuoverhead.present import console, render
     from gpuoverhead.present import report as reporting
     from gpuoverhead.results import read
 
+    notes: list[str] = []
     with user_errors():
         reporting.check_outputs(output or [], [plots] if plots is not None else [])
-        sets = read.load_all(paths)
+        sets = read.load_all(paths, notes)
+        for note in notes:  # one line each, however long its folders' paths
+            console.err.print(f"[yellow]warning:[/yellow] {escape(note)}", highlight=False,
+                              soft_wrap=True)
         table = reporting.build(sets, benchmark, elements)
         console.out.print(render.terminal(table))
         for note in render.footnotes(table):

@@ -6,7 +6,8 @@ implementation, the row shows the median of their estimates and the span of thei
 intervals, from the lowest bound to the highest (so the spread between runs is never
 hidden; it is no 95% interval of that median), and says how many runs it merged.
 Warnings of the runs (software adapter, quantized timer, ...) become footnotes of the row.
-No output is written into a run folder or onto a result file (`check_outputs`).
+A run found in several folders (a copy) counts once (results/read.load_all), and no output
+is written into a run folder or onto a result file (`check_outputs`).
 """
 
 from __future__ import annotations

@@ -103,12 +103,59 @@ def migrate(summary: pd.DataFrame) -> pd.DataFrame:
     return summary.assign(**missing) if missing else summary
 
 
-def load_all(paths: list[str]) -> list[ResultSet]:
+def load_all(paths: list[str], notes: list[str] | None = None) -> list[ResultSet]:
+    """The result sets under `paths`, each run once: a run found in several folders (a
+    copied folder) is read from the first, and `notes` gets a line naming it and them."""
     sets = [load(f) for f in find_folders(paths)]
+    sets, repeated = one_per_run(sets)
+    if notes is not None:
+        notes += repeated
     if len(sets) > 1:
         check_units(pd.concat([rs.summary[["metric", "unit"]] for rs in sets]),
                      Path(", ".join(str(rs.folder) for rs in sets)))
     return sets
+
+
+def run_identity(rs: ResultSet) -> tuple[str, str] | None:
+    """What names a run wherever its folder lies: its id and start time (a reused --run-id
+    on another day or machine is another run), or None where run.json has no id."""
+    run_id, started = rs.info.get("run_id"), rs.info.get("started")
+    return (run_id, str(started)) if isinstance(run_id, str) else None
+
+
+#: What a summary row was measured with: a report's row is one of these.
+MEASURED = ["vendor", "adapter", "backend", "implementation"]
+
+
+def _measured(rs: ResultSet) -> set[tuple]:
+    columns = [c for c in MEASURED if c in rs.summary]
+    return set(rs.summary[columns].itertuples(index=False, name=None)) if columns else set()
+
+
+def one_per_run(sets: list[ResultSet]) -> tuple[list[ResultSet], list[str]]:
+    """Each run once, from the first folder it was found in, and a line per run found in
+    more than one: merged twice, one run's figures would count as two runs' agreement. A
+    folder of the same run.json whose rows name other adapters (a copy rewritten to stand
+    for another machine) shares no row with it and is kept."""
+    measured = [_measured(rs) for rs in sets]
+    copies: dict[int, list[int]] = {}  # a kept set's index: the sets that are its run
+    for j, rs in enumerate(sets):
+        identity = run_identity(rs)
+        first = next((i for i in copies if identity is not None
+                      and run_identity(sets[i]) == identity and measured[i] & measured[j]),
+                     None)
+        if first is None:
+            copies[j] = [j]
+        else:
+            copies[first].append(j)
+    notes = []
+    for i, found in copies.items():
+        if len(found) > 1:
+            differ = any(not sets[j].summary.equals(sets[i].summary) for j in found[1:])
+            notes.append(f"run {sets[i].info['run_id']} is in {len(found)} folders ("
+                         f"{', '.join(str(sets[j].folder) for j in found)}): counted once, "
+                         "from the first" + (" (their summaries differ)" if differ else ""))
+    return [sets[i] for i in copies], notes
 
 
 def check_record(info: dict[str, Any], path: Path) -> None:

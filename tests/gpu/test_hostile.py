@@ -471,6 +471,30 @@ def test_hostile_report_output_beside_runs_is_written(tmp_path, good_run):
     assert (runs / "report.md").is_file() and (tmp_path / "summary.csv").is_file()
 
 
+def test_hostile_same_run_in_two_folders_counts_once(tmp_path, good_run):
+    """`report x/R y/R` of a copied folder said `runs 2` (issue 26.5): one run, counted
+    once, and a warning that names it and both folders."""
+    first = shutil.copytree(good_run, tmp_path / "x" / "R")
+    second = shutil.copytree(good_run, tmp_path / "y" / "R")
+    table = tmp_path / "t.csv"
+    proc = in_process("report", str(first), str(second), "-o", str(table))
+    assert proc.returncode == 0, proc.stderr
+    run_id = json.loads((good_run / "run.json").read_text())["run_id"]
+    warned = [line for line in proc.stderr.splitlines() if line.startswith("warning: run ")]
+    assert len(warned) == 1, proc.stderr
+    assert f"run {run_id} is in 2 folders ({first}, {second}): counted once, from the first" \
+        in warned[0]
+    assert pd.read_csv(table)["runs"].tolist() == [1]
+    # The same run.json beside another run's: that one still counts.
+    other = shutil.copytree(good_run, tmp_path / "z" / "S")
+    info = json.loads((other / "run.json").read_text())
+    (other / "run.json").write_text(json.dumps({**info, "run_id": "another",
+                                                "started": "2000-01-01T00:00:00+00:00"}))
+    proc = in_process("report", str(first), str(second), str(other), "-o", str(table))
+    assert proc.returncode == 0, proc.stderr
+    assert pd.read_csv(table)["runs"].tolist() == [2]
+
+
 def test_hostile_suite_that_is_not_a_file_of_text(tmp_path):
     _assert_one_clear_line(in_process("validate", "/dev/zero"),
                            "/dev/zero: cannot read: not a regular file but a character device")
