@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -558,6 +559,26 @@ def test_hostile_reference_below_resolution_is_said_as_such(tmp_path, good_run):
     shown = [line for line in proc.stdout.splitlines() if "api/ref." in line]
     assert len(shown) == 1, proc.stdout
     assert "∞" not in shown[0] and "below resolution" in shown[0], shown[0]
+
+
+def test_hostile_readme_names_every_option_of_every_command():
+    """README's table of commands is the usage a user reads (issue 26.16: selftest's line
+    was checked against `selftest --help`): each command is in it with every option."""
+    import typer
+
+    from gpuoverhead.cli import app
+
+    readme = (ROOT / "README.md").read_text()
+    group = typer.main.get_command(app)
+    for name, command in group.commands.items():  # type: ignore[attr-defined]
+        line = next((x for x in readme.splitlines() if x.startswith(f"| `gpuoverhead {name}")),
+                    None)
+        assert line is not None, f"README's table of commands has no `gpuoverhead {name}`"
+        for param in command.params:
+            if param.param_type_name == "option" and "--help" not in param.opts:
+                names = param.opts + param.secondary_opts
+                assert any(re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", line)
+                           for o in names), (name, names, line)
 
 
 def test_hostile_suite_that_is_not_a_file_of_text(tmp_path):
