@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from gpuoverhead import interrupts
+from gpuoverhead import __version__, interrupts
 from gpuoverhead.errors import UserError
 from gpuoverhead.gpu.adapters import BACKENDS
 from gpuoverhead.resources import DEFAULT_SUITE, suite_path
@@ -62,8 +62,6 @@ OutOption = Annotated[Path, typer.Option("--out", "-o", help="Folder that receiv
 
 def _version(value: bool) -> None:
     if value:
-        from gpuoverhead import __version__
-
         typer.echo(f"gpuoverhead {__version__}")
         raise typer.Exit()
 
@@ -215,13 +213,9 @@ def report(
         help="Its element count (default: the smallest measured).")] = None,
     output: Annotated[list[Path] | None, typer.Option(
         "--output", "-o", help="Write the table: .md, .csv or .html (repeatable).")] = None,
-    plots: Annotated[Path | None, typer.Option(
-        help="Folder for the plots as PNG and SVG.")] = None,
+    plots: Annotated[Path | None, typer.Option(help="Folder for plots (PNG, SVG).")] = None,
 ) -> None:
-    """Per-vendor overhead tables from any number of result sets (each run counted once);
-    never written into a run folder."""
-    from rich.markup import escape
-
+    """Per-vendor tables from result sets, each run counted once (never into a run folder)."""
     from gpuoverhead.present import console, render
     from gpuoverhead.present import report as reporting
     from gpuoverhead.results import read
@@ -230,9 +224,7 @@ def report(
     with user_errors():
         reporting.check_outputs(output or [], [plots] if plots is not None else [])
         sets = read.load_all(paths, notes)
-        for note in notes:  # one line each, however long its folders' paths
-            console.err.print(f"[yellow]warning:[/yellow] {escape(note)}", highlight=False,
-                              soft_wrap=True)
+        console.show_warnings(notes)
         table = reporting.build(sets, benchmark, elements)
         console.out.print(render.terminal(table))
         for note in render.footnotes(table):

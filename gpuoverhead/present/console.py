@@ -246,4 +246,4 @@ def show_errors(errors: list[str]) -> None:
 
 def show_warnings(warnings: list[str]) -> None:
     for w in warnings:
-        err.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
+        err.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False, soft_wrap=True)
