@@ -46,13 +46,13 @@ def child(variant: str) -> dict[str, dict[str, float]]:
 
         if variant == "dawn-enumerated":
             wgpudawn.gpu.enumerate_adapters_sync()
+    from gpuoverhead.cases import Case, Group, Kernel, Sampling
     from gpuoverhead.drivers import webgpu
     from gpuoverhead.gpu import adapters
     from gpuoverhead.gpu.layers import native
     from gpuoverhead.gpu.targets import build_targets, compile_pipeline
     from gpuoverhead.gpu.wait import waiter
     from gpuoverhead.resources import SHADERS_DIR
-    from gpuoverhead.suite.model import Case, Group, Kernel, Sampling
 
     found = adapters.select(adapters.discover([webgpu.binding("wgpu-native")])[0], None, None)[0]
     features = ["timestamp-query"] if variant in ("timestamps+limits", "busy-device") else []
@@ -125,16 +125,16 @@ def _worker() -> dict[str, dict[str, float]]:
     """gpuoverhead's reference job for the empty kernel, through its own worker."""
     from dataclasses import replace
 
+    from gpuoverhead.cases import REFERENCE
     from gpuoverhead.drivers import webgpu
     from gpuoverhead.drivers.base import Job, Offer
     from gpuoverhead.gpu import adapters
     from gpuoverhead.gpu.layers import native
-    from gpuoverhead.gpu.methods import series
+    from gpuoverhead.methods import series
     from gpuoverhead.resources import DEFAULT_SUITE
     from gpuoverhead.run import worker
     from gpuoverhead.run.budget import Budget
     from gpuoverhead.suite.expand import load_suite
-    from gpuoverhead.suite.model import REFERENCE
 
     native.load()
     group = load_suite(DEFAULT_SUITE).groups[0]
@@ -160,13 +160,13 @@ def big_encoder() -> None:
     and on a second device (B) of the same process."""
     import numpy as np
 
+    from gpuoverhead.cases import Case, Group, Kernel, Sampling
     from gpuoverhead.drivers import webgpu
     from gpuoverhead.gpu import adapters
     from gpuoverhead.gpu.layers import native
     from gpuoverhead.gpu.targets import build_targets, compile_pipeline
     from gpuoverhead.gpu.wait import waiter
     from gpuoverhead.resources import SHADERS_DIR
-    from gpuoverhead.suite.model import Case, Group, Kernel, Sampling
 
     found = adapters.select(adapters.discover([webgpu.binding("wgpu-native")])[0], None, None)[0]
     path = SHADERS_DIR / "empty.wgsl"

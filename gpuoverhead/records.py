@@ -52,7 +52,7 @@ class SelfTimed:
     gpu_ns: int | None = None
 
     def parts(self, start_ns: int) -> tuple[int, ...] | None:
-        """The parts a Python op of the same case returns (see gpu/methods)."""
+        """The parts a Python op of the same case returns (see methods/)."""
         if self.gpu_ns is not None:
             return (0, self.gpu_ns)
         return (start_ns + self.issue_ns,) if self.issue_ns is not None else None

@@ -24,7 +24,7 @@ import numpy as np
 
 from gpuoverhead.analysis.series import Key, Series
 from gpuoverhead.analysis.stats import Estimate, process_median_ci, ratio_ci
-from gpuoverhead.suite.model import DECODE_KERNEL, FUSION, Case
+from gpuoverhead.cases import DECODE_KERNEL, FUSION, Case
 
 #: Differences, negative where the part subtracted is the larger (the FFI check says how
 #: far the FFI correction is off, either way): linear intervals.

@@ -34,7 +34,7 @@ from gpuoverhead.analysis.combine import combine
 from gpuoverhead.analysis.pairs import paired_ratios, same_case
 from gpuoverhead.analysis.series import Key, Series
 from gpuoverhead.analysis.stats import Estimate, Interval, between_processes
-from gpuoverhead.suite.model import Case
+from gpuoverhead.cases import Case
 
 #: Measured rounds per process, the noise of one round and the offsets of processes
 #: (sd on logs).

@@ -19,7 +19,7 @@ import numpy as np
 from gpuoverhead.analysis.combine import Row
 from gpuoverhead.analysis.series import Key, Series
 from gpuoverhead.analysis.stats import Estimate, over_processes, ratio_of
-from gpuoverhead.suite.model import Case
+from gpuoverhead.cases import Case
 
 Processes = list[dict[Key, Series]]
 #: The figures compared between implementations.

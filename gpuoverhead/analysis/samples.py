@@ -12,7 +12,7 @@ from functools import reduce
 
 import numpy as np
 
-from gpuoverhead.suite.model import FUSION, TIMESTAMPS, Case
+from gpuoverhead.cases import FUSION, TIMESTAMPS, Case
 
 #: GPU timers coarser than this are flagged as quantized.
 QUANTIZED_NS = 1000.0

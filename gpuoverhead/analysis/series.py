@@ -1,5 +1,5 @@
 """Per estimate, the values of one worker process, and the view of its samples that the
-methodologies (gpu/methods, one module each) make them from.
+methodologies (methods/, one module each) make them from.
 
 A series holds one value per round (a slope, an intercept) or per sample (a latency), with
 the time each was taken, so that processes can be combined (`combine`) and drift found
@@ -25,7 +25,7 @@ from gpuoverhead.analysis.samples import (
     records,
 )
 from gpuoverhead.analysis.stats import median_ratio, round_fits
-from gpuoverhead.suite.model import Case
+from gpuoverhead.cases import Case
 
 #: Metrics whose precision decides when sampling stops.
 STOP_METRICS = ("latency_ns", "per_dispatch_ns", "cpu_per_dispatch_ns", "per_unit_ns")

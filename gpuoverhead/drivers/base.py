@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from gpuoverhead.cases import TIMESTAMPS, Case, Group, Suite
 from gpuoverhead.records import AdapterInfo
-from gpuoverhead.suite.model import TIMESTAMPS, Case, Group, Suite
 
 
 @dataclass(frozen=True)

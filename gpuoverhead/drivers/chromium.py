@@ -21,6 +21,7 @@ from typing import Any
 
 from gpuoverhead.browser import launcher, server
 from gpuoverhead.browser.cdp import BrowserError, Page
+from gpuoverhead.cases import TIMESTAMPS, Case, Group, Suite
 from gpuoverhead.drivers.base import (
     Job,
     Offer,
@@ -32,7 +33,6 @@ from gpuoverhead.drivers.base import (
 from gpuoverhead.errors import IntegrityError, UserError
 from gpuoverhead.gpu.targets import grid_for
 from gpuoverhead.records import AdapterInfo, SelfTimed
-from gpuoverhead.suite.model import TIMESTAMPS, Case, Group, Suite
 
 FAMILY = "chromium"
 IMPLEMENTATIONS = (FAMILY,)

@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
+from gpuoverhead.cases import Case, Group, Suite
 from gpuoverhead.drivers.base import Job, Offer, Prepared, Request, without_timestamps
-from gpuoverhead.drivers.torch_forms import COMPILE, EAGER, FAMILY, GRAPH, device_name
 from gpuoverhead.errors import IntegrityError, UserError
 from gpuoverhead.records import AdapterInfo
-from gpuoverhead.suite.model import Case, Group, Suite
+from gpuoverhead.torch_forms import COMPILE, EAGER, FAMILY, GRAPH, device_name
 from gpuoverhead.workloads import registry as workloads
 
 IMPLEMENTATIONS = (FAMILY,)

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from gpuoverhead import methods
+from gpuoverhead.cases import REFERENCE, TIMESTAMPS, Case, Group, Suite
 from gpuoverhead.drivers.base import (
     Job,
     Offer,
@@ -29,12 +31,11 @@ from gpuoverhead.drivers.base import (
     without_timestamps,
 )
 from gpuoverhead.errors import UserError
-from gpuoverhead.gpu import adapters, methods
+from gpuoverhead.gpu import adapters
 from gpuoverhead.gpu.bindings import Binding
-from gpuoverhead.gpu.methods import fusion as fusion_method
 from gpuoverhead.gpu.targets import Target, build_targets, compile_pipeline
 from gpuoverhead.gpu.wait import waiter
-from gpuoverhead.suite.model import REFERENCE, TIMESTAMPS, Case, Group, Suite
+from gpuoverhead.methods import fusion as fusion_method
 from gpuoverhead.workloads import registry as workloads
 from gpuoverhead.workloads.work import verify_outputs
 

@@ -1,1 +1,2 @@
-"""The GPU side: adapters and implementations, kernels and workloads, the wait, layers, methods."""
+"""WebGPU mechanics: adapters, bindings, a group's GPU objects, the wait, and the layers that
+issue the calls (wrapper, raw FFI, the C loop)."""

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from gpuoverhead.cases import Case, Group, Kernel
 from gpuoverhead.errors import IntegrityError, UserError
 from gpuoverhead.gpu.bindings import Binding
-from gpuoverhead.suite.model import Case, Group, Kernel
 
 MAX_WORKGROUPS_PER_DIM = 65535
 

@@ -19,9 +19,9 @@ from gpuoverhead.analysis.samples import (
     records,
 )
 from gpuoverhead.analysis.stats import outlier_flags
+from gpuoverhead.cases import TIMESTAMPS, Case, Group
 from gpuoverhead.records import CALLS, AdapterInfo
 from gpuoverhead.results.columns import ERROR, SAMPLE_COLUMNS
-from gpuoverhead.suite.model import TIMESTAMPS, Case, Group
 
 
 def _case_fields(run_id: str, adapter: AdapterInfo, case: Case) -> dict[str, Any]:

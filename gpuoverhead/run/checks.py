@@ -11,9 +11,9 @@ import pandas as pd
 from gpuoverhead.analysis.combine import Row
 from gpuoverhead.analysis.samples import backwards_stamps, gpu_timer
 from gpuoverhead.analysis.series import STOP_METRICS, precise_enough
+from gpuoverhead.cases import Group
 from gpuoverhead.run.budget import SAMPLE_SHARE
 from gpuoverhead.run.worker import Outcome
-from gpuoverhead.suite.model import Group
 
 
 def process_entry(outcome: Outcome) -> dict[str, Any]:

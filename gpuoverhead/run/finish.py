@@ -13,7 +13,7 @@ from gpuoverhead.analysis.samples import GroupSamples
 from gpuoverhead.analysis.series import Key, Series
 from gpuoverhead.drivers import registry
 from gpuoverhead.drivers.base import Job
-from gpuoverhead.gpu.methods import series
+from gpuoverhead.methods import series
 from gpuoverhead.results import tables
 from gpuoverhead.run import checks
 from gpuoverhead.run.files import Finished

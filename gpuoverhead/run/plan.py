@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpuoverhead.cases import Suite
 from gpuoverhead.drivers import registry
 from gpuoverhead.drivers.base import Driver, Job, Offer, Request
 from gpuoverhead.errors import UserError
 from gpuoverhead.gpu import adapters
 from gpuoverhead.suite.expand import load_suite, quick
-from gpuoverhead.suite.model import Suite
 
 
 @dataclass

@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 
 from gpuoverhead.analysis.samples import GroupSamples
-from gpuoverhead.gpu.methods import Operation
+from gpuoverhead.cases import Case, Group
+from gpuoverhead.methods import Operation
 from gpuoverhead.records import SelfTimed
 from gpuoverhead.run.budget import Budget
-from gpuoverhead.suite.model import Case, Group
 
 #: Moving-median window over warm-up round durations, and its tolerance for "settled".
 WARMUP_WINDOW = 3

@@ -24,7 +24,7 @@ from gpuoverhead.analysis.samples import Calibration, GroupSamples
 from gpuoverhead.drivers import registry
 from gpuoverhead.drivers.base import Job, Prepared
 from gpuoverhead.errors import IntegrityError, UserError
-from gpuoverhead.gpu.methods import worst_rel_ci
+from gpuoverhead.methods import worst_rel_ci
 from gpuoverhead.run.budget import Budget
 from gpuoverhead.run.rounds import MIN_ROUNDS, sample_group, timer_cost_ns
 

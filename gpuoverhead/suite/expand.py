@@ -11,23 +11,21 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from gpuoverhead.cases import FUSION, TIMESTAMPS, Case, Group, Sampling, Suite
 from gpuoverhead.errors import UserError
-from gpuoverhead.suite.model import (
-    DECODE_WG,
-    FFI_FLOOR,
-    FLOOR_CALLS_PER_N,
-    FUSION,
-    MATMUL_TILE,
-    RMSNORM_STEPS,
-    TIMESTAMPS,
-    Case,
-    Group,
-    Sampling,
-    Suite,
+from gpuoverhead.methods import METHODS
+from gpuoverhead.suite.schema import (
+    SuiteModel,
+    describe,
+    error_text,
+    fusion_problems,
+    precision_message,
+    settings_of,
 )
-from gpuoverhead.suite.schema import SuiteModel, describe, error_text, fusion_problems, settings_of
 from gpuoverhead.suite.shaders import f16_kernel, fusion_kernel, resolve_kernel
 from gpuoverhead.suite.source import Loc, YamlDocument, load_yaml
+from gpuoverhead.workloads.groups import Request
+from gpuoverhead.workloads.registry import WORKLOADS
 
 
 def load_suite(path: Path, outside_shaders: bool = False) -> Suite:
@@ -62,9 +60,9 @@ def suite_problems(path: Path, outside_shaders: bool = False) -> list[str]:
         if bench.fusion is not None:
             problems += [describe(doc, loc + (key,), message)
                          for key, message in fusion_problems(bench, cfg)]
-        elif bench.precision == "f16":
+        elif bench.precision not in (None, "f32"):
             problems.append(describe(doc, loc + ("precision",),
-                                      "f16 weights exist for the decode step only"))
+                                      precision_message(bench.precision)))
         elif bench.kernel is None:
             problems.append(describe(doc, loc + ("kernel",),
                                       "required key is missing (or name a `fusion` pattern)"))
@@ -81,42 +79,14 @@ def suite_problems(path: Path, outside_shaders: bool = False) -> list[str]:
 
 def _fusion_groups(name: str, pattern: str, cfg: dict[str, Any], sampling: Sampling
                    ) -> list[Group]:
-    """A fusion benchmark's groups: per element count, every K with its unfused and fused
-    form (and GPU-timestamp twins), interleaved; matmul: one group over its sizes M."""
+    """A fusion benchmark's groups, as its workload lays them out (workloads/groups.py)."""
     kernel = fusion_kernel(pattern)
     if cfg["precision"] == "f16":
         kernel = f16_kernel(kernel)
-    n_values = tuple(sorted(set(cfg["n_sweep"])))
-    syncs = ["wait", TIMESTAMPS] if cfg["gpu_timestamps"] else ["wait"]
     base = Case(name, kernel.name, 0, cfg["workgroup_size"], FUSION, "dispatch", "wait",
-                n_values)
-    ks = list(dict.fromkeys(cfg["k_sweep"]))
-    if pattern == "matmul":
-        cases = tuple(replace(base, elements=m * m, workgroup_size=MATMUL_TILE ** 2, k=m,
-                              variant="single", sync=s) for m in ks for s in syncs)
-        return [Group(name, kernel, max(ks) ** 2, MATMUL_TILE ** 2, sampling, cases,
-                      cfg["torch_compile_max_n"], pattern)]
-    if pattern == "rmsnorm":
-        ks = [RMSNORM_STEPS]
-    if pattern == "decode":  # a group per model and cache length: each its own weights
-        # Every encoding of each form, GPU time once per form (one pass: the GPU's work).
-        forms = [(v, e, "wait") for v in ("unfused", "fused")
-                 for e in dict.fromkeys(cfg["encodings"])]
-        forms += [(v, "dispatch", TIMESTAMPS) for v in ("unfused", "fused") if TIMESTAMPS in syncs]
-        return [Group(name, kernel, elements, DECODE_WG, sampling,
-                      tuple(replace(base, elements=elements, workgroup_size=DECODE_WG, k=k,
-                                    variant=v, encoding=e, sync=s) for v, e, s in forms),
-                      cfg["torch_compile_max_n"], pattern, cfg["precision"])
-                for elements in cfg["elements"] for k in ks]
-    groups = []
-    for elements in cfg["elements"]:
-        size = elements if pattern == "loop" else cfg["workgroup_size"]
-        cases = tuple(replace(base, elements=elements, workgroup_size=size, k=k, variant=v,
-                              sync=s)
-                      for k in ks for v in ("unfused", "fused") for s in syncs)
-        groups.append(Group(name, kernel, elements, size, sampling, cases,
-                            cfg["torch_compile_max_n"], pattern))
-    return groups
+                tuple(sorted(set(cfg["n_sweep"]))))
+    syncs = ("wait", TIMESTAMPS) if cfg["gpu_timestamps"] else ("wait",)
+    return WORKLOADS[pattern].groups(Request(pattern, kernel, cfg, sampling, base, syncs))
 
 
 def _expand(path: Path, doc: YamlDocument, outside_shaders: bool) -> Suite:
@@ -135,29 +105,12 @@ def _expand(path: Path, doc: YamlDocument, outside_shaders: bool) -> Suite:
             groups += _fusion_groups(bench.name, bench.fusion, cfg, sampling)
             continue
         kernel = resolve_kernel(path, bench.kernel, outside_shaders)
-        n_values = tuple(sorted(set(cfg["n_sweep"])))
         for elements in cfg["elements"]:
-            base = Case(bench.name, kernel.name, elements, cfg["workgroup_size"],
-                        "naive", "submit", "wait", (1,))
-            cases = []
-            if "naive" in cfg["methodologies"]:
-                cases += [replace(base, sync=s) for s in dict.fromkeys(cfg["naive_sync"])]
-            layers = list(dict.fromkeys(cfg["layers"]))
-            if "sequential" in cfg["methodologies"]:
-                seq = replace(base, methodology="sequential", n_values=n_values)
-                cases += [replace(seq, encoding=e, layer=layer)
-                          for layer in layers for e in dict.fromkeys(cfg["encodings"])]
-                if cfg["gpu_timestamps"]:
-                    cases.append(replace(seq, encoding="dispatch", sync=TIMESTAMPS))
-            if "breakdown" in cfg["methodologies"]:
-                cases += [replace(base, methodology="breakdown", layer=layer)
-                          for layer in layers if layer != "native"]
-            if "raw" in layers:
-                cases.append(replace(base, methodology=FFI_FLOOR, encoding="-", sync="-",
-                                     layer="raw",
-                                     n_values=tuple(n * FLOOR_CALLS_PER_N for n in n_values)))
+            base = Case(bench.name, kernel.name, elements, cfg["workgroup_size"], "naive",
+                        "submit", "wait", tuple(sorted(set(cfg["n_sweep"]))))
+            cases = tuple(c for method in METHODS for c in method.cases(base, cfg))
             groups.append(Group(bench.name, kernel, elements, cfg["workgroup_size"],
-                                sampling, tuple(cases), cfg["torch_compile_max_n"]))
+                                sampling, cases, cfg["torch_compile_max_n"]))
     return Suite(path=path, name=model.name or path.stem, sha256=doc.sha256, groups=tuple(groups),
                  time_limit_s=model.time_limit_s)
 

@@ -7,11 +7,11 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gpuoverhead import encodings
-from gpuoverhead.suite.model import LOOP_MAX_CELLS, MATMUL_TILE, MAX_CACHE, MODELS, RMSNORM_HIDDEN
+from gpuoverhead.methods import SUITE_NAMES
 from gpuoverhead.suite.source import Loc, YamlDocument
 from gpuoverhead.workloads.registry import WORKLOADS
 
-Methodology = Literal["naive", "sequential", "breakdown"]
+Methodology = Literal[SUITE_NAMES]  # type: ignore[valid-type]
 Encoding = Literal[encodings.NAMES]  # type: ignore[valid-type]
 Sync = Literal["wait", "readback"]
 Layer = Literal["wrapper", "raw", "native"]
@@ -105,39 +105,20 @@ BUILTIN_DEFAULTS: dict[str, Any] = {
 
 
 def fusion_problems(bench: _Benchmark, cfg: dict[str, Any]) -> list[tuple[str, str]]:
-    """What a fusion pattern cannot do with the sizes given, as (key, message) pairs."""
+    """What a fusion workload cannot do with the settings given, as (key, message) pairs."""
+    workload = WORKLOADS[bench.fusion]
     found = []
     if bench.kernel is not None:
         found.append(("kernel", f"a fusion benchmark runs its pattern's shipped kernels "
                                 f"(shaders/fusion_{bench.fusion}.wgsl); remove `kernel`"))
-    if bench.fusion == "loop" and max(cfg["elements"]) > LOOP_MAX_CELLS:
-        found.append(("elements", f"the dependent loop keeps all cells in one workgroup: at "
-                                  f"most {LOOP_MAX_CELLS} elements"))
-    if bench.fusion == "rmsnorm":
-        bad = [e for e in cfg["elements"] if e % RMSNORM_HIDDEN]
-        if bad:
-            found.append(("elements", f"RMSNorm rows have {RMSNORM_HIDDEN} values: elements "
-                                      f"must be multiples of {RMSNORM_HIDDEN}, not {bad[0]}"))
-    wg = cfg["workgroup_size"]
-    if bench.fusion == "rmsnorm" and (wg & (wg - 1) or wg > 1024):
-        found.append(("workgroup_size", f"RMSNorm reduces a row in a tree: workgroup_size must "
-                                        f"be a power of two up to 1024, not {wg}"))
-    if bench.precision == "f16" and bench.fusion != "decode":
-        found.append(("precision", "f16 weights exist for the decode step only"))
-    if bench.fusion == "decode":
-        shapes = ", ".join(f"{h} ({m.name})" for h, m in MODELS.items())
-        if bad := [e for e in cfg["elements"] if e not in MODELS]:
-            found.append(("elements", f"a decode step's elements name the model by its hidden "
-                                      f"size: one of {shapes}, not {bad[0]}"))
-        if bad := [k for k in cfg["k_sweep"] if k > MAX_CACHE]:
-            found.append(("k_sweep", f"the KV cache (k_sweep) holds at most {MAX_CACHE} "
-                                     f"positions, not {bad[0]}"))
-    if bench.fusion == "matmul":
-        bad = [k for k in cfg["k_sweep"] if k % MATMUL_TILE]
-        if bad:
-            found.append(("k_sweep", f"matmul sizes (k_sweep) must be multiples of "
-                                     f"{MATMUL_TILE}, not {bad[0]}"))
-    return found
+    if bench.precision is not None and bench.precision not in workload.PRECISIONS:
+        found.append(("precision", precision_message(bench.precision)))
+    return found + workload.problems(cfg)
+
+
+def precision_message(precision: str) -> str:
+    names = [f"`{name}`" for name, w in WORKLOADS.items() if precision in w.PRECISIONS]
+    return f"{precision} weights exist for the {', '.join(names)} workload only"
 
 
 def error_text(error: Any) -> str:

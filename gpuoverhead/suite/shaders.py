@@ -12,9 +12,9 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+from gpuoverhead.cases import Kernel
 from gpuoverhead.errors import UserError
 from gpuoverhead.resources import SHADERS_DIR
-from gpuoverhead.suite.model import Kernel
 from gpuoverhead.suite.source import MAX_BYTES, read_capped
 
 _WRITES_DIRECTIVE = re.compile(r"//\s*gpuoverhead:\s*writes\s*=\s*(all|first)\b")

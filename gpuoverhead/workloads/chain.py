@@ -10,9 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from gpuoverhead.drivers.torch_forms import COMPILE, EAGER
+from gpuoverhead.cases import Case, Group
 from gpuoverhead.gpu.targets import grid_for
-from gpuoverhead.suite.model import Case, Group
+from gpuoverhead.torch_forms import COMPILE, EAGER
+from gpuoverhead.workloads.groups import Request, per_elements
 from gpuoverhead.workloads.torch_ops import compiled, work
 from gpuoverhead.workloads.work import Context, Work
 
@@ -28,6 +29,17 @@ CHAIN_PARAMS = np.array([0.5, 1.0, 2.0 ** 19, 0.0], dtype=np.float32)
 CHAIN_CHECKED = 256
 #: Whether PyTorch's forms get GPU times (CUDA events) on CUDA.
 GPU_TIMES = False
+#: Weight precisions the suite may ask for.
+PRECISIONS = ("f32",)
+
+
+def groups(req: Request) -> list[Group]:
+    return per_elements(req, req.ks, lambda _: req.cfg["workgroup_size"])
+
+
+def problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
+    """Any sizes will do."""
+    return []
 
 
 def reference(x: np.ndarray, k: int, units: int) -> np.ndarray:

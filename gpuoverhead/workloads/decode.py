@@ -12,30 +12,60 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from gpuoverhead.drivers.torch_forms import COMPILE, EAGER, GRAPH
+from gpuoverhead.cases import TIMESTAMPS, Case, Group
 from gpuoverhead.gpu.targets import grid_for
-from gpuoverhead.suite.model import DECODE_WG as WG
-from gpuoverhead.suite.model import MODELS, Case, Group
+from gpuoverhead.torch_forms import COMPILE, EAGER, GRAPH
+from gpuoverhead.workloads.decode_model import DECODE_WG as WG
 from gpuoverhead.workloads.decode_model import (
     EPS,
     HEAD,
     MATRICES,
     MAX_BINDING,
+    MAX_CACHE,
+    MODELS,
     ROPE_THETA,
     TOLERANCE,
     W,
     Weights,
     reference,
 )
+from gpuoverhead.workloads.groups import Request
 from gpuoverhead.workloads.torch_ops import graph_of
 from gpuoverhead.workloads.work import Context, Work, counted
 
 #: Whether PyTorch's forms get GPU times (CUDA events) on CUDA.
 GPU_TIMES = True
+#: Weight precisions the suite may ask for (f16: read as f16, computed in f32).
+PRECISIONS = ("f32", "f16")
+
+
+def groups(req: Request) -> list[Group]:
+    """A group per model and cache length, each its own weights: every encoding of each
+    form, and GPU time once per form (one pass: the GPU's work)."""
+    forms = [(v, e, "wait") for v in ("unfused", "fused")
+             for e in dict.fromkeys(req.cfg["encodings"])]
+    forms += [(v, "dispatch", TIMESTAMPS) for v in ("unfused", "fused") if TIMESTAMPS in req.syncs]
+    return [req.group(elements, WG, (replace(req.base, elements=elements, workgroup_size=WG,
+                                             k=k, variant=v, encoding=e, sync=s)
+                                     for v, e, s in forms))
+            for elements in req.cfg["elements"] for k in req.ks]
+
+
+def problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
+    found = []
+    shapes = ", ".join(f"{h} ({m.name})" for h, m in MODELS.items())
+    if bad := [e for e in cfg["elements"] if e not in MODELS]:
+        found.append(("elements", f"a decode step's elements name the model by its hidden "
+                                  f"size: one of {shapes}, not {bad[0]}"))
+    if bad := [k for k in cfg["k_sweep"] if k > MAX_CACHE]:
+        found.append(("k_sweep", f"the KV cache (k_sweep) holds at most {MAX_CACHE} "
+                                 f"positions, not {bad[0]}"))
+    return found
 
 
 class Engine:

@@ -2,7 +2,7 @@
 
 The model has Qwen2.5's structure with random weights, the same in every implementation
 and process (seeded by the shape and the cache length; nothing to download). A group's
-`elements` is its hidden size and names the shapes (suite/model.MODELS), its K the length
+`elements` is its hidden size and names the shapes (MODELS), its K the length
 of the KV cache. Unfused, an engine issues one dispatch per operation (18 per layer);
 fused, the 5 per layer a tuned engine uses (shaders/fusion_decode.wgsl). Both read the same
 weights and caches; the new token is written at position K every step, so each step does
@@ -17,8 +17,28 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuoverhead.suite.model import Shape
 
+@dataclass(frozen=True)
+class Shape:
+    """A model's sizes: layers, hidden, query and key/value heads, MLP, vocabulary."""
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    mlp: int
+    vocab: int
+
+
+#: The model shapes by hidden size (a decode benchmark's `elements`): Qwen2.5-0.5B, and a
+#: tiny model of the same structure for CPU adapters and CI.
+MODELS = {896: Shape("qwen2.5-0.5b", 24, 896, 14, 2, 4864, 151_936),
+          128: Shape("tiny", 2, 128, 2, 1, 256, 1024)}
+#: The longest KV cache the attention kernel holds in workgroup memory.
+MAX_CACHE = 2303
+#: Threads per workgroup of every decode kernel (its reductions are sized for it).
+DECODE_WG = 64
 #: Bytes of the largest storage binding every WebGPU adapter allows (the default limit).
 MAX_BINDING = 128 << 20
 #: Relative tolerance of the logits against numpy (f32 sums in another order, 24 layers).

@@ -11,8 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from gpuoverhead.drivers.torch_forms import EAGER, GRAPH
-from gpuoverhead.suite.model import Case, Group
+from gpuoverhead.cases import Case, Group
+from gpuoverhead.torch_forms import EAGER, GRAPH
+from gpuoverhead.workloads.groups import Request, per_elements
 from gpuoverhead.workloads.torch_ops import graph_of, work
 from gpuoverhead.workloads.work import Context, Step, Work
 
@@ -20,8 +21,24 @@ _MASK = 0xFFFFFFFF
 #: Largest units x steps the dependent loop's numpy reference replays after sampling.
 LOOP_REPLAY_MAX = 200_000
 LOOP_MULTIPLIER = np.uint32(0x9E3779B1)
+#: The most cells the dependent loop holds in one workgroup.
+LOOP_MAX_CELLS = 256
 #: Whether PyTorch's forms get GPU times (CUDA events) on CUDA.
 GPU_TIMES = False
+#: Weight precisions the suite may ask for.
+PRECISIONS = ("f32",)
+
+
+def groups(req: Request) -> list[Group]:
+    """A workgroup holds all cells: its size is the element count."""
+    return per_elements(req, req.ks, lambda elements: elements)
+
+
+def problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
+    if max(cfg["elements"]) > LOOP_MAX_CELLS:
+        return [("elements", f"the dependent loop keeps all cells in one workgroup: at "
+                             f"most {LOOP_MAX_CELLS} elements")]
+    return []
 
 
 def reference(x: np.ndarray, steps: int) -> np.ndarray:

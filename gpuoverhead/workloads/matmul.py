@@ -5,16 +5,37 @@ PyTorch: `torch.mm`, timed with CUDA events on CUDA.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from gpuoverhead.suite.model import Case, Group
+from gpuoverhead.cases import Case, Group
+from gpuoverhead.workloads.groups import Request
 from gpuoverhead.workloads.torch_ops import work
 from gpuoverhead.workloads.work import Context, Work, counted
 
+#: The shader's tile: a size M is a multiple of it, a workgroup is a tile.
+MATMUL_TILE = 16
 #: Whether PyTorch's forms get GPU times (CUDA events) on CUDA.
 GPU_TIMES = True
+#: Weight precisions the suite may ask for.
+PRECISIONS = ("f32",)
+
+
+def groups(req: Request) -> list[Group]:
+    """One group over the sizes M (the suite's `k_sweep`), each a `single` form."""
+    wg = MATMUL_TILE ** 2
+    return [req.group(max(req.ks) ** 2, wg,
+                      (replace(req.base, elements=m * m, workgroup_size=wg, k=m,
+                               variant="single", sync=s) for m in req.ks for s in req.syncs))]
+
+
+def problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
+    if bad := [k for k in cfg["k_sweep"] if k % MATMUL_TILE]:
+        return [("k_sweep", f"matmul sizes (k_sweep) must be multiples of {MATMUL_TILE}, "
+                            f"not {bad[0]}")]
+    return []
 
 
 def webgpu(ctx: Context, group: Group, rng: np.random.Generator) -> dict[Case, Work]:

@@ -1,5 +1,7 @@
-"""The workloads, chosen in one place. A workload module has `webgpu(ctx, group, rng)` (each
-case's Work on a device), `torch_units(group, rng, dev, torch)` (its PyTorch forms),
+"""The workloads, chosen in one place. A workload module has `groups(request)` (what a
+suite's fusion benchmark expands into, workloads/groups.py), `problems(cfg)` (the sizes it
+cannot take, as (key, message) pairs), `PRECISIONS`, `webgpu(ctx, group, rng)` (each case's
+Work on a device), `torch_units(group, rng, dev, torch)` (its PyTorch forms),
 `torch_fused(case, kind, group)` (which PyTorch forms its fused case has) and `GPU_TIMES`
 (whether PyTorch's forms are timed with CUDA events); adding one is its module, its shader
 and one line in WORKLOADS.
@@ -14,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from gpuoverhead.drivers.torch_forms import EAGER
-from gpuoverhead.suite.model import TIMESTAMPS, Case, Group
+from gpuoverhead.cases import TIMESTAMPS, Case, Group
+from gpuoverhead.torch_forms import EAGER
 from gpuoverhead.workloads import chain, decode, loop, matmul, rmsnorm, torch_ops
 from gpuoverhead.workloads.work import Context, Work, check, issue
 

@@ -9,14 +9,37 @@ from typing import Any
 
 import numpy as np
 
-from gpuoverhead.drivers.torch_forms import COMPILE, EAGER
+from gpuoverhead.cases import Case, Group
 from gpuoverhead.gpu.targets import grid_for
-from gpuoverhead.suite.model import RMSNORM_HIDDEN, Case, Group
+from gpuoverhead.torch_forms import COMPILE, EAGER
+from gpuoverhead.workloads.groups import Request, per_elements
 from gpuoverhead.workloads.torch_ops import compiled, work
 from gpuoverhead.workloads.work import Context, Step, Work, counted
 
+#: A row's values (Qwen2.5-0.5B's hidden size), and the dispatches of the unfused form.
+RMSNORM_HIDDEN = 896
+RMSNORM_STEPS = 5
 #: Whether PyTorch's forms get GPU times (CUDA events) on CUDA.
 GPU_TIMES = False
+#: Weight precisions the suite may ask for.
+PRECISIONS = ("f32",)
+
+
+def groups(req: Request) -> list[Group]:
+    """K is fixed: the steps of one normalization."""
+    return per_elements(req, [RMSNORM_STEPS], lambda _: req.cfg["workgroup_size"])
+
+
+def problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
+    found = []
+    if bad := [e for e in cfg["elements"] if e % RMSNORM_HIDDEN]:
+        found.append(("elements", f"RMSNorm rows have {RMSNORM_HIDDEN} values: elements "
+                                  f"must be multiples of {RMSNORM_HIDDEN}, not {bad[0]}"))
+    wg = cfg["workgroup_size"]
+    if wg & (wg - 1) or wg > 1024:
+        found.append(("workgroup_size", f"RMSNorm reduces a row in a tree: workgroup_size must "
+                                        f"be a power of two up to 1024, not {wg}"))
+    return found
 
 
 def reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:

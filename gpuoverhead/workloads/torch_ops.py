@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from gpuoverhead.drivers.torch_forms import COMPILE, device_name
-from gpuoverhead.suite.model import TIMESTAMPS, Case, Group
+from gpuoverhead.cases import TIMESTAMPS, Case, Group
+from gpuoverhead.torch_forms import COMPILE, device_name
 from gpuoverhead.workloads.work import Work, check, verify_outputs
 
 #: A workload's PyTorch build: (group, rng, device, torch) -> per case a maker of its unit

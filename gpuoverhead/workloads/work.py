@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from gpuoverhead.cases import Case, Group
 from gpuoverhead.errors import IntegrityError, UserError
 from gpuoverhead.gpu.targets import binding_of, shader_message
-from gpuoverhead.suite.model import Case, Group
 
 #: One dispatch of a unit: pipeline, bind group (made for that pipeline), grid x and y.
 Step = tuple[Any, Any, int, int]

@@ -10,10 +10,10 @@ from multiprocessing import get_context
 import numpy as np
 from conftest import BACKEND, CONFIGS, read_run
 
+from gpuoverhead.cases import TIMESTAMPS
 from gpuoverhead.drivers import webgpu
 from gpuoverhead.drivers.base import Request
 from gpuoverhead.suite.expand import load_suite
-from gpuoverhead.suite.model import TIMESTAMPS
 
 SMALL = {("naive", "naive"), ("sequential", "submit"), ("breakdown", "breakdown"),
          ("ffi-floor", "ffi-floor")}

@@ -12,18 +12,19 @@ import numpy as np
 import pytest
 from conftest import BACKEND, CONFIGS, gpuoverhead, only_run_folder, read_run, write_suite
 
+from gpuoverhead.cases import TIMESTAMPS
 from gpuoverhead.drivers import webgpu
 from gpuoverhead.errors import IntegrityError
 from gpuoverhead.gpu import adapters
-from gpuoverhead.gpu.methods import fusion as fusion_method
 from gpuoverhead.gpu.wait import waiter
+from gpuoverhead.methods import fusion as fusion_method
 from gpuoverhead.suite.expand import load_suite
-from gpuoverhead.suite.model import MODELS, TIMESTAMPS, Shape
 from gpuoverhead.suite.shaders import f16_kernel
 from gpuoverhead.workloads import decode_model as decode
 from gpuoverhead.workloads import loop
 from gpuoverhead.workloads import registry as fusion
 from gpuoverhead.workloads.decode import Engine
+from gpuoverhead.workloads.decode_model import MODELS, Shape
 from gpuoverhead.workloads.work import Context, verify_outputs
 
 SUITE = """

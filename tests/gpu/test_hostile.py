@@ -93,10 +93,10 @@ BAD_SUITES = {
     "matmul size": ("benchmarks:\n  - {name: a, fusion: matmul, k_sweep: [64, 100]}\n",
                     "benchmarks[0].k_sweep: matmul sizes (k_sweep) must be multiples of 16"),
     "f16 off the decode step": ("benchmarks:\n  - {name: a, kernel: empty, precision: f16}\n",
-                                "benchmarks[0].precision: f16 weights exist for the decode "
-                                "step only"),
+                                "benchmarks[0].precision: f16 weights exist for the `decode` "
+                                "workload only"),
     "f16 on a fusion chain": ("benchmarks:\n  - {name: a, fusion: chain, precision: f16}\n",
-                              "benchmarks[0].precision: f16 weights exist for the decode"),
+                              "benchmarks[0].precision: f16 weights exist for the `decode`"),
     # Second round (issue 15): each of these got through or crashed before.
     "kernel path without .wgsl": ("benchmarks:\n  - {name: a, kernel: ../../tmp/x/evil}\n",
                                   "kernel '../../tmp/x/evil' is neither a shipped kernel's "

@@ -257,7 +257,7 @@ def test_a_heavier_kernel_raises_wall_time_per_dispatch_but_not_cpu_time(tmp_pat
 
 def test_every_sequential_sample_has_its_issue_time_and_every_layer_its_cpu_cost(ci_run):
     """The issue time is the clock read after the last submit, before the wait
-    (gpu/methods/sequential.py): it holds the issue of every op, and not the GPU's work
+    (methods/sequential.py): it holds the issue of every op, and not the GPU's work
     that the wait holds. From N = 1 to a case's largest N, per (benchmark, encoding,
     layer): with `submit` each op is submitted as it is issued and lavapipe runs it there,
     so the issue time grows with the wall time; with `pass` and `dispatch` the one submit

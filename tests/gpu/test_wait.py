@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from conftest import BACKEND
 
+from gpuoverhead.cases import Case, Group, Kernel, Sampling
 from gpuoverhead.drivers import webgpu
 from gpuoverhead.errors import IntegrityError
 from gpuoverhead.gpu import adapters
@@ -15,7 +16,6 @@ from gpuoverhead.gpu.layers.wrapper import one_pass, submit_each
 from gpuoverhead.gpu.targets import build_targets, compile_pipeline, grid_for
 from gpuoverhead.gpu.wait import waiter
 from gpuoverhead.resources import SHADERS_DIR
-from gpuoverhead.suite.model import Case, Group, Kernel, Sampling
 
 ELEMENTS = 1 << 22
 

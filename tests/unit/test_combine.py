@@ -9,7 +9,7 @@ import pytest
 from gpuoverhead.analysis.combine import SIGNED, combine
 from gpuoverhead.analysis.drift import WITHIN_PROCESSES, drifts
 from gpuoverhead.analysis.series import Key, Series
-from gpuoverhead.suite.model import Case
+from gpuoverhead.cases import Case
 
 CASE = Case("unit", "empty", 1024, 64, "sequential", "submit", "wait", (1, 16))
 

@@ -94,17 +94,54 @@ def test_imports_have_no_cycles_even_through_lazy_imports():
     assert cycle is None, " -> ".join(cycle or [])
 
 
+#: The floors of the house, top to bottom (docs/layout.md). A module imports only its own
+#: folder and floors below it; the ground floor is every top-level module but the CLI.
+FLOORS = ("cli", "run", "present", "results", "suite", "drivers", "methods", "workloads",
+          "browser", "gpu", "analysis")
+
+
+def _floor(module: str) -> tuple[int, str]:
+    parts = module.split(".")[1:] or ["__init__"]
+    name = "cli" if parts[0] == "__main__" else parts[0]
+    if name in FLOORS:
+        return FLOORS.index(name), name
+    assert len(parts) == 1, f"{module}: a folder missing from FLOORS"
+    return len(FLOORS), "ground"
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    return [f"{m} -> {d}" for m, deps in sorted(graph.items()) for d in sorted(deps)
+            if _floor(d) != _floor(m) and _floor(d)[0] <= _floor(m)[0]]
+
+
+def test_every_import_runs_down_the_house():
+    upward = _upward(import_graph())
+    assert not upward, upward
+
+
+def test_the_floor_check_sees_an_import_up_the_house():
+    graph = {"gpuoverhead.workloads.work": {"gpuoverhead.methods.fusion", "gpuoverhead.cases"},
+             "gpuoverhead.cases": {"gpuoverhead.records", "gpuoverhead.gpu.wait"},
+             "gpuoverhead.run.plan": {"gpuoverhead.run.budget", "gpuoverhead.suite.expand"}}
+    assert _upward(graph) == ["gpuoverhead.cases -> gpuoverhead.gpu.wait",
+                              "gpuoverhead.workloads.work -> gpuoverhead.methods.fusion"]
+
+
 def test_no_module_outside_the_drivers_names_an_implementation():
     """Only drivers/ (and browser/, the chromium driver's machinery, whose launcher looks for
     a `chromium` executable) knows which implementations exist: elsewhere no string is one of
-    their names, and no name such as CHROMIUM or TORCH stands for one (issue 24)."""
-    from gpuoverhead.drivers import registry, torch_forms, webgpu
+    their names, and no name such as CHROMIUM or TORCH stands for one (issue 24). The one
+    exception is `torch_forms.py`, the ground-floor declaration of the PyTorch forms that the
+    torch driver and the workloads' PyTorch builds share."""
+    from gpuoverhead import torch_forms
+    from gpuoverhead.drivers import registry, webgpu
 
     names = {*registry.names(), *webgpu.IMPLEMENTATIONS, torch_forms.EAGER, torch_forms.GRAPH,
              torch_forms.COMPILE}
     found = []
     for path in _modules():
-        if {"drivers", "browser"} & set(path.relative_to(PACKAGE).parts):
+        if {"drivers", "browser"} & set(path.relative_to(PACKAGE).parts) or \
+                path == PACKAGE / "torch_forms.py":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and \

@@ -8,7 +8,7 @@ import pytest
 
 from gpuoverhead.analysis.pairs import paired_ratios, reference_of, same_case
 from gpuoverhead.analysis.series import Key, Series
-from gpuoverhead.suite.model import Case
+from gpuoverhead.cases import Case
 
 CASE = Case("unit", "empty", 1024, 64, "sequential", "submit", "wait", (1, 16), "native")
 KEY = Key(CASE, "cpu_per_dispatch_ns", "ns", "synthetic")

@@ -10,11 +10,11 @@ import numpy as np
 
 from gpuoverhead.analysis.samples import Calibration, measured
 from gpuoverhead.analysis.stats import drift
-from gpuoverhead.gpu.methods import series
+from gpuoverhead.cases import Case, Group, Kernel, Sampling
+from gpuoverhead.methods import series
 from gpuoverhead.run.budget import Budget
 from gpuoverhead.run.rounds import sample_group
 from gpuoverhead.run.worker import seeds
-from gpuoverhead.suite.model import Case, Group, Kernel, Sampling
 
 
 def _group() -> Group:

@@ -5,12 +5,26 @@ loop is absent)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
 
 from gpuoverhead.analysis.samples import by_round
 from gpuoverhead.analysis.series import Out, View, add_fits
+from gpuoverhead.cases import FFI_FLOOR, Case
 from gpuoverhead.gpu.layers.raw import ffi_floor
 from gpuoverhead.gpu.targets import Target
-from gpuoverhead.suite.model import FFI_FLOOR, Case
+
+#: Not a suite's methodology: it comes with the `raw` layer, which it corrects.
+SUITE_NAME = None
+#: The floor's sweep is the N sweep times this: one call costs far less than a dispatch.
+CALLS_PER_N = 16
+
+
+def cases(base: Case, cfg: dict[str, Any]) -> list[Case]:
+    if "raw" not in cfg["layers"]:
+        return []
+    return [replace(base, methodology=FFI_FLOOR, encoding="-", sync="-", layer="raw",
+                    n_values=tuple(n * CALLS_PER_N for n in base.n_values))]
 
 
 def claims(case: Case) -> bool:
@@ -30,4 +44,4 @@ def series(view: View, index: int, case: Case, out: Out) -> None:
 
 
 def derive(out: Out, view: View) -> None:
-    """The floor corrects the layer split (gpu/methods/sequential.py)."""
+    """The floor corrects the layer split (methods/sequential.py)."""

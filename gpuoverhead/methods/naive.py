@@ -11,17 +11,29 @@ as a framework that reads a value back after each op does.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
 from gpuoverhead.analysis.series import FUSED_NS, Key, Out, Series, View
+from gpuoverhead.cases import Case
 from gpuoverhead.gpu.layers.wrapper import submit_each
 from gpuoverhead.gpu.targets import Target, binding_of
-from gpuoverhead.suite.model import Case
+
+#: The name a suite's `methodologies` asks for it by.
+SUITE_NAME = "naive"
+
+
+def cases(base: Case, cfg: dict[str, Any]) -> list[Case]:
+    """A case per `naive_sync` where the suite asks for this methodology."""
+    if SUITE_NAME not in cfg["methodologies"]:
+        return []
+    return [replace(base, sync=s, n_values=(1,)) for s in dict.fromkeys(cfg["naive_sync"])]
 
 
 def claims(case: Case) -> bool:
-    return case.methodology == "naive"
+    return case.methodology == SUITE_NAME
 
 
 def operation(target: Target, case: Case, native: object = None) -> Callable[[int], None]:

@@ -43,39 +43,8 @@ TIMESTAMPS = "timestamps"
 REFERENCE = "reference"
 #: Methodology of fusion cases (fused vs unfused forms of the same work).
 FUSION = "fusion"
-#: Fixed sizes of the fusion patterns: RMSNorm's hidden size (Qwen2.5-0.5B) and dispatches,
-#: the most cells the dependent loop holds in one workgroup, matmul's tile.
-RMSNORM_HIDDEN = 896
-RMSNORM_STEPS = 5
-LOOP_MAX_CELLS = 256
-MATMUL_TILE = 16
-#: The decode step's model shapes by hidden size (a decode benchmark's `elements`), and the
-#: longest KV cache its attention kernel holds in workgroup memory.
-MAX_CACHE = 2303
 #: The decode step's kernel file (shaders/fusion_decode.wgsl), by its name in a Case.
 DECODE_KERNEL = "fusion_decode"
-#: Threads per workgroup of every decode kernel (its reductions are sized for it).
-DECODE_WG = 64
-
-
-@dataclass(frozen=True)
-class Shape:
-    """A model's sizes: layers, hidden, query and key/value heads, MLP, vocabulary."""
-
-    name: str
-    layers: int
-    hidden: int
-    heads: int
-    kv_heads: int
-    mlp: int
-    vocab: int
-
-
-#: Qwen2.5-0.5B, and a tiny model of the same structure for CPU adapters and CI.
-MODELS = {896: Shape("qwen2.5-0.5b", 24, 896, 14, 2, 4864, 151_936),
-          128: Shape("tiny", 2, 128, 2, 1, 256, 1024)}
-#: The FFI floor's sweep is the N sweep times this: one call costs far less than a dispatch.
-FLOOR_CALLS_PER_N = 16
 
 
 @dataclass(frozen=True)
@@ -113,7 +82,7 @@ class Case:
         if self.methodology == FUSION:
             base = f"{base}/k={self.k}/{self.variant}"
             if self.kernel.startswith(DECODE_KERNEL) and self.sync != TIMESTAMPS:
-                base = f"{base}/{self.encoding}"  # its encodings (gpu/methods/fusion.py)
+                base = f"{base}/{self.encoding}"  # its encodings (methods/fusion.py)
             if self.sync == TIMESTAMPS:
                 return f"{base}/gpu-timestamps"
             return f"{base}/{self.implementation}" if self.implementation else base

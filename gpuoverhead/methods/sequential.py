@@ -13,6 +13,7 @@ The layer (wrapper, raw, native) decides what issues the calls; the wait is alwa
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from time import perf_counter_ns
 from typing import Any
 
@@ -21,14 +22,25 @@ import numpy as np
 from gpuoverhead.analysis.samples import by_round
 from gpuoverhead.analysis.series import Key, Out, Series, View, add_fits
 from gpuoverhead.analysis.stats import round_fits
+from gpuoverhead.cases import TIMESTAMPS, Case
 from gpuoverhead.gpu.layers import issuer
 from gpuoverhead.gpu.layers.raw import CALLS_PER_OP
 from gpuoverhead.gpu.targets import Target
-from gpuoverhead.suite.model import TIMESTAMPS, Case
+
+#: The name a suite's `methodologies` asks for it by.
+SUITE_NAME = "sequential"
+
+
+def cases(base: Case, cfg: dict[str, Any]) -> list[Case]:
+    """Every encoding through every layer, over the N sweep, where the suite asks for it."""
+    if SUITE_NAME not in cfg["methodologies"]:
+        return []
+    return [replace(base, methodology=SUITE_NAME, encoding=e, layer=layer)
+            for layer in dict.fromkeys(cfg["layers"]) for e in dict.fromkeys(cfg["encodings"])]
 
 
 def claims(case: Case) -> bool:
-    return case.methodology == "sequential" and case.sync != TIMESTAMPS
+    return case.methodology == SUITE_NAME and case.sync != TIMESTAMPS
 
 
 def operation(target: Target, case: Case, native: Any) -> Callable[[int], tuple[int]]:

@@ -9,20 +9,34 @@ and subtracted in the estimates, not here, so the samples stay raw observations.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
 from gpuoverhead import records
 from gpuoverhead.analysis.series import Key, Out, Series, View
+from gpuoverhead.cases import Case
 from gpuoverhead.gpu.layers import raw, wrapper
 from gpuoverhead.gpu.targets import Target
-from gpuoverhead.suite.model import Case
 
 CALLS = records.CALLS
 
 
+#: The name a suite's `methodologies` asks for it by.
+SUITE_NAME = "breakdown"
+
+
+def cases(base: Case, cfg: dict[str, Any]) -> list[Case]:
+    """One `submit` operation per layer that makes the calls in Python (not the C loop)."""
+    if SUITE_NAME not in cfg["methodologies"]:
+        return []
+    return [replace(base, methodology=SUITE_NAME, layer=layer, n_values=(1,))
+            for layer in dict.fromkeys(cfg["layers"]) if layer != "native"]
+
+
 def claims(case: Case) -> bool:
-    return case.methodology == "breakdown"
+    return case.methodology == SUITE_NAME
 
 
 def operation(target: Target, case: Case, native: object = None

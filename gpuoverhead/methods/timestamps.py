@@ -8,14 +8,25 @@ figure and is not estimated; only its GPU time is.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from gpuoverhead.analysis.samples import by_round
 from gpuoverhead.analysis.series import Out, View, add_fits
+from gpuoverhead.cases import FUSION, TIMESTAMPS, Case
 from gpuoverhead.gpu.targets import Target, binding_of
-from gpuoverhead.suite.model import FUSION, TIMESTAMPS, Case
+
+#: Not a suite's methodology: the GPU-time twin of the sequential cases (`gpu_timestamps`).
+SUITE_NAME = None
+
+
+def cases(base: Case, cfg: dict[str, Any]) -> list[Case]:
+    """One `dispatch` pass timed on the GPU, beside sequential cases, where asked."""
+    if not (cfg["gpu_timestamps"] and "sequential" in cfg["methodologies"]):
+        return []
+    return [replace(base, methodology="sequential", encoding="dispatch", sync=TIMESTAMPS)]
 
 
 def claims(case: Case) -> bool:

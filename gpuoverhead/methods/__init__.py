@@ -21,7 +21,9 @@ import numpy as np
 from gpuoverhead.analysis.samples import Calibration, GroupSamples
 from gpuoverhead.analysis.series import STOP_METRICS, Out, View, precise_enough
 from gpuoverhead.analysis.stats import median_ci
-from gpuoverhead.gpu.methods import (
+from gpuoverhead.cases import Case
+from gpuoverhead.gpu.targets import Target
+from gpuoverhead.methods import (
     breakdown,
     ffi_floor,
     fusion,
@@ -29,16 +31,20 @@ from gpuoverhead.gpu.methods import (
     sequential,
     timestamps,
 )
-from gpuoverhead.gpu.targets import Target
-from gpuoverhead.suite.model import Case
 
 Operation = Callable[[int], Any]
-#: Every methodology; the first that claims a case is its own (the registration).
-METHODS: tuple[ModuleType, ...] = (ffi_floor, naive, breakdown, timestamps, fusion, sequential)
+#: Every methodology, in the order a kernel benchmark's cases are laid out (the
+#: registration). Each has `SUITE_NAME` (what a suite's `methodologies` names it by, or None),
+#: `cases(base, cfg)` (a kernel benchmark's cases of it), `claims(case)` (exactly one claims
+#: each case), `operation`, `series` and `derive`.
+METHODS: tuple[ModuleType, ...] = (naive, sequential, timestamps, breakdown, ffi_floor, fusion)
+#: The methodologies a suite may name.
+SUITE_NAMES: tuple[str, ...] = tuple(m.SUITE_NAME for m in METHODS if m.SUITE_NAME)
 
 
 def method_of(case: Case) -> ModuleType:
-    return next(m for m in METHODS if m.claims(case))
+    (method,) = (m for m in METHODS if m.claims(case))
+    return method
 
 
 def operation(target: Target, case: Case, native: Any) -> Operation:
