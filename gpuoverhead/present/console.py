@@ -68,11 +68,18 @@ def summary_grid(summary: pd.DataFrame) -> Table:
             if hit.empty:
                 continue
             r = hit.iloc[0]
-            table.add_row(labels.pop(0) if labels else "", name, fmt.value(r.value, r.hint),
-                          fmt.interval(r), fmt.relative(r), getattr(r, "bound", "") or "",
-                          str(r.rounds))
+            table.add_row(labels.pop(0) if labels else "", name, *_shown(r),
+                          getattr(r, "bound", "") or "", str(r.rounds))
         table.add_section()
     return table
+
+
+def _shown(r: pd.Series) -> tuple[str, str, str]:
+    """Estimate, interval and half-width of a row; a ratio over a reference loop whose cost
+    is below its sweep's resolution (written as +inf, no interval) is said to be that."""
+    if r.metric == "reference_ratio" and not math.isfinite(r.value):
+        return "ref. below resolution", "—", ""
+    return fmt.value(r.value, r.hint), fmt.interval(r), fmt.relative(r)
 
 
 def implementations_grid(summary: pd.DataFrame) -> Table | None:
