@@ -18,10 +18,14 @@
 #                                            # --suite full for the WebGPU family, the plain
 #                                            # loop again, interleaved within minutes
 #   bash benchmarks/h100_session.sh aa       # issue 25: selftest at default settings
+#   bash benchmarks/h100_session.sh episodes # issue 25: selftest at default settings with
+#                                            # the host's /proc/stat beside it
+#                                            # (benchmarks/host_monitor.py), the plain
+#                                            # loop before and after
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
-step=${1:?start, finish, selftest, speed, full, decode, decode-f16, limits, state or aa}
+step=${1:?start, finish, selftest, speed, full, decode, decode-f16, limits, state, aa or episodes}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
 setup() {
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -92,6 +96,17 @@ state)  # within one device call: 600 s; the results are re-packed after each st
   ;;
 aa)  # the A/A test at default settings: two default runs of 80 s each
   timeout 400 python3 -m gpuoverhead selftest --out /tmp/results > /tmp/results/selftest.log 2>&1
+  ;;
+episodes)  # within one device call: 600 s; the results are re-packed after each step
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt"
+  python3 benchmarks/host_monitor.py > /tmp/results/host.csv 2>&1 &
+  timeout 60 bash -c "$(declare -f plain_loop); plain_loop" > "$out/plain_loop_before.json" 2>&1
+  t0=$(date +%s%N)
+  timeout 400 python3 -m gpuoverhead selftest --out /tmp/results > /tmp/results/selftest.log 2>&1
+  echo "selftest: $(( ($(date +%s%N) - t0) / 1000000 )) ms wall" | tee -a /tmp/results/times.txt
+  tar -C /tmp/results -czf "$out/results-$step.tgz" .
+  timeout 60 bash -c "$(declare -f plain_loop); plain_loop" > "$out/plain_loop_after.json" 2>&1
+  kill %1
   ;;
 selftest)
   python3 -m gpuoverhead selftest --processes 3 --implementation wgpu-native \
