@@ -20,7 +20,7 @@ def read() -> dict[str, int]:
         for line in stat:
             name, *values = line.split()
             if name == "cpu":
-                found.update(zip(FIELDS, map(int, values)))
+                found.update(zip(FIELDS, map(int, values[:len(FIELDS)]), strict=True))
             elif name in ("ctxt", "intr", "procs_running"):
                 found[name] = int(values[0])
     return found

@@ -115,9 +115,12 @@ def _install_interrupts(deferred: bool = False) -> None:
 def _measure(options: RunOptions) -> RunResult:
     """One run with progress on stderr; a user error ends it in one line."""
     from gpuoverhead.present.progress import RichReporter
+    from gpuoverhead.run.environment import address_space_problem
     from gpuoverhead.run.runner import run as run_plan
 
     with user_errors(), RichReporter() as reporter:
+        if problem := address_space_problem():
+            raise UserError(problem)
         return run_plan(options, reporter)
 
 
@@ -174,7 +177,7 @@ def show(folder: Annotated[Path, typer.Argument(help="A run folder (results/<run
     from gpuoverhead.results import read
 
     with user_errors():
-        if not (folder / "run.json").is_file() and (runs := _runs_in(folder)):
+        if not (folder / "run.json").is_file() and (runs := read.runs_in(folder)) is not None:
             console.out.print(console.frame_table(runs, f"Runs in {folder} (show one of them)"))
             return
         found = read.load(folder)
@@ -182,26 +185,6 @@ def show(folder: Annotated[Path, typer.Argument(help="A run folder (results/<run
         console.err.print(f"{folder}: no estimates (status {found.info.get('status')!r}): the "
                           "run finished no benchmark", highlight=False)
     console.print_summary(found.summary)
-
-
-def _runs_in(folder: Path) -> object:
-    """The run folders directly inside `folder` (id, status, suite, start), or None."""
-    import json
-
-    import pandas as pd
-
-    rows = []
-    for info in sorted(folder.glob("*/run.json")) if folder.is_dir() else []:
-        try:
-            data = json.loads(info.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict):
-            suite = data.get("suite")
-            rows.append({"run": info.parent.name, "status": str(data.get("status", "?")),
-                         "suite": str(suite.get("name", "?") if isinstance(suite, dict) else "?"),
-                         "started": str(data.get("started", "?"))})
-    return pd.DataFrame(rows) if rows else None
 
 
 @app.command()
@@ -391,6 +374,11 @@ def main() -> None:
         app()
     except KeyboardInterrupt:
         os._exit(EXIT_INTERRUPTED)
+    except MemoryError as exc:  # a memory limit (ulimit -v) or the machine's
+        with contextlib.suppress(OSError):
+            os.write(2, f"error: out of memory{': ' + str(exc) if str(exc) else ''} (a "
+                        f"memory limit such as ulimit -v, or the machine's)\n".encode())
+        os._exit(EXIT_USER)
     except OSError as exc:
         if exc.errno not in (errno.EPIPE, errno.ENOSPC, errno.EIO):
             raise

@@ -46,7 +46,19 @@ class Binding:
 
     def request_device(self, adapter: Any, features: list[str], limits: dict[str, int]
                        ) -> tuple[Any, dict[str, Any]]:
-        """A device, and notes for run.json (whether timestamps are unquantized)."""
+        """A device, and notes for run.json (whether timestamps are unquantized). A driver
+        that has no memory left for it says so in a RuntimeError; it is a MemoryError here,
+        which every caller already ends in one line (or an error row in a worker)."""
+        try:
+            return self._request_device(adapter, features, limits)
+        except RuntimeError as exc:
+            if "not enough memory" in str(exc).lower():
+                raise MemoryError(f"the driver has no memory left for a device: "
+                                  f"{' '.join(str(exc).split())}") from None
+            raise
+
+    def _request_device(self, adapter: Any, features: list[str], limits: dict[str, int]
+                        ) -> tuple[Any, dict[str, Any]]:
         if self.quantization_toggle is None or self.toggles_module is None:
             return adapter.request_device_sync(required_features=features,
                                                required_limits=limits), {}

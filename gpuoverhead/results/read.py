@@ -261,3 +261,20 @@ def _read_parquet(path: Path, columns: list[str] | None = None, filters: list | 
     except Exception as exc:  # pyarrow raises several types for corrupt or truncated files
         raise UserError(f"{path}: not a readable Parquet file ({type(exc).__name__}: "
                         f"{str(exc).splitlines()[0] if str(exc) else 'no detail'})") from None
+
+
+def runs_in(folder: Path) -> pd.DataFrame | None:
+    """The run folders directly inside `folder` (id, status, suite, start), or None: what
+    `show` lists when given a folder of runs rather than one run."""
+    rows = []
+    for info in sorted(folder.glob("*/run.json")) if folder.is_dir() else []:
+        try:
+            data = json.loads(info.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            suite = data.get("suite")
+            rows.append({"run": info.parent.name, "status": str(data.get("status", "?")),
+                         "suite": str(suite.get("name", "?") if isinstance(suite, dict) else "?"),
+                         "started": str(data.get("started", "?"))})
+    return pd.DataFrame(rows) if rows else None

@@ -109,3 +109,24 @@ def record(run_id: str, argv: list[str], suite_path: Path, suite_name: str, sha2
                      suite={"path": str(suite_path), "name": suite_name, "sha256": sha256},
                      host=host(), packages=packages(), native=native_libraries(),
                      processes=processes)
+
+
+#: Address space that the GPU drivers and the analysis need at least. Measured on lavapipe
+#: with `ulimit -v`: at 1 GiB a run crashes in the driver (SIGSEGV), at 1.2-1.5 GiB a device
+#: or an array cannot be had, at 2 GiB the ci suite runs.
+MIN_ADDRESS_SPACE = 2 << 30
+
+
+def address_space_problem() -> str | None:
+    """Why this process's address-space limit cannot hold a run, or None (no limit, or
+    enough; Windows has no such limit)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY or soft >= MIN_ADDRESS_SPACE:
+        return None
+    return (f"the address-space limit (ulimit -v) is {soft / 2**30:.2f} GiB; the GPU drivers "
+            f"and the analysis need at least {MIN_ADDRESS_SPACE >> 30} GiB (below it a driver "
+            f"can crash the run): raise the limit or lift it")

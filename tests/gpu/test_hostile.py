@@ -786,3 +786,67 @@ def test_hostile_no_folder_at_all_for_the_native_loop(tmp_path, monkeypatch):
     assert isinstance(note, str), note
     assert note.startswith("native layer skipped: no cache folder can be written (")
     assert str(blocker / "cache") in note and str(blocker / "tmp") in note
+
+
+def test_hostile_show_on_a_folder_of_runs_lists_them(tmp_path):
+    """Issue 26.17: `show results/` lists the runs in it (a refactor had made it raise 'the
+    truth value of a DataFrame is ambiguous'); a folder without runs is one line, exit 2."""
+    runs = ROOT / "results" / "round3b-h100-state"
+    proc = in_process("show", str(runs))
+    assert proc.returncode == 0, proc.stderr
+    for name in ("h100-default-b", "h100-default-c", "h100-full-webgpu"):
+        assert name in proc.stdout
+    proc = in_process("show", str(tmp_path))
+    assert proc.returncode == 2 and "not a run folder" in proc.stderr, proc
+
+
+def test_hostile_version_short_help_and_a_closed_stdout():
+    """Issue 26.17 and 26.10: `--version` and `-h` answer; `show R >&-` (stdout closed)
+    ends quietly instead of an AttributeError traceback."""
+    from gpuoverhead import __version__
+
+    assert in_process("--version").stdout.strip() == f"gpuoverhead {__version__}"
+    assert in_process("-h").stdout.startswith("Usage: ")
+    run = ROOT / "results" / "round3b-h100-state" / "h100-default-b"
+    proc = subprocess.run(f'"{sys.executable}" -m gpuoverhead show "{run}" >&-', shell=True,
+                          capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(("limit_mib", "said"), [
+    (600, "the address-space limit (ulimit -v) is 0.59 GiB"),
+    (300, "error: out of memory"),
+])
+def test_hostile_memory_limit_is_one_line(limit_mib, said):
+    """Issue 26.11: under `ulimit -v` a run segfaulted in the driver (1 GiB), or ended in a
+    MemoryError or 'Not enough memory' traceback (0.3-1.5 GiB). A limit below what the
+    drivers need is refused before they load; running out while importing is one line."""
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit_mib << 20, limit_mib << 20))
+
+    proc = subprocess.run([sys.executable, "-m", "gpuoverhead", "run", "--quick",
+                           "--implementation", "wgpu-native"], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120, preexec_fn=limit)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and said in lines[0], proc.stderr
+
+
+def test_hostile_two_forced_runs_into_one_id_both_finish(tmp_path):
+    """Issue 26.13: two `--force` runs into the same id a second apart shared a staging
+    folder and the second died mid-run; each now stages in a folder of its own."""
+    suite = write_suite(tmp_path, "benchmarks:\n  - {name: a, kernel: add_one, elements: 64, "
+                                  "n_sweep: [1, 4], budget_s: 0.3}\n")
+    args = [sys.executable, "-m", "gpuoverhead", "run", "--suite", str(suite), "--processes",
+            "1", "--implementation", "wgpu-native", "--backend", BACKEND, "--run-id", "same",
+            "--force", "-o", str(tmp_path / "out")]
+    first = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    threading.Event().wait(1.0)
+    second = gpuoverhead(*args[3:])
+    _, err = first.communicate(timeout=300)
+    assert first.returncode == 0 and second.returncode == 0, (err, second.stderr)
+    _, summary, info = read_run(tmp_path / "out" / "same")
+    assert info["status"] == "complete" and len(summary) > 0
