@@ -18,11 +18,11 @@ import numpy as np
 
 from gpuoverhead.cases import TIMESTAMPS, Case, Group
 from gpuoverhead.torch_forms import EAGER
-from gpuoverhead.workloads import chain, decode, loop, matmul, rmsnorm, torch_ops
+from gpuoverhead.workloads import chain, decode, loop, matmul, recurrent, rmsnorm, torch_ops
 from gpuoverhead.workloads.work import Context, Work, check, issue
 
 WORKLOADS: dict[str, ModuleType] = {"chain": chain, "loop": loop, "rmsnorm": rmsnorm,
-                                    "matmul": matmul, "decode": decode}
+                                    "matmul": matmul, "decode": decode, "recurrent": recurrent}
 
 
 def build(device: Any, group: Group, rng: np.random.Generator, wait: Callable[[], None]

@@ -1,0 +1,82 @@
+"""The recurrent step (issue 28's workload): both WebGPU forms and PyTorch's eager form on
+this machine leave numpy's state after timed units, and the checks see a step done wrong."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import BACKEND, write_suite
+
+from gpuoverhead.drivers import webgpu
+from gpuoverhead.errors import IntegrityError
+from gpuoverhead.gpu import adapters
+from gpuoverhead.gpu.wait import waiter
+from gpuoverhead.methods import fusion as fusion_method
+from gpuoverhead.suite.expand import load_suite
+from gpuoverhead.workloads import recurrent
+from gpuoverhead.workloads import registry as workloads
+from gpuoverhead.workloads.work import verify_outputs
+
+SUITE = """
+defaults: {n_sweep: [1, 2], gpu_timestamps: false, torch_compile_max_n: 0}
+benchmarks:
+  - {name: rec, fusion: recurrent, k_sweep: [1, 3], elements: [96]}
+"""
+
+
+@pytest.fixture(scope="module")
+def group(tmp_path_factory: pytest.TempPathFactory):
+    (found,) = load_suite(write_suite(tmp_path_factory.mktemp("rec"), SUITE)).groups
+    return found
+
+
+@pytest.fixture(scope="module")
+def device():
+    found = adapters.select(adapters.discover([webgpu.binding("wgpu-native")])[0], BACKEND,
+                            None)[0]
+    return found.adapter.request_device_sync()
+
+
+def test_both_forms_leave_numpys_state_after_timed_units(group, device):
+    """`build` checks one unit of each case against numpy; after 5 more units through the
+    timed operation each case is checked again, and fused against unfused."""
+    wait = waiter(device)
+    works = workloads.build(device, group, np.random.default_rng(1), wait)
+    assert {(c.variant, c.k) for c in works} == {(v, k) for v in ("unfused", "fused")
+                                                 for k in (1, 3)}
+    for work in works.values():
+        fusion_method.operation(work, device, wait, False)(5)
+    assert verify_outputs(works, dict.fromkeys(works, 5)) == []
+    unfused = next(w for c, w in works.items() if c.variant == "unfused" and c.k == 3)
+    assert len(unfused.sequences[0]) == 3 * 6  # six dispatches a step
+
+
+def test_a_step_done_wrong_fails_the_check(group, device, monkeypatch):
+    """Without its `negate` dispatch the unfused step computes sigmoid(-(Wh + b)): numpy's
+    state differs after one unit and the build refuses to time it."""
+    monkeypatch.setattr(recurrent, "POINTWISE", ("add_bias", "exponent", "add_one",
+                                                 "reciprocal"))
+    with pytest.raises(IntegrityError, match="output check failed"):
+        workloads.build(device, group, np.random.default_rng(1), waiter(device))
+
+
+def test_torch_eager_step_is_the_same_step():
+    """PyTorch's six eager ops a step (on this machine's device) give numpy's state, also
+    for an odd L, whose last step lands in the second buffer and is copied back."""
+    torch = pytest.importorskip("torch")
+    from gpuoverhead.cases import Case, Group, Kernel, Sampling
+    from gpuoverhead.torch_forms import EAGER
+
+    cases = tuple(Case("rec", "fusion_recurrent", 64, 64, "fusion", "dispatch", "wait", (1,),
+                       variant="unfused", k=k, implementation=EAGER) for k in (1, 3))
+    grp = Group("rec", Kernel("fusion_recurrent", None, "", "all"), 64, 64,  # type: ignore
+                Sampling(1, 0.1, 3, 10, 1), cases, 0, "recurrent")
+    units, outputs = recurrent.torch_units(grp, np.random.default_rng(2), torch.device("cpu"),
+                                           torch)
+    for case in cases:
+        unit = units[case]()
+        for _ in range(4):
+            unit()
+        want = outputs[case].reference(4)
+        np.testing.assert_allclose(outputs[case].read(), want, rtol=1e-4, atol=1e-5)
+        assert not np.allclose(outputs[case].read(), outputs[case].reference(3), rtol=1e-6)
