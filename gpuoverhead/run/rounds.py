@@ -12,6 +12,10 @@ uses them. Measured rounds then run until every estimate's 95%
 CI half-width is within the target (checked from `min_rounds` on), or the process's share of
 the budget (run/budget.py) is spent, or `max_rounds` is reached; which of the three ended it
 is recorded as `stop`.
+
+At each round's start, outside any timed call, the CPU the worker runs on is read into
+`cpus` (one entry per round, warm-up rounds first), so that a slow period can be matched
+with the CPU it ran on (run.json's worker entries: run/worker.py `cpu_notes`).
 """
 
 from __future__ import annotations
@@ -48,9 +52,9 @@ Timed = Callable[[Unit, int, bool], tuple[tuple[int, int, int, bool, int, int], 
 
 def sample_group(group: Group, ops: dict[Case, Operation], rng: np.random.Generator,
                  budget: Budget, worst_rel_ci: Precision, progress: Progress,
-                 counts: dict[Case, int]) -> GroupSamples:
+                 counts: dict[Case, int], cpus: list[int] | None = None) -> GroupSamples:
     """Sample `group` within `budget.process_s`; `counts[case]` is increased by the
-    dispatches each case issued.
+    dispatches each case issued, and `cpus` gets the CPU of each round as it starts.
 
     `worst_rel_ci` returns the largest relative CI half-width of the group's estimates so
     far; `progress(samples, elapsed_s, budget_s)` is called after every round.
@@ -69,9 +73,11 @@ def sample_group(group: Group, ops: dict[Case, Operation], rng: np.random.Genera
         counts[case] += dispatched
         return (i, n, index, warmup, t0, wall), extra
 
+    cpus = [] if cpus is None else cpus
+    cpus.append(current_cpu())
     units = _probe(units, timed, out, budget.sample_s)
     progress(out, 0.0, budget.process_s)
-    one_round = _round(units, timed, rng, out)
+    one_round = _round(units, timed, rng, out, cpus)
     _warm_up(group, one_round, out, budget, progress)
     _measure(group, one_round, out, budget.process_s, worst_rel_ci, progress)
     return out
@@ -123,11 +129,13 @@ def _keep(out: GroupSamples, record: tuple, extra: Any) -> None:
     out.records.append(record)
 
 
-def _round(units: list[Unit], timed: Timed, rng: np.random.Generator, out: GroupSamples
-           ) -> Round:
-    """`one_round(index, warmup)`: every unit once in a fresh order; returns its ns."""
+def _round(units: list[Unit], timed: Timed, rng: np.random.Generator, out: GroupSamples,
+           cpus: list[int]) -> Round:
+    """`one_round(index, warmup)`: every unit once in a fresh order; returns its ns. Each
+    round first appends the CPU it starts on to `cpus` (before any clock is read)."""
 
     def one_round(index: int, warmup: bool) -> int:
+        cpus.append(current_cpu())
         total = 0
         for k in rng.permutation(len(units)):
             record, extra = timed(units[k], index, warmup)
@@ -183,6 +191,31 @@ def _settled(durations: list[int]) -> bool:
     now = float(np.median(durations[-WARMUP_WINDOW:]))
     before = float(np.median(durations[-WARMUP_WINDOW - 1:-1]))
     return abs(now - before) <= WARMUP_TOLERANCE * now
+
+
+def current_cpu() -> int:
+    """The CPU this thread runs on now (glibc's sched_getcpu, which Python's os lacks), -1
+    where the OS does not say (macOS, Windows, a libc without it)."""
+    global _getcpu
+    if _getcpu is None:
+        _getcpu = _find_getcpu()
+    return int(_getcpu())
+
+
+#: sched_getcpu, resolved at the first call (before the first round's clock is read).
+_getcpu: Callable[[], int] | None = None
+
+
+def _find_getcpu() -> Callable[[], int]:
+    try:
+        import ctypes
+
+        found = ctypes.CDLL(None, use_errno=True).sched_getcpu
+        found.restype, found.argtypes = ctypes.c_int, []
+        found()
+        return found
+    except (OSError, AttributeError, TypeError):
+        return lambda: -1
 
 
 def timer_cost_ns(pairs: int = 20_000) -> float:

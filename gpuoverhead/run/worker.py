@@ -12,8 +12,10 @@ import multiprocessing
 import os
 import time
 import traceback
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import groupby
 from time import perf_counter_ns
 from typing import Any
 
@@ -91,14 +93,31 @@ def _sample(task: Task, prepared: Prepared, rng: np.random.Generator, send: Any)
     send(("ready",))
     offset = time.time_ns() - perf_counter_ns()
     precision = partial(worst_rel_ci, cal=cal, target_rel=group.sampling.target_rel_ci)
+    cpus: list[int] = []
     began = time.monotonic()
-    samples = sample_group(group, prepared.ops, rng, task.budget, precision, progress, counts)
+    samples = sample_group(group, prepared.ops, rng, task.budget, precision, progress, counts,
+                           cpus)
     sampling_s = time.monotonic() - began
-    notes = prepared.notes
+    notes = {**prepared.notes, **cpu_notes(cpus)}
     if unchecked := prepared.verify(counts):
         notes = {**notes, "unchecked": unchecked}
     return Outcome(task.process, samples, cal, offset, device_notes=notes,
                    budget_s=task.budget.process_s, sampling_s=sampling_s)
+
+
+def cpu_notes(cpus: list[int]) -> dict[str, Any]:
+    """run.json's record of where a worker ran while it sampled: the distinct CPUs seen at
+    round starts, the most frequent, how often it changed between rounds, how many CPUs it
+    was allowed, and the CPU of every round as runs of [cpu, rounds] (warm-up rounds first,
+    the order of the samples' rounds; -1 where the OS does not say). A slow period that
+    follows one CPU (or a migration) thus shows against the samples of its rounds."""
+    known = [c for c in cpus if c >= 0]
+    getaffinity = getattr(os, "sched_getaffinity", None)
+    return {"cpus": sorted(set(known)),
+            "cpu_most": Counter(known).most_common(1)[0][0] if known else None,
+            "cpu_changes": sum(a != b for a, b in zip(known, known[1:], strict=False)),
+            "cpu_affinity": len(getaffinity(0)) if getaffinity is not None else None,
+            "cpu_runs": [[cpu, len(list(run))] for cpu, run in groupby(cpus)]}
 
 
 def _child(task: Task, conn: Any) -> None:

@@ -3,6 +3,7 @@ truth is known."""
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import replace
 
@@ -103,3 +104,31 @@ def test_the_probe_keeps_two_n_however_slow_the_first_sample():
 def test_the_probe_does_not_run_a_sample_its_line_says_is_too_long():
     samples, _, calls = _probed({2: 0.03})  # 1 ms, then 30 ms: N = 4 would take ~90 ms
     assert samples.cut == {0: (1, 2)} and 4 not in calls and 8 not in calls
+
+
+def test_each_round_records_the_cpu_it_starts_on_and_the_worker_entry_summarizes_them():
+    """One CPU read per round (warm-up first), outside any timed call, and run.json's worker
+    entry says which CPUs, the most frequent, the changes and the affinity's size."""
+    from gpuoverhead.drivers.base import Prepared
+    from gpuoverhead.run.checks import process_entry
+    from gpuoverhead.run.worker import Task, _sample, cpu_notes
+
+    group = _group()
+    ops = {c: lambda n: (time.perf_counter_ns(),) for c in group.cases}
+    sent: list[tuple] = []
+    task = Task(None, Budget(0.2), (0,), 0)  # type: ignore[arg-type]
+    outcome = _sample(task, Prepared(group, ops, lambda counts: None), np.random.default_rng(0),
+                      sent.append)
+    s, notes = outcome.samples, outcome.device_notes
+    rounds = s.warmup_rounds + s.rounds
+    assert sum(n for _, n in notes["cpu_runs"]) == rounds  # one read a round, no more
+    allowed = os.sched_getaffinity(0)
+    assert notes["cpu_affinity"] == len(allowed)
+    assert notes["cpus"] and set(notes["cpus"]) <= allowed
+    assert notes["cpu_most"] in notes["cpus"]
+    assert notes["cpu_changes"] == len(notes["cpu_runs"]) - 1
+    entry = process_entry(outcome)  # what run.json's worker entry holds
+    assert {"cpus", "cpu_most", "cpu_changes", "cpu_affinity", "cpu_runs"} <= set(entry)
+    assert cpu_notes([3, 3, 5, 3, -1]) | {"cpu_affinity": None} == {
+        "cpus": [3, 5], "cpu_most": 3, "cpu_changes": 2, "cpu_affinity": None,
+        "cpu_runs": [[3, 2], [5, 1], [3, 1], [-1, 1]]}
