@@ -1,30 +1,40 @@
 // gpuoverhead: fusion=decode
 // One decode step of a transformer shaped like Qwen2.5 (RMSNorm, grouped-query attention
-// with rotary embedding over a KV cache, SwiGLU MLP, residual adds, final norm, LM head),
-// batch 1, f32. The new token sits at position T - 1 (the cache holds T - 1 earlier ones),
-// so every step does the same work and leaves the same logits.
+// with rotary embedding over a KV cache, SwiGLU MLP, residual adds, final norm, LM head
+// tied to the embedding), batch 1, f32. The new token sits at position T - 1 (the cache
+// holds T - 1 earlier ones), so every step does the same work and leaves the same logits.
 // Unfused, one dispatch per operation (18 per layer): rmsnorm, matvec (q, k, v), rope (q,
 // k), kv_store, scores, softmax, attend, matvec (o), add, rmsnorm, matvec (gate, up),
-// silu_mul, matvec (down), add. Fused, 5 per layer: qkv_rope (norm folded in), attention,
-// matvec_add (o + residual), gate_up (norm folded in, SiLU x up), matvec_add (down +
-// residual). Both: copy (the token's embedding into the residual stream) first, the final
-// norm and the LM head (unfused: rmsnorm + matvec; fused: norm_matvec) in row chunks below
-// the storage-binding limit, and `count` last.
+// silu_mul, matvec (down), add. Fused, 5 per layer: qkv_rope (norm folded in), attn_part
+// (flash-decoding: a workgroup per head and block of WG cache positions, its partial max,
+// sum and weighted values), attn_out (the blocks combined, o + residual), gate_up (norm
+// folded in, SiLU x up), matvec_add (down + residual). Both: copy (the token's row of the
+// tied embedding into the residual stream) first, the final norm and the LM head
+// (unfused: rmsnorm + matvec; fused: norm_matvec) in row chunks below the storage-binding
+// limit, and `count` last.
+// Matrix-vector products read weights as vec4 (16 bytes in f32, 8 in f16), LANES threads
+// per row, WG / LANES rows per workgroup, sums reduced in workgroup memory. Each lane's
+// loop has a trip count fixed at pipeline creation (overrides), so drivers unroll it and
+// keep its loads in flight together.
 // The weight matrices are read from binding 7 as W: f32 here; the f16 form of the step
 // (suite key `precision: f16`) is this file with `enable f16;` and W = f16, computing in f32.
-override WG: u32 = 64;        // threads per workgroup, a power of two up to 256
+override WG: u32 = 128;       // threads per workgroup, a power of two up to 256
+override LANES: u32 = 32;     // matvec: threads per row, a power of two up to WG
 override H: u32 = 896;        // hidden size
 override NH: u32 = 14;        // query heads
 override NKV: u32 = 2;        // key/value heads
+override D: u32 = 64;         // head dimension, a multiple of 8 up to 128
 override F: u32 = 4864;       // MLP size
 override T: u32 = 129;        // positions attended: the cache and the new token
+override NB: u32 = 1;         // attention blocks of WG positions: ceil(T / WG)
 override ROWS: u32 = 896;     // matvec: output rows (rope: heads; elementwise: length)
-override COLS: u32 = 896;     // matvec: input length
-const D: u32 = 64u;
-const HALF: u32 = 32u;
+override COLS: u32 = 896;     // matvec: input length, a multiple of 4
+override TOKEN: u32 = 0;      // copy: the token's row in the first chunk of the LM head
 const EPS: f32 = 1e-6;
 const THETA: f32 = 1000000.0;
-const MAX_T: u32 = 2304u;
+const MAX_D4: u32 = 32u;      // D / 4 at most
+const MAX_Q4: u32 = 384u;     // NH * D / 4 at most (the attention output in workgroup memory)
+const MAX_HB: u32 = 1024u;    // NH * NB at most
 alias W = f32;
 
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
@@ -34,50 +44,138 @@ alias W = f32;
 @group(0) @binding(4) var<storage, read_write> out1: array<f32>;
 @group(0) @binding(5) var<storage, read_write> out2: array<f32>;
 @group(0) @binding(6) var<storage, read_write> counter: atomic<u32>;
-@group(0) @binding(7) var<storage, read> weights: array<W>;
+@group(0) @binding(7) var<storage, read> weights: array<vec4<W>>;
+@group(0) @binding(8) var<storage, read> x4: array<vec4<f32>>;
+@group(0) @binding(9) var<storage, read> y4: array<vec4<f32>>;
+@group(0) @binding(10) var<storage, read> z4: array<vec4<f32>>;
 
-var<workgroup> red0: array<f32, 256>;
-var<workgroup> red1: array<f32, 256>;
-var<workgroup> scores_wg: array<f32, MAX_T>;
+var<workgroup> red: array<vec4<f32>, 256>;
+var<workgroup> redm: array<f32, 256>;
+var<workgroup> qs: array<vec4<f32>, MAX_D4>;
+var<workgroup> ps: array<f32, 256>;
+var<workgroup> os: array<vec4<f32>, MAX_Q4>;
+var<workgroup> hw: array<f32, MAX_HB>;
 
 fn row_of(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return wid.x + wid.y * nwg.x;
 }
 
-// Sums of red0 and red1 within the workgroup, in red0[0] and red1[0].
-fn reduce_sums(lid: u32) {
+fn total(v: vec4<f32>) -> f32 {
+    return v.x + v.y + v.z + v.w;
+}
+
+// Sums `red` over each run of `lanes` threads (a power of two dividing WG): the run that
+// starts at thread i ends with its sum in red[i].
+fn reduce_runs(lid: u32, lanes: u32) {
     workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride = stride / 2u) {
-        if (lid < stride) {
-            red0[lid] = red0[lid] + red0[lid + stride];
-            red1[lid] = red1[lid] + red1[lid + stride];
+    for (var s = lanes / 2u; s > 0u; s = s / 2u) {
+        if ((lid & (lanes - 1u)) < s) {
+            red[lid] = red[lid] + red[lid + s];
         }
         workgroupBarrier();
     }
 }
 
+// The largest of `redm` in redm[0] (the whole workgroup).
 fn reduce_max(lid: u32) {
     workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride = stride / 2u) {
-        if (lid < stride) {
-            red0[lid] = max(red0[lid], red0[lid + stride]);
+    for (var s = WG / 2u; s > 0u; s = s / 2u) {
+        if (lid < s) {
+            redm[lid] = max(redm[lid], redm[lid + s]);
         }
         workgroupBarrier();
     }
 }
 
-// 1 / sqrt(mean(in1^2) + EPS) over the hidden vector in1, in every thread.
-fn inv_rms_of_in1(lid: u32) -> f32 {
-    var acc = 0.0;
-    for (var j = lid; j < H; j = j + WG) {
-        acc = acc + in1[j] * in1[j];
-    }
-    red0[lid] = acc;
-    red1[lid] = 0.0;
-    reduce_sums(lid);
-    let inv = 1.0 / sqrt(red0[0] / f32(H) + EPS);
+// The sum of `redm` in redm[0] (the whole workgroup).
+fn reduce_sum(lid: u32) {
     workgroupBarrier();
-    return inv;
+    for (var s = WG / 2u; s > 0u; s = s / 2u) {
+        if (lid < s) {
+            redm[lid] = redm[lid] + redm[lid + s];
+        }
+        workgroupBarrier();
+    }
+}
+
+// A lane's share of w[row, :] . x4 over `cols4` vec4 columns (lane, lane + LANES, ...).
+fn dot_share(row: u32, lane: u32, cols4: u32) -> f32 {
+    let base = row * cols4;
+    var a = vec4<f32>(0.0);
+    for (var i = 0u; i < cols4 / LANES; i = i + 1u) {
+        let c = lane + i * LANES;
+        a = fma(vec4<f32>(weights[base + c]), x4[c], a);
+    }
+    let c = lane + cols4 / LANES * LANES;
+    if (c < cols4) {
+        a = fma(vec4<f32>(weights[base + c]), x4[c], a);
+    }
+    return total(a);
+}
+
+// A lane's share of w[row, :] . os (the combined attention output in workgroup memory).
+fn dot_share_os(row: u32, lane: u32, cols4: u32) -> f32 {
+    let base = row * cols4;
+    var a = vec4<f32>(0.0);
+    for (var i = 0u; i < cols4 / LANES; i = i + 1u) {
+        let c = lane + i * LANES;
+        a = fma(vec4<f32>(weights[base + c]), os[c], a);
+    }
+    let c = lane + cols4 / LANES * LANES;
+    if (c < cols4) {
+        a = fma(vec4<f32>(weights[base + c]), os[c], a);
+    }
+    return total(a);
+}
+
+// A lane's shares of w[r0, :] . n and w[r1, :] . n, n = x4 * y4 (the residual stream times
+// the norm's weight, not yet divided by its RMS), and of x4 . x4 (for the RMS): (a, b, ss, 0).
+fn norm_dot2(r0: u32, r1: u32, lane: u32) -> vec4<f32> {
+    let h4 = H / 4u;
+    var a = vec4<f32>(0.0);
+    var b = vec4<f32>(0.0);
+    var q = vec4<f32>(0.0);
+    for (var i = 0u; i < h4 / LANES; i = i + 1u) {
+        let c = lane + i * LANES;
+        let x = x4[c];
+        let n = x * y4[c];
+        a = fma(vec4<f32>(weights[r0 * h4 + c]), n, a);
+        b = fma(vec4<f32>(weights[r1 * h4 + c]), n, b);
+        q = fma(x, x, q);
+    }
+    let c = lane + h4 / LANES * LANES;
+    if (c < h4) {
+        let x = x4[c];
+        let n = x * y4[c];
+        a = fma(vec4<f32>(weights[r0 * h4 + c]), n, a);
+        b = fma(vec4<f32>(weights[r1 * h4 + c]), n, b);
+        q = fma(x, x, q);
+    }
+    return vec4<f32>(total(a), total(b), total(q), 0.0);
+}
+
+// norm_dot2 for one row: (a, 0, ss, 0).
+fn norm_dot(r: u32, lane: u32) -> vec4<f32> {
+    let h4 = H / 4u;
+    var a = vec4<f32>(0.0);
+    var q = vec4<f32>(0.0);
+    for (var i = 0u; i < h4 / LANES; i = i + 1u) {
+        let c = lane + i * LANES;
+        let x = x4[c];
+        a = fma(vec4<f32>(weights[r * h4 + c]), x * y4[c], a);
+        q = fma(x, x, q);
+    }
+    let c = lane + h4 / LANES * LANES;
+    if (c < h4) {
+        let x = x4[c];
+        a = fma(vec4<f32>(weights[r * h4 + c]), x * y4[c], a);
+        q = fma(x, x, q);
+    }
+    return vec4<f32>(total(a), 0.0, total(q), 0.0);
+}
+
+fn inv_rms(sum_sq: f32) -> f32 {
+    return 1.0 / sqrt(sum_sq / f32(H) + EPS);
 }
 
 fn rotate(a: f32, b: f32, j: u32) -> vec2<f32> {
@@ -87,11 +185,16 @@ fn rotate(a: f32, b: f32, j: u32) -> vec2<f32> {
 
 // ---- both forms --------------------------------------------------------------------------
 
-// out0 (the residual stream) = in0 (the token's embedding row).
+// out0 (the residual stream) = row TOKEN of the LM head's first chunk (the tied embedding).
 @compute @workgroup_size(WG)
 fn copy(@builtin(global_invocation_id) gid: vec3<u32>) {
-    if (gid.x < H) {
-        out0[gid.x] = in0[gid.x];
+    let i = gid.x;
+    if (i < H / 4u) {
+        let v = vec4<f32>(weights[TOKEN * (H / 4u) + i]);
+        out0[4u * i] = v.x;
+        out0[4u * i + 1u] = v.y;
+        out0[4u * i + 2u] = v.z;
+        out0[4u * i + 3u] = v.w;
     }
 }
 
@@ -101,22 +204,20 @@ fn count() {
     atomicAdd(&counter, 1u);
 }
 
-// out0[r] = w[r, :] . in1 + in2[r] (w: the weights at binding 7), a workgroup per row.
+// out0[r] = w[r, :] . x4 + in2[r] (w: the weights at binding 7), LANES threads a row.
 @compute @workgroup_size(WG)
 fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
           @builtin(local_invocation_index) lid: u32) {
-    let r = row_of(wid, nwg);
-    var acc = 0.0;
+    let r = row_of(wid, nwg) * (WG / LANES) + lid / LANES;
+    let lane = lid % LANES;
+    var s = 0.0;
     if (r < ROWS) {
-        for (var c = lid; c < COLS; c = c + WG) {
-            acc = acc + f32(weights[r * COLS + c]) * in1[c];
-        }
+        s = dot_share(r, lane, COLS / 4u);
     }
-    red0[lid] = acc;
-    red1[lid] = 0.0;
-    reduce_sums(lid);
-    if (lid == 0u && r < ROWS) {
-        out0[r] = red0[0] + in2[r];
+    red[lid] = vec4<f32>(s, 0.0, 0.0, 0.0);
+    reduce_runs(lid, LANES);
+    if (lane == 0u && r < ROWS) {
+        out0[r] = red[lid].x + in2[r];
     }
 }
 
@@ -125,7 +226,13 @@ fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
 // out0 = in1 / rms(in1) * in0 (in0: the norm's weight), one workgroup.
 @compute @workgroup_size(WG)
 fn rmsnorm(@builtin(local_invocation_index) lid: u32) {
-    let inv = inv_rms_of_in1(lid);
+    var acc = 0.0;
+    for (var j = lid; j < H; j = j + WG) {
+        acc = acc + in1[j] * in1[j];
+    }
+    redm[lid] = acc;
+    reduce_sum(lid);
+    let inv = inv_rms(redm[0]);
     for (var j = lid; j < H; j = j + WG) {
         out0[j] = in1[j] * inv * in0[j];
     }
@@ -135,13 +242,14 @@ fn rmsnorm(@builtin(local_invocation_index) lid: u32) {
 @compute @workgroup_size(WG)
 fn rope(@builtin(global_invocation_id) gid: vec3<u32>) {
     let i = gid.x;
-    if (i >= ROWS * HALF) {
+    let half = D / 2u;
+    if (i >= ROWS * half) {
         return;
     }
-    let base = (i / HALF) * D + i % HALF;
-    let turned = rotate(out0[base], out0[base + HALF], i % HALF);
+    let base = (i / half) * D + i % half;
+    let turned = rotate(out0[base], out0[base + half], i % half);
     out0[base] = turned.x;
-    out0[base + HALF] = turned.y;
+    out0[base + half] = turned.y;
 }
 
 // The new token's key (in0) and value (in1) into the caches out0 and out1.
@@ -154,7 +262,7 @@ fn kv_store(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
 }
 
-// out0[h, t] = q_h (in0) . k_t (in1, the cache) / sqrt(D).
+// out0[h, t] = q_h (x4) . k_t (y4, the cache) / sqrt(D), a thread per head and position.
 @compute @workgroup_size(WG)
 fn scores(@builtin(global_invocation_id) gid: vec3<u32>) {
     let i = gid.x;
@@ -164,11 +272,12 @@ fn scores(@builtin(global_invocation_id) gid: vec3<u32>) {
     let h = i / T;
     let t = i % T;
     let g = h / (NH / NKV);
-    var acc = 0.0;
-    for (var d = 0u; d < D; d = d + 1u) {
-        acc = acc + in0[h * D + d] * in1[(t * NKV + g) * D + d];
+    let d4 = D / 4u;
+    var acc = vec4<f32>(0.0);
+    for (var d = 0u; d < d4; d = d + 1u) {
+        acc = fma(x4[h * d4 + d], y4[(t * NKV + g) * d4 + d], acc);
     }
-    out0[i] = acc * 0.125;
+    out0[i] = total(acc) / sqrt(f32(D));
 }
 
 // Softmax of each head's row of out0 in place, a workgroup per head.
@@ -179,9 +288,9 @@ fn softmax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     for (var t = lid; t < T; t = t + WG) {
         m = max(m, out0[base + t]);
     }
-    red0[lid] = m;
+    redm[lid] = m;
     reduce_max(lid);
-    let top = red0[0];
+    let top = redm[0];
     workgroupBarrier();
     var acc = 0.0;
     for (var t = lid; t < T; t = t + WG) {
@@ -189,29 +298,35 @@ fn softmax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         out0[base + t] = e;
         acc = acc + e;
     }
-    red0[lid] = acc;
-    red1[lid] = 0.0;
-    reduce_sums(lid);
-    let total = red0[0];
+    redm[lid] = acc;
+    reduce_sum(lid);
+    let sum = redm[0];
     for (var t = lid; t < T; t = t + WG) {
-        out0[base + t] = out0[base + t] / total;
+        out0[base + t] = out0[base + t] / sum;
     }
 }
 
-// out0[h, d] = sum_t p[h, t] (in0) v_t[d] (in1, the cache).
+// out0[h, 4c .. 4c + 3] = sum_t p[h, t] (in0) v_t[4c ..] (z4, the cache): a workgroup per
+// head and 4 dimensions, its threads over the positions.
 @compute @workgroup_size(WG)
-fn attend(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    if (i >= NH * D) {
-        return;
-    }
-    let h = i / D;
+fn attend(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let d4 = D / 4u;
+    let h = wid.x / d4;
+    let c = wid.x % d4;
     let g = h / (NH / NKV);
-    var acc = 0.0;
-    for (var t = 0u; t < T; t = t + 1u) {
-        acc = acc + in0[h * T + t] * in1[(t * NKV + g) * D + i % D];
+    var acc = vec4<f32>(0.0);
+    for (var t = lid; t < T; t = t + WG) {
+        acc = fma(vec4<f32>(in0[h * T + t]), z4[(t * NKV + g) * d4 + c], acc);
     }
-    out0[i] = acc;
+    red[lid] = acc;
+    reduce_runs(lid, WG);
+    if (lid == 0u) {
+        let o = red[0];
+        out0[h * D + 4u * c] = o.x;
+        out0[h * D + 4u * c + 1u] = o.y;
+        out0[h * D + 4u * c + 2u] = o.z;
+        out0[h * D + 4u * c + 3u] = o.w;
+    }
 }
 
 // out0 += in0 (the residual add), ROWS values.
@@ -233,33 +348,31 @@ fn silu_mul(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 // ---- fused ------------------------------------------------------------------------------
 
-// Norm, Q, K and V rows (weights: [q; k; v], in1: the residual stream, in2: the norm's
-// weight then the biases), rotary embedding, K and V into the caches: a workgroup per pair
-// of rows (j, j + 32) of one head. out0: q, out1: key cache, out2: value cache.
+// Norm, Q, K and V rows (weights: [q; k; v], x4: the residual stream, y4: the norm's
+// weight, in2: the biases), rotary embedding, K and V into the caches: LANES threads per
+// pair of rows (j, j + D / 2) of one head. out0: q, out1: key cache, out2: value cache.
 @compute @workgroup_size(WG)
 fn qkv_rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
             @builtin(local_invocation_index) lid: u32) {
-    let p = row_of(wid, nwg);
-    let inv = inv_rms_of_in1(lid);
-    let block = p / HALF;
-    let j = p % HALF;
+    let p = row_of(wid, nwg) * (WG / LANES) + lid / LANES;
+    let lane = lid % LANES;
+    let half = D / 2u;
+    let block = p / half;
+    let j = p % half;
     let r0 = block * D + j;
-    let r1 = r0 + HALF;
-    var a = 0.0;
-    var b = 0.0;
-    for (var c = lid; c < H; c = c + WG) {
-        let n = in1[c] * in2[c];
-        a = a + f32(weights[r0 * H + c]) * n;
-        b = b + f32(weights[r1 * H + c]) * n;
+    let r1 = r0 + half;
+    var s = vec4<f32>(0.0);
+    if (block < NH + 2u * NKV) {
+        s = norm_dot2(r0, r1, lane);
     }
-    red0[lid] = a;
-    red1[lid] = b;
-    reduce_sums(lid);
-    if (lid != 0u || block >= NH + 2u * NKV) {
+    red[lid] = s;
+    reduce_runs(lid, LANES);
+    if (lane != 0u || block >= NH + 2u * NKV) {
         return;
     }
-    let y0 = red0[0] * inv + in2[H + r0];
-    let y1 = red1[0] * inv + in2[H + r1];
+    let inv = inv_rms(red[lid].z);
+    let y0 = red[lid].x * inv + in2[r0];
+    let y1 = red[lid].y * inv + in2[r1];
     let slot = (T - 1u) * NKV * D;
     if (block < NH) {
         let turned = rotate(y0, y1, j);
@@ -268,111 +381,181 @@ fn qkv_rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
     } else if (block < NH + NKV) {
         let turned = rotate(y0, y1, j);
         out1[slot + (block - NH) * D + j] = turned.x;
-        out1[slot + (block - NH) * D + j + HALF] = turned.y;
+        out1[slot + (block - NH) * D + j + half] = turned.y;
     } else {
         out2[slot + (block - NH - NKV) * D + j] = y0;
-        out2[slot + (block - NH - NKV) * D + j + HALF] = y1;
+        out2[slot + (block - NH - NKV) * D + j + half] = y1;
     }
 }
 
-// Attention of one head (a workgroup): scores, softmax and the weighted values. in0: q,
-// in1: key cache, in2: value cache, out0: the heads' outputs.
+// Flash-decoding's first half: head wid.y over cache block wid.x (positions WG * wid.x ..),
+// a thread per position for the scores. x4: q, y4: key cache, z4: value cache. out0[2i],
+// out0[2i + 1]: the block's largest score and its sum of exp(score - largest); out1[i * D
+// ..]: its values weighted by exp(score - largest), i = head * NB + block.
 @compute @workgroup_size(WG)
-fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let h = wid.x;
+fn attn_part(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let b = wid.x;
+    let h = wid.y;
     let g = h / (NH / NKV);
-    var m = -3.0e38;
-    for (var t = lid; t < T; t = t + WG) {
-        var acc = 0.0;
-        for (var d = 0u; d < D; d = d + 1u) {
-            acc = acc + in0[h * D + d] * in1[(t * NKV + g) * D + d];
-        }
-        scores_wg[t] = acc * 0.125;
-        m = max(m, acc * 0.125);
+    let d4 = D / 4u;
+    if (lid < d4) {
+        qs[lid] = x4[h * d4 + lid] / sqrt(f32(D));
     }
-    red0[lid] = m;
-    reduce_max(lid);
-    let top = red0[0];
     workgroupBarrier();
-    var total = 0.0;
-    for (var t = lid; t < T; t = t + WG) {
-        let e = exp(scores_wg[t] - top);
-        scores_wg[t] = e;
-        total = total + e;
-    }
-    red0[lid] = total;
-    red1[lid] = 0.0;
-    reduce_sums(lid);
-    let sum = red0[0];
-    if (lid < D) {
-        var acc = 0.0;
-        for (var t = 0u; t < T; t = t + 1u) {
-            acc = acc + scores_wg[t] * in2[(t * NKV + g) * D + lid];
+    let t = b * WG + lid;
+    var s = -3.0e38;
+    if (t < T) {
+        var acc = vec4<f32>(0.0);
+        for (var d = 0u; d < d4; d = d + 1u) {
+            acc = fma(y4[(t * NKV + g) * d4 + d], qs[d], acc);
         }
-        out0[h * D + lid] = acc / sum;
+        s = total(acc);
+    }
+    redm[lid] = s;
+    reduce_max(lid);
+    let top = redm[0];
+    var e = 0.0;
+    if (t < T) {
+        e = exp(s - top);
+    }
+    ps[lid] = e;
+    workgroupBarrier();
+    attn_values(b, h, g, lid);
+    if (lid == 0u) {
+        out0[2u * (h * NB + b)] = top;
+        out0[2u * (h * NB + b) + 1u] = redm[0];
     }
 }
 
-// out0[r] += w[r, :] . in1 + in2[r]: a projection and its residual add.
+// attn_part's weighted values: thread lid takes dimensions 4 (lid % (D / 4)) .. + 3 over
+// every (WG / (D / 4))-th position of the block; out1 gets their sums, redm[0] the sum of ps.
+fn attn_values(b: u32, h: u32, g: u32, lid: u32) {
+    let d4 = D / 4u;
+    let dl = lid % d4;
+    let pl = lid / d4;
+    let runs = WG / d4;
+    var o = vec4<f32>(0.0);
+    var e = 0.0;
+    for (var i = 0u; i < d4; i = i + 1u) {
+        let p = pl + i * runs;
+        let t = b * WG + p;
+        if (t < T) {
+            o = fma(vec4<f32>(ps[p]), z4[(t * NKV + g) * d4 + dl], o);
+            e = e + ps[p];
+        }
+    }
+    red[lid] = o;
+    redm[lid] = e;
+    workgroupBarrier();
+    for (var st = runs / 2u; st > 0u; st = st / 2u) {
+        if (pl < st) {
+            red[lid] = red[lid] + red[lid + st * d4];
+            redm[lid] = redm[lid] + redm[lid + st * d4];
+        }
+        workgroupBarrier();
+    }
+    if (pl == 0u) {
+        let at = (h * NB + b) * D + 4u * dl;
+        out1[at] = red[lid].x;
+        out1[at + 1u] = red[lid].y;
+        out1[at + 2u] = red[lid].z;
+        out1[at + 3u] = red[lid].w;
+    }
+}
+
+// Flash-decoding's second half and the output projection with its residual add: every
+// workgroup combines the blocks (in0: attn_part's out0, z4: its out1) into the heads'
+// outputs in workgroup memory, then out0[r] += w[r, :] . o for its rows.
+@compute @workgroup_size(WG)
+fn attn_out(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) lid: u32) {
+    if (lid < NH) {
+        var top = -3.0e38;
+        for (var b = 0u; b < NB; b = b + 1u) {
+            top = max(top, in0[2u * (lid * NB + b)]);
+        }
+        var sum = 0.0;
+        for (var b = 0u; b < NB; b = b + 1u) {
+            sum = sum + in0[2u * (lid * NB + b) + 1u] * exp(in0[2u * (lid * NB + b)] - top);
+        }
+        for (var b = 0u; b < NB; b = b + 1u) {
+            hw[lid * NB + b] = exp(in0[2u * (lid * NB + b)] - top) / sum;
+        }
+    }
+    workgroupBarrier();
+    let d4 = D / 4u;
+    for (var c = lid; c < NH * d4; c = c + WG) {
+        let h = c / d4;
+        var o = vec4<f32>(0.0);
+        for (var b = 0u; b < NB; b = b + 1u) {
+            o = fma(vec4<f32>(hw[h * NB + b]), z4[(h * NB + b) * d4 + c % d4], o);
+        }
+        os[c] = o;
+    }
+    workgroupBarrier();
+    let r = row_of(wid, nwg) * (WG / LANES) + lid / LANES;
+    let lane = lid % LANES;
+    var s = 0.0;
+    if (r < H) {
+        s = dot_share_os(r, lane, NH * d4);
+    }
+    red[lid] = vec4<f32>(s, 0.0, 0.0, 0.0);
+    reduce_runs(lid, LANES);
+    if (lane == 0u && r < H) {
+        out0[r] = out0[r] + red[lid].x;
+    }
+}
+
+// out0[r] += w[r, :] . x4: a projection and its residual add.
 @compute @workgroup_size(WG)
 fn matvec_add(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
               @builtin(local_invocation_index) lid: u32) {
-    let r = row_of(wid, nwg);
-    var acc = 0.0;
+    let r = row_of(wid, nwg) * (WG / LANES) + lid / LANES;
+    let lane = lid % LANES;
+    var s = 0.0;
     if (r < ROWS) {
-        for (var c = lid; c < COLS; c = c + WG) {
-            acc = acc + f32(weights[r * COLS + c]) * in1[c];
-        }
+        s = dot_share(r, lane, COLS / 4u);
     }
-    red0[lid] = acc;
-    red1[lid] = 0.0;
-    reduce_sums(lid);
-    if (lid == 0u && r < ROWS) {
-        out0[r] = out0[r] + red0[0] + in2[r];
+    red[lid] = vec4<f32>(s, 0.0, 0.0, 0.0);
+    reduce_runs(lid, LANES);
+    if (lane == 0u && r < ROWS) {
+        out0[r] = out0[r] + red[lid].x;
     }
 }
 
-// out0[r] = silu(gate_r . n) * (up_r . n), n the normed residual stream (in1) with the
-// norm's weight in2; weights: gate rows then up rows. A workgroup per row r < F.
+// out0[r] = silu(gate_r . n) * (up_r . n), n the normed residual stream (x4) with the
+// norm's weight y4; weights: gate rows then up rows. LANES threads per row r < F.
 @compute @workgroup_size(WG)
 fn gate_up(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
            @builtin(local_invocation_index) lid: u32) {
-    let r = row_of(wid, nwg);
-    let inv = inv_rms_of_in1(lid);
-    var a = 0.0;
-    var b = 0.0;
+    let r = row_of(wid, nwg) * (WG / LANES) + lid / LANES;
+    let lane = lid % LANES;
+    var s = vec4<f32>(0.0);
     if (r < F) {
-        for (var c = lid; c < H; c = c + WG) {
-            let n = in1[c] * in2[c];
-            a = a + f32(weights[r * H + c]) * n;
-            b = b + f32(weights[(F + r) * H + c]) * n;
-        }
+        s = norm_dot2(r, F + r, lane);
     }
-    red0[lid] = a;
-    red1[lid] = b;
-    reduce_sums(lid);
-    if (lid == 0u && r < F) {
-        let g = red0[0] * inv;
-        out0[r] = g / (1.0 + exp(-g)) * (red1[0] * inv);
+    red[lid] = s;
+    reduce_runs(lid, LANES);
+    if (lane == 0u && r < F) {
+        let inv = inv_rms(red[lid].z);
+        let g = red[lid].x * inv;
+        out0[r] = g / (1.0 + exp(-g)) * (red[lid].y * inv);
     }
 }
 
-// out0[r] = w[r, :] . (in1 / rms(in1) * in2): the final norm folded into the LM head.
+// out0[r] = w[r, :] . (x4 / rms(x4) * y4): the final norm folded into the LM head.
 @compute @workgroup_size(WG)
 fn norm_matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                @builtin(local_invocation_index) lid: u32) {
-    let r = row_of(wid, nwg);
-    let inv = inv_rms_of_in1(lid);
-    var acc = 0.0;
+    let r = row_of(wid, nwg) * (WG / LANES) + lid / LANES;
+    let lane = lid % LANES;
+    var s = vec4<f32>(0.0);
     if (r < ROWS) {
-        for (var c = lid; c < H; c = c + WG) {
-            acc = acc + f32(weights[r * H + c]) * in1[c] * in2[c];
-        }
+        s = norm_dot(r, lane);
     }
-    red0[lid] = acc;
-    red1[lid] = 0.0;
-    reduce_sums(lid);
-    if (lid == 0u && r < ROWS) {
-        out0[r] = red0[0] * inv;
+    red[lid] = s;
+    reduce_runs(lid, LANES);
+    if (lane == 0u && r < ROWS) {
+        out0[r] = red[lid].x * inv_rms(red[lid].z);
     }
 }

@@ -10,6 +10,7 @@ events on CUDA.
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Callable
 from dataclasses import replace
@@ -20,15 +21,16 @@ import numpy as np
 from gpuoverhead.cases import TIMESTAMPS, Case, Group
 from gpuoverhead.gpu.targets import grid_for
 from gpuoverhead.torch_forms import COMPILE, EAGER, GRAPH
-from gpuoverhead.workloads.decode_model import DECODE_WG as WG
 from gpuoverhead.workloads.decode_model import (
+    ATTENTION_BLOCK,
+    DECODE_WG,
     EPS,
-    HEAD,
     MATRICES,
     MAX_BINDING,
     MAX_CACHE,
     MODELS,
     ROPE_THETA,
+    TOKEN,
     TOLERANCE,
     W,
     Weights,
@@ -42,6 +44,8 @@ from gpuoverhead.workloads.work import Context, Work, counted
 GPU_TIMES = True
 #: Weight precisions the suite may ask for (f16: read as f16, computed in f32).
 PRECISIONS = ("f32", "f16")
+#: Threads per workgroup of the matrix-vector kernels whose rows need fewer lanes.
+MATVEC_WG = 128
 
 
 def groups(req: Request) -> list[Group]:
@@ -50,7 +54,8 @@ def groups(req: Request) -> list[Group]:
     forms = [(v, e, "wait") for v in ("unfused", "fused")
              for e in dict.fromkeys(req.cfg["encodings"])]
     forms += [(v, "dispatch", TIMESTAMPS) for v in ("unfused", "fused") if TIMESTAMPS in req.syncs]
-    return [req.group(elements, WG, (replace(req.base, elements=elements, workgroup_size=WG,
+    return [req.group(elements, DECODE_WG, (replace(req.base, elements=elements,
+                                             workgroup_size=DECODE_WG,
                                              k=k, variant=v, encoding=e, sync=s)
                                      for v, e, s in forms))
             for elements in req.cfg["elements"] for k in req.ks]
@@ -73,90 +78,115 @@ class Engine:
 
     `ctx` is the group's Context (workloads/work.py: pipelines by entry point and constants,
     buffers, bind groups); `steps(form)` returns the step's dispatches and the logits'
-    buffers."""
+    buffers; `at(cache)` the same engine attending to a shorter cache (a benchmark's two
+    cache lengths on one upload)."""
 
     def __init__(self, ctx: Any, weights: Weights, precision: str = "f32") -> None:
         self.ctx, self.w, s = ctx, weights, weights.shape
-        self.consts = {"WG": WG, "H": s.hidden, "NH": s.heads, "NKV": s.kv_heads, "F": s.mlp,
-                       "T": weights.cache + 1}
+        assert s.q_size <= 1536 and s.head_dim <= 128 and s.head_dim % 8 == 0, s
+        self.consts = {"H": s.hidden, "NH": s.heads, "NKV": s.kv_heads, "F": s.mlp,
+                       "D": s.head_dim}
+        self.cache = weights.cache
         up = ctx.buffer
         dtype = np.float16 if precision == "f16" else np.float32
 
         def matrix(values: np.ndarray) -> Any:
             return up(values.astype(dtype))
 
-        self.embedding, self.final_norm = up(weights.embedding), up(weights.final_norm)
+        self.final_norm = up(weights.final_norm)
         self.layers = [{k: (matrix if k in MATRICES else up)(v) for k, v in layer.items()}
                        for layer in weights.layers]
-        q, kv = s.heads * HEAD, s.kv_heads * HEAD
+        q, kv = s.q_size, s.kv_size
         # The unfused engine's own weights, as separate tensors (views of the same values).
         self.split = [{"wq": matrix(layer["wqkv"][:q]), "wk": matrix(layer["wqkv"][q:q + kv]),
                        "wv": matrix(layer["wqkv"][q + kv:]), "bq": up(layer["bqkv"][:q]),
                        "bk": up(layer["bqkv"][q:q + kv]), "bv": up(layer["bqkv"][q + kv:]),
-                       "wg": matrix(layer["wgu"][:s.mlp]), "wu": matrix(layer["wgu"][s.mlp:]),
-                       "norm_bias": up(np.concatenate([layer["norm1"], layer["bqkv"]]))}
+                       "wg": matrix(layer["wgu"][:s.mlp]), "wu": matrix(layer["wgu"][s.mlp:])}
                       for layer in weights.layers]
         rows = max(64, MAX_BINDING // (s.hidden * 4) // 64 * 64)
         self.chunks = [(r, min(r + rows, s.vocab)) for r in range(0, s.vocab, rows)]
+        assert self.chunks[0][1] > TOKEN
         self.head = [matrix(weights.head[a:b]) for a, b in self.chunks]
         self.zeros = {n: up(np.zeros(n, np.float32))
                       for n in {s.hidden, q, kv, s.mlp, *(b - a for a, b in self.chunks)}}
 
+    def at(self, cache: int) -> Engine:
+        """This engine attending to the first `cache` positions of its caches (and writing
+        the new token at `cache`): the same buffers, other logits than the weights' own."""
+        assert 0 < cache <= self.w.cache
+        other = copy.copy(self)
+        other.cache = cache
+        return other
+
     def _p(self, entry: str, **extra: int) -> Any:
-        return self.ctx.pipeline(entry, **{**self.consts, **extra})
+        t = self.cache + 1
+        return self.ctx.pipeline(entry, **{**self.consts, "T": t,
+                                           "NB": -(-t // ATTENTION_BLOCK), "WG": 64, **extra})
+
+    def _mv(self, entry: str, buffers: dict[int, Any], rows: int, cols: int,
+            per_row: int = 1) -> Any:
+        """A dispatch of a matrix-vector kernel: `per_row` rows (or pairs) of `cols` columns
+        per lane group, enough lanes that each reads at most 8 vec4s of each row."""
+        lanes = 32
+        while lanes < DECODE_WG and cols // 4 > 8 * lanes:
+            lanes *= 2
+        wg = max(lanes, MATVEC_WG)
+        return self.ctx.step(self._p(entry, ROWS=rows, COLS=cols, LANES=lanes, WG=wg), buffers,
+                             grid_for(rows, wg // lanes))
 
     def steps(self, form: str, count: Any) -> tuple[tuple[tuple[Any, ...], ...], list[Any]]:
         """One step's dispatches in `form` (ending with `count`) in segments (the embedding
         copy with the first layer, each further layer, the head), and its logits' chunks."""
-        s, ctx, c = self.w.shape, self.ctx, self.consts
-        h, q, kv, f = s.hidden, s.heads * HEAD, s.kv_heads * HEAD, s.mlp
+        s, ctx, t = self.w.shape, self.ctx, self.cache + 1
+        h, q, kv, f = s.hidden, s.q_size, s.kv_size, s.mlp
+        blocks = s.heads * -(-t // ATTENTION_BLOCK)
         buf = {n: ctx.buffer(np.zeros(size, np.float32)) for n, size in
                (("x", h), ("n", h), ("q", q), ("k", kv), ("v", kv), ("o", q), ("y", h),
-                ("g", f), ("u", f), ("a", f), ("p", s.heads * c["T"]))}
+                ("g", f), ("u", f), ("a", f), ("p", s.heads * t), ("ml", 2 * blocks),
+                ("part", blocks * s.head_dim))}
         out = [ctx.buffer(np.zeros(b - a, np.float32)) for a, b in self.chunks]
-        step = ctx.step
         layer_of = self._fused_layer if form == "fused" else self._unfused_layer
         segments = [layer_of(layer, split, buf)
                     for layer, split in zip(self.layers, self.split, strict=True)]
-        segments[0].insert(0, step(self._p("copy"), {0: self.embedding, 3: buf["x"]},
-                                   (-(-h // WG), 1)))
+        segments[0].insert(0, ctx.step(self._p("copy", TOKEN=TOKEN),
+                                       {W: self.head[0], 3: buf["x"]}, _flat(h // 4)))
         steps: list[Any] = []
         if form != "fused":
-            steps.append(step(self._p("rmsnorm"), {0: self.final_norm, 1: buf["x"],
-                                                   3: buf["n"]}, (1, 1)))
+            steps.append(ctx.step(self._p("rmsnorm", WG=DECODE_WG),
+                                  {0: self.final_norm, 1: buf["x"], 3: buf["n"]}, (1, 1)))
         for (a, b), weights, logits in zip(self.chunks, self.head, out, strict=True):
-            rows = b - a
             if form == "fused":
-                steps.append(step(self._p("norm_matvec", ROWS=rows), {
-                    W: weights, 1: buf["x"], 2: self.final_norm, 3: logits}, _rows(rows)))
+                steps.append(self._mv("norm_matvec", {W: weights, 8: buf["x"],
+                                                      9: self.final_norm, 3: logits}, b - a, h))
             else:
-                steps.append(step(self._p("matvec", ROWS=rows, COLS=h), {
-                    W: weights, 1: buf["n"], 2: self.zeros[rows], 3: logits}, _rows(rows)))
-        steps.append(step(self._p("count"), {6: count}, (1, 1)))
+                steps.append(self._mv("matvec", {W: weights, 8: buf["n"],
+                                                 2: self.zeros[b - a], 3: logits}, b - a, h))
+        steps.append(ctx.step(self._p("count"), {6: count}, (1, 1)))
         return tuple(map(tuple, [*segments, steps])), out
 
     def _matvec(self, w: Any, v: Any, bias: Any, y: Any, rows: int, cols: int) -> Any:
-        return self.ctx.step(self._p("matvec", ROWS=rows, COLS=cols),
-                             {W: w, 1: v, 2: bias, 3: y}, _rows(rows))
+        return self._mv("matvec", {W: w, 8: v, 2: bias, 3: y}, rows, cols)
 
     def _unfused_layer(self, layer: dict, split: dict, b: dict) -> list[Any]:
         s, step, p = self.w.shape, self.ctx.step, self._p
-        h, q, kv, f, t = s.hidden, s.heads * HEAD, s.kv_heads * HEAD, s.mlp, self.consts["T"]
+        h, q, kv, f, t = s.hidden, s.q_size, s.kv_size, s.mlp, self.cache + 1
+        half, big = s.head_dim // 2, DECODE_WG
         return [
-            step(p("rmsnorm"), {0: layer["norm1"], 1: b["x"], 3: b["n"]}, (1, 1)),
+            step(p("rmsnorm", WG=big), {0: layer["norm1"], 1: b["x"], 3: b["n"]}, (1, 1)),
             self._matvec(split["wq"], b["n"], split["bq"], b["q"], q, h),
             self._matvec(split["wk"], b["n"], split["bk"], b["k"], kv, h),
             self._matvec(split["wv"], b["n"], split["bv"], b["v"], kv, h),
-            step(p("rope", ROWS=s.heads), {3: b["q"]}, _flat(s.heads * HEAD // 2)),
-            step(p("rope", ROWS=s.kv_heads), {3: b["k"]}, _flat(s.kv_heads * HEAD // 2)),
+            step(p("rope", ROWS=s.heads), {3: b["q"]}, _flat(s.heads * half)),
+            step(p("rope", ROWS=s.kv_heads), {3: b["k"]}, _flat(s.kv_heads * half)),
             step(p("kv_store"), {0: b["k"], 1: b["v"], 3: layer["kcache"],
                                  4: layer["vcache"]}, _flat(kv)),
-            step(p("scores"), {0: b["q"], 1: layer["kcache"], 3: b["p"]}, _flat(s.heads * t)),
-            step(p("softmax"), {3: b["p"]}, (s.heads, 1)),
-            step(p("attend"), {0: b["p"], 1: layer["vcache"], 3: b["o"]}, _flat(q)),
+            step(p("scores"), {8: b["q"], 9: layer["kcache"], 3: b["p"]}, _flat(s.heads * t)),
+            step(p("softmax", WG=big), {3: b["p"]}, (s.heads, 1)),
+            step(p("attend", WG=big), {0: b["p"], 10: layer["vcache"], 3: b["o"]},
+                 (q // 4, 1)),
             self._matvec(layer["wo"], b["o"], self.zeros[h], b["y"], h, q),
             step(p("add", ROWS=h), {0: b["y"], 3: b["x"]}, _flat(h)),
-            step(p("rmsnorm"), {0: layer["norm2"], 1: b["x"], 3: b["n"]}, (1, 1)),
+            step(p("rmsnorm", WG=big), {0: layer["norm2"], 1: b["x"], 3: b["n"]}, (1, 1)),
             self._matvec(split["wg"], b["n"], self.zeros[f], b["g"], f, h),
             self._matvec(split["wu"], b["n"], self.zeros[f], b["u"], f, h),
             step(p("silu_mul", ROWS=f), {0: b["g"], 1: b["u"], 3: b["a"]}, _flat(f)),
@@ -165,31 +195,24 @@ class Engine:
         ]
 
     def _fused_layer(self, layer: dict, split: dict, b: dict) -> list[Any]:
-        s, step, p = self.w.shape, self.ctx.step, self._p
-        h, q, f = s.hidden, s.heads * HEAD, s.mlp
-        pairs = (s.heads + 2 * s.kv_heads) * HEAD // 2
+        s, h, q, f = self.w.shape, self.w.shape.hidden, self.w.shape.q_size, self.w.shape.mlp
+        blocks = -(-(self.cache + 1) // ATTENTION_BLOCK)
         return [
-            step(p("qkv_rope"), {W: layer["wqkv"], 1: b["x"], 2: split["norm_bias"],
-                                 3: b["q"], 4: layer["kcache"], 5: layer["vcache"]},
-                 _rows(pairs)),
-            step(p("attention"), {0: b["q"], 1: layer["kcache"], 2: layer["vcache"],
-                                  3: b["o"]}, (s.heads, 1)),
-            step(p("matvec_add", ROWS=h, COLS=q), {W: layer["wo"], 1: b["o"],
-                                                   2: self.zeros[h], 3: b["x"]}, _rows(h)),
-            step(p("gate_up"), {W: layer["wgu"], 1: b["x"], 2: layer["norm2"], 3: b["a"]},
-                 _rows(f)),
-            step(p("matvec_add", ROWS=h, COLS=f), {W: layer["wdown"], 1: b["a"],
-                                                   2: self.zeros[h], 3: b["x"]}, _rows(h)),
+            self._mv("qkv_rope", {W: layer["wqkv"], 8: b["x"], 9: layer["norm1"],
+                                  2: layer["bqkv"], 3: b["q"], 4: layer["kcache"],
+                                  5: layer["vcache"]}, (q + 2 * s.kv_size) // 2, h),
+            self.ctx.step(self._p("attn_part", WG=ATTENTION_BLOCK),
+                          {8: b["q"], 9: layer["kcache"], 10: layer["vcache"], 3: b["ml"],
+                           4: b["part"]}, (blocks, s.heads)),
+            self._mv("attn_out", {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"]}, h, q),
+            self._mv("gate_up", {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]},
+                     f, h),
+            self._mv("matvec_add", {W: layer["wdown"], 8: b["a"], 3: b["x"]}, h, f),
         ]
 
 
 def _flat(invocations: int) -> tuple[int, int]:
-    return grid_for(invocations, WG)
-
-
-def _rows(rows: int) -> tuple[int, int]:
-    """A workgroup per row."""
-    return grid_for(rows, 1)
+    return grid_for(invocations, 64)
 
 
 def webgpu(ctx: Context, group: Group, rng: np.random.Generator) -> dict[Case, Work]:
@@ -212,17 +235,17 @@ def webgpu(ctx: Context, group: Group, rng: np.random.Generator) -> dict[Case, W
 def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) -> tuple[dict, dict]:
     w = Weights.of(MODELS[group.elements], group.cases[0].k)
     expected, s = reference(w), w.shape
-    t, half, cache = (lambda a: torch.from_numpy(a).to(dev)), HEAD // 2, w.cache
-    q_size, kv_size, per_kv = s.heads * HEAD, s.kv_heads * HEAD, \
-        s.heads // s.kv_heads
+    t, d, cache = (lambda a: torch.from_numpy(a).to(dev)), s.head_dim, w.cache
+    half, q_size, kv_size, per_kv = d // 2, s.q_size, s.kv_size, s.heads // s.kv_heads
     layers = [{k: t(v) for k, v in layer.items() if not k.endswith("cache")}
               for layer in w.layers]
     # Tensors of their own (not views): torch.compile's static addresses are per tensor.
-    caches = [(t(layer["kcache"].reshape(cache + 1, s.kv_heads, HEAD)),
-               t(layer["vcache"].reshape(cache + 1, s.kv_heads, HEAD)))
+    caches = [(t(layer["kcache"].reshape(cache + 1, s.kv_heads, d)),
+               t(layer["vcache"].reshape(cache + 1, s.kv_heads, d)))
               for layer in w.layers]
-    emb, final_norm, head = t(w.embedding), t(w.final_norm), t(w.head)
-    angle = t((cache * ROPE_THETA ** (-2 * np.arange(half) / HEAD))
+    final_norm, head = t(w.final_norm), t(w.head)
+    emb = head[TOKEN]  # tied: the embedding is a row of the head
+    angle = t((cache * ROPE_THETA ** (-2 * np.arange(half) / d))
               .astype(np.float32))
     cos, sin = torch.cos(angle), torch.sin(angle)
 
@@ -237,11 +260,11 @@ def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) ->
         x = emb.clone()
         for layer, (keys, values) in zip(layers, caches, strict=True):
             qkv = layer["wqkv"] @ norm(x, layer["norm1"]) + layer["bqkv"]
-            q = rope(qkv[:q_size].view(s.heads, HEAD))
-            keys[cache] = rope(qkv[q_size:q_size + kv_size].view(s.kv_heads, HEAD))
-            values[cache] = qkv[q_size + kv_size:].view(s.kv_heads, HEAD)
-            scores = torch.einsum("gqd,tgd->gqt", q.view(s.kv_heads, per_kv, HEAD),
-                                  keys) / HEAD ** 0.5
+            q = rope(qkv[:q_size].view(s.heads, d))
+            keys[cache] = rope(qkv[q_size:q_size + kv_size].view(s.kv_heads, d))
+            values[cache] = qkv[q_size + kv_size:].view(s.kv_heads, d)
+            scores = torch.einsum("gqd,tgd->gqt", q.view(s.kv_heads, per_kv, d),
+                                  keys) / d ** 0.5
             out = torch.einsum("gqt,tgd->gqd", torch.softmax(scores, dim=-1), values)
             x = x + layer["wo"] @ out.reshape(-1)
             gate, up = (layer["wgu"] @ norm(x, layer["norm2"])).split(s.mlp)
@@ -252,7 +275,7 @@ def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) ->
     for case in group.cases:  # each its own logits: the forms are compared with each other
         logits = torch.zeros(s.vocab, device=dev)
         mine = functools.partial(step, logits)
-        fixed = [logits, emb, final_norm, head, cos, sin,
+        fixed = [logits, final_norm, head, cos, sin,
                  *(t for layer in layers for t in layer.values()),
                  *(t for pair in caches for t in pair)]
         units[case] = {EAGER: lambda mine=mine: mine,

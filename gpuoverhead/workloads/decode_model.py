@@ -4,9 +4,11 @@ The model has Qwen2.5's structure with random weights, the same in every impleme
 and process (seeded by the shape and the cache length; nothing to download). A group's
 `elements` is its hidden size and names the shapes (MODELS), its K the length
 of the KV cache. Unfused, an engine issues one dispatch per operation (18 per layer);
-fused, the 5 per layer a tuned engine uses (shaders/fusion_decode.wgsl). Both read the same
+fused, the 5 per layer a tuned engine uses (shaders/fusion_decode.wgsl: attention split
+over the cache, its blocks combined inside the output projection). Both read the same
 weights and caches; the new token is written at position K every step, so each step does
-the same work and leaves the same logits, which are compared with a numpy step. The LM
+the same work and leaves the same logits, which are compared with a numpy step. As in
+Qwen2.5, the LM head is the embedding (tied): the step's input is row TOKEN of it. The
 head is split into row chunks of at most 128 MiB, WebGPU's default largest storage
 binding, instead of asking the adapter for more.
 """
@@ -29,21 +31,36 @@ class Shape:
     kv_heads: int
     mlp: int
     vocab: int
+    #: Dimensions per attention head (the shader holds at most 128).
+    head_dim: int = 64
+
+    @property
+    def q_size(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def kv_size(self) -> int:
+        return self.kv_heads * self.head_dim
 
 
-#: The model shapes by hidden size (a decode benchmark's `elements`): Qwen2.5-0.5B, and a
-#: tiny model of the same structure for CPU adapters and CI.
+#: The model shapes by hidden size (a decode benchmark's `elements`): Qwen2.5-0.5B and
+#: 1.5B, and a tiny model of the same structure for CPU adapters and CI.
 MODELS = {896: Shape("qwen2.5-0.5b", 24, 896, 14, 2, 4864, 151_936),
+          1536: Shape("qwen2.5-1.5b", 28, 1536, 12, 2, 8960, 151_936, head_dim=128),
           128: Shape("tiny", 2, 128, 2, 1, 256, 1024)}
-#: The longest KV cache the attention kernel holds in workgroup memory.
-MAX_CACHE = 2303
-#: Threads per workgroup of every decode kernel (its reductions are sized for it).
-DECODE_WG = 64
+#: The longest KV cache: the fused attention's blocks (ATTENTION_BLOCK positions each) of
+#: every head fit the 1,024 the combine step keeps in workgroup memory up to 32 heads.
+MAX_CACHE = 8191
+#: Cache positions per workgroup of the fused attention (its threads, one per position).
+ATTENTION_BLOCK = 256
+#: Threads of the largest decode workgroup (each kernel picks its own, up to this).
+DECODE_WG = 256
+#: The token whose embedding (its row of the tied LM head) every step reads.
+TOKEN = 1
 #: Bytes of the largest storage binding every WebGPU adapter allows (the default limit).
 MAX_BINDING = 128 << 20
 #: Relative tolerance of the logits against numpy (f32 sums in another order, 24 layers).
 TOLERANCE = 1e-3
-HEAD = 64
 #: Seed of the decode weights (with the shape and the cache length).
 WEIGHTS_SEED = 17
 ROPE_THETA = 1e6
@@ -54,18 +71,20 @@ MATRICES = ("wqkv", "wo", "wgu", "wdown")
 W = 7
 
 
-
-
 @dataclass
 class Weights:
     """Random weights of a model and a KV cache of `cache` earlier positions per layer."""
 
     shape: Shape
     cache: int
-    embedding: np.ndarray
     layers: list[dict[str, np.ndarray]]
     final_norm: np.ndarray
     head: np.ndarray
+
+    @property
+    def embedding(self) -> np.ndarray:
+        """The step's input: row TOKEN of the head (tied, one matrix as in Qwen2.5)."""
+        return self.head[TOKEN]
 
     @classmethod
     def of(cls, shape: Shape, cache: int, precision: str = "f32") -> Weights:
@@ -83,7 +102,7 @@ class Weights:
 
     @classmethod
     def random(cls, shape: Shape, cache: int, rng: np.random.Generator) -> Weights:
-        h, f, q, kv = shape.hidden, shape.mlp, shape.heads * HEAD, shape.kv_heads * HEAD
+        h, f, q, kv = shape.hidden, shape.mlp, shape.q_size, shape.kv_size
 
         def dense(rows: int, cols: int) -> np.ndarray:
             return (rng.standard_normal((rows, cols), np.float32) / np.float32(cols ** 0.5))
@@ -99,26 +118,25 @@ class Weights:
                    "wo": dense(h, q), "norm2": norm(), "wgu": dense(2 * f, h),
                    "wdown": dense(h, f), "kcache": cache_of(), "vcache": cache_of()}
                   for _ in range(shape.layers)]
-        return cls(shape, cache, rng.standard_normal(h, np.float32), layers, norm(),
-                   dense(shape.vocab, h))
+        return cls(shape, cache, layers, norm(), dense(shape.vocab, h))
 
 
 def reference(w: Weights) -> np.ndarray:
     """The step's logits in float64 from the same f32 weights and caches."""
-    s, t = w.shape, w.cache + 1
-    q_size, kv_size, group = s.heads * HEAD, s.kv_heads * HEAD, s.heads // s.kv_heads
+    s, t, d = w.shape, w.cache + 1, w.shape.head_dim
+    q_size, kv_size, group = s.q_size, s.kv_size, s.heads // s.kv_heads
     x = w.embedding.astype(np.float64)
     for layer in w.layers:
         n = _rmsnorm(x, layer["norm1"])
         qkv = layer["wqkv"] @ n + layer["bqkv"]
         q, k, v = qkv[:q_size], qkv[q_size:q_size + kv_size], qkv[q_size + kv_size:]
-        q, k = _rope(q.reshape(-1, HEAD), w.cache), _rope(k.reshape(-1, HEAD), w.cache)
-        keys = layer["kcache"].astype(np.float64).reshape(t, s.kv_heads, HEAD).copy()
-        values = layer["vcache"].astype(np.float64).reshape(t, s.kv_heads, HEAD).copy()
-        keys[-1], values[-1] = k, v.reshape(-1, HEAD)
-        out = np.empty((s.heads, HEAD))
+        q, k = _rope(q.reshape(-1, d), w.cache), _rope(k.reshape(-1, d), w.cache)
+        keys = layer["kcache"].astype(np.float64).reshape(t, s.kv_heads, d).copy()
+        values = layer["vcache"].astype(np.float64).reshape(t, s.kv_heads, d).copy()
+        keys[-1], values[-1] = k, v.reshape(-1, d)
+        out = np.empty((s.heads, d))
         for h in range(s.heads):
-            scores = keys[:, h // group] @ q[h] / np.sqrt(HEAD)
+            scores = keys[:, h // group] @ q[h] / np.sqrt(d)
             p = np.exp(scores - scores.max())
             out[h] = (p / p.sum()) @ values[:, h // group]
         x = x + layer["wo"] @ out.ravel()
@@ -132,9 +150,19 @@ def _rmsnorm(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
     return x / np.sqrt(np.mean(x * x) + EPS) * weight
 
 
+def bytes_per_token(shape: Shape, cache: int, precision: str = "f32") -> int:
+    """Bytes one step must read at least: every weight once (the tied head once), the norms
+    and biases, and the KV cache's `cache + 1` positions in every layer (the memory floor's
+    numerator)."""
+    h, f, q, kv = shape.hidden, shape.mlp, shape.q_size, shape.kv_size
+    matrices = shape.layers * ((q + 2 * kv) * h + h * q + 3 * f * h) + shape.vocab * h
+    vectors = shape.layers * (2 * h + q + 2 * kv + 2 * (cache + 1) * kv) + 2 * h
+    return matrices * (2 if precision == "f16" else 4) + vectors * 4
+
+
 def _rope(heads: np.ndarray, position: int) -> np.ndarray:
-    half = HEAD // 2
-    angle = position * ROPE_THETA ** (-2 * np.arange(half) / HEAD)
+    half, d = heads.shape[1] // 2, heads.shape[1]
+    angle = position * ROPE_THETA ** (-2 * np.arange(half) / d)
     a, b = heads[:, :half], heads[:, half:]
     return np.concatenate([a * np.cos(angle) - b * np.sin(angle),
                            b * np.cos(angle) + a * np.sin(angle)], axis=1)

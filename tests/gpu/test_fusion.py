@@ -208,13 +208,13 @@ GQA = Shape("test-gqa", 3, 128, 4, 2, 256, 1024)
 def _swap_kv_heads(layer: dict[str, np.ndarray], shape: Shape) -> None:
     """The layer's two KV heads exchanged (their K and V projections, biases and caches):
     the values a kernel that maps each query head to the other KV head would read."""
-    q, kv = shape.heads * decode.HEAD, shape.kv_heads * decode.HEAD
+    q, kv, d = shape.q_size, shape.kv_size, shape.head_dim
     for start in (q, q + kv):  # K rows, then V rows
         for name in ("wqkv", "bqkv"):
             block = layer[name][start:start + kv].copy()
             layer[name][start:start + kv] = np.concatenate(np.split(block, 2)[::-1])
     for name in ("kcache", "vcache"):
-        cache = layer[name].reshape(-1, shape.kv_heads, decode.HEAD)
+        cache = layer[name].reshape(-1, shape.kv_heads, d)
         layer[name] = cache[:, ::-1].reshape(-1).copy()
 
 
@@ -237,7 +237,7 @@ def test_decode_logits_match_numpy_and_the_check_would_see_one_wrong_weight(monk
         assert len(segments) == 3 + 1 and sum(segments, ()) == work.sequences[0]
     weights = decode.Weights.of(GQA, group.cases[0].k)
     assert len(weights.layers) == 3 and weights.layers[0]["kcache"].size == \
-        (group.cases[0].k + 1) * 2 * decode.HEAD
+        (group.cases[0].k + 1) * 2 * GQA.head_dim
 
     def agrees(logits: np.ndarray, want: np.ndarray) -> bool:
         return np.allclose(logits, want, rtol=decode.TOLERANCE,
@@ -279,3 +279,28 @@ def test_f16_decode_reads_half_the_weight_bytes_and_matches_numpy_on_its_weights
     sizes = {p: sum(b.size for b in Engine(Context(device, group), weights,
                                                   p).head) for p in ("f32", "f16")}
     assert sizes == {"f32": 4 * rows, "f16": 2 * rows}
+
+
+#: Heads of 128 dimensions (as Qwen2.5-1.5B's), more query dimensions than hidden ones, and
+#: a cache of three attention blocks: the fused attention's combine step has work to do.
+WIDE = Shape("test-wide", 2, 128, 4, 2, 256, 1024, head_dim=128)
+
+
+@pytest.mark.parametrize("cache", [600, 255])
+def test_decode_over_several_attention_blocks_and_wide_heads_matches_numpy(monkeypatch, cache):
+    """Both engines agree with numpy where the cache spans several attention blocks (the
+    partial softmaxes must be combined) or exactly one block (cache + 1 = 256 positions),
+    with heads of 128 dimensions."""
+    monkeypatch.setitem(MODELS, 128, WIDE)
+    suite = load_suite(CONFIGS / "ci.yaml")
+    group = next(g for g in suite.groups if g.fusion == "decode")
+    group = replace(group, cases=tuple(replace(c, k=cache) for c in group.cases
+                                       if c.encoding == "dispatch" and c.sync == "wait"))
+    found = adapters.select(adapters.discover([webgpu.binding("wgpu-native")])[0], BACKEND, None)[0]
+    device = found.adapter.request_device_sync()
+    works = fusion.build(device, group, np.random.default_rng(11), waiter(device))  # checks
+    assert {c.variant for c in works} == {"unfused", "fused"}
+    want = decode.reference(decode.Weights.of(WIDE, cache))
+    for work in works.values():
+        assert np.allclose(work.read(), want, rtol=decode.TOLERANCE,
+                           atol=decode.TOLERANCE / 10 * np.abs(want).max())
