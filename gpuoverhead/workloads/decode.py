@@ -46,6 +46,9 @@ GPU_TIMES = True
 PRECISIONS = ("f32", "f16")
 #: Threads per workgroup of the matrix-vector kernels whose rows need fewer lanes.
 MATVEC_WG = 128
+#: The most vec4 loads a lane makes per row: longer rows get more lanes (up to DECODE_WG),
+#: so that each lane's loads are few enough to be in flight at once.
+LANE_LOADS = 8
 
 
 def groups(req: Request) -> list[Group]:
@@ -123,12 +126,11 @@ class Engine:
         return self.ctx.pipeline(entry, **{**self.consts, "T": t,
                                            "NB": -(-t // ATTENTION_BLOCK), "WG": 64, **extra})
 
-    def _mv(self, entry: str, buffers: dict[int, Any], rows: int, cols: int,
-            per_row: int = 1) -> Any:
-        """A dispatch of a matrix-vector kernel: `per_row` rows (or pairs) of `cols` columns
-        per lane group, enough lanes that each reads at most 8 vec4s of each row."""
+    def _mv(self, entry: str, buffers: dict[int, Any], rows: int, cols: int) -> Any:
+        """A dispatch of a matrix-vector kernel: `rows` rows (or pairs) of `cols` columns, one
+        per lane group, enough lanes that each reads at most LANE_LOADS vec4s of each row."""
         lanes = 32
-        while lanes < DECODE_WG and cols // 4 > 8 * lanes:
+        while lanes < DECODE_WG and cols // 4 > LANE_LOADS * lanes:
             lanes *= 2
         wg = max(lanes, MATVEC_WG)
         return self.ctx.step(self._p(entry, ROWS=rows, COLS=cols, LANES=lanes, WG=wg), buffers,

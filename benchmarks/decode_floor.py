@@ -1,0 +1,288 @@
+"""How far is the decode step from the memory floor? (issue 27, first part)
+
+On the best adapter that wgpu-native (and Dawn, where `wgpudawn` imports) finds, builds the
+decode engines of gpuoverhead/workloads/decode.py for Qwen2.5-0.5B and 1.5B (f32, random
+weights), and for caches of 128 and 2048, unfused and fused, runs `--steps` steps in one
+compute pass, timed by timestamp queries at the pass's start and end (and by the wall
+clock from submit to the end of the work, one wait), and prints per implementation, shape,
+cache and form: GPU ms per token, bytes read per token (every weight once, norms, biases,
+the KV cache) and GPU time as a multiple of the memory floor (bytes / `--bandwidth`). Both
+caches run on one upload of the weights (Engine.at): the cache of 128 attends to the first
+128 positions of the 2048 one (and writes its token at 128, so it runs second). The logits
+of the weights' own cache (2048) are checked against the numpy step, so a fast kernel is
+also a right one.
+
+`--kernels` adds, per shape and cache, the GPU time of each fused kernel of the first
+layer and of one LM-head chunk, each repeated in a pass (what one dispatch costs, its gap
+after the one before included), and an empty dispatch; `--sweep` times the fused step of
+the first shape at each matrix-vector workgroup size and loads per lane. `--tiny`: the
+hidden-128 model, a few steps (for lavapipe). Run from the repository root:
+
+    python benchmarks/decode_floor.py --bandwidth 3350 --json OUT.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from time import perf_counter, perf_counter_ns
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gpuoverhead.drivers.webgpu import BINDINGS  # noqa: E402
+from gpuoverhead.gpu import adapters  # noqa: E402
+from gpuoverhead.gpu.wait import waiter  # noqa: E402
+from gpuoverhead.methods.timestamps import PassTimer  # noqa: E402
+from gpuoverhead.suite.shaders import fusion_kernel  # noqa: E402
+from gpuoverhead.workloads import decode  # noqa: E402
+from gpuoverhead.workloads.decode_model import (  # noqa: E402
+    MODELS,
+    TOLERANCE,
+    Weights,
+    bytes_per_token,
+    reference,
+)
+from gpuoverhead.workloads.work import Context  # noqa: E402
+
+FORMS = ("unfused", "fused")
+#: The fused kernels of a layer, in order, and the layer's weight each reads (None: none).
+FUSED = (("qkv_rope", "wqkv"), ("attn_part", None), ("attn_out", "wo"), ("gate_up", "wgu"),
+         ("matvec_add", "wdown"))
+
+
+@dataclass
+class Group:
+    """What Context needs of a group: the kernel."""
+
+    kernel: Any
+
+
+def timed_pass(device: Any, sequence: tuple, steps: int, timer: PassTimer | None,
+               tick_ns: float, wait: Any) -> tuple[float | None, float]:
+    """GPU ns (timestamps; None without) and wall ns (submit to done) of `steps` times
+    `sequence` in one compute pass."""
+    encoder = device.create_command_encoder()
+    compute = encoder.begin_compute_pass(timestamp_writes=timer.writes if timer else None)
+    for _ in range(steps):
+        for pipeline, bind_group, x, y in sequence:
+            compute.set_pipeline(pipeline)
+            compute.set_bind_group(0, bind_group)
+            compute.dispatch_workgroups(x, y, 1)
+    compute.end()
+    if timer:
+        timer.resolve(encoder)
+    command = encoder.finish()
+    start = perf_counter_ns()
+    device.queue.submit([command])
+    wait()
+    wall = perf_counter_ns() - start
+    if timer is None:
+        return None, wall
+    begin, end = timer.read(device.queue)
+    return (end - begin) * tick_ns, wall
+
+
+def open_device(binding: Any) -> tuple[Any, Any, PassTimer | None, float, dict]:
+    """The binding's best adapter's device (timestamps where offered), its timer, tick."""
+    found = adapters.discover([binding])[0]
+    if not found:
+        raise RuntimeError(f"{binding.name} offers no adapter here")
+    best = found[0]
+    stamps = "timestamp-query" in best.adapter.features
+    device, notes = binding.request_device(best.adapter, ["timestamp-query"] if stamps else [],
+                                           {})
+    timer = PassTimer(device) if stamps else None
+    tick = binding.tick_ns(device.queue) if stamps else 1.0
+    return device, best, timer, tick, {"adapter": best.info.label, **notes}
+
+
+def run_shape(device: Any, timer: PassTimer | None, tick: float, weights: Weights,
+              expected: np.ndarray | None, args: argparse.Namespace, base: dict) -> list[dict]:
+    """Every cache and form of one shape on one device: a record each."""
+    ctx = Context(device, Group(fusion_kernel("decode")))
+    engine, wait, rows = decode.Engine(ctx, weights), waiter(device), []
+    for cache in args.caches:
+        at = engine.at(cache)
+        for form in FORMS:
+            count = ctx.buffer(np.zeros(1, np.uint32))
+            segments, logits = at.steps(form, count)
+            sequence = sum(segments, ())
+            timed_pass(device, sequence, 2, None, tick, wait)  # warm: pipelines, caches
+            gpu, wall = timed_pass(device, sequence, args.steps, timer, tick, wait)
+            done = int(np.frombuffer(device.queue.read_buffer(count), np.uint32)[0])
+            rows.append(record(base, weights, cache, form, gpu, wall, args, len(sequence),
+                               done == args.steps + 2,
+                               check(ctx, logits, expected) if cache == weights.cache
+                               else None))
+            print(line(rows[-1]), flush=True)
+        if args.kernels:
+            rows += kernel_rows(device, timer, tick, at, wait, base, weights, cache)
+    if args.sweep and weights.shape.hidden == args.shapes[0]:
+        rows += sweep(device, timer, tick, engine.at(min(args.caches)), wait, base, weights,
+                      args)
+    return rows
+
+
+def check(ctx: Context, logits: list, expected: np.ndarray | None) -> bool | None:
+    if expected is None:
+        return None
+    got = np.concatenate([ctx.reader(b, np.float32)() for b in logits])
+    return bool(np.allclose(got, expected, rtol=TOLERANCE,
+                            atol=TOLERANCE / 10 * np.abs(expected).max()))
+
+
+def record(base: dict, weights: Weights, cache: int, form: str, gpu: float | None,
+           wall: float, args: argparse.Namespace, dispatches: int, counted: bool,
+           logits_ok: bool | None) -> dict:
+    read = bytes_per_token(weights.shape, cache)
+    floor_ms = read / (args.bandwidth * 1e9) * 1e3
+    gpu_ms = None if gpu is None else gpu / args.steps / 1e6
+    return {**base, "shape": weights.shape.name, "hidden": weights.shape.hidden,
+            "cache": cache, "form": form, "steps": args.steps,
+            "dispatches_per_token": dispatches, "gpu_ms_per_token": gpu_ms,
+            "wall_ms_per_token": wall / args.steps / 1e6, "bytes_per_token": read,
+            "floor_ms": floor_ms,
+            "floor_multiple": None if gpu_ms is None else gpu_ms / floor_ms,
+            "steps_counted": counted, "logits_match_numpy": logits_ok}
+
+
+def line(r: dict) -> str:
+    gpu = "  —  " if r["gpu_ms_per_token"] is None else f"{r['gpu_ms_per_token']:7.3f}"
+    multiple = "—" if r["floor_multiple"] is None else f"{r['floor_multiple']:5.2f}x"
+    ok = {None: "", True: " logits ok", False: " LOGITS WRONG"}[r["logits_match_numpy"]]
+    ok += "" if r["steps_counted"] else " STEPS MISSING"
+    return (f"{r['implementation']:12} {r['shape']:13} cache {r['cache']:5} {r['form']:8} "
+            f"GPU {gpu} ms/token  wall {r['wall_ms_per_token']:7.3f}  "
+            f"{r['bytes_per_token'] / 1e9:6.3f} GB  floor {r['floor_ms']:6.3f} ms  "
+            f"{multiple}  {r['dispatches_per_token']} dispatches{ok}")
+
+
+def kernel_rows(device: Any, timer: PassTimer | None, tick: float, engine: Any, wait: Any,
+                base: dict, weights: Weights, cache: int) -> list[dict]:
+    """GPU µs per dispatch of each fused kernel of layer 0, a head chunk and `count`,
+    each repeated in one pass."""
+    if timer is None:
+        return []
+    ctx = engine.ctx
+    count = ctx.buffer(np.zeros(1, np.uint32))
+    segments, _ = engine.steps("fused", count)
+    layer0 = segments[0][1:]  # after the embedding copy
+    kernels = [(name, engine.layers[0][w].size if w else 0, s)
+               for (name, w), s in zip(FUSED, layer0, strict=True)]
+    kernels += [("norm_matvec (head chunk)", engine.head[0].size, segments[-1][0]),
+                ("count (empty)", 0, segments[-1][-1])]
+    rows, reps = [], 64
+    for name, size, step in kernels:
+        timed_pass(device, (step,), 4, None, tick, wait)
+        gpu, _ = timed_pass(device, (step,), reps, timer, tick, wait)
+        us = gpu / reps / 1e3
+        rows.append({**base, "shape": weights.shape.name, "cache": cache, "kernel": name,
+                     "gpu_us_per_dispatch": us, "weight_bytes": size,
+                     "weight_gb_per_s": size / us / 1e3 if size else None})
+        rate = f"  {size / us / 1e3:7.1f} GB/s" if size else ""
+        print(f"    {base['implementation']:12} {weights.shape.name:13} cache {cache:5} "
+              f"{name:26} {us:8.2f} µs{rate}", flush=True)
+    return rows
+
+
+def sweep(device: Any, timer: PassTimer | None, tick: float, engine: Any, wait: Any,
+          base: dict, weights: Weights, args: argparse.Namespace) -> list[dict]:
+    """The fused step at each matrix-vector workgroup size and loads per lane."""
+    rows, saved = [], (decode.MATVEC_WG, decode.LANE_LOADS)
+    for wg in (64, 128, 256):
+        for loads in (4, 8, 16):
+            decode.MATVEC_WG, decode.LANE_LOADS = wg, loads
+            count = engine.ctx.buffer(np.zeros(1, np.uint32))
+            sequence = sum(engine.steps("fused", count)[0], ())
+            timed_pass(device, sequence, 2, None, tick, wait)
+            gpu, _ = timed_pass(device, sequence, args.steps // 2, timer, tick, wait)
+            ms = None if gpu is None else gpu / (args.steps // 2) / 1e6
+            rows.append({**base, "shape": weights.shape.name, "cache": engine.cache,
+                         "sweep_matvec_wg": wg, "sweep_lane_loads": loads,
+                         "gpu_ms_per_token": ms})
+            print(f"    sweep {base['implementation']:12} matvec WG {wg:3} loads/lane "
+                  f"{loads:2}: {ms if ms is None else round(ms, 3)} ms/token", flush=True)
+    decode.MATVEC_WG, decode.LANE_LOADS = saved
+    return rows
+
+
+def summary(rows: list[dict]) -> list[str]:
+    """The issue's two gates per implementation and shape (fused, f32)."""
+    out = []
+    fused = {(r["implementation"], r["shape"], r["cache"]): r for r in rows
+             if r.get("form") == "fused" and r["gpu_ms_per_token"] is not None}
+    for (impl, shape, cache), r in sorted(fused.items()):
+        if cache != min(c for i, s, c in fused if (i, s) == (impl, shape)):
+            continue
+        longest = max(c for i, s, c in fused if (i, s) == (impl, shape))
+        ratio = fused[(impl, shape, longest)]["gpu_ms_per_token"] / r["gpu_ms_per_token"]
+        out.append(f"{impl:12} {shape:13} fused: {r['floor_multiple']:.2f}x the floor at "
+                   f"cache {cache} (goal <= 2.0), cache {longest} / {cache}: {ratio:.2f}x "
+                   f"(goal <= 1.3)")
+    return out
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bandwidth", type=float, default=3350.0,
+                        help="memory bandwidth in GB/s (default 3350: an H100 SXM's HBM3)")
+    parser.add_argument("--json", type=Path, help="write the records here")
+    parser.add_argument("--tiny", action="store_true", help="the hidden-128 model, few steps")
+    parser.add_argument("--steps", type=int, help="steps per pass (default 256; tiny: 16)")
+    parser.add_argument("--implementations", default="wgpu-native,dawn")
+    parser.add_argument("--kernels", action="store_true", help="per-kernel GPU times")
+    parser.add_argument("--sweep", action="store_true", help="matvec workgroup sweep")
+    args = parser.parse_args()
+    args.shapes = [128] if args.tiny else [896, 1536]
+    args.caches = (2048, 128)  # the weights' own cache first: a shorter one overwrites it
+    args.steps = args.steps or (16 if args.tiny else 256)
+    return args
+
+
+def main() -> None:
+    args, start = arguments(), perf_counter()
+    rows: list[dict] = []
+    notes: list[str] = []
+    models = {}
+    for hidden in args.shapes:  # one set of weights per shape, shared by implementations
+        weights = Weights.of(MODELS[hidden], max(args.caches))
+        models[hidden] = (weights, reference(weights))
+        print(f"{weights.shape.name}: weights and numpy logits in {perf_counter() - start:.1f} s",
+              flush=True)
+    for binding in BINDINGS:
+        if binding.name not in args.implementations.split(","):
+            continue
+        if (missing := binding.missing()) is not None:
+            notes.append(missing)
+            print(missing, flush=True)
+            continue
+        try:
+            device, _, timer, tick, info = open_device(binding)
+        except RuntimeError as exc:
+            notes.append(str(exc))
+            print(exc, flush=True)
+            continue
+        base = {"implementation": binding.name, **info}
+        print(f"{binding.name}: {info['adapter']}", flush=True)
+        for hidden in args.shapes:
+            rows += run_shape(device, timer, tick, *models[hidden], args, base)
+            gc.collect()
+        device.destroy()
+    gates = summary(rows)
+    print("\n".join(gates))
+    print(f"done in {perf_counter() - start:.1f} s")
+    if args.json:
+        args.json.write_text(json.dumps({"bandwidth_gb_s": args.bandwidth, "steps": args.steps,
+                                         "records": rows, "summary": gates, "notes": notes,
+                                         "seconds": perf_counter() - start}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
