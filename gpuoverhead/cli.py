@@ -58,6 +58,8 @@ BrowserOption = Annotated[str | None, typer.Option(
 ProcessesOption = Annotated[int, typer.Option(
     help="Fresh worker processes per benchmark, one after another.")]
 OutOption = Annotated[Path, typer.Option("--out", "-o", help="Folder that receives <run_id>/.")]
+AffinityOption = Annotated[str | None, typer.Option(
+    help="CPUs the run and its workers may use, e.g. 2-5 or 2,3 (Linux; default: any).")]
 
 
 def _version(value: bool) -> None:
@@ -112,15 +114,17 @@ def _install_interrupts(deferred: bool = False) -> None:
         signal.signal(s, first)
 
 
-def _measure(options: RunOptions) -> RunResult:
-    """One run with progress on stderr; a user error ends it in one line."""
+def _measure(options: RunOptions, affinity: str | None) -> RunResult:
+    """One run with progress on stderr, on the CPUs asked for; a user error ends it in one
+    line."""
     from gpuoverhead.present.progress import RichReporter
-    from gpuoverhead.run.environment import address_space_problem
+    from gpuoverhead.run.environment import address_space_problem, pin
     from gpuoverhead.run.runner import run as run_plan
 
     with user_errors(), RichReporter() as reporter:
         if problem := address_space_problem():
             raise UserError(problem)
+        pin(affinity)
         return run_plan(options, reporter)
 
 
@@ -145,6 +149,7 @@ def run(
         help="Seconds the whole run may take, instead of the suite's time_limit_s "
              "(0: none; each group then takes its budget_s per case).")] = None,
     browser: BrowserOption = None,
+    affinity: AffinityOption = None,
 ) -> None:
     """Measure naive and sequential dispatch overhead and write results/<run_id>/."""
     from gpuoverhead.drivers import registry
@@ -158,7 +163,7 @@ def run(
         suite=suite, out_root=out, backend=backend, adapter=adapter, implementations=names,
         quick=quick, processes=processes, seed=seed, run_id=run_id, force=force,
         outside_shaders=outside_shaders, stall_timeout_s=stall_timeout,
-        time_limit_s=time_limit, browser=browser, started=STARTED))
+        time_limit_s=time_limit, browser=browser, started=STARTED), affinity)
     console.print_summary(result.summary)
     console.show_warnings(result.record.warnings)
     console.show_errors(result.record.errors)
@@ -268,6 +273,7 @@ def selftest(
     implementation: ImplementationOption = "all",
     out: OutOption = Path("results"),
     threshold: Annotated[float, typer.Option(help="As for compare, in percent.")] = 5.0,
+    affinity: AffinityOption = None,
 ) -> None:
     """A/A test: run the same suite twice and compare; at least 95% must be `same`."""
     from gpuoverhead.drivers import registry
@@ -283,7 +289,8 @@ def selftest(
     stem = f"selftest-{new_run_id()}"
     runs = [_measure(RunOptions(suite=suite, out_root=out, backend=backend, adapter=adapter,
                                 implementations=names, processes=processes,
-                                run_id=f"{stem}-{label}")).folder for label in ("a", "b")]
+                                run_id=f"{stem}-{label}"), affinity).folder
+            for label in ("a", "b")]
     with user_errors():
         table = comparing.compare(read.load(runs[0]), read.load(runs[1]), threshold / 100)
     _print_comparison(table, False)

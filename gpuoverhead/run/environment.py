@@ -15,6 +15,7 @@ from typing import Any
 
 from gpuoverhead import __version__
 from gpuoverhead.drivers import registry
+from gpuoverhead.errors import UserError
 from gpuoverhead.results.columns import RunRecord
 
 _PACKAGES = ("wgpu", "numpy", "pandas", "pyarrow", "scipy", "pydantic", "pyyaml", "typer", "rich")
@@ -130,3 +131,25 @@ def address_space_problem() -> str | None:
     return (f"the address-space limit (ulimit -v) is {soft / 2**30:.2f} GiB; the GPU drivers "
             f"and the analysis need at least {MIN_ADDRESS_SPACE >> 30} GiB (below it a driver "
             f"can crash the run): raise the limit or lift it")
+
+
+def pin(spec: str | None) -> None:
+    """Keep this process, and the worker processes it starts (they inherit the mask), on the
+    CPUs that `spec` names ('2-5', '2,3,8'; Linux). On the H100 VM one vCPU made every
+    `submit` 3.5x slower while a worker ran on it; pinning leaves such a CPU out."""
+    if spec is None:
+        return
+    if not hasattr(os, "sched_setaffinity"):
+        raise UserError("--affinity needs sched_setaffinity (Linux); this OS has none")
+    cpus: set[int] = set()
+    for part in spec.split(","):
+        low, _, high = part.strip().partition("-")
+        if not (low.isdigit() and (high.isdigit() or not high)) or int(high or low) < int(low):
+            raise UserError(f"--affinity takes CPU numbers and ranges such as 2-5,8, "
+                            f"not {spec!r}")
+        cpus |= set(range(int(low), int(high or low) + 1))
+    allowed = os.sched_getaffinity(0)
+    if not cpus <= allowed:
+        raise UserError(f"--affinity {spec}: CPU {min(cpus - allowed)} is not one this process "
+                        f"may run on ({len(allowed)} CPUs: {min(allowed)}-{max(allowed)})")
+    os.sched_setaffinity(0, cpus)

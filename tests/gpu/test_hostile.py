@@ -255,6 +255,9 @@ BAD_RUNS = {
     "unknown implementation": (["--implementation", "metal"],
                                "unknown implementation 'metal'; choose one of"),
     "zero processes": (["--processes", "0"], "--processes must be at least 1, not 0"),
+    "affinity not CPUs": (["--affinity", "2-x"], "--affinity takes CPU numbers and ranges"),
+    "affinity backwards": (["--affinity", "3-1"], "--affinity takes CPU numbers and ranges"),
+    "affinity CPU absent": (["--affinity", "4096"], "--affinity 4096: CPU 4096 is not one"),
     "missing suite file": (["--suite", "nowhere.yaml"], "nowhere.yaml"),
     "workgroup over the limit": (
         ["--suite", "{suite:benchmarks:\n  - {name: a, kernel: add_one, workgroup_size: 4096}\n}"],
