@@ -22,10 +22,13 @@
 #                                            # the host's /proc/stat beside it
 #                                            # (benchmarks/host_monitor.py), the plain
 #                                            # loop before and after
+#   bash benchmarks/h100_session.sh pinned   # issue 25: submit per CPU (cpu_probe.py),
+#                                            # then selftest at default settings with
+#                                            # --affinity on the CPUs that are not slow
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
-step=${1:?start, finish, selftest, speed, full, decode, decode-f16, limits, state, aa or episodes}
+step=${1:?start, finish, selftest, speed, full, decode, decode-f16, limits, state, aa, episodes or pinned}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
 setup() {
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -107,6 +110,20 @@ episodes)  # within one device call: 600 s; the results are re-packed after each
   tar -C /tmp/results -czf "$out/results-$step.tgz" .
   timeout 60 bash -c "$(declare -f plain_loop); plain_loop" > "$out/plain_loop_after.json" 2>&1
   kill %1
+  ;;
+pinned)  # within one device call: 600 s
+  (cd .repro && [ -f plain_loop.so ] || gcc -O2 -shared -fPIC \
+    -I"$(python3 -c 'import wgpu,os;print(os.path.dirname(wgpu.__file__))')/resources" \
+    plain_loop.c -o plain_loop.so)
+  timeout 120 python3 benchmarks/cpu_probe.py > "$out/cpu_probe_before.json" 2>> /tmp/results/probe.err
+  good=$(python3 -c "import json;print(json.load(open('$out/cpu_probe_before.json'))['good'])")
+  echo "affinity: $good" | tee -a /tmp/results/times.txt
+  t0=$(date +%s%N)
+  timeout 400 python3 -m gpuoverhead selftest --affinity "$good" --out /tmp/results \
+    > /tmp/results/selftest.log 2>&1
+  echo "selftest: $(( ($(date +%s%N) - t0) / 1000000 )) ms wall" | tee -a /tmp/results/times.txt
+  tar -C /tmp/results -czf "$out/results-$step.tgz" .
+  timeout 60 python3 benchmarks/cpu_probe.py > "$out/cpu_probe_after.json" 2>> /tmp/results/probe.err
   ;;
 selftest)
   python3 -m gpuoverhead selftest --processes 3 --implementation wgpu-native \
