@@ -23,7 +23,7 @@ override LANES: u32 = 32;     // matvec: threads per row, a power of two up to W
 override H: u32 = 896;        // hidden size
 override NH: u32 = 14;        // query heads
 override NKV: u32 = 2;        // key/value heads
-override D: u32 = 64;         // head dimension, a multiple of 8 up to 128
+override D: u32 = 64;         // head dimension, a multiple of 16 up to 128
 override F: u32 = 4864;       // MLP size
 override T: u32 = 129;        // positions attended: the cache and the new token
 override NB: u32 = 1;         // attention blocks of WG positions: ceil(T / WG)
@@ -31,10 +31,9 @@ override ROWS: u32 = 896;     // matvec: output rows (rope: heads; elementwise: 
 override COLS: u32 = 896;     // matvec: input length, a multiple of 4
 override TOKEN: u32 = 0;      // copy: the token's row in the first chunk of the LM head
 const EPS: f32 = 1e-6;
-const THETA: f32 = 1000000.0;
 const MAX_D4: u32 = 32u;      // D / 4 at most
 const MAX_Q4: u32 = 384u;     // NH * D / 4 at most (the attention output in workgroup memory)
-const MAX_HB: u32 = 1024u;    // NH * NB at most
+const MAX_HB: u32 = 512u;     // NH * NB at most
 alias W = f32;
 
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
@@ -55,6 +54,7 @@ var<workgroup> qs: array<vec4<f32>, MAX_D4>;
 var<workgroup> ps: array<f32, 256>;
 var<workgroup> os: array<vec4<f32>, MAX_Q4>;
 var<workgroup> hw: array<f32, MAX_HB>;
+var<workgroup> lw: array<f32, MAX_HB>;
 
 fn row_of(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return wid.x + wid.y * nwg.x;
@@ -98,78 +98,99 @@ fn reduce_sum(lid: u32) {
     }
 }
 
-// A lane's share of w[row, :] . x4 over `cols4` vec4 columns (lane, lane + LANES, ...).
+// A lane's share of w[row, :] . x4 over `cols4` vec4 columns (lane, lane + LANES, ...), four
+// columns a batch whose loads are issued together (a column past the row reads the row's
+// last one, weighted 0): a lane waits for memory once per batch, not once per column.
 fn dot_share(row: u32, lane: u32, cols4: u32) -> f32 {
     let base = row * cols4;
+    let last = cols4 - 1u;
     var a = vec4<f32>(0.0);
-    for (var i = 0u; i < cols4 / LANES; i = i + 1u) {
-        let c = lane + i * LANES;
-        a = fma(vec4<f32>(weights[base + c]), x4[c], a);
+    var b = vec4<f32>(0.0);
+    for (var c = lane; c < cols4; c = c + 4u * LANES) {
+        let c1 = min(c + LANES, last);
+        let c2 = min(c + 2u * LANES, last);
+        let c3 = min(c + 3u * LANES, last);
+        let w0 = vec4<f32>(weights[base + c]);
+        let w1 = vec4<f32>(weights[base + c1]);
+        let w2 = vec4<f32>(weights[base + c2]);
+        let w3 = vec4<f32>(weights[base + c3]);
+        a = fma(w0, x4[c], a);
+        b = fma(w1, select(vec4<f32>(0.0), x4[c1], c + LANES < cols4), b);
+        a = fma(w2, select(vec4<f32>(0.0), x4[c2], c + 2u * LANES < cols4), a);
+        b = fma(w3, select(vec4<f32>(0.0), x4[c3], c + 3u * LANES < cols4), b);
     }
-    let c = lane + cols4 / LANES * LANES;
-    if (c < cols4) {
-        a = fma(vec4<f32>(weights[base + c]), x4[c], a);
-    }
-    return total(a);
+    return total(a + b);
 }
 
-// A lane's share of w[row, :] . os (the combined attention output in workgroup memory).
+// dot_share against os (the combined attention output in workgroup memory).
 fn dot_share_os(row: u32, lane: u32, cols4: u32) -> f32 {
     let base = row * cols4;
+    let last = cols4 - 1u;
     var a = vec4<f32>(0.0);
-    for (var i = 0u; i < cols4 / LANES; i = i + 1u) {
-        let c = lane + i * LANES;
-        a = fma(vec4<f32>(weights[base + c]), os[c], a);
+    var b = vec4<f32>(0.0);
+    for (var c = lane; c < cols4; c = c + 4u * LANES) {
+        let c1 = min(c + LANES, last);
+        let c2 = min(c + 2u * LANES, last);
+        let c3 = min(c + 3u * LANES, last);
+        let w0 = vec4<f32>(weights[base + c]);
+        let w1 = vec4<f32>(weights[base + c1]);
+        let w2 = vec4<f32>(weights[base + c2]);
+        let w3 = vec4<f32>(weights[base + c3]);
+        a = fma(w0, os[c], a);
+        b = fma(w1, select(vec4<f32>(0.0), os[c1], c + LANES < cols4), b);
+        a = fma(w2, select(vec4<f32>(0.0), os[c2], c + 2u * LANES < cols4), a);
+        b = fma(w3, select(vec4<f32>(0.0), os[c3], c + 3u * LANES < cols4), b);
     }
-    let c = lane + cols4 / LANES * LANES;
-    if (c < cols4) {
-        a = fma(vec4<f32>(weights[base + c]), os[c], a);
-    }
-    return total(a);
+    return total(a + b);
 }
 
 // A lane's shares of w[r0, :] . n and w[r1, :] . n, n = x4 * y4 (the residual stream times
-// the norm's weight, not yet divided by its RMS), and of x4 . x4 (for the RMS): (a, b, ss, 0).
+// the norm's weight, not yet divided by its RMS), and of x4 . x4 (for the RMS): (a, b, ss,
+// 0). Two columns of each row a batch: four weight loads issued together.
 fn norm_dot2(r0: u32, r1: u32, lane: u32) -> vec4<f32> {
     let h4 = H / 4u;
+    let last = h4 - 1u;
     var a = vec4<f32>(0.0);
     var b = vec4<f32>(0.0);
     var q = vec4<f32>(0.0);
-    for (var i = 0u; i < h4 / LANES; i = i + 1u) {
-        let c = lane + i * LANES;
-        let x = x4[c];
-        let n = x * y4[c];
-        a = fma(vec4<f32>(weights[r0 * h4 + c]), n, a);
-        b = fma(vec4<f32>(weights[r1 * h4 + c]), n, b);
-        q = fma(x, x, q);
-    }
-    let c = lane + h4 / LANES * LANES;
-    if (c < h4) {
-        let x = x4[c];
-        let n = x * y4[c];
-        a = fma(vec4<f32>(weights[r0 * h4 + c]), n, a);
-        b = fma(vec4<f32>(weights[r1 * h4 + c]), n, b);
-        q = fma(x, x, q);
+    for (var c = lane; c < h4; c = c + 2u * LANES) {
+        let c1 = min(c + LANES, last);
+        let wa0 = vec4<f32>(weights[r0 * h4 + c]);
+        let wb0 = vec4<f32>(weights[r1 * h4 + c]);
+        let wa1 = vec4<f32>(weights[r0 * h4 + c1]);
+        let wb1 = vec4<f32>(weights[r1 * h4 + c1]);
+        let x0 = x4[c];
+        let x1 = select(vec4<f32>(0.0), x4[c1], c + LANES < h4);
+        let n0 = x0 * y4[c];
+        let n1 = x1 * y4[c1];
+        a = fma(wa1, n1, fma(wa0, n0, a));
+        b = fma(wb1, n1, fma(wb0, n0, b));
+        q = fma(x1, x1, fma(x0, x0, q));
     }
     return vec4<f32>(total(a), total(b), total(q), 0.0);
 }
 
-// norm_dot2 for one row: (a, 0, ss, 0).
+// norm_dot2 for one row, four columns a batch: (a, 0, ss, 0).
 fn norm_dot(r: u32, lane: u32) -> vec4<f32> {
     let h4 = H / 4u;
+    let last = h4 - 1u;
     var a = vec4<f32>(0.0);
     var q = vec4<f32>(0.0);
-    for (var i = 0u; i < h4 / LANES; i = i + 1u) {
-        let c = lane + i * LANES;
-        let x = x4[c];
-        a = fma(vec4<f32>(weights[r * h4 + c]), x * y4[c], a);
-        q = fma(x, x, q);
-    }
-    let c = lane + h4 / LANES * LANES;
-    if (c < h4) {
-        let x = x4[c];
-        a = fma(vec4<f32>(weights[r * h4 + c]), x * y4[c], a);
-        q = fma(x, x, q);
+    for (var c = lane; c < h4; c = c + 4u * LANES) {
+        let c1 = min(c + LANES, last);
+        let c2 = min(c + 2u * LANES, last);
+        let c3 = min(c + 3u * LANES, last);
+        let w0 = vec4<f32>(weights[r * h4 + c]);
+        let w1 = vec4<f32>(weights[r * h4 + c1]);
+        let w2 = vec4<f32>(weights[r * h4 + c2]);
+        let w3 = vec4<f32>(weights[r * h4 + c3]);
+        let x0 = x4[c];
+        let x1 = select(vec4<f32>(0.0), x4[c1], c + LANES < h4);
+        let x2 = select(vec4<f32>(0.0), x4[c2], c + 2u * LANES < h4);
+        let x3 = select(vec4<f32>(0.0), x4[c3], c + 3u * LANES < h4);
+        a = fma(w0, x0 * y4[c], fma(w1, x1 * y4[c1], a));
+        a = fma(w2, x2 * y4[c2], fma(w3, x3 * y4[c3], a));
+        q = fma(x0, x0, fma(x1, x1, fma(x2, x2, fma(x3, x3, q))));
     }
     return vec4<f32>(total(a), 0.0, total(q), 0.0);
 }
@@ -178,9 +199,13 @@ fn inv_rms(sum_sq: f32) -> f32 {
     return 1.0 / sqrt(sum_sq / f32(H) + EPS);
 }
 
+// (a, b) turned by the new token's angle for pair j: in1 holds cos then sin of the angles
+// of position T - 1, computed on the host in f64 (a GPU's pow and cos of 2048 radians in
+// f32 are off by more than the logits' tolerance).
 fn rotate(a: f32, b: f32, j: u32) -> vec2<f32> {
-    let angle = f32(T - 1u) * pow(THETA, -f32(2u * j) / f32(D));
-    return vec2<f32>(a * cos(angle) - b * sin(angle), b * cos(angle) + a * sin(angle));
+    let c = in1[j];
+    let s = in1[D / 2u + j];
+    return vec2<f32>(a * c - b * s, b * c + a * s);
 }
 
 // ---- both forms --------------------------------------------------------------------------
@@ -238,7 +263,7 @@ fn rmsnorm(@builtin(local_invocation_index) lid: u32) {
     }
 }
 
-// Rotary embedding of ROWS heads of out0, in place.
+// Rotary embedding of ROWS heads of out0, in place (in1: the angles' cos and sin).
 @compute @workgroup_size(WG)
 fn rope(@builtin(global_invocation_id) gid: vec3<u32>) {
     let i = gid.x;
@@ -273,9 +298,15 @@ fn scores(@builtin(global_invocation_id) gid: vec3<u32>) {
     let t = i % T;
     let g = h / (NH / NKV);
     let d4 = D / 4u;
+    let k = (t * NKV + g) * d4;
     var acc = vec4<f32>(0.0);
-    for (var d = 0u; d < d4; d = d + 1u) {
-        acc = fma(x4[h * d4 + d], y4[(t * NKV + g) * d4 + d], acc);
+    for (var d = 0u; d < d4; d = d + 4u) {
+        let k0 = y4[k + d];
+        let k1 = y4[k + d + 1u];
+        let k2 = y4[k + d + 2u];
+        let k3 = y4[k + d + 3u];
+        acc = fma(x4[h * d4 + d], k0, fma(x4[h * d4 + d + 1u], k1, acc));
+        acc = fma(x4[h * d4 + d + 2u], k2, fma(x4[h * d4 + d + 3u], k3, acc));
     }
     out0[i] = total(acc) / sqrt(f32(D));
 }
@@ -349,7 +380,7 @@ fn silu_mul(@builtin(global_invocation_id) gid: vec3<u32>) {
 // ---- fused ------------------------------------------------------------------------------
 
 // Norm, Q, K and V rows (weights: [q; k; v], x4: the residual stream, y4: the norm's
-// weight, in2: the biases), rotary embedding, K and V into the caches: LANES threads per
+// weight, in2: the biases), rotary embedding (in1: its cos and sin), K and V into the caches: LANES threads per
 // pair of rows (j, j + D / 2) of one head. out0: q, out1: key cache, out2: value cache.
 @compute @workgroup_size(WG)
 fn qkv_rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -403,14 +434,17 @@ fn attn_part(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
     }
     workgroupBarrier();
     let t = b * WG + lid;
-    var s = -3.0e38;
-    if (t < T) {
-        var acc = vec4<f32>(0.0);
-        for (var d = 0u; d < d4; d = d + 1u) {
-            acc = fma(y4[(t * NKV + g) * d4 + d], qs[d], acc);
-        }
-        s = total(acc);
+    let k = (min(t, T - 1u) * NKV + g) * d4;
+    var acc = vec4<f32>(0.0);
+    for (var d = 0u; d < d4; d = d + 4u) {
+        let k0 = y4[k + d];
+        let k1 = y4[k + d + 1u];
+        let k2 = y4[k + d + 2u];
+        let k3 = y4[k + d + 3u];
+        acc = fma(k0, qs[d], fma(k1, qs[d + 1u], acc));
+        acc = fma(k2, qs[d + 2u], fma(k3, qs[d + 3u], acc));
     }
+    let s = select(-3.0e38, total(acc), t < T);
     redm[lid] = s;
     reduce_max(lid);
     let top = redm[0];
@@ -434,15 +468,22 @@ fn attn_values(b: u32, h: u32, g: u32, lid: u32) {
     let dl = lid % d4;
     let pl = lid / d4;
     let runs = WG / d4;
+    let end = T - 1u;
     var o = vec4<f32>(0.0);
     var e = 0.0;
-    for (var i = 0u; i < d4; i = i + 1u) {
+    for (var i = 0u; i < d4; i = i + 4u) {  // ps is 0 past the cache: those rows weigh 0
         let p = pl + i * runs;
-        let t = b * WG + p;
-        if (t < T) {
-            o = fma(vec4<f32>(ps[p]), z4[(t * NKV + g) * d4 + dl], o);
-            e = e + ps[p];
-        }
+        let v0 = z4[(min(b * WG + p, end) * NKV + g) * d4 + dl];
+        let v1 = z4[(min(b * WG + p + runs, end) * NKV + g) * d4 + dl];
+        let v2 = z4[(min(b * WG + p + 2u * runs, end) * NKV + g) * d4 + dl];
+        let v3 = z4[(min(b * WG + p + 3u * runs, end) * NKV + g) * d4 + dl];
+        let e0 = ps[p];
+        let e1 = ps[p + runs];
+        let e2 = ps[p + 2u * runs];
+        let e3 = ps[p + 3u * runs];
+        o = fma(vec4<f32>(e0), v0, fma(vec4<f32>(e1), v1, o));
+        o = fma(vec4<f32>(e2), v2, fma(vec4<f32>(e3), v3, o));
+        e = e + e0 + e1 + e2 + e3;
     }
     red[lid] = o;
     redm[lid] = e;
@@ -469,30 +510,8 @@ fn attn_values(b: u32, h: u32, g: u32, lid: u32) {
 @compute @workgroup_size(WG)
 fn attn_out(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
             @builtin(local_invocation_index) lid: u32) {
-    if (lid < NH) {
-        var top = -3.0e38;
-        for (var b = 0u; b < NB; b = b + 1u) {
-            top = max(top, in0[2u * (lid * NB + b)]);
-        }
-        var sum = 0.0;
-        for (var b = 0u; b < NB; b = b + 1u) {
-            sum = sum + in0[2u * (lid * NB + b) + 1u] * exp(in0[2u * (lid * NB + b)] - top);
-        }
-        for (var b = 0u; b < NB; b = b + 1u) {
-            hw[lid * NB + b] = exp(in0[2u * (lid * NB + b)] - top) / sum;
-        }
-    }
-    workgroupBarrier();
+    combine(lid);
     let d4 = D / 4u;
-    for (var c = lid; c < NH * d4; c = c + WG) {
-        let h = c / d4;
-        var o = vec4<f32>(0.0);
-        for (var b = 0u; b < NB; b = b + 1u) {
-            o = fma(vec4<f32>(hw[h * NB + b]), z4[(h * NB + b) * d4 + c % d4], o);
-        }
-        os[c] = o;
-    }
-    workgroupBarrier();
     let r = row_of(wid, nwg) * (WG / LANES) + lid / LANES;
     let lane = lid % LANES;
     var s = 0.0;
@@ -504,6 +523,52 @@ fn attn_out(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
     if (lane == 0u && r < H) {
         out0[r] = out0[r] + red[lid].x;
     }
+}
+
+// attn_out's first part: each block's weight exp(m_b - m) / sum_b' l_b' exp(m_b' - m) in hw
+// (every block's m and l loaded at once), then each head's output in os, four blocks a
+// batch (a block past the last reads the last, weighted 0).
+fn combine(lid: u32) {
+    for (var i = lid; i < NH * NB; i = i + WG) {
+        hw[i] = in0[2u * i];
+        lw[i] = in0[2u * i + 1u];
+    }
+    workgroupBarrier();
+    if (lid < NH) {
+        var top = -3.0e38;
+        for (var b = 0u; b < NB; b = b + 1u) {
+            top = max(top, hw[lid * NB + b]);
+        }
+        var sum = 0.0;
+        for (var b = 0u; b < NB; b = b + 1u) {
+            sum = sum + lw[lid * NB + b] * exp(hw[lid * NB + b] - top);
+        }
+        for (var b = 0u; b < NB; b = b + 1u) {
+            hw[lid * NB + b] = exp(hw[lid * NB + b] - top) / sum;
+        }
+    }
+    workgroupBarrier();
+    let d4 = D / 4u;
+    for (var c = lid; c < NH * d4; c = c + WG) {
+        let at = (c / d4) * NB;
+        let d = c % d4;
+        var o = vec4<f32>(0.0);
+        for (var b = 0u; b < NB; b = b + 4u) {
+            let b1 = min(b + 1u, NB - 1u);
+            let b2 = min(b + 2u, NB - 1u);
+            let b3 = min(b + 3u, NB - 1u);
+            let p0 = z4[(at + b) * d4 + d];
+            let p1 = z4[(at + b1) * d4 + d];
+            let p2 = z4[(at + b2) * d4 + d];
+            let p3 = z4[(at + b3) * d4 + d];
+            o = fma(vec4<f32>(hw[at + b]), p0, o);
+            o = fma(vec4<f32>(select(0.0, hw[at + b1], b + 1u < NB)), p1, o);
+            o = fma(vec4<f32>(select(0.0, hw[at + b2], b + 2u < NB)), p2, o);
+            o = fma(vec4<f32>(select(0.0, hw[at + b3], b + 3u < NB)), p3, o);
+        }
+        os[c] = o;
+    }
+    workgroupBarrier();
 }
 
 // out0[r] += w[r, :] . x4: a projection and its residual add.

@@ -28,6 +28,7 @@ from gpuoverhead.workloads.decode_model import (
     MATRICES,
     MAX_BINDING,
     MAX_CACHE,
+    MAX_HEAD_BLOCKS,
     MODELS,
     ROPE_THETA,
     TOKEN,
@@ -73,6 +74,11 @@ def problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
     if bad := [k for k in cfg["k_sweep"] if k > MAX_CACHE]:
         found.append(("k_sweep", f"the KV cache (k_sweep) holds at most {MAX_CACHE} "
                                  f"positions, not {bad[0]}"))
+    elif bad := [k for k in cfg["k_sweep"] for e in cfg["elements"] if e in MODELS
+                 and MODELS[e].heads * -(-(k + 1) // ATTENTION_BLOCK) > MAX_HEAD_BLOCKS]:
+        found.append(("k_sweep", f"the fused attention combines at most {MAX_HEAD_BLOCKS} "
+                                 f"blocks of {ATTENTION_BLOCK} positions over all heads: "
+                                 f"a cache of {bad[0]} is too long for these heads"))
     return found
 
 
@@ -86,7 +92,7 @@ class Engine:
 
     def __init__(self, ctx: Any, weights: Weights, precision: str = "f32") -> None:
         self.ctx, self.w, s = ctx, weights, weights.shape
-        assert s.q_size <= 1536 and s.head_dim <= 128 and s.head_dim % 8 == 0, s
+        assert s.q_size <= 1536 and s.head_dim <= 128 and s.head_dim % 16 == 0, s
         self.consts = {"H": s.hidden, "NH": s.heads, "NKV": s.kv_heads, "F": s.mlp,
                        "D": s.head_dim}
         self.cache = weights.cache
@@ -126,13 +132,15 @@ class Engine:
         return self.ctx.pipeline(entry, **{**self.consts, "T": t,
                                            "NB": -(-t // ATTENTION_BLOCK), "WG": 64, **extra})
 
-    def _mv(self, entry: str, buffers: dict[int, Any], rows: int, cols: int) -> Any:
+    def _mv(self, entry: str, buffers: dict[int, Any], rows: int, cols: int,
+            least: int = 0) -> Any:
         """A dispatch of a matrix-vector kernel: `rows` rows (or pairs) of `cols` columns, one
-        per lane group, enough lanes that each reads at most LANE_LOADS vec4s of each row."""
+        per lane group, enough lanes that each reads at most LANE_LOADS vec4s of each row;
+        workgroups of MATVEC_WG threads, or `least`."""
         lanes = 32
         while lanes < DECODE_WG and cols // 4 > LANE_LOADS * lanes:
             lanes *= 2
-        wg = max(lanes, MATVEC_WG)
+        wg = max(lanes, MATVEC_WG, least)
         return self.ctx.step(self._p(entry, ROWS=rows, COLS=cols, LANES=lanes, WG=wg), buffers,
                              grid_for(rows, wg // lanes))
 
@@ -142,10 +150,12 @@ class Engine:
         s, ctx, t = self.w.shape, self.ctx, self.cache + 1
         h, q, kv, f = s.hidden, s.q_size, s.kv_size, s.mlp
         blocks = s.heads * -(-t // ATTENTION_BLOCK)
+        assert blocks <= MAX_HEAD_BLOCKS, (s, t)
         buf = {n: ctx.buffer(np.zeros(size, np.float32)) for n, size in
                (("x", h), ("n", h), ("q", q), ("k", kv), ("v", kv), ("o", q), ("y", h),
                 ("g", f), ("u", f), ("a", f), ("p", s.heads * t), ("ml", 2 * blocks),
                 ("part", blocks * s.head_dim))}
+        buf["rope"] = ctx.buffer(rope_table(s.head_dim, self.cache))
         out = [ctx.buffer(np.zeros(b - a, np.float32)) for a, b in self.chunks]
         layer_of = self._fused_layer if form == "fused" else self._unfused_layer
         segments = [layer_of(layer, split, buf)
@@ -178,8 +188,9 @@ class Engine:
             self._matvec(split["wq"], b["n"], split["bq"], b["q"], q, h),
             self._matvec(split["wk"], b["n"], split["bk"], b["k"], kv, h),
             self._matvec(split["wv"], b["n"], split["bv"], b["v"], kv, h),
-            step(p("rope", ROWS=s.heads), {3: b["q"]}, _flat(s.heads * half)),
-            step(p("rope", ROWS=s.kv_heads), {3: b["k"]}, _flat(s.kv_heads * half)),
+            step(p("rope", ROWS=s.heads), {1: b["rope"], 3: b["q"]}, _flat(s.heads * half)),
+            step(p("rope", ROWS=s.kv_heads), {1: b["rope"], 3: b["k"]},
+                 _flat(s.kv_heads * half)),
             step(p("kv_store"), {0: b["k"], 1: b["v"], 3: layer["kcache"],
                                  4: layer["vcache"]}, _flat(kv)),
             step(p("scores"), {8: b["q"], 9: layer["kcache"], 3: b["p"]}, _flat(s.heads * t)),
@@ -201,16 +212,24 @@ class Engine:
         blocks = -(-(self.cache + 1) // ATTENTION_BLOCK)
         return [
             self._mv("qkv_rope", {W: layer["wqkv"], 8: b["x"], 9: layer["norm1"],
-                                  2: layer["bqkv"], 3: b["q"], 4: layer["kcache"],
-                                  5: layer["vcache"]}, (q + 2 * s.kv_size) // 2, h),
+                                  1: b["rope"], 2: layer["bqkv"], 3: b["q"],
+                                  4: layer["kcache"], 5: layer["vcache"]},
+                     (q + 2 * s.kv_size) // 2, h),
             self.ctx.step(self._p("attn_part", WG=ATTENTION_BLOCK),
                           {8: b["q"], 9: layer["kcache"], 10: layer["vcache"], 3: b["ml"],
                            4: b["part"]}, (blocks, s.heads)),
-            self._mv("attn_out", {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"]}, h, q),
+            self._mv("attn_out", {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"]}, h, q,
+                     least=DECODE_WG),  # fewer workgroups, each combining every head
             self._mv("gate_up", {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]},
                      f, h),
             self._mv("matvec_add", {W: layer["wdown"], 8: b["a"], 3: b["x"]}, h, f),
         ]
+
+
+def rope_table(head_dim: int, position: int) -> np.ndarray:
+    """cos then sin of the rotary angles of `position`, computed in f64 (as numpy's step)."""
+    angle = position * ROPE_THETA ** (-2 * np.arange(head_dim // 2) / head_dim)
+    return np.concatenate([np.cos(angle), np.sin(angle)]).astype(np.float32)
 
 
 def _flat(invocations: int) -> tuple[int, int]:
@@ -247,9 +266,7 @@ def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) ->
               for layer in w.layers]
     final_norm, head = t(w.final_norm), t(w.head)
     emb = head[TOKEN]  # tied: the embedding is a row of the head
-    angle = t((cache * ROPE_THETA ** (-2 * np.arange(half) / d))
-              .astype(np.float32))
-    cos, sin = torch.cos(angle), torch.sin(angle)
+    cos, sin = t(rope_table(d, cache)).split(half)
 
     def norm(x: Any, weight: Any) -> Any:
         return x * torch.rsqrt(x.pow(2).mean() + EPS) * weight

@@ -48,11 +48,13 @@ class Shape:
 MODELS = {896: Shape("qwen2.5-0.5b", 24, 896, 14, 2, 4864, 151_936),
           1536: Shape("qwen2.5-1.5b", 28, 1536, 12, 2, 8960, 151_936, head_dim=128),
           128: Shape("tiny", 2, 128, 2, 1, 256, 1024)}
-#: The longest KV cache: the fused attention's blocks (ATTENTION_BLOCK positions each) of
-#: every head fit the 1,024 the combine step keeps in workgroup memory up to 32 heads.
+#: The longest KV cache (the unfused scores of one head fit a binding many times over).
 MAX_CACHE = 8191
 #: Cache positions per workgroup of the fused attention (its threads, one per position).
 ATTENTION_BLOCK = 256
+#: Attention blocks of all heads the fused combine step holds in workgroup memory (16
+#: heads up to MAX_CACHE).
+MAX_HEAD_BLOCKS = 512
 #: Threads of the largest decode workgroup (each kernel picks its own, up to this).
 DECODE_WG = 256
 #: The token whose embedding (its row of the tied LM head) every step reads.
