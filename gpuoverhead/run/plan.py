@@ -20,6 +20,7 @@ from gpuoverhead.drivers import registry
 from gpuoverhead.drivers.base import Driver, Job, Offer, Request
 from gpuoverhead.errors import UserError
 from gpuoverhead.gpu import adapters
+from gpuoverhead.run.quick_types import quick_types
 from gpuoverhead.suite.expand import load_suite, quick
 
 
@@ -75,10 +76,11 @@ def prepare(options: RunOptions) -> Plan:
     base = Request(suite, options.backend, options.adapter, options.browser)
     notes: list[str] = []
     offered: list[tuple[Driver, Offer]] = []
-    for driver in registry.drivers():
-        asked = registry.request(options.implementations, driver, base)
-        if asked is not None:
-            offered += [(driver, o) for o in driver.offers(asked, notes)]
+    with quick_types():  # nothing is timed here
+        for driver in registry.drivers():
+            asked = registry.request(options.implementations, driver, base)
+            if asked is not None:
+                offered += [(driver, o) for o in driver.offers(asked, notes)]
     benchmarks = [jobs for group in suite.groups
                   if (jobs := [j for d, o in offered for j in d.jobs(group, o, notes)])]
     if not benchmarks:

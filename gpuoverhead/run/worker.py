@@ -8,6 +8,7 @@ state, memory placement, clocks) becomes visible instead of hidden in one proces
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import time
@@ -28,6 +29,7 @@ from gpuoverhead.drivers.base import Job, Prepared
 from gpuoverhead.errors import IntegrityError, UserError
 from gpuoverhead.methods import worst_rel_ci
 from gpuoverhead.run.budget import Budget
+from gpuoverhead.run.quick_types import quick_types
 from gpuoverhead.run.rounds import MIN_ROUNDS, sample_group, timer_cost_ns
 
 #: How long the parent waits for a worker's next message before it checks that it lives.
@@ -77,7 +79,9 @@ class Outcome:
 def measure(task: Task, send: Any) -> Outcome:
     """The worker's body: its driver prepares the ops; they are sampled, outputs checked."""
     rng = np.random.default_rng(list(task.seed))
-    with registry.get(task.job.driver).prepare(task.job, rng) as prepared:
+    with contextlib.ExitStack() as stack:
+        with quick_types():  # prepare only: a type first met while sampling is as before
+            prepared = stack.enter_context(registry.get(task.job.driver).prepare(task.job, rng))
         return _sample(task, prepared, rng, send)
 
 

@@ -1,0 +1,79 @@
+"""A worker's start-up without cffi re-parsing the whole header for each new type name.
+
+The bindings ask cffi for types by name (`ffi.new("WGPUBufferDescriptor *")`). cffi parses
+each new name with pycparser after declaring every typedef the header has (432 for
+wgpu-native's), about 20 ms a name on the 2-core development machine; a worker asks for 30
+to 40 names before its first sample, 0.6-0.8 s of its start-up. Here a name that is a
+typedef of the header, alone or followed by `*`, `[]` or `[n]`, is resolved from the
+declarations cffi already parsed, giving the very type the slow path gives (the same cffi
+type object, cached the same way); anything else goes the slow way.
+
+Only `prepare` runs under it (and the parent's plan): a type first asked for while sampling
+is parsed as before, pycparser's parser already built as before, so no timed call sees a
+change.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+#: A typedef name alone, or with one pointer or one array (no qualifiers, no other syntax).
+_SIMPLE = re.compile(r"\s*([A-Za-z_]\w*)\s*(\*|\[\s*(\d*)\s*\])?\s*")
+
+
+def resolve(parser: Any, cdecl: str) -> Any:
+    """cffi's model type of `cdecl` from `parser`'s declarations, or None where `cdecl` is
+    not that simple (cffi's `Parser.parse_type` then does it)."""
+    from cffi import model
+
+    found = _SIMPLE.fullmatch(cdecl)
+    declared = found and getattr(parser, "_declarations", {}).get("typedef " + found[1])
+    if not declared:
+        return None
+    tp, quals = declared
+    if found[2] is None:
+        return tp
+    if found[2] == "*":
+        return tp.as_function_pointer() if isinstance(tp, model.RawFunctionType) else \
+            model.PointerType(tp, quals)
+    return model.ArrayType(tp, int(found[3]) if found[3] else None)
+
+
+@contextmanager
+def quick_types() -> Iterator[None]:
+    """Within it, every cffi FFI resolves simple typedef names without pycparser."""
+    try:
+        from cffi.api import FFI
+    except ImportError:
+        yield
+        return
+    slow = FFI._typeof_locked
+
+    def typeof_locked(self: Any, cdecl: Any) -> Any:
+        if isinstance(cdecl, str) and cdecl not in self._parsed_types:
+            tp = resolve(self._parser, cdecl)
+            if tp is not None:
+                raw = tp.is_raw_function
+                tp = tp.as_function_pointer() if raw else tp
+                self._parsed_types[cdecl] = (self._get_cached_btype(tp), raw)
+        return slow(self, cdecl)
+
+    FFI._typeof_locked = typeof_locked
+    try:
+        yield
+    finally:
+        FFI._typeof_locked = slow
+        _build_parser()
+
+
+def _build_parser() -> None:
+    """Build pycparser's parser now if cffi is in use, as the slow path used to within
+    `prepare`: else the first type parsed while sampling would pay for building it (40 ms,
+    in the first round's figures)."""
+    import sys
+
+    if "cffi.cparser" in sys.modules:
+        sys.modules["cffi.cparser"]._get_parser()
