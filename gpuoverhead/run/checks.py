@@ -12,6 +12,7 @@ from gpuoverhead.analysis.combine import Row
 from gpuoverhead.analysis.samples import backwards_stamps, gpu_timer
 from gpuoverhead.analysis.series import STOP_METRICS, precise_enough
 from gpuoverhead.cases import Group
+from gpuoverhead.metrics import HEADLINE
 from gpuoverhead.run.budget import SAMPLE_SHARE
 from gpuoverhead.run.worker import Outcome
 
@@ -135,3 +136,50 @@ def reference_warnings(group: Group, label: str, rows: list[Row]) -> list[str]:
             for r in rows if r.key.call == "cpu_per_dispatch_ns"
             and math.isfinite(r.estimate.ci_low) and math.isfinite(r.estimate.ci_high)
             and (r.estimate.ci_low > high or r.estimate.ci_high < low)]
+
+
+#: A CPU is named when at least `SLOW_CPU_ROWS` headline estimates of the processes that ran
+#: mostly on it are `SLOW_CPU` times their job's median, a share of its estimates four times
+#: the other CPUs' share.
+SLOW_CPU = 1.5
+SLOW_CPU_ROWS = 3
+
+
+def cpu_warnings(benchmarks: list[dict[str, Any]], summary: pd.DataFrame) -> list[str]:
+    """A CPU on which the run's processes measured slower than on the others: each process's
+    headline estimates over its job's median of the same estimate, by the CPU the process
+    ran on most (run.json `cpu_most`). On the lent H100 VM one vCPU made `submit` 3.5x
+    slower (and nothing else); without this a user sees only wide intervals."""
+    if summary.empty or "process" not in summary:
+        return []
+    rows = summary[summary["process"].notna() & summary["metric"].isin(HEADLINE)]
+    by_cpu: dict[int, list[tuple[float, str]]] = {}
+    for entry in benchmarks:
+        cpus = {p.get("process"): p.get("cpu_most") for p in entry.get("processes", [])}
+        mine = rows[rows["case"].str.startswith(f"{entry.get('id')}/")
+                    & _labelled(rows, entry.get("implementation"))]
+        for (case, metric, _), same in mine.groupby(["case", "metric", "call"], dropna=False):
+            median = same["value"].median()
+            for r in same.itertuples():
+                if median > 0 and (cpu := cpus.get(int(r.process))) is not None:
+                    by_cpu.setdefault(cpu, []).append((r.value / median, f"{case} {metric}"))
+    warnings = []
+    for cpu, found in sorted(by_cpu.items()):
+        slow = sorted((x for x in found if x[0] >= SLOW_CPU), reverse=True)
+        others = [x for c, f in by_cpu.items() if c != cpu for x in f]
+        elsewhere = sum(x[0] >= SLOW_CPU for x in others) / max(len(others), 1)
+        if len(slow) >= SLOW_CPU_ROWS and len(slow) / len(found) >= 4 * elsewhere:
+            warnings.append(
+                f"on CPU {cpu}, {len(slow)} of {len(found)} headline estimates of the processes "
+                f"that ran mostly there were {SLOW_CPU:g}x their job's median or more (e.g. "
+                f"{slow[0][1]} {slow[0][0]:.1f}x), against {elsewhere:.0%} on the other CPUs: "
+                f"that CPU is slower for these calls; --affinity can leave it out")
+    return warnings
+
+
+def _labelled(rows: pd.DataFrame, label: Any) -> pd.Series:
+    """Which summary rows belong to the run.json benchmark entry labelled `label` (an
+    implementation or a family; '... reference' for the reference loop's job)."""
+    reference = rows["variant"] == "reference"
+    return (reference & (rows["implementation"] + " reference" == label)) | \
+        (~reference & ((rows["implementation"] == label) | (rows["family"] == label)))

@@ -22,7 +22,7 @@ from gpuoverhead.drivers import registry
 from gpuoverhead.errors import UserError
 from gpuoverhead.results.columns import RUN_JSON, RunRecord
 from gpuoverhead.results.write import write_json
-from gpuoverhead.run import environment, noise, worker
+from gpuoverhead.run import checks, environment, noise, worker
 from gpuoverhead.run.budget import Schedule, Slot, process_cap_s
 from gpuoverhead.run.files import RunFolder
 from gpuoverhead.run.finish import finish
@@ -84,17 +84,19 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
         raise UserError(f"cannot write results to {files.folder}: {exc.strerror or exc}; "
                         "what was written before stays readable") from None
     else:
-        _closing_notes(files.start, schedule)
+        _closing_notes(files.start, schedule, files.summary())
         files.save("failed" if files.record().errors else "complete")
     return RunResult(files.folder, files.record(), files.summary(),
                      time.monotonic() - started)
 
 
-def _closing_notes(record: RunRecord, schedule: Schedule) -> None:
-    """The machine's state at the end, and a time limit that was not kept."""
+def _closing_notes(record: RunRecord, schedule: Schedule, summary: pd.DataFrame) -> None:
+    """The machine's state at the end, a CPU that measured slower than the others, and a
+    time limit that was not kept."""
     state, noisy = noise.check()
     record.noise["after"] = state
     record.warnings += [w + " (at the end of the run)" for w in noisy]
+    record.warnings += checks.cpu_warnings(record.benchmarks, summary)
     if schedule.left_s() < 0:
         record.warnings.append(
             f"the run took {schedule.limit_s - schedule.left_s():.0f} s, beyond its time "
