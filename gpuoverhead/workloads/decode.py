@@ -45,11 +45,12 @@ from gpuoverhead.workloads.work import Context, Work, counted
 GPU_TIMES = True
 #: Weight precisions the suite may ask for (f16: read as f16, computed in f32).
 PRECISIONS = ("f32", "f16")
-#: Threads per workgroup of the matrix-vector kernels whose rows need fewer lanes.
-MATVEC_WG = 128
-#: The most vec4 loads a lane makes per row: longer rows get more lanes (up to DECODE_WG),
-#: so that each lane's loads are few enough to be in flight at once.
-LANE_LOADS = 8
+#: Threads per workgroup of the matrix-vector kernels whose rows need fewer lanes, and the
+#: most vec4 loads a lane makes per row (longer rows get more lanes, up to DECODE_WG, so a
+#: lane's loads are in flight together): on the H100 (benchmarks/decode_floor.py --sweep)
+#: 64 and 4 gave the fastest fused 0.5B step in both implementations, 3-4% under 128 and 8.
+MATVEC_WG = 64
+LANE_LOADS = 4
 
 
 def groups(req: Request) -> list[Group]:
