@@ -15,6 +15,13 @@ passes are dropped from the end, never started as stubs; a process of pass 0 who
 alone would not fit is not started (its job is reported as not measured). A process still
 running at the deadline (the limit less FINISH_S) is stopped, so a stated limit holds,
 give or take the finish, whatever a start-up costs.
+
+How many passes (`processes`: the most asked) is a choice for precision per second
+(`best_passes`): the between-process spread sets the headline widths on real machines, so
+where start-up is cheap against a process's sampling, more processes of fewer rounds narrow
+the intervals more than fewer, longer processes do. Pass 0 is divided as the choice made on
+the start-ups known so far says; at the start of pass 1 the choice is made again on the
+start-ups measured, and the suite's budget (`cap`) is spread over the passes chosen.
 """
 
 from __future__ import annotations
@@ -32,6 +39,45 @@ SAMPLE_SHARE = 0.05
 MIN_PROCESS_S = 0.05
 #: Seconds kept for what follows the last process: estimates, files, the summary.
 FINISH_S = 3.0
+#: The most processes per job a time limit is spent on (pyperf's default is 20).
+MOST_PROCESSES = 20
+#: Prior of the sampling a process needs before its own noise is as large as the spread
+#: between processes, in multiples of its least sampling (warm-up and MIN_ROUNDS rounds).
+#: On the H100 the spread between processes was 10-50x the noise within one at the least.
+BALANCE = 1.0
+#: Half-width of the interval over P processes in units of their spread (sigma / sqrt(P)):
+#: Student's t at P - 1 degrees of freedom below six processes, above it the median's
+#: order-statistic interval, 1.96 x 1.2533 (docs/methodology.md, "Interval coverage").
+_T975 = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776}
+_ORDER = 1.96 * 1.2533
+
+
+def expected_width(passes: int, sampling_s: float, balance_s: float) -> float:
+    """An interval's expected half-width over `passes` processes of `sampling_s` each, in
+    units of the spread between processes: its quantile over sqrt(passes), times the spread
+    widened by each process's own noise (as large as the spread at `balance_s`)."""
+    if passes < 2 or sampling_s <= 0:
+        return float("inf")
+    quantile = _T975.get(passes, _ORDER)
+    return quantile / passes ** 0.5 * (1 + balance_s / sampling_s) ** 0.5
+
+
+def best_passes(time_s: float, startup_s: float, least_s: float, done: int, most: int,
+                cap_s: float = float("inf")) -> int:
+    """How many passes in all (`done` of them already run) spend `time_s` best: each pass
+    costs `startup_s` of start-up and at least `least_s` of sampling (never a pass that
+    cannot reach it), at most `cap_s` of sampling shared by all passes (the suite's budget);
+    the choice is the narrowest `expected_width`, the fewer passes among equals. Where no
+    further pass fits, `done` (at least 1)."""
+    best, width = max(done, 1), float("inf")
+    for passes in range(done + 1, most + 1):
+        sampling = min(time_s / (passes - done) - startup_s, cap_s / passes)
+        if sampling < least_s:
+            break
+        found = expected_width(passes, sampling, BALANCE * least_s)
+        if found < width * (1 - 1e-9):
+            best, width = passes, found
+    return best
 
 
 @dataclass(frozen=True)
@@ -76,8 +122,10 @@ class Slot:
 class Schedule:
     """The run's worker processes and the time limit they share.
 
-    `jobs[b][j]` is (kind, cap, setup hint) of job j of benchmark b; `processes` the passes
-    asked for (fewer may run under a time limit: `processes` then says how many did)."""
+    `jobs[b][j]` is (kind, cap, setup hint) of job j of benchmark b, its cap for `processes`
+    passes; `processes` the passes asked for, under a time limit the most (`most`): the
+    passes chosen for precision per second at the start of pass 1 (`best_passes`), less any
+    that the time left could not hold (`dropped`), are then `processes`."""
 
     jobs: list[list[tuple[str, float, float]]]
     processes: int
@@ -89,6 +137,11 @@ class Schedule:
     _least: dict[str, float] = field(default_factory=dict)
     #: Passes dropped because the time left could not hold them (for run.json).
     dropped: int = 0
+    #: The passes asked for: under a time limit the most that may run.
+    most: int = 0
+
+    def __post_init__(self) -> None:
+        self.most = self.most or self.processes
 
     def slots(self) -> Iterator[Slot]:
         """Every worker process in the order it runs; under a time limit a pass starts only
@@ -100,6 +153,9 @@ class Schedule:
             return
         p = 0
         while p < self.processes:
+            if p == 1:
+                self.processes = self._choose(done=1)
+                continue
             if p > 0 and not self._holds(self.processes - p):
                 self._drop()
                 continue
@@ -117,11 +173,13 @@ class Schedule:
         free time left (in proportion to the caps, after every remaining start-up)."""
         if self.limit_s is None:
             return Budget(slot.cap)
-        rest = list(self._remaining(slot, self._expected_passes(slot)))
+        passes = self._expected_passes(slot)
+        rest = list(self._remaining(slot, passes))
         free = self.left_s() - FINISH_S - sum(self.setup_s(s) for s in rest)
         # A process may warm up for WARMUP_SHARE of its budget beyond it.
         share = free * slot.cap / sum(s.cap for s in rest) / (1 + WARMUP_SHARE)
-        return Budget(min(slot.cap, max(MIN_PROCESS_S, share)))
+        # The suite's budget, spread over the passes that will run rather than those asked.
+        return Budget(min(slot.cap * self.most / passes, max(MIN_PROCESS_S, share)))
 
     def deadline(self) -> float:
         """The monotonic time by which every process must have ended (inf: no limit)."""
@@ -177,15 +235,19 @@ class Schedule:
             yield Slot(b, p, j, kind, cap, hint)
 
     def _expected_passes(self, slot: Slot) -> int:
-        """How many passes the run is expected to hold, counting `slot`'s: in pass 0 as many
-        as the time left holds at the start-ups expected (at least this one, so that pass 0
-        is never divided as if later passes that will not fit were coming); later, those
-        that `slots` kept."""
-        if slot.process > 0:
-            return self.processes
-        one = sum(self.setup_s(s) + self._least.get(s.kind, MIN_PROCESS_S)
-                  for b in range(len(self.jobs)) for s in self.pass_of(b, 0))
-        return max(1, min(self.processes, int((self.left_s() - FINISH_S) // max(one, 1e-9))))
+        """How many passes the run is expected to hold, counting `slot`'s: in pass 0 the
+        choice for precision per second on the start-ups expected so far (at least this one,
+        so that pass 0 is never divided as if later passes that will not fit were coming);
+        later, those that `slots` kept."""
+        return self.processes if slot.process > 0 else self._choose(done=0)
+
+    def _choose(self, done: int) -> int:
+        """`best_passes` on the time left, each pass's expected start-up and least
+        sampling, and the suite's budget for every pass asked."""
+        pass0 = [s for b in range(len(self.jobs)) for s in self.pass_of(b, 0)]
+        return best_passes(self.left_s() - FINISH_S, sum(self.setup_s(s) for s in pass0),
+                           sum(self._least.get(s.kind, MIN_PROCESS_S) for s in pass0),
+                           done, self.most, sum(s.cap for s in pass0) * self.most)
 
     def _remaining(self, slot: Slot, passes: int) -> Iterator[Slot]:
         """`slot` and those after it up to pass `passes`, in the order of a run under a time
