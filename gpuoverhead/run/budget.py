@@ -63,21 +63,21 @@ def expected_width(passes: int, sampling_s: float, balance_s: float) -> float:
 
 
 def best_passes(time_s: float, startup_s: float, least_s: float, done: int, most: int,
-                cap_s: float = float("inf")) -> int:
-    """How many passes in all (`done` of them already run) spend `time_s` best: each pass
-    costs `startup_s` of start-up and at least `least_s` of sampling (never a pass that
-    cannot reach it), at most `cap_s` of sampling shared by all passes (the suite's budget);
-    the choice is the narrowest `expected_width`, the fewer passes among equals. Where no
-    further pass fits, `done` (at least 1)."""
-    best, width = max(done, 1), float("inf")
+                cap_s: float = float("inf")) -> tuple[int, int]:
+    """How many passes in all (`done` of them already run) spend `time_s` best, and how many
+    would fit: each pass costs `startup_s` of start-up and at least `least_s` of sampling
+    (never a pass that cannot reach it), at most `cap_s` of sampling shared by all passes
+    (the suite's budget). The choice is the narrowest `expected_width`, the fewer passes
+    among equals; where no further pass fits, both are `done` (at least 1)."""
+    best, fit, width = max(done, 1), max(done, 1), float("inf")
     for passes in range(done + 1, most + 1):
         sampling = min(time_s / (passes - done) - startup_s, cap_s / passes)
         if sampling < least_s:
             break
-        found = expected_width(passes, sampling, BALANCE * least_s)
+        fit, found = passes, expected_width(passes, sampling, BALANCE * least_s)
         if found < width * (1 - 1e-9):
             best, width = passes, found
-    return best
+    return best, fit
 
 
 @dataclass(frozen=True)
@@ -139,6 +139,8 @@ class Schedule:
     dropped: int = 0
     #: The passes asked for: under a time limit the most that may run.
     most: int = 0
+    #: Seconds of the limit left as pass 0 began (what the choice in pass 0 divides).
+    _pass0_left: float | None = None
 
     def __post_init__(self) -> None:
         self.most = self.most or self.processes
@@ -151,11 +153,14 @@ class Schedule:
                 for p in range(self.processes):
                     yield from self.pass_of(b, p)
             return
-        p = 0
+        self._pass0_left = self.left_s()
+        if self.most > 1:
+            yield from (s for b in range(len(self.jobs)) for s in self.pass_of(b, 0))
+            # Chosen once, on the start-ups pass 0 measured.
+            self.processes, fit = self._choose(done=1)
+            self.dropped = self.most - fit  # those the time left could not hold
+        p = 1 if self.most > 1 else 0
         while p < self.processes:
-            if p == 1:
-                self.processes = self._choose(done=1)
-                continue
             if p > 0 and not self._holds(self.processes - p):
                 self._drop()
                 continue
@@ -239,13 +244,16 @@ class Schedule:
         choice for precision per second on the start-ups expected so far (at least this one,
         so that pass 0 is never divided as if later passes that will not fit were coming);
         later, those that `slots` kept."""
-        return self.processes if slot.process > 0 else self._choose(done=0)
+        return self.processes if slot.process > 0 else self._choose(done=0)[0]
 
-    def _choose(self, done: int) -> int:
-        """`best_passes` on the time left, each pass's expected start-up and least
+    def _choose(self, done: int) -> tuple[int, int]:
+        """`best_passes` on the time left (in pass 0: as it began, so that the choice
+        changes only as start-ups are measured), each pass's expected start-up and least
         sampling, and the suite's budget for every pass asked."""
         pass0 = [s for b in range(len(self.jobs)) for s in self.pass_of(b, 0)]
-        return best_passes(self.left_s() - FINISH_S, sum(self.setup_s(s) for s in pass0),
+        left = self._pass0_left if done == 0 and self._pass0_left is not None \
+            else self.left_s()
+        return best_passes(left - FINISH_S, sum(self.setup_s(s) for s in pass0),
                            sum(self._least.get(s.kind, MIN_PROCESS_S) for s in pass0),
                            done, self.most, sum(s.cap for s in pass0) * self.most)
 

@@ -7,7 +7,15 @@ import time
 
 import pytest
 
-from gpuoverhead.run.budget import FINISH_S, MIN_PROCESS_S, Schedule
+from gpuoverhead.run.budget import (
+    FINISH_S,
+    MIN_PROCESS_S,
+    MOST_PROCESSES,
+    WARMUP_SHARE,
+    Schedule,
+    best_passes,
+    expected_width,
+)
 
 #: Two benchmarks: one of two jobs (caps 4 and 2 s), one of one job (cap 2 s); 1 s hints.
 JOBS = [[("a", 4.0, 1.0), ("b", 2.0, 1.0)], [("c", 2.0, 1.0)]]
@@ -80,3 +88,60 @@ def test_pass_zero_is_divided_as_if_alone_where_no_second_pass_would_fit():
     first = next(schedule.slots())
     assert schedule.budget(first).process_s == pytest.approx(
         (100.0 - FINISH_S - 50.0) * 30 / 60 / 1.25, rel=1e-3)
+
+
+def _simulated(startup_s: float, limit_s: float, least_s: float = 0.2
+               ) -> tuple[Schedule, list[tuple[int, float]], float]:
+    """A run of three jobs (a suite budget of 40 s each over 20 passes) whose every process
+    takes `startup_s` to start and samples its budget plus the whole warm-up share (at least
+    `least_s`), the clock moved as much; processes that do not fit are not started, as the
+    runner does. Returns the schedule, (process, budget) of each that ran, and the time."""
+    jobs = [[("a", 2.0, startup_s), ("b", 2.0, startup_s)], [("c", 2.0, startup_s)]]
+    schedule = Schedule(jobs, processes=MOST_PROCESSES, limit_s=limit_s)
+    ran = []
+    for slot in schedule.slots():
+        if not schedule.fits(slot):
+            continue
+        budget = schedule.budget(slot).process_s
+        sampling = max(least_s, budget * (1 + WARMUP_SHARE))
+        schedule.done(slot, startup_s + sampling, sampling, least_s)
+        schedule.start -= startup_s + sampling
+        ran.append((slot.process, budget))
+    return schedule, ran, limit_s - schedule.left_s()
+
+
+def test_cheap_start_up_buys_more_processes_than_dear_start_up():
+    """Precision per second: with 0.5 s start-ups a 60 s limit is spent on many short
+    processes, with 5 s start-ups on a few longer ones; either way within the limit, and
+    every process that ran got at least its least sampling."""
+    cheap, ran_cheap, took_cheap = _simulated(0.5, 60.0)
+    dear, ran_dear, took_dear = _simulated(5.0, 60.0)
+    assert cheap.processes > dear.processes >= 2
+    assert cheap.processes >= 10 and dear.processes <= 4
+    for schedule, ran, took in ((cheap, ran_cheap, took_cheap), (dear, ran_dear, took_dear)):
+        assert took <= 60.0 - FINISH_S + 0.01  # its deadline, the finish kept
+        assert len(ran) == 3 * schedule.processes  # every job in every pass chosen
+        assert schedule.processes + schedule.dropped <= MOST_PROCESSES
+    assert cheap.dropped == 0
+    # Fewer processes, each longer: the suite's budget follows the passes that run.
+    assert max(b for _, b in ran_dear) > 2 * max(b for _, b in ran_cheap)
+
+
+def test_the_choice_is_the_narrowest_expected_interval_among_passes_that_fit():
+    # Nothing but start-up and the least sampling fits twice: one pass, which the limit holds.
+    assert best_passes(10.0, 4.0, 2.0, done=0, most=20) == (1, 1)
+    # Start-up free, sampling plentiful: all twenty.
+    assert best_passes(1000.0, 0.0, 1.0, done=0, most=20) == (20, 20)
+    # Where start-up is dear: 7 passes would fit (each at exactly its least sampling), but 6
+    # of twice the sampling each give a narrower interval.
+    time_s, startup, least = 7 * (5.0 + 1.0), 5.0, 1.0
+    chosen, fit = best_passes(time_s, startup, least, done=0, most=20)
+    assert fit == 7 and chosen == 6
+    assert expected_width(6, time_s / 6 - startup, least) < expected_width(7, least, least)
+    # Where it is cheap, every pass that fits: 5 of 1 s start-up and 1 s sampling.
+    assert best_passes(5 * (1.0 + 1.0), 1.0, 1.0, done=0, most=20) == (5, 5)
+    # Six processes are worth their order-statistic interval over five of t.
+    assert expected_width(6, 1.0, 0.0) < expected_width(5, 1.0, 0.0)
+    # The suite's budget bounds the sampling: a small one spread over fewer processes
+    # still fits; passes whose share of it is below the least are not planned.
+    assert best_passes(1000.0, 0.1, 1.0, done=0, most=20, cap_s=8.0) == (8, 8)
