@@ -20,6 +20,7 @@ from gpuoverhead.drivers import registry
 from gpuoverhead.drivers.base import Driver, Job, Offer, Request
 from gpuoverhead.errors import UserError
 from gpuoverhead.gpu import adapters
+from gpuoverhead.run.budget import MOST_PROCESSES
 from gpuoverhead.run.quick_types import quick_types
 from gpuoverhead.suite.expand import load_suite, quick
 
@@ -33,7 +34,9 @@ class RunOptions:
     #: Per family asked for, the implementations asked of it (None: all; see registry.parse).
     implementations: dict[str, tuple[str, ...] | None] | None = None
     quick: bool = False
-    processes: int = 3
+    #: Worker processes per job; None: chosen (up to MOST_PROCESSES under a time limit, for
+    #: precision per second: run/budget.py), else DEFAULT_PROCESSES.
+    processes: int | None = None
     #: Seconds the whole run may take, instead of the suite's `time_limit_s` (0: none).
     time_limit_s: float | None = None
     seed: int | None = None
@@ -88,9 +91,14 @@ def prepare(options: RunOptions) -> Plan:
     limit = suite.time_limit_s if options.time_limit_s is None else options.time_limit_s
     layers = {k: v for _, o in offered for k, v in o.settings.get("layers", {}).items()}
     described = [{**o.info.__dict__, **o.details} for _, o in offered]
-    return Plan(suite, described, benchmarks, 1 if options.quick else options.processes,
-                layers or {"native": None}, notes, limit or None)
+    processes = 1 if options.quick else options.processes or (
+        MOST_PROCESSES if limit else DEFAULT_PROCESSES)
+    return Plan(suite, described, benchmarks, processes, layers or {"native": None}, notes,
+                limit or None)
 
+
+#: Worker processes per job without a time limit, where none are asked for.
+DEFAULT_PROCESSES = 3
 
 #: A run id is one plain path component: it names a folder under --out, nothing else.
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -98,7 +106,7 @@ RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 def check_options(options: RunOptions) -> None:
     """The command-line values that no suite can make right, refused before anything runs."""
-    if options.processes < 1:
+    if options.processes is not None and options.processes < 1:
         raise UserError(f"--processes must be at least 1, not {options.processes}")
     if options.seed is not None and not 0 <= options.seed < 2 ** 32:
         raise UserError(f"--seed must be between 0 and 2**32 - 1, not {options.seed}")
