@@ -23,8 +23,9 @@
 #                                            # (benchmarks/host_monitor.py), the plain
 #                                            # loop before and after
 #   bash benchmarks/h100_session.sh pinned   # issue 25: submit per CPU (cpu_probe.py),
-#                                            # then selftest at default settings with
-#                                            # --affinity on the CPUs that are not slow
+#                                            # then a default run and selftest at default
+#                                            # settings with --affinity on the CPUs that
+#                                            # are not slow
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
@@ -118,6 +119,8 @@ pinned)  # within one device call: 600 s
   timeout 120 python3 benchmarks/cpu_probe.py > "$out/cpu_probe_before.json" 2>> /tmp/results/probe.err
   good=$(python3 -c "import json;print(json.load(open('$out/cpu_probe_before.json'))['good'])")
   echo "affinity: $good" | tee -a /tmp/results/times.txt
+  timeout 120 bash -c "$(declare -f timed); timed h100-default-pinned --affinity $good"
+  tar -C /tmp/results -czf "$out/results-$step.tgz" .
   t0=$(date +%s%N)
   timeout 400 python3 -m gpuoverhead selftest --affinity "$good" --out /tmp/results \
     > /tmp/results/selftest.log 2>&1
