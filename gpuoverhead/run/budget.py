@@ -139,6 +139,9 @@ class Schedule:
     dropped: int = 0
     #: The passes asked for: under a time limit the most that may run.
     most: int = 0
+    #: Whether `most` was only a ceiling (--processes not given): passes beyond the chosen
+    #: count are then not said to be dropped.
+    chosen: bool = False
     #: Seconds of the limit left as pass 0 began (what the choice in pass 0 divides).
     _pass0_left: float | None = None
 
@@ -158,7 +161,7 @@ class Schedule:
             yield from (s for b in range(len(self.jobs)) for s in self.pass_of(b, 0))
             # Chosen once, on the start-ups pass 0 measured.
             self.processes, fit = self._choose(done=1)
-            self.dropped = self.most - fit  # those the time left could not hold
+            self.dropped = 0 if self.chosen else self.most - fit  # those that did not fit
         p = 1 if self.most > 1 else 0
         while p < self.processes:
             if p > 0 and not self._holds(self.processes - p):

@@ -66,6 +66,9 @@ class Plan:
     notes: list[str]
     #: Seconds the whole run may take (the suite's, or --time-limit's), if any.
     time_limit_s: float | None = None
+    #: Whether `processes` is only the most that may run, the count chosen by the schedule
+    #: (--processes not given, under a time limit).
+    chosen: bool = False
 
 
 def prepare(options: RunOptions) -> Plan:
@@ -94,7 +97,8 @@ def prepare(options: RunOptions) -> Plan:
     processes = 1 if options.quick else options.processes or (
         MOST_PROCESSES if limit else DEFAULT_PROCESSES)
     return Plan(suite, described, benchmarks, processes, layers or {"native": None}, notes,
-                limit or None)
+                limit or None, chosen=not options.quick and options.processes is None
+                and bool(limit))
 
 
 #: Worker processes per job without a time limit, where none are asked for.

@@ -99,7 +99,7 @@ def _closing_notes(record: RunRecord, schedule: Schedule, summary: pd.DataFrame)
     record.warnings += checks.cpu_warnings(record.benchmarks, summary)
     if schedule.left_s() < 0:
         record.warnings.append(
-            f"the run took {schedule.limit_s - schedule.left_s():.0f} s, beyond its time "
+            f"the run took {schedule.limit_s - schedule.left_s():.1f} s, beyond its time "
             f"limit of {schedule.limit_s:g} s: start-up or rounds took longer than expected")
 
 
@@ -125,7 +125,7 @@ def _schedule(plan: Plan, started: float) -> Schedule:
               process_cap_s(j.group.sampling.budget_per_case_s, len(j.group.cases),
                             plan.processes), registry.get(j.driver).setup_hint_s(j))
              for j in benchmark] for benchmark in plan.benchmarks]
-    schedule = Schedule(jobs, plan.processes, plan.time_limit_s, started)
+    schedule = Schedule(jobs, plan.processes, plan.time_limit_s, started, chosen=plan.chosen)
     least = schedule.minimum_s()
     if plan.time_limit_s is not None and least > schedule.left_s():
         spent = plan.time_limit_s - schedule.left_s()

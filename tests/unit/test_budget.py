@@ -90,14 +90,14 @@ def test_pass_zero_is_divided_as_if_alone_where_no_second_pass_would_fit():
         (100.0 - FINISH_S - 50.0) * 30 / 60 / 1.25, rel=1e-3)
 
 
-def _simulated(startup_s: float, limit_s: float, least_s: float = 0.2
+def _simulated(startup_s: float, limit_s: float, least_s: float = 0.2, chosen: bool = False
                ) -> tuple[Schedule, list[tuple[int, float]], float]:
     """A run of three jobs (a suite budget of 40 s each over 20 passes) whose every process
     takes `startup_s` to start and samples its budget plus the whole warm-up share (at least
     `least_s`), the clock moved as much; processes that do not fit are not started, as the
     runner does. Returns the schedule, (process, budget) of each that ran, and the time."""
     jobs = [[("a", 2.0, startup_s), ("b", 2.0, startup_s)], [("c", 2.0, startup_s)]]
-    schedule = Schedule(jobs, processes=MOST_PROCESSES, limit_s=limit_s)
+    schedule = Schedule(jobs, processes=MOST_PROCESSES, limit_s=limit_s, chosen=chosen)
     ran = []
     for slot in schedule.slots():
         if not schedule.fits(slot):
@@ -125,6 +125,15 @@ def test_cheap_start_up_buys_more_processes_than_dear_start_up():
     assert cheap.dropped == 0
     # Fewer processes, each longer: the suite's budget follows the passes that run.
     assert max(b for _, b in ran_dear) > 2 * max(b for _, b in ran_cheap)
+
+
+def test_passes_beyond_a_chosen_count_are_not_called_dropped():
+    """With --processes unset the 20 are only a ceiling: the default run on the H100 warned
+    '4 of 20 processes per job ran: ... could not hold the other 16 passes' every time."""
+    asked, _, _ = _simulated(5.0, 60.0)
+    chosen, _, _ = _simulated(5.0, 60.0, chosen=True)
+    assert asked.processes == chosen.processes <= 4
+    assert asked.dropped == MOST_PROCESSES - asked.processes and chosen.dropped == 0
 
 
 def test_the_choice_is_the_narrowest_expected_interval_among_passes_that_fit():
