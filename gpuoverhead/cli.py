@@ -55,9 +55,8 @@ ImplementationOption = Annotated[str, typer.Option(
          "names them), several joined by commas, or all that are installed.")]
 BrowserOption = Annotated[str | None, typer.Option(
     help="The Chromium (or Chrome) that `chromium` starts; default: the first one found.")]
-ProcessesOption = Annotated[int | None, typer.Option(
-    help="Fresh worker processes per benchmark, one after another (default: under a time "
-         "limit as many as give the narrowest intervals, up to 20; else 3).")]
+ProcessesOption = Annotated[int, typer.Option(
+    help="Fresh worker processes per benchmark, one after another.")]
 OutOption = Annotated[Path, typer.Option("--out", "-o", help="Folder that receives <run_id>/.")]
 AffinityOption = Annotated[str | None, typer.Option(
     help="CPUs the run and its workers may use, e.g. 2-5 or 2,3 (Linux; default: any).")]
@@ -137,7 +136,7 @@ def run(
     implementation: ImplementationOption = "all",
     out: OutOption = Path("results"),
     quick: Annotated[bool, typer.Option(help="Smoke run: tiny budget, one process.")] = False,
-    processes: ProcessesOption = None,
+    processes: ProcessesOption = 3,
     seed: Annotated[int | None, typer.Option(help="Seed of the interleaving order.")] = None,
     run_id: Annotated[str | None, typer.Option(help="Name of the run folder.")] = None,
     force: Annotated[bool, typer.Option(help="Overwrite an existing run folder.")] = False,
@@ -270,7 +269,7 @@ def selftest(
     suite: SuiteOption = DEFAULT_SUITE,
     backend: BackendOption = None,
     adapter: AdapterOption = None,
-    processes: ProcessesOption = None,
+    processes: ProcessesOption = 3,
     implementation: ImplementationOption = "all",
     out: OutOption = Path("results"),
     threshold: Annotated[float, typer.Option(help="As for compare, in percent.")] = 5.0,
