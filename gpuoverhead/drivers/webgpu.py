@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from gpuoverhead import methods
-from gpuoverhead.cases import REFERENCE, TIMESTAMPS, Case, Group, Suite
+from gpuoverhead.cases import REFERENCE, TIMESTAMPS, Case, Group, Kernel, Suite
 from gpuoverhead.drivers.base import (
     Job,
     Offer,
@@ -33,7 +33,7 @@ from gpuoverhead.drivers.base import (
 from gpuoverhead.errors import UserError
 from gpuoverhead.gpu import adapters
 from gpuoverhead.gpu.bindings import Binding
-from gpuoverhead.gpu.targets import Target, build_targets, compile_pipeline
+from gpuoverhead.gpu.targets import Target, build_targets, compile_pipeline, parse_shader
 from gpuoverhead.gpu.wait import waiter
 from gpuoverhead.methods import fusion as fusion_method
 from gpuoverhead.workloads import registry as workloads
@@ -237,8 +237,17 @@ def compile_kernels(suite: Suite) -> str:
     kernels = {(g.kernel.path, g.workgroup_size): g for g in suite.groups if g.fusion is None}
     for group in kernels.values():
         compile_pipeline(device, group.kernel, group.workgroup_size)
+    workloads = _workload_kernels(suite)
+    for kernel in workloads:
+        parse_shader(device, kernel)
     device.destroy()
-    return f"{len(kernels)} kernels compiled on {best.info.label}"
+    return f"{len(kernels) + len(workloads)} kernels compiled on {best.info.label}"
+
+
+def _workload_kernels(suite: Suite) -> list[Kernel]:
+    """The workloads' kernel files (f32 ones: f16 needs a feature that the worker asks for)."""
+    return list({g.kernel.path: g.kernel for g in suite.groups
+                 if g.fusion is not None and g.precision == "f32"}.values())
 
 
 def _native_loop() -> Any:
@@ -290,6 +299,8 @@ def _check_shaders(chosen: adapters.FoundAdapter, suite: Suite, timestamps: bool
     for group in suite.groups:
         if group.fusion is None:  # workloads are checked against numpy by each worker
             compile_pipeline(device, group.kernel, group.workgroup_size)
+    for kernel in _workload_kernels(suite):
+        parse_shader(device, kernel)
     device.destroy()
 
 

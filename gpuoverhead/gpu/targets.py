@@ -79,6 +79,16 @@ def compile_pipeline(device: Any, kernel: Kernel, workgroup_size: int) -> Any:
         raise UserError(f"{kernel.path}{shader_message(str(exc))}") from None
 
 
+def parse_shader(device: Any, kernel: Kernel) -> None:
+    """A workload's kernel file parsed and validated (its pipelines, each with its own
+    constants, are built in the worker); WGSL errors become a one-line UserError."""
+    wgpu = binding_of(device)
+    try:
+        device.create_shader_module(code=kernel.source, label=kernel.name)
+    except wgpu.GPUError as exc:
+        raise UserError(f"{kernel.path}{shader_message(str(exc))}") from None
+
+
 def shader_message(text: str) -> str:
     where = re.search(r"wgsl:(\d+):(\d+)", text)
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]

@@ -80,3 +80,19 @@ def test_torch_eager_step_is_the_same_step():
         want = outputs[case].reference(4)
         np.testing.assert_allclose(outputs[case].read(), want, rtol=1e-4, atol=1e-5)
         assert not np.allclose(outputs[case].read(), outputs[case].reference(3), rtol=1e-6)
+
+
+def test_validate_parses_a_workloads_shader(device):
+    """`validate` compiled only kernel benchmarks' shaders: a workload's WGSL error (this
+    shader once named a variable `from`, a reserved word) showed first in `run`'s worker."""
+    from dataclasses import replace
+
+    from gpuoverhead.errors import UserError
+    from gpuoverhead.gpu.targets import parse_shader
+    from gpuoverhead.suite.shaders import fusion_kernel
+
+    kernel = fusion_kernel("recurrent")
+    parse_shader(device, kernel)
+    broken = replace(kernel, source=kernel.source.replace("let src =", "let from =", 1))
+    with pytest.raises(UserError, match=r"fusion_recurrent\.wgsl:\d+:\d+: shader rejected"):
+        parse_shader(device, broken)
