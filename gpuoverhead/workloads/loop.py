@@ -15,7 +15,7 @@ from gpuoverhead.cases import Case, Group
 from gpuoverhead.torch_forms import EAGER, GRAPH
 from gpuoverhead.workloads.groups import Request, per_elements
 from gpuoverhead.workloads.torch_ops import graph_of, work
-from gpuoverhead.workloads.work import Context, Step, Work
+from gpuoverhead.workloads.work import Context, Step, Work, read_state_half
 
 _MASK = 0xFFFFFFFF
 #: Largest units x steps the dependent loop's numpy reference replays after sampling.
@@ -64,13 +64,7 @@ def webgpu(ctx: Context, group: Group, rng: np.random.Generator) -> dict[Case, W
         work = Work(sequences, lambda: np.empty(0), ctx.writer(state, both),
                     lambda units, x=initial, k=case.k: reference(x, units * k)
                     if units * k <= LOOP_REPLAY_MAX else None, exact=True)
-        read_all = ctx.reader(state, np.uint32)
-
-        def read(work: Work = work, k: int = case.k, read_all: Any = read_all) -> np.ndarray:
-            half = (work.units_done[0] * k) % 2
-            return read_all()[half * cells:(half + 1) * cells]
-
-        work.read = read
+        read_state_half(ctx, work, state, np.uint32, cells, case.k)
         works[case] = work
     return works
 

@@ -19,7 +19,7 @@ from gpuoverhead.gpu.targets import grid_for
 from gpuoverhead.torch_forms import COMPILE, EAGER, GRAPH
 from gpuoverhead.workloads.groups import Request, per_elements
 from gpuoverhead.workloads.torch_ops import compiled, graph_of, work
-from gpuoverhead.workloads.work import Context, Step, Work
+from gpuoverhead.workloads.work import Context, Step, Work, read_state_half
 
 #: Largest H: W is H x H f32, 64 MiB at 4096, under WebGPU's default 128 MiB binding.
 MAX_HIDDEN = 4096
@@ -80,13 +80,7 @@ def webgpu(ctx: Context, group: Group, rng: np.random.Generator) -> dict[Case, W
         work = Work(sequences, lambda: np.empty(0), ctx.writer(state, both),
                     lambda units, k=case.k: reference(h, w, b, units * k), exact=False,
                     tolerance=TOLERANCE)
-        read_all = ctx.reader(state, np.float32)
-
-        def read(work: Work = work, k: int = case.k, read_all: Any = read_all) -> np.ndarray:
-            half = (work.units_done[0] * k) % 2
-            return read_all()[half * hidden:(half + 1) * hidden]
-
-        work.read = read
+        read_state_half(ctx, work, state, np.float32, hidden, case.k)
         works[case] = work
     return works
 

@@ -139,6 +139,19 @@ def compare_output(case: Case, got: np.ndarray, want: np.ndarray | None, work: W
                              f"found {got[i]})")
 
 
+def read_state_half(ctx: Context, work: Work, buf: Any, dtype: type, size: int,
+                    steps_per_unit: int) -> None:
+    """Point `work.read` at the half of `buf` (two halves of `size` values, stepped back and
+    forth) that holds the state after the units done, `steps_per_unit` steps each."""
+    read_all = ctx.reader(buf, dtype)
+
+    def read() -> np.ndarray:
+        half = (work.units_done[0] * steps_per_unit) % 2
+        return read_all()[half * size:(half + 1) * size]
+
+    work.read = read
+
+
 def issue(ctx: Context, work: Work, units: int) -> None:
     """Units of work outside any timed region (the timed ops are in methods/fusion.py)."""
     encoder = ctx.device.create_command_encoder()
