@@ -2,8 +2,10 @@
 direction is better. Printers, reports and `compare` read a row's own `hint` and `better`
 columns (nvbench's summary hints) instead of guessing from its name.
 
-Hints: `time` (ns, shown in µs), `ratio` (shown as 1.23x), `rate` (per second), `share`
-(a fraction, shown in %), `size` (a matrix size M), `error` (a benchmark that failed).
+Hints: `time` (ns, shown in µs), `difference` (ns between two times, shown in µs, below
+zero where the part subtracted is the larger: never clipped), `ratio` (shown as 1.23x),
+`rate` (per second), `share` (a fraction, shown in %), `size` (a matrix size M), `error` (a
+benchmark that failed). A time, ratio or rate and its interval are never below zero.
 """
 
 from __future__ import annotations
@@ -23,11 +25,12 @@ _TIME = Metric("ns", "time", "lower")
 _SPEEDUP = Metric("ratio", "ratio", "higher")
 METRICS = {
     **dict.fromkeys(("latency_ns", "per_dispatch_ns", "fixed_ns", "cpu_per_dispatch_ns",
-                     "gpu_ns", "gpu_fixed_ns", "api_ns", "python_ns", "ffi_floor_ns",
+                     "gpu_ns", "gpu_fixed_ns", "api_ns", "ffi_floor_ns",
                      "call_ns", "first_round_ns", "first_round_per_dispatch_ns",
                      "per_unit_ns", "cpu_per_unit_ns", "overlapped_ns"), _TIME),
-    "ffi_check_ns": Metric("ns", "time", "none"),
-    "closure_ns": Metric("ns", "time", "none"),
+    "python_ns": Metric("ns", "difference", "lower"),
+    "ffi_check_ns": Metric("ns", "difference", "none"),
+    "closure_ns": Metric("ns", "difference", "none"),
     "inflation": Metric("ratio", "ratio", "none"),
     "fusion_speedup": _SPEEDUP,
     "fusion_speedup_synced": _SPEEDUP,
@@ -44,7 +47,7 @@ METRICS = {
 #: The figures a user publishes: compared side by side (`ratio_to_fastest`) and judged by
 #: the A/A self-test.
 HEADLINE = ("latency_ns", "per_dispatch_ns")
-HINTS = ("time", "ratio", "rate", "share", "size", "error")
+HINTS = ("time", "difference", "ratio", "rate", "share", "size", "error")
 
 
 def of(metric: str) -> Metric:

@@ -12,15 +12,17 @@ BELOW = "below resolution"
 
 
 def value(v: float | None, hint: str, decimals: int = 1) -> str:
-    """'135.0' (µs) for a time, '2.08x' for a ratio (∞ for an unbounded one), '19.96' for a
-    rate, '21.0%' for a share, 'M 145' for a size, '—' for what is not a number. A time below
-    zero is no cost: it reads 'below resolution'."""
+    """'135.0' (µs) for a time or a difference ('-2.1'), '2.08x' for a ratio (∞ for an
+    unbounded one), '19.96' for a rate, '21.0%' for a share, 'M 145' for a size, '—' for
+    what is not a number. A time below zero is no cost: it reads 'below resolution'."""
     if hint == "ratio" and v == math.inf:
         return "∞"
     if v is None or not math.isfinite(v):
         return "—"
     if hint == "time":
         return BELOW if v < 0 else f"{v / 1e3:.{decimals}f}"
+    if hint == "difference":
+        return f"{v / 1e3:.{decimals}f}"
     if hint == "rate":
         return f"{v:.4g}"
     if hint == "share":
@@ -72,7 +74,8 @@ def shown(v: float | None, hint: str) -> str:
     if v is None or not math.isfinite(v):
         return "∞" if v == math.inf else "—"
     text = value(v, hint, 2)
-    return text + {"time": " µs", "rate": " /s"}.get(hint, "") if text != BELOW else text
+    unit = {"time": " µs", "difference": " µs", "rate": " /s"}.get(hint, "")
+    return text + unit if text != BELOW else text
 
 
 def ratio_with_ci(r: float, low: float, high: float) -> str:

@@ -8,13 +8,13 @@ C x budget_s seconds, each process C x budget_s / P of them (its *cap*).
 Without a time limit the processes run benchmark by benchmark (process 0 of each job, then
 process 1, ...), each with its cap. With one (the suite's `time_limit_s` or `--time-limit`)
 they run in passes over all benchmarks: pass 0 is process 0 of every job, which measures
-what each job's start-up (import, device, pipelines, compile) and its least sampling
-(warm-up and MIN_ROUNDS rounds) cost; only then is the rest divided. Each later pass runs
-only if the time left holds it whole (every process of it at least its least sampling):
+what each job's start-up (import, device, pipelines, compile) and its least sampling (warm-up
+and the suite's `min_rounds` rounds) cost; only then is the rest divided. Each later pass
+runs only if the time left holds it whole (every process of it at least its least sampling):
 passes are dropped from the end, never started as stubs; a process of pass 0 whose start-up
 alone would not fit is not started (its job is reported as not measured). A process still
-running at the deadline (the limit less FINISH_S) is stopped, so a stated limit holds,
-give or take the finish, whatever a start-up costs.
+running at the deadline (the limit less FINISH_S) is stopped, so a stated limit holds, give
+or take the finish, whatever a start-up costs.
 
 How many passes (`processes`: the most asked) is a choice for precision per second
 (`best_passes`): the between-process spread sets the headline widths on real machines, so
@@ -35,14 +35,14 @@ WARMUP_SHARE = 0.25
 #: The longest one sample may take, as a share of a process's budget: the probe (warm-up
 #: round 0, run/rounds.py) measures no larger N of a case once a sample took longer.
 SAMPLE_SHARE = 0.05
-#: Least budget a process gets (it still measures MIN_ROUNDS rounds).
+#: Least budget a process gets (it still measures the suite's `min_rounds` rounds).
 MIN_PROCESS_S = 0.05
 #: Seconds kept for what follows the last process: estimates, files, the summary.
 FINISH_S = 3.0
 #: The most processes per job a time limit is spent on (pyperf's default is 20).
 MOST_PROCESSES = 20
 #: Prior of the sampling a process needs before its own noise is as large as the spread
-#: between processes, in multiples of its least sampling (warm-up and MIN_ROUNDS rounds).
+#: between processes, in multiples of its least sampling (warm-up and `min_rounds` rounds).
 #: On the H100 the spread between processes was 10-50x the noise within one at the least.
 BALANCE = 1.0
 #: Half-width of the interval over P processes in units of their spread (sigma / sqrt(P)):
@@ -132,7 +132,7 @@ class Schedule:
     limit_s: float | None = None
     start: float = field(default_factory=time.monotonic)
     #: Per kind: seconds beyond sampling that its processes took, and the least sampling
-    #: (warm-up and MIN_ROUNDS rounds) one took.
+    #: (warm-up and `min_rounds` rounds) one took.
     _setup: dict[str, list[float]] = field(default_factory=dict)
     _least: dict[str, float] = field(default_factory=dict)
     #: Passes dropped because the time left could not hold them (for run.json).
@@ -144,6 +144,8 @@ class Schedule:
     chosen: bool = False
     #: Seconds of the limit left as pass 0 began (what the choice in pass 0 divides).
     _pass0_left: float | None = None
+    #: Per kind, the start-ups of the processes that sampled (kept for later runs).
+    startups: dict[str, list[float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.most = self.most or self.processes
@@ -205,6 +207,8 @@ class Schedule:
         process of its kind needs, for the processes of its kind still to come."""
         self._setup.setdefault(slot.kind, []).append(max(0.0, wall_s - sampling_s))
         self._least[slot.kind] = max(self._least.get(slot.kind, 0.0), least_s)
+        if sampling_s > 0:  # one that sampled: its start-up is whole (run/startups.py)
+            self.startups.setdefault(slot.kind, []).append(max(0.0, wall_s - sampling_s))
 
     def setup_s(self, slot: Slot) -> float:
         """Seconds a process is expected to take beyond sampling: the most that one of its

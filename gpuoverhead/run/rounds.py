@@ -9,9 +9,11 @@ too long on this adapter is measured at fewer N (see `_probe`). Warm-up rounds r
 moving median of round durations settles (or a cap is hit); their samples are kept with
 phase "warmup" (the first round's cost is what a short-lived program pays) but no estimate
 uses them. Measured rounds then run until every estimate's 95%
-CI half-width is within the target (checked from `min_rounds` on), or the process's share of
-the budget (run/budget.py) is spent, or `max_rounds` is reached; which of the three ended it
-is recorded as `stop`.
+CI half-width is within the target, or the process's share of the budget (run/budget.py) is
+spent, or `max_rounds` is reached; which of the three ended it is recorded as `stop`. No
+process stops before the suite's `min_rounds` for the first two reasons: a process that
+ran always measured its minimum (under a time limit the schedule starts none that cannot,
+and the run's deadline cuts one off as `cut`, never as a stub of a few rounds).
 
 At each round's start, outside any timed call, the CPU the worker runs on is read into
 `cpus` (one entry per round, warm-up rounds first), so that a slow period can be matched
@@ -36,10 +38,6 @@ from gpuoverhead.run.budget import Budget
 #: Moving-median window over warm-up round durations, and its tolerance for "settled".
 WARMUP_WINDOW = 3
 WARMUP_TOLERANCE = 0.05
-#: Rounds measured before a group may stop for any reason: fewer give no usable CI.
-#: (`min_rounds` of the suite is the floor before the target may be declared reached.)
-MIN_ROUNDS = 3
-
 
 Progress = Callable[[GroupSamples, float, float], None]
 Precision = Callable[[GroupSamples], float]
@@ -177,7 +175,7 @@ def _measure(group: Group, one_round: Round, out: GroupSamples, budget_s: float,
             next_check = max(out.rounds + 1, math.ceil(out.rounds * 1.1))
             if worst_rel_ci(out) <= s.target_rel_ci:
                 out.stop = "converged"
-        if not out.stop and elapsed_s >= budget_s and out.rounds >= MIN_ROUNDS:
+        if not out.stop and elapsed_s >= budget_s and out.rounds >= s.min_rounds:
             out.stop = "budget"
         if not out.stop and out.rounds >= s.max_rounds:
             out.stop = "max_rounds"

@@ -19,10 +19,11 @@ import pandas as pd
 
 from gpuoverhead import interrupts
 from gpuoverhead.drivers import registry
+from gpuoverhead.drivers.base import Job
 from gpuoverhead.errors import UserError
 from gpuoverhead.results.columns import RUN_JSON, RunRecord
 from gpuoverhead.results.write import write_json
-from gpuoverhead.run import checks, environment, noise, worker
+from gpuoverhead.run import checks, environment, noise, startups, worker
 from gpuoverhead.run.budget import Schedule, Slot, process_cap_s
 from gpuoverhead.run.files import RunFolder
 from gpuoverhead.run.finish import finish
@@ -62,7 +63,8 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     if target.exists() and not options.force:
         raise UserError(f"{target} already exists; choose another --run-id, or pass --force "
                         "to overwrite it")
-    schedule = _schedule(plan, started)
+    recorded = startups.load()
+    schedule = _schedule(plan, started, recorded)
     seed = options.seed if options.seed is not None else secrets.randbits(32)
     files = RunFolder.open(target, _record(plan, options, run_id, seed), options.force)
     seeding = _Seeding(seed, np.random.default_rng(seed), time.time_ns())
@@ -70,7 +72,10 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
         interrupts.check()
         files.save("running")  # from now on an interrupt leaves a readable run
         reporter.run_started(_what_runs(plan, target, schedule))
-        _measure(plan, schedule, files, reporter, seeding, options.stall_timeout_s)
+        try:
+            _measure(plan, schedule, files, reporter, seeding, options.stall_timeout_s)
+        finally:  # what an interrupted run measured is as good a guess
+            startups.save(recorded, schedule.startups)
     except KeyboardInterrupt:
         with contextlib.suppress(OSError):
             files.save("interrupted")
@@ -118,20 +123,31 @@ def _record(plan: Plan, options: RunOptions, run_id: str, seed: int) -> RunRecor
     return record
 
 
-def _schedule(plan: Plan, started: float) -> Schedule:
-    """The run's worker processes; a UserError before anything is measured where the time
-    limit cannot hold even one process per job."""
-    jobs = [[(f"{j.group.id} {j.label}",
+def _schedule(plan: Plan, started: float, recorded: dict[str, list[float]]) -> Schedule:
+    """The run's worker processes, each job's start-up expected from earlier runs on this
+    machine where there were any (run/startups.py), else from its driver's hint; a
+    UserError before anything is measured where the time limit cannot hold even one
+    process per job."""
+    def hint(job: Job) -> float:
+        found = startups.expected(recorded, job)
+        return registry.get(job.driver).setup_hint_s(job) if found is None else found
+
+    jobs = [[(startups.key(j),
               process_cap_s(j.group.sampling.budget_per_case_s, len(j.group.cases),
-                            plan.processes), registry.get(j.driver).setup_hint_s(j))
+                            plan.processes), hint(j))
              for j in benchmark] for benchmark in plan.benchmarks]
     schedule = Schedule(jobs, plan.processes, plan.time_limit_s, started, chosen=plan.chosen)
     least = schedule.minimum_s()
     if plan.time_limit_s is not None and least > schedule.left_s():
         spent = plan.time_limit_s - schedule.left_s()
+        known = sum(startups.expected(recorded, j) is not None
+                    for b in plan.benchmarks for j in b)
+        source = (f"{known} of {sum(map(len, jobs))} jobs as earlier runs here took, the "
+                  "others from their drivers' hints") if known \
+            else "from the drivers' hints: no run here yet"
         raise UserError(f"a time limit of {plan.time_limit_s:g} s cannot hold one worker process "
                         f"per job: after {spent:.0f} s of planning their start-up alone is "
-                        f"expected to take about {least:.0f} s; ask for --time-limit "
+                        f"expected to take about {least:.0f} s ({source}); ask for --time-limit "
                         f"{math.ceil((least + spent) * 1.3)} or more (0: none)")
     return schedule
 
@@ -216,7 +232,8 @@ def _process(plan: Plan, schedule: Schedule, slot: Slot, reporter: Reporter,
     task = worker.Task(job, budget, worker.seeds(seeding.seed, slot.benchmark, slot.process,
                                                  slot.job), slot.process)
     outcome = worker.run(task, on_round, stall_timeout_s, schedule.deadline())
-    schedule.done(slot, outcome.seconds, outcome.sampling_s, outcome.least_sampling_s())
+    schedule.done(slot, outcome.seconds, outcome.sampling_s,
+                  outcome.least_sampling_s(job.group.sampling.min_rounds))
     return outcome
 
 

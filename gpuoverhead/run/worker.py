@@ -30,7 +30,7 @@ from gpuoverhead.errors import IntegrityError, UserError
 from gpuoverhead.methods import worst_rel_ci
 from gpuoverhead.run.budget import Budget
 from gpuoverhead.run.quick_types import quick_types
-from gpuoverhead.run.rounds import MIN_ROUNDS, sample_group, timer_cost_ns
+from gpuoverhead.run.rounds import sample_group, timer_cost_ns
 
 #: How long the parent waits for a worker's next message before it checks that it lives.
 _POLL_S = 0.2
@@ -68,12 +68,13 @@ class Outcome:
     #: Stopped at the run's deadline (its time limit): left out, not a failure.
     cut: bool = False
 
-    def least_sampling_s(self) -> float:
-        """What warm-up and the least measured rounds took of its sampling."""
+    def least_sampling_s(self, min_rounds: int) -> float:
+        """What warm-up and the least measured rounds (the suite's `min_rounds`) took of
+        its sampling."""
         if self.samples is None:
             return 0.0
         done = self.samples.warmup_rounds + self.samples.rounds
-        return self.sampling_s * (self.samples.warmup_rounds + MIN_ROUNDS) / max(1, done)
+        return self.sampling_s * (self.samples.warmup_rounds + min_rounds) / max(1, done)
 
 
 def measure(task: Task, send: Any) -> Outcome:

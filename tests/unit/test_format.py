@@ -12,7 +12,8 @@ from gpuoverhead.present.report import CROSSOVER_FIGURES, FIGURES
 
 
 @pytest.mark.parametrize(("v", "hint", "want"), [
-    (135_000.0, "time", "135.0"), (-5.0, "time", fmt.BELOW), (2.08, "ratio", "2.08x"),
+    (135_000.0, "time", "135.0"), (-5.0, "time", fmt.BELOW), (-2_100.0, "difference", "-2.1"),
+    (2.08, "ratio", "2.08x"),
     (math.inf, "ratio", "∞"), (19.96, "rate", "19.96"), (0.21, "share", "21.0%"),
     (145.0, "size", "M 145"), (math.nan, "time", "—")])
 def test_a_value_is_written_as_its_hint_says(v, hint, want):
@@ -22,7 +23,8 @@ def test_a_value_is_written_as_its_hint_says(v, hint, want):
 def test_every_hint_a_metric_declares_is_written_without_a_unit_of_another_hint():
     written = {hint: fmt.with_ci(0.5, 0.25, 0.75, hint) for hint in set(
         m.hint for m in metrics.METRICS.values()) - {"error"}}
-    assert written == {"time": "0.0 [0.0–0.0]", "ratio": "0.50x [0.25–0.75]",
+    assert written == {"time": "0.0 [0.0–0.0]", "difference": "0.0 [0.0–0.0]",
+                       "ratio": "0.50x [0.25–0.75]",
                        "rate": "0.5 [0.25–0.75]", "share": "50.0% [25.0%–75.0%]",
                        "size": "M 0 [0–1]"}
 

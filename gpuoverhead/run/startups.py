@@ -1,0 +1,74 @@
+"""What a worker's start-up cost on this machine in earlier runs: the schedule's first guess.
+
+Under a time limit the run is planned before anything is measured, from what each job's
+worker is expected to take beyond its sampling (import, device, pipelines, a model's
+weights, torch.compile). A driver's hint is one number for every machine (the H100 VM's, a
+few seconds), which on lavapipe is 3-5x what a worker takes: a limit that holds the run was
+refused, and pass 0 divided its time as if the processes to come were that dear. So each
+run records, per host, adapter and job, the start-ups it measured, in the user's cache
+folder beside the C loop; a later run expects the median of the last few. The file is a
+guess and nothing else: unreadable, damaged or unwritable, it is ignored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import statistics
+import tempfile
+from pathlib import Path
+
+from gpuoverhead.drivers.base import Job
+from gpuoverhead.gpu.layers.native import cache_dir
+
+#: Start-ups kept per job (the newest).
+KEEP = 5
+FILE = "startups.json"
+
+
+def key(job: Job) -> str:
+    """A job as this file knows it: the host, the adapter and the job's group and label."""
+    return f"{platform.node()}|{job.adapter.label}|{job.group.id} {job.label}"
+
+
+def _path() -> Path:
+    return cache_dir() / FILE
+
+
+def load() -> dict[str, list[float]]:
+    """Start-ups recorded so far, by `key`; empty where there are none or the file is off."""
+    try:
+        found = json.loads(_path().read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(found, dict):
+        return {}
+    return {k: [float(x) for x in v if isinstance(x, int | float) and x >= 0]
+            for k, v in found.items() if isinstance(k, str) and isinstance(v, list)}
+
+
+def expected(recorded: dict[str, list[float]], job: Job) -> float | None:
+    """The start-up expected of `job`'s workers from earlier runs, or None."""
+    seen = recorded.get(key(job))
+    return statistics.median(seen) if seen else None
+
+
+def save(recorded: dict[str, list[float]], measured: dict[str, list[float]]) -> None:
+    """Add this run's start-ups (by `key`) to those recorded, keeping the newest KEEP of
+    each, and write the file atomically; a folder that cannot be written is let be."""
+    merged = dict(recorded)
+    for k, seconds in measured.items():
+        merged[k] = (merged.get(k, []) + seconds)[-KEEP:]
+    path = _path()
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".startups-")
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(merged, f, indent=0, sort_keys=True)
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)

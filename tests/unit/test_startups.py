@@ -1,0 +1,83 @@
+"""Start-ups recorded by earlier runs (run/startups.py): kept per host, adapter and job, the
+newest few, ignored when damaged, and what the schedule expects of a job when they exist."""
+
+from __future__ import annotations
+
+import time
+from contextlib import nullcontext
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from gpuoverhead.drivers import registry
+from gpuoverhead.drivers.base import Job, Offer, Prepared, without_timestamps
+from gpuoverhead.errors import UserError
+from gpuoverhead.records import AdapterInfo
+from gpuoverhead.resources import CONFIGS_DIR
+from gpuoverhead.run import runner, startups
+from gpuoverhead.run.plan import RunOptions, prepare
+
+#: What the fake driver says a worker takes to start before any ran (the H100's seconds).
+HINT_S = 4.0
+
+
+def _driver() -> SimpleNamespace:
+    """A driver module's shape with no GPU behind it, one CPU adapter, every group."""
+    def jobs(group, offer, notes):
+        return [Job(without_timestamps(replace(group)), offer, "fake")]
+
+    return SimpleNamespace(
+        FAMILY="fake", IMPLEMENTATIONS=("fake",), COMPARED=True, SAMPLE_SHARE=None,
+        offers=lambda request, notes: [Offer(AdapterInfo("fake", "fake", "CPU", "none", 0,
+                                                         "dev", "", False))],
+        jobs=jobs, setup_hint_s=lambda job: HINT_S,
+        prepare=lambda job, rng: nullcontext(Prepared(job.group, {}, lambda c: None)),
+        listing=lambda b, n: [], libraries=lambda: {}, compile_kernels=lambda s: None)
+
+
+@pytest.fixture
+def plan(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(registry, "DRIVERS", (_driver(),))
+    return prepare(RunOptions(suite=Path(CONFIGS_DIR) / "ci.yaml", out_root=tmp_path / "out",
+                              implementations=registry.parse("all"), time_limit_s=20))
+
+
+def test_start_ups_round_trip_keeping_the_newest(plan):
+    job = plan.benchmarks[0][0]
+    assert startups.load() == {} and startups.expected({}, job) is None
+    for seconds in ([1.0, 9.0], [2.0, 3.0, 4.0, 5.0]):
+        startups.save(startups.load(), {startups.key(job): seconds})
+    recorded = startups.load()
+    assert recorded[startups.key(job)] == [9.0, 2.0, 3.0, 4.0, 5.0]  # KEEP = 5, the newest
+    assert startups.expected(recorded, job) == 4.0
+    other = plan.benchmarks[1][0]
+    assert startups.key(other) != startups.key(job) and startups.expected(recorded, other) is None
+
+
+def test_a_damaged_file_is_ignored_and_replaced(plan):
+    path = startups._path()
+    path.parent.mkdir(parents=True)
+    for text in ("{not json", '["a list"]', '{"k": "not a list"}'):
+        path.write_text(text)
+        assert startups.expected(startups.load(), plan.benchmarks[0][0]) is None
+    startups.save(startups.load(), {"k": [1.5]})
+    assert startups.load() == {"k": [1.5]}
+
+
+def test_the_schedule_expects_what_earlier_runs_took_and_refuses_only_without_them(plan):
+    jobs = [j for b in plan.benchmarks for j in b]
+    # The drivers' hints: len(jobs) x 4 s cannot fit 20 s, so the run is refused at once.
+    with pytest.raises(UserError, match="from the drivers' hints: no run here yet"):
+        runner._schedule(plan, time.monotonic(), {})
+    # The same run after one that measured 0.5 s a worker here holds.
+    recorded = {startups.key(j): [0.5] for j in jobs}
+    schedule = runner._schedule(plan, time.monotonic(), recorded)
+    assert [hint for b in schedule.jobs for _, _, hint in b] == [0.5] * len(jobs)
+    # One job unknown: its hint counts, and the refusal says how much was known.
+    del recorded[startups.key(jobs[0])]
+    plan.time_limit_s = 0.5 * len(jobs)
+    with pytest.raises(UserError, match=f"{len(jobs) - 1} of {len(jobs)} jobs as earlier"):
+        runner._schedule(plan, time.monotonic(), recorded)
