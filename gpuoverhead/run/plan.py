@@ -50,6 +50,11 @@ class RunOptions:
     argv: list[str] = field(default_factory=lambda: list(sys.argv))
     #: When the command started (monotonic): a time limit counts from here.
     started: float = field(default_factory=time.monotonic)
+    #: An A/A run (selftest): `processes` per job in each of two halves whose processes
+    #: alternate in time (even ones written as `<run_id>-a`, odd ones as `<run_id>-b`),
+    #: under twice the time limit, so that drift of the machine between two runs made one
+    #: after the other cannot pass for a difference between them.
+    halves: bool = False
 
 
 @dataclass
@@ -96,6 +101,8 @@ def prepare(options: RunOptions) -> Plan:
     described = [{**o.info.__dict__, **o.details} for _, o in offered]
     processes = 1 if options.quick else options.processes or (
         MOST_PROCESSES if limit else DEFAULT_PROCESSES)
+    if options.halves:
+        processes, limit = 2 * processes, 2 * limit if limit else limit
     return Plan(suite, described, benchmarks, processes, layers or {"native": None}, notes,
                 limit or None, chosen=not options.quick and options.processes is None
                 and bool(limit))

@@ -10,7 +10,7 @@ import contextlib
 import math
 import secrets
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -47,6 +47,8 @@ class RunResult:
     summary: pd.DataFrame
     #: Wall-clock seconds from the command's start to the results written.
     seconds: float = 0.0
+    #: Every folder written: the run's, or an A/A run's two halves (RunOptions.halves).
+    folders: list[Path] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -59,40 +61,49 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     started = options.started
     plan = prepare(options)
     run_id = options.run_id or environment.new_run_id()
-    target = options.out_root / run_id
-    if target.exists() and not options.force:
-        raise UserError(f"{target} already exists; choose another --run-id, or pass --force "
-                        "to overwrite it")
+    ids = [f"{run_id}-{half}" for half in "ab"] if options.halves else [run_id]
+    for target in (options.out_root / i for i in ids):
+        if target.exists() and not options.force:
+            raise UserError(f"{target} already exists; choose another --run-id, or pass "
+                            "--force to overwrite it")
     recorded = startups.load()
     schedule = _schedule(plan, started, recorded)
     seed = options.seed if options.seed is not None else secrets.randbits(32)
-    files = RunFolder.open(target, _record(plan, options, run_id, seed), options.force)
+    each = plan.processes // len(ids)
+    folders = [RunFolder.open(options.out_root / i, _record(plan, options, i, seed, each),
+                              options.force) for i in ids]
     seeding = _Seeding(seed, np.random.default_rng(seed), time.time_ns())
     try:
         interrupts.check()
-        files.save("running")  # from now on an interrupt leaves a readable run
-        reporter.run_started(_what_runs(plan, target, schedule))
+        for files in folders:
+            files.save("running")  # from now on an interrupt leaves a readable run
+        reporter.run_started(_what_runs(plan, folders[0].folder, schedule))
         try:
-            _measure(plan, schedule, files, reporter, seeding, options.stall_timeout_s)
+            _measure(plan, schedule, folders, reporter, seeding, options.stall_timeout_s)
         finally:  # what an interrupted run measured is as good a guess
             startups.save(recorded, schedule.startups)
     except KeyboardInterrupt:
-        with contextlib.suppress(OSError):
-            files.save("interrupted")
-        files.abandon()
+        for files in folders:
+            with contextlib.suppress(OSError):
+                files.save("interrupted")
+            files.abandon()
     except OSError as exc:  # a full disk, a folder removed under the run
-        record = files.record()
-        record.errors.append(f"cannot write results: {exc.strerror or exc}")
-        record.status, record.finished = "failed", environment.now_iso()
-        with contextlib.suppress(OSError):  # run.json alone may still fit
-            write_json(files.folder / RUN_JSON, record.as_json())
-        raise UserError(f"cannot write results to {files.folder}: {exc.strerror or exc}; "
-                        "what was written before stays readable") from None
+        for files in folders:
+            record = files.record()
+            record.errors.append(f"cannot write results: {exc.strerror or exc}")
+            record.status, record.finished = "failed", environment.now_iso()
+            with contextlib.suppress(OSError):  # run.json alone may still fit
+                write_json(files.folder / RUN_JSON, record.as_json())
+        raise UserError(f"cannot write results to {folders[0].folder}: "
+                        f"{exc.strerror or exc}; what was written before stays readable"
+                        ) from None
     else:
-        _closing_notes(files.start, schedule, files.summary())
-        files.save("failed" if files.record().errors else "complete")
+        for files in folders:
+            _closing_notes(files.start, schedule, files.summary())
+            files.save("failed" if files.record().errors else "complete")
+    files = folders[0]
     return RunResult(files.folder, files.record(), files.summary(),
-                     time.monotonic() - started)
+                     time.monotonic() - started, [f.folder for f in folders])
 
 
 def _closing_notes(record: RunRecord, schedule: Schedule, summary: pd.DataFrame) -> None:
@@ -108,11 +119,12 @@ def _closing_notes(record: RunRecord, schedule: Schedule, summary: pd.DataFrame)
             f"limit of {schedule.limit_s:g} s: start-up or rounds took longer than expected")
 
 
-def _record(plan: Plan, options: RunOptions, run_id: str, seed: int) -> RunRecord:
+def _record(plan: Plan, options: RunOptions, run_id: str, seed: int, processes: int
+            ) -> RunRecord:
     """run.json as the run starts: the plan, the machine's state, the warnings so far."""
     suite = plan.suite
     record = environment.record(run_id, options.argv, suite.path, suite.name, suite.sha256,
-                                seed, plan.processes)
+                                seed, processes)
     record.adapters = plan.adapters
     record.time_limit_s = plan.time_limit_s
     record.layers = plan.layers
@@ -176,12 +188,22 @@ class _Seeding:
     run_start_ns: int
 
 
-def _measure(plan: Plan, schedule: Schedule, files: RunFolder, reporter: Reporter,
+def _measure(plan: Plan, schedule: Schedule, folders: list[RunFolder], reporter: Reporter,
              seeding: _Seeding, stall_timeout_s: float) -> None:
     """Every worker process in the schedule's order; a benchmark's rows are finished and
-    saved as soon as its last process has run (after the last pass that ran, at the latest)."""
+    saved as soon as its last process has run (after the last pass that ran, at the latest),
+    in each folder from its share of the processes (process p goes to folder p mod the
+    folders: an A/A run's halves alternate in time)."""
     outcomes = [[[] for _ in jobs] for jobs in plan.benchmarks]
     finished: set[int] = set()
+
+    def finish_all(b: int) -> None:
+        for half, files in enumerate(folders):
+            mine = [[o for o in found if o.process % len(folders) == half]
+                    for found in outcomes[b]]
+            _finish(plan.benchmarks[b], mine, files, reporter, seeding)
+        finished.add(b)
+
     for slot in schedule.slots():
         interrupts.check()
         if slot.job == 0:
@@ -193,13 +215,12 @@ def _measure(plan: Plan, schedule: Schedule, files: RunFolder, reporter: Reporte
         outcomes[slot.benchmark][slot.job].append(outcome)
         interrupts.check()
         if schedule.last(slot):
-            _finish(plan, slot.benchmark, outcomes, files, reporter, seeding)
-            finished.add(slot.benchmark)
+            finish_all(slot.benchmark)
     interrupts.check()
     for b in range(len(plan.benchmarks)):
         if b not in finished and outcomes[b][0]:
-            _finish(plan, b, outcomes, files, reporter, seeding)
-    if schedule.dropped:
+            finish_all(b)
+    for files in folders if schedule.dropped else ():
         files.start.warnings.append(
             f"{schedule.processes} of {plan.processes} processes per job ran: the time left "
             f"after start-up could not hold the other {schedule.dropped} passes (every process "
@@ -237,14 +258,18 @@ def _process(plan: Plan, schedule: Schedule, slot: Slot, reporter: Reporter,
     return outcome
 
 
-def _finish(plan: Plan, b: int, outcomes: list, files: RunFolder, reporter: Reporter,
-            seeding: _Seeding) -> None:
-    """A benchmark's rows, added to the run folder whole and saved."""
-    jobs = plan.benchmarks[b]
-    found = finish(files.start.run_id, jobs, outcomes[b], seeding.rng, seeding.run_start_ns)
+def _finish(jobs: list[Job], outcomes: list[list[worker.Outcome]], files: RunFolder,
+            reporter: Reporter, seeding: _Seeding) -> None:
+    """A benchmark's rows (of the jobs with a process in this folder), added to the run
+    folder whole and saved."""
+    jobs, outcomes = [j for j, o in zip(jobs, outcomes, strict=True) if o], \
+        [o for o in outcomes if o]
+    if not jobs:
+        return
+    found = finish(files.start.run_id, jobs, outcomes, seeding.rng, seeding.run_start_ns)
     files.add(found)
     files.save("running")
-    errors = [e for job, mine in zip(jobs, outcomes[b], strict=True)
+    errors = [e for job, mine in zip(jobs, outcomes, strict=True)
               for e in (f"{job.label}: {o.error}" for o in mine if o.error and not o.cut)]
     summary = pd.concat(found.summaries, ignore_index=True) if found.summaries else None
     reporter.benchmark_done(jobs[0].group.id, summary, errors)
