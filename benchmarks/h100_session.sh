@@ -26,10 +26,15 @@
 #                                            # then a default run and selftest at default
 #                                            # settings with --affinity on the CPUs that
 #                                            # are not slow
+#   bash benchmarks/h100_session.sh round4   # issue 25, fourth round: the CPUs that are
+#                                            # not slow, the plain loop, a default run,
+#                                            # --suite full for the WebGPU family, the
+#                                            # plain loop again, the interleaved selftest,
+#                                            # all pinned to those CPUs
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
-step=${1:?start, finish, selftest, speed, full, decode, decode-f16, limits, state, aa, episodes or pinned}
+step=${1:?start, finish, selftest, speed, full, decode, decode-f16, limits, state, aa, episodes, pinned or round4}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
 setup() {
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -127,6 +132,28 @@ pinned)  # within one device call: 600 s
   echo "selftest: $(( ($(date +%s%N) - t0) / 1000000 )) ms wall" | tee -a /tmp/results/times.txt
   tar -C /tmp/results -czf "$out/results-$step.tgz" .
   timeout 60 python3 benchmarks/cpu_probe.py > "$out/cpu_probe_after.json" 2>> /tmp/results/probe.err
+  ;;
+round4)  # within one device call: 600 s; the results are re-packed after each step
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt"
+  (cd .repro && gcc -O2 -shared -fPIC -I"$(python3 -c 'import wgpu,os;print(os.path.dirname(wgpu.__file__))')/resources" \
+    plain_loop.c -o plain_loop.so)
+  timeout 60 python3 benchmarks/cpu_probe.py > "$out/cpu_probe.json" 2>> /tmp/results/probe.err
+  good=$(python3 -c "import json;print(json.load(open('$out/cpu_probe.json'))['good'])" \
+    2>/dev/null || echo 0-15)
+  echo "affinity: $good" | tee -a /tmp/results/times.txt
+  timeout 60 taskset -c "$good" bash -c "$(declare -f plain_loop); plain_loop" \
+    > /tmp/results/plain_loop_before.json 2>&1
+  timeout 110 bash -c "$(declare -f timed); timed h100-default --affinity $good"
+  tar -C /tmp/results -czf "$out/results-$step.tgz" .
+  timeout 125 bash -c "$(declare -f timed); timed h100-full-webgpu --suite full \
+    --implementation webgpu --time-limit 100 --affinity $good"
+  timeout 60 taskset -c "$good" bash -c "$(declare -f plain_loop); plain_loop" \
+    > /tmp/results/plain_loop_after.json 2>&1
+  tar -C /tmp/results -czf "$out/results-$step.tgz" .
+  t0=$(date +%s%N)
+  timeout 190 python3 -m gpuoverhead selftest --affinity "$good" --out /tmp/results \
+    > /tmp/results/selftest.log 2>&1
+  echo "selftest: $(( ($(date +%s%N) - t0) / 1000000 )) ms wall" | tee -a /tmp/results/times.txt
   ;;
 selftest)
   python3 -m gpuoverhead selftest --processes 3 --implementation wgpu-native \
