@@ -74,6 +74,9 @@ class Plan:
     #: Whether `processes` is only the most that may run, the count chosen by the schedule
     #: (--processes not given, under a time limit).
     chosen: bool = False
+    #: How many runs the processes are dealt to in turn (2: an A/A run, RunOptions.halves):
+    #: each gets the suite's budget as a run of its own would.
+    halves: int = 1
 
 
 def prepare(options: RunOptions) -> Plan:
@@ -105,7 +108,7 @@ def prepare(options: RunOptions) -> Plan:
         processes, limit = 2 * processes, 2 * limit if limit else limit
     return Plan(suite, described, benchmarks, processes, layers or {"native": None}, notes,
                 limit or None, chosen=not options.quick and options.processes is None
-                and bool(limit))
+                and bool(limit), halves=2 if options.halves else 1)
 
 
 #: Worker processes per job without a time limit, where none are asked for.

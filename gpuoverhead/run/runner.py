@@ -61,7 +61,7 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     started = options.started
     plan = prepare(options)
     run_id = options.run_id or environment.new_run_id()
-    ids = [f"{run_id}-{half}" for half in "ab"] if options.halves else [run_id]
+    ids = [f"{run_id}-{half}" for half in "ab"[:plan.halves]] if plan.halves > 1 else [run_id]
     for target in (options.out_root / i for i in ids):
         if target.exists() and not options.force:
             raise UserError(f"{target} already exists; choose another --run-id, or pass "
@@ -146,7 +146,7 @@ def _schedule(plan: Plan, started: float, recorded: dict[str, list[float]]) -> S
 
     jobs = [[(startups.key(j),
               process_cap_s(j.group.sampling.budget_per_case_s, len(j.group.cases),
-                            plan.processes), hint(j))
+                            plan.processes // plan.halves), hint(j))
              for j in benchmark] for benchmark in plan.benchmarks]
     schedule = Schedule(jobs, plan.processes, plan.time_limit_s, started, chosen=plan.chosen)
     least = schedule.minimum_s()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 from conftest import BACKEND, gpuoverhead, write_suite
 
 SUITE = """
@@ -38,6 +39,9 @@ def test_selftest_compares_the_even_and_odd_processes_of_one_interleaved_run(tmp
     infos = [json.loads((h / "run.json").read_text()) for h in halves]
     assert [i["processes"] for i in infos] == [2, 2]
     assert infos[0]["time_limit_s"] == 80  # twice the suite's: each half holds a run's
+    # ... and each process its budget as in a run of 2 processes: 2 cases x 0.2 s / 2.
+    budgets = [p["budget_s"] for i in infos for b in i["benchmarks"] for p in b["processes"]]
+    assert max(budgets) == pytest.approx(0.2 * 4 / 2)
     ran = [[p["process"] for b in i["benchmarks"] for p in b["processes"]] for i in infos]
     assert ran[0] and all(p % 2 == 0 for p in ran[0]) and all(p % 2 == 1 for p in ran[1])
     # The halves' samples interleave in time: each half's first sample comes before the
