@@ -86,10 +86,13 @@ def _column(length: int, positions: list[int],
 
 
 def summary_table(run_id: str, adapter: AdapterInfo, group: Group, rows: list[Row],
-                  runs: list[GroupSamples], sample_rows: pd.DataFrame | None) -> pd.DataFrame:
+                  runs: list[GroupSamples], numbers: list[int],
+                  sample_rows: pd.DataFrame | None) -> pd.DataFrame:
     """One row per estimate: the case columns, CI, precision, spread between processes and how
-    sampling ended. `process` is empty for estimates over all processes; outliers are
-    counted from `sample_rows` where given."""
+    sampling ended. `process` is empty for estimates over all processes, else the number of
+    the process (`numbers`, as the samples and run.json count them: a run's processes that
+    were left out, or an A/A run's other half, are not counted in a row's position);
+    outliers are counted from `sample_rows` where given."""
     outliers = pd.Series(dtype=int) if sample_rows is None else \
         sample_rows[sample_rows["outlier"]].groupby(["case", "call", "process"]).size()
     table = []
@@ -100,7 +103,7 @@ def summary_table(run_id: str, adapter: AdapterInfo, group: Group, rows: list[Ro
             **_case_fields(run_id, adapter, k.case),
             "call": k.call,
             "n_dispatches": pd.NA,
-            "process": pd.NA if r.process is None else r.process,
+            "process": pd.NA if r.process is None else numbers[r.process],
             "metric": k.metric, "unit": k.unit, "hint": metrics.of(k.metric).hint,
             "better": metrics.of(k.metric).better, "estimator": k.estimator,
             "value": e.value, "ci_low": e.ci_low, "ci_high": e.ci_high,
@@ -113,7 +116,7 @@ def summary_table(run_id: str, adapter: AdapterInfo, group: Group, rows: list[Ro
             "warmup_rounds": sum(s.warmup_rounds for s in these),
             "stop": ",".join(sorted({s.stop for s in these})),
             "target_rel_ci": group.sampling.target_rel_ci,
-            "outliers": int(sum(outliers.get((k.case.id, k.call, p), 0)
+            "outliers": int(sum(outliers.get((k.case.id, k.call, numbers[p]), 0)
                                 for p in ([r.process] if r.process is not None
                                           else range(len(runs))))),
         })

@@ -19,7 +19,8 @@ from gpuoverhead.run import checks
 from gpuoverhead.run.files import Finished
 from gpuoverhead.run.worker import Outcome
 
-Measured = tuple[list[dict[Key, Series]], list[GroupSamples]]
+#: A job's per-process series, samples and process numbers (as run.json counts them).
+Measured = tuple[list[dict[Key, Series]], list[GroupSamples], list[int]]
 
 
 def finish(run_id: str, jobs: list[Job], outcomes: list[list[Outcome]],
@@ -54,8 +55,9 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
     rows = pd.concat([tables.samples_table(run_id, adapter, o.samples, o.process,
                                            run_start_ns, o.clock_offset_ns, o.calibration)
                       for o in outcomes], ignore_index=True)
+    numbers = [o.process for o in outcomes]
     summary = tables.summary_table(run_id, adapter, group, combine.combine(per_process, rng),
-                                   [o.samples for o in outcomes], rows)
+                                   [o.samples for o in outcomes], numbers, rows)
     out.entries.append({**entry, "status": "ok", "sampling": group.sampling.__dict__,
                         "processes": [checks.process_entry(o) for o in outcomes]})
     found = drift.drifts(per_process)
@@ -65,7 +67,7 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
     out.sampling.extend(checks.sampling_notes(group, outcomes, summary))
     out.samples.append(rows)
     out.summaries.append(summary)
-    return per_process, [o.samples for o in outcomes]
+    return per_process, [o.samples for o in outcomes], numbers
 
 
 def _pairs(run_id: str, jobs: list[Job], done: list[Measured | None], out: Finished) -> None:
@@ -90,4 +92,4 @@ def _pairs(run_id: str, jobs: list[Job], done: list[Measured | None], out: Finis
     for job, m, found in rows:
         if found:
             out.summaries.append(tables.summary_table(run_id, job.adapter, job.group, found,
-                                                      m[1], None))
+                                                      m[1], m[2], None))

@@ -44,6 +44,10 @@ def test_selftest_compares_the_even_and_odd_processes_of_one_interleaved_run(tmp
     assert max(budgets) == pytest.approx(0.2 * 4 / 2)
     ran = [[p["process"] for b in i["benchmarks"] for p in b["processes"]] for i in infos]
     assert ran[0] and all(p % 2 == 0 for p in ran[0]) and all(p % 2 == 1 for p in ran[1])
+    # A per-process estimate names its process as run.json and the samples do.
+    for half, numbers in zip(halves, ran, strict=True):
+        rows = pd.read_parquet(half / "summary.parquet", columns=["process"])["process"]
+        assert set(rows.dropna().astype(int)) == set(numbers)
     # The halves' samples interleave in time: each half's first sample comes before the
     # other's last.
     starts = [pd.read_parquet(h / "samples.parquet", columns=["elapsed_ns"])["elapsed_ns"]
