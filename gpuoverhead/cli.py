@@ -200,7 +200,9 @@ def report(
     elements: Annotated[int | None, typer.Option(
         help="Its element count (default: the smallest measured).")] = None,
     output: Annotated[list[Path] | None, typer.Option(
-        "--output", "-o", help="Write the table: .md, .csv or .html (repeatable).")] = None,
+        "--output", "-o", help="Write the table: .md, .csv, .html, .json (Bencher Metric "
+                                "Format) or .ghab.json (github-action-benchmark) (repeatable).")
+    ] = None,
     plots: Annotated[Path | None, typer.Option(help="Folder for plots (PNG, SVG).")] = None,
 ) -> None:
     """Per-vendor tables from result sets, each run counted once (never into a run folder)."""
@@ -217,7 +219,8 @@ def report(
         console.out.print(render.terminal(table))
         for note in render.footnotes(table):
             console.out.print(note, highlight=False)
-        written = render.publish(table, sets, output or [], plots)
+        written = render.publish(table, sets, output or [], plots, published := [])
+    console.show_warnings(list(dict.fromkeys(published)))
     for path in written:
         console.err.print(f"wrote {path}", highlight=False)
 
@@ -232,36 +235,31 @@ def compare(
         help="Exit 1 when an estimate got significantly slower by more than this percent.")
     ] = None,
     markdown: Annotated[bool, typer.Option(help="Print Markdown instead of a table.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (docs/schema.md).")
+                       ] = False,
 ) -> None:
     """Per estimate: NEW/BASE with a CI, a rank test on the raw samples, and a verdict."""
     from gpuoverhead.present import compare as comparing
-    from gpuoverhead.present import console
+    from gpuoverhead.present import console, export
     from gpuoverhead.results import read
 
     with user_errors():
         comparing.check_thresholds(threshold, fail_above)
         runs = read.load(base), read.load(new)
         table = comparing.compare(*runs, threshold / 100)
-    console.show_warnings(comparing.differences(*runs))
-    _print_comparison(table, markdown)
+    differences = comparing.differences(*runs)
+    console.show_warnings(differences)
+    if as_json:
+        print(export.dumps(export.comparison(table, str(base), str(new), threshold / 100,
+                                             differences)), end="")
+    else:
+        comparing.show(table, markdown)
     if fail_above is not None:
         worse = comparing.regressions(table, fail_above / 100)
         if len(worse):
             console.err.print(f"{len(worse)} estimates got slower by more than {fail_above}%",
                               highlight=False)
             raise typer.Exit(EXIT_FAILED)
-
-
-def _print_comparison(table: object, markdown: bool) -> None:
-    from gpuoverhead.present import compare as comparing
-    from gpuoverhead.present import console
-
-    shown = comparing.display(table)
-    if markdown:
-        print(shown.to_markdown(index=False))
-    else:
-        console.out.print(console.frame_table(shown, "NEW vs BASE"))
-    console.out.print(comparing.verdict_counts(table), highlight=False)
 
 
 @app.command()
@@ -293,7 +291,7 @@ def selftest(
             for label in ("a", "b")]
     with user_errors():
         table = comparing.compare(read.load(runs[0]), read.load(runs[1]), threshold / 100)
-    _print_comparison(table, False)
+    comparing.show(table)
     for label, headline_only in (("all", False), ("headline (latency, per dispatch)", True)):
         share, count = comparing.share_same(table, headline_only)
         console.out.print(f"A/A, {label}: {share:.1%} of {count} estimates are 'same'",

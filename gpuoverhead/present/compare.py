@@ -166,6 +166,18 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
     })
 
 
+def show(table: pd.DataFrame, markdown: bool = False) -> None:
+    """The comparison on stdout, as Markdown or a terminal table, and its verdict counts."""
+    from gpuoverhead.present import console
+
+    shown = display(table)
+    if markdown:
+        print(shown.to_markdown(index=False))
+    else:
+        console.out.print(console.frame_table(shown, "NEW vs BASE"))
+    console.out.print(verdict_counts(table), highlight=False)
+
+
 def verdict_counts(table: pd.DataFrame) -> str:
     return ", ".join(f"{n} {v}" for v, n in table["verdict"].value_counts().items())
 

@@ -13,7 +13,17 @@ from gpuoverhead.errors import UserError
 from gpuoverhead.present import format as fmt
 from gpuoverhead.present.report import ROW_KEYS, Report
 
-SUFFIXES = (".md", ".csv", ".html")
+#: Output formats by how a file's name ends (the longest that fits): Markdown, CSV, HTML,
+#: Bencher Metric Format, github-action-benchmark's arrays.
+SUFFIXES = (".md", ".csv", ".html", ".ghab.json", ".json")
+
+
+def output_format(path: Path) -> str:
+    """The suffix of SUFFIXES that names `path`'s format; a UserError listing them if none."""
+    found = next((s for s in SUFFIXES if path.name.endswith(s)), None)
+    if found is None:
+        raise UserError(f"{path}: unknown report format; use one of {', '.join(SUFFIXES)}")
+    return found
 
 
 def display_frame(report: Report) -> pd.DataFrame:
@@ -103,17 +113,16 @@ def write(path: Path, text: str) -> None:
         raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def publish(report: Report, sets: list, outputs: list[Path], plots_dir: Path | None
-            ) -> list[Path]:
-    """Write each output (format by suffix) and the plots; returns what was written."""
-    from gpuoverhead.present import plots
+def publish(report: Report, sets: list, outputs: list[Path], plots_dir: Path | None,
+            notes: list[str]) -> list[Path]:
+    """Write each output (format by suffix) and the plots; returns what was written, and
+    adds to `notes` what the JSON formats could not hold as stored (a negative bound)."""
+    from gpuoverhead.present import export, plots
     from gpuoverhead.present.report import merged_summary
 
-    for path in outputs:
-        if path.suffix not in SUFFIXES:
-            raise UserError(f"{path}: unknown report format; use one of {', '.join(SUFFIXES)}")
+    formats = [output_format(path) for path in outputs]
     figures = {}
-    if plots_dir is not None or any(p.suffix == ".html" for p in outputs):
+    if plots_dir is not None or ".html" in formats:
         summary = merged_summary(sets)
         summary = summary[(summary.benchmark == report.benchmark)
                           & (summary.elements == report.elements)]
@@ -128,9 +137,11 @@ def publish(report: Report, sets: list, outputs: list[Path], plots_dir: Path | N
     written: list[Path] = []
     renderers = {".md": lambda: markdown(report), ".csv": lambda: csv(report),
                  ".html": lambda: html_page(report, {caption: plots.png_base64(fig)
-                                                     for caption, fig in figures.values()})}
-    for path in outputs:
-        write(path, renderers[path.suffix]())
+                                                     for caption, fig in figures.values()}),
+                 ".json": lambda: export.dumps(export.bencher(report, notes)),
+                 ".ghab.json": lambda: export.dumps(export.ghab(report, notes))}
+    for path, suffix in zip(outputs, formats, strict=True):
+        write(path, renderers[suffix]())
         written.append(path)
     if plots_dir is not None:
         for name, (_, fig) in figures.items():

@@ -157,6 +157,12 @@ def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | N
     return Report(bench, size, table.reset_index(drop=True), figures, notes)
 
 
+def row_notes(report: Report, i: int) -> list[str]:
+    """The texts of the footnotes that row `i` of the table is marked with."""
+    marks = str(report.table["notes"].iat[i])
+    return [report.notes[int(m) - 1] for m in marks.split(",") if m]
+
+
 def _pick(rows: pd.DataFrame, f: Figure) -> pd.DataFrame:
     mask = (rows["metric"] == f.metric) & (rows["variant"].fillna("") != "reference")
     for column in ("methodology", "encoding", "sync", "layer"):

@@ -1,0 +1,108 @@
+"""Machine-readable results on committed runs: `report -o x.json` (Bencher Metric Format),
+`-o x.ghab.json` (github-action-benchmark) and `compare --json`, each validated against its
+documented JSON Schema and checked the way the services that read them check them."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import jsonschema
+import pytest
+from conftest import ROOT, in_process
+
+from gpuoverhead import metrics
+from gpuoverhead.present import report as reporting
+from gpuoverhead.results import read
+
+SCHEMAS = ROOT / "docs" / "schemas"
+#: A default run whose dawn `python (submit)` interval reaches below zero (-3758.8 ns).
+NEGATIVE = ROOT / "results/round3b-h100-aa/selftest-20261124T004036Z-e931-b"
+#: A decode run: its figures are speedups, better when higher.
+DECODE = ROOT / "results/round3-h100-decode-limit"
+PAIR = [ROOT / f"results/round3c-h100-pinned/selftest-20261124T044703Z-90cd-{s}" for s in "ab"]
+
+
+def _schema(name: str) -> dict:
+    return json.loads((SCHEMAS / f"{name}.schema.json").read_text())
+
+
+def _report(tmp_path, run, name: str) -> tuple[object, str]:
+    out = tmp_path / name
+    proc = in_process("report", str(run), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(out.read_text()), proc.stderr
+
+
+def _bencher_accepts(doc: object) -> None:
+    """What Bencher's JSON adapter reads: benchmark -> measure -> value, optional bounds."""
+    assert isinstance(doc, dict) and doc
+    for measures in doc.values():
+        assert isinstance(measures, dict) and measures
+        for m in measures.values():
+            assert set(m) in ({"value"}, {"value", "lower_value", "upper_value"}), m
+            assert all(isinstance(v, float | int) and math.isfinite(v) for v in m.values())
+            if "lower_value" in m:
+                assert 0 <= m["lower_value"] <= m["upper_value"]
+
+
+def _ghab_accepts(entries: object) -> None:
+    """github-action-benchmark's custom tools reject an entry without name, unit or value."""
+    assert isinstance(entries, list)
+    for e in entries:
+        assert isinstance(e.get("name"), str) and isinstance(e.get("unit"), str), e
+        assert isinstance(e.get("value"), float | int), e
+
+
+def test_bencher_json_validates_and_says_what_it_raised_to_zero(tmp_path):
+    doc, stderr = _report(tmp_path, NEGATIVE, "x.json")
+    jsonschema.validate(doc, _schema("bencher"))
+    _bencher_accepts(doc)
+    python = doc["empty/1/vulkan/dawn/NVIDIA H100 80GB HBM3"]["python (submit) [ns]"]
+    assert python["lower_value"] == 0 < python["value"] < python["upper_value"]
+    assert "stored -3758.8 ns" in stderr and "written as 0" in stderr
+    # Units with the measure, value inside its interval wherever there is one.
+    for measures in doc.values():
+        for name, m in measures.items():
+            assert re.fullmatch(r".+ \[(ns|ratio|1/s|M)\]", name), name
+            if "lower_value" in m:
+                assert m["lower_value"] <= m["value"] <= m["upper_value"], (name, m)
+
+
+@pytest.mark.parametrize("run", [NEGATIVE, DECODE], ids=["default", "decode"])
+def test_ghab_json_puts_each_figure_in_its_metrics_direction(tmp_path, run):
+    doc, _ = _report(tmp_path, run, "x.ghab.json")
+    jsonschema.validate(doc, _schema("ghab"))
+    for entries in doc.values():
+        _ghab_accepts(entries)
+    built = reporting.build(read.load_all([str(run)]))
+    better = {f.label: metrics.of(f.metric).better for f in built.figures}
+    for tool, direction in (("customSmallerIsBetter", "lower"),
+                            ("customBiggerIsBetter", "higher")):
+        labels = {e["name"].rsplit(": ", 1)[1] for e in doc[tool]}
+        assert labels == {label for label, b in better.items() if b == direction}, tool
+    if run == DECODE:
+        assert doc["customBiggerIsBetter"] and not doc["customSmallerIsBetter"]
+
+
+def test_compare_json_validates_and_counts_its_estimates():
+    proc = in_process("compare", *map(str, PAIR), "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    jsonschema.validate(doc, _schema("compare"))
+    assert sum(doc["verdicts"].values()) == len(doc["estimates"]) > 100
+    assert {e["metric"] for e in doc["estimates"]} >= set(metrics.HEADLINE)
+
+
+def test_docs_show_the_schemas_the_tests_load():
+    text = (ROOT / "docs" / "schema.md").read_text()
+    for path in SCHEMAS.glob("*.schema.json"):
+        assert path.read_text().strip() in text, path.name
+
+
+def test_an_unknown_output_suffix_lists_the_accepted_ones(tmp_path):
+    proc = in_process("report", str(NEGATIVE), "-o", str(tmp_path / "x.xml"))
+    assert proc.returncode == 2
+    assert "unknown report format" in proc.stderr and ".ghab.json" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
