@@ -4,11 +4,13 @@ documented JSON Schema and checked the way the services that read them check the
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
 
 import jsonschema
+import pandas as pd
 import pytest
 from conftest import ROOT, in_process
 
@@ -106,3 +108,48 @@ def test_an_unknown_output_suffix_lists_the_accepted_ones(tmp_path):
     assert proc.returncode == 2
     assert "unknown report format" in proc.stderr and ".ghab.json" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+#: Two committed runs on other machines: a CPU run with two software adapters and an
+#: H100 pair (merged into one row per implementation).
+SOFTWARE = ROOT / "results/cpu-chromium"
+
+
+def test_report_notes_land_on_the_rows_they_are_about(tmp_path):
+    """Each software adapter's warning marks its own row only: not the other adapter's of
+    the same run, not PyTorch on the CPU, not the H100 rows of the other runs."""
+    out = tmp_path / "r.csv"
+    proc = in_process("report", str(SOFTWARE), *map(str, PAIR), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    table = pd.read_csv(out, keep_default_na=False).set_index(["adapter", "implementation"])
+    texts = table["note texts"]
+    assert texts[("llvmpipe (LLVM 15.0.6, 256 bits)", "wgpu-native")].startswith(
+        "llvmpipe (LLVM 15.0.6, 256 bits) is a CPU (software) adapter")
+    assert "llvmpipe" not in texts[("SwiftShader Device (Subzero)", "chromium")]
+    assert "SwiftShader Device (Subzero) is a CPU" in texts[("SwiftShader Device (Subzero)",
+                                                            "chromium")]
+    assert texts[("CPU", "torch-eager")] == ""
+    h100 = table.loc["NVIDIA H100 80GB HBM3"]
+    assert (h100["runs"] == 2).all()
+    assert (h100["note texts"] == reporting.MERGED).all()
+
+
+def test_report_says_where_it_came_from_and_keeps_stored_bounds(tmp_path):
+    paths = [tmp_path / f"r.{s}" for s in ("md", "html", "csv")]
+    proc = in_process("report", str(NEGATIVE), str(SOFTWARE),
+                      *(a for p in paths for a in ("-o", str(p))))
+    assert proc.returncode == 0, proc.stderr
+    md, page = paths[0].read_text(), paths[1].read_text()
+    for run in (NEGATIVE, SOFTWARE):
+        info = json.loads((run / "run.json").read_text())
+        for text in (md, page):
+            assert info["run_id"] in text and info["started"] in text
+            assert f"{info['time_limit_s']:g} s" in text
+            for adapter in info["adapters"]:
+                assert html.escape(adapter["driver"]) in text
+            assert html.escape(f"wgpu {info['packages']['wgpu']}") in text
+            for warning in info["warnings"]:
+                assert html.escape(warning) in text or warning in text, warning[:60]
+    table = pd.read_csv(paths[2]).set_index("implementation")
+    assert table.loc["dawn", "python (submit) low (ns)"] == pytest.approx(-3758.80389)
+    assert "below resolution–" in md  # the same bound, in Markdown
