@@ -60,6 +60,12 @@ ProcessesOption = Annotated[int, typer.Option(
 OutOption = Annotated[Path, typer.Option("--out", "-o", help="Folder that receives <run_id>/.")]
 AffinityOption = Annotated[str | None, typer.Option(
     help="CPUs the run and its workers may use, e.g. 2-5 or 2,3 (Linux; default: any).")]
+# Options that `report` and `history` share.
+PathsArgument = Annotated[list[str], typer.Argument(help="Result folders, files or globs.")]
+BenchmarkOption = Annotated[str | None, typer.Option(
+    help="Benchmark to tabulate (default: empty, else the first).")]
+ElementsOption = Annotated[int | None, typer.Option(
+    help="Its element count (default: the smallest measured).")]
 
 
 def _version(value: bool) -> None:
@@ -194,11 +200,7 @@ def show(folder: Annotated[Path, typer.Argument(help="A run folder (results/<run
 
 @app.command()
 def report(
-    paths: Annotated[list[str], typer.Argument(help="Result folders, files or globs.")],
-    benchmark: Annotated[str | None, typer.Option(
-        help="Benchmark to tabulate (default: empty, else the first).")] = None,
-    elements: Annotated[int | None, typer.Option(
-        help="Its element count (default: the smallest measured).")] = None,
+    paths: PathsArgument, benchmark: BenchmarkOption = None, elements: ElementsOption = None,
     output: Annotated[list[Path] | None, typer.Option(
         "--output", "-o", help="Write the table: .md, .csv, .html, .json (Bencher Metric "
                                 "Format) or .ghab.json (github-action-benchmark) (repeatable).")
@@ -226,6 +228,20 @@ def report(
 
 
 @app.command()
+def history(
+    paths: PathsArgument, benchmark: BenchmarkOption = None, elements: ElementsOption = None,
+    output: Annotated[list[Path] | None, typer.Option(
+        "--output", "-o", help="Write the tables (.md), the points (.csv) or the plot (.png, "
+                                ".svg) (repeatable).")] = None,
+) -> None:
+    """Per headline estimate, the runs in time order with their intervals (drift over runs)."""
+    from gpuoverhead.present import history as past
+
+    with user_errors():
+        past.show(paths, benchmark, elements, output or [])
+
+
+@app.command()
 def compare(
     base: Annotated[Path, typer.Argument(help="The baseline run folder.")],
     new: Annotated[Path, typer.Argument(help="The run folder to judge.")],
@@ -240,20 +256,16 @@ def compare(
 ) -> None:
     """Per estimate: NEW/BASE with a CI, a rank test on the raw samples, and a verdict."""
     from gpuoverhead.present import compare as comparing
-    from gpuoverhead.present import console, export
+    from gpuoverhead.present import console
     from gpuoverhead.results import read
 
     with user_errors():
         comparing.check_thresholds(threshold, fail_above)
         runs = read.load(base), read.load(new)
         table = comparing.compare(*runs, threshold / 100)
-    differences = comparing.differences(*runs)
-    console.show_warnings(differences)
-    if as_json:
-        print(export.dumps(export.comparison(table, str(base), str(new), threshold / 100,
-                                             differences)), end="")
-    else:
-        comparing.show(table, markdown)
+    console.show_warnings(comparing.differences(*runs))
+    comparing.show(table, "json" if as_json else "markdown" if markdown else "table", runs,
+                   threshold / 100)
     if fail_above is not None:
         worse = comparing.regressions(table, fail_above / 100)
         if len(worse):
@@ -337,6 +349,7 @@ def validate(file: Annotated[Path, typer.Argument(
                  help="Compile the suite's kernels on the best adapter found.")] = True,
              ) -> None:
     """Check a suite and explain every problem with file, line and key."""
+    from gpuoverhead.drivers import registry
     from gpuoverhead.suite.expand import load_suite, suite_problems
 
     problems = suite_problems(file, outside_shaders)
@@ -346,17 +359,10 @@ def validate(file: Annotated[Path, typer.Argument(
         raise typer.Exit(EXIT_USER)
     with user_errors():
         suite = load_suite(file, outside_shaders)
-        compiled = _compile_kernels(suite) if compile_shaders else "shaders not compiled"
+        compiled = registry.compile_kernels(suite) if compile_shaders else \
+            "shaders not compiled"
     cases = sum(len(g.cases) for g in suite.groups)
     typer.echo(f"{file}: ok: {len(suite.groups)} groups, {cases} cases; {compiled}")
-
-
-def _compile_kernels(suite: object) -> str:
-    """Compile each kernel the suite names where a driver can, or say that none was."""
-    from gpuoverhead.drivers import registry
-
-    said = (d.compile_kernels(suite) for d in registry.drivers())  # type: ignore[arg-type]
-    return next((s for s in said if s is not None), "shaders not compiled: no driver can")
 
 
 def main() -> None:

@@ -147,9 +147,10 @@ def merged_summary(sets: list[ResultSet]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | None = None
-          ) -> Report:
-    """The per-vendor table of `benchmark` at `elements` (defaults: `empty`, its smallest)."""
+def select(sets: list[ResultSet], benchmark: str | None, elements: int | None
+           ) -> tuple[str, int, pd.DataFrame]:
+    """The benchmark, its element count and its summary rows over all sets (`result_set`:
+    the set's index); defaults: `empty`, else the first, at its smallest size."""
     summary = merged_summary(sets)
     benchmarks = list(dict.fromkeys(summary["benchmark"]))
     if not benchmarks:
@@ -163,9 +164,21 @@ def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | N
     rows = rows[rows["elements"] == size]
     if rows.empty:
         raise UserError(f"benchmark {bench!r} was not measured at {size} elements")
+    return bench, size, rows
+
+
+def figures_of(rows: pd.DataFrame) -> list[Figure]:
+    """The columns the rows of one benchmark have: FIGURES, or a fusion benchmark's."""
     fusion = (rows["methodology"] == "fusion").any()
-    candidates = _fusion_figures(rows) if fusion else FIGURES
-    figures = [f for f in candidates if not _pick(rows, f).empty]
+    return [f for f in (_fusion_figures(rows) if fusion else FIGURES) if not pick(rows, f).empty]
+
+
+def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | None = None
+          ) -> Report:
+    """The per-vendor table of `benchmark` at `elements` (defaults: `empty`, its smallest)."""
+    bench, size, rows = select(sets, benchmark, elements)
+    fusion = (rows["methodology"] == "fusion").any()
+    figures = figures_of(rows)
     notes: list[str] = []
     out = []
     for key, group in rows.groupby(ROW_KEYS, sort=True):
@@ -173,7 +186,7 @@ def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | N
         set_ids = sorted(group["result_set"].unique())
         record["runs"] = len(set_ids)
         for figure in figures:
-            hit = _pick(group, figure)
+            hit = pick(group, figure)
             record[figure.label] = float(np.median(hit["value"])) if len(hit) else np.nan
             record[f"{figure.label} low"] = float(hit["ci_low"].min()) if len(hit) else np.nan
             record[f"{figure.label} high"] = float(hit["ci_high"].max()) if len(hit) else np.nan
@@ -204,7 +217,8 @@ def row_notes(report: Report, i: int) -> list[str]:
     return [report.notes[int(m) - 1] for m in marks.split(",") if m]
 
 
-def _pick(rows: pd.DataFrame, f: Figure) -> pd.DataFrame:
+def pick(rows: pd.DataFrame, f: Figure) -> pd.DataFrame:
+    """The rows that figure `f` shows (the reference loop's never)."""
     mask = (rows["metric"] == f.metric) & (rows["variant"].fillna("") != "reference")
     for column in ("methodology", "encoding", "sync", "layer"):
         if column in rows and getattr(f, column) is not None:
