@@ -153,3 +153,27 @@ def test_report_says_where_it_came_from_and_keeps_stored_bounds(tmp_path):
     table = pd.read_csv(paths[2]).set_index("implementation")
     assert table.loc["dawn", "python (submit) low (ns)"] == pytest.approx(-3758.80389)
     assert "below resolution–" in md  # the same bound, in Markdown
+
+
+def test_cost_decomposition_shows_intervals_and_the_measured_cpu_cost():
+    """The stacked API + Python bars carry their intervals, and the CPU cost measured
+    through the wrapper stands beside them (the parts are derived and need not add up)."""
+    from matplotlib.container import BarContainer
+
+    from gpuoverhead.present import plots
+
+    summary = read.load(ROOT / "results/round3-h100-default").summary
+    fig = plots.decomposition(summary[summary.benchmark == "empty"])
+    try:
+        ax = fig.axes[0]
+        bars = [c for c in ax.containers if isinstance(c, BarContainer)]
+        assert len(bars) == 2 * 3 * 2  # api and python, 3 encodings, dawn and wgpu-native
+        assert all(c.errorbar is not None for c in bars)
+        diamonds = sorted(round(y, 3) for line in ax.lines if line.get_marker() == "D"
+                          for y in line.get_ydata())
+        cpu = summary[(summary.metric == "cpu_per_dispatch_ns") & (summary.layer == "wrapper")
+                      & (summary.variant != "reference") & (summary.benchmark == "empty")
+                      & summary.implementation.isin(["dawn", "wgpu-native"])]
+        assert diamonds == sorted(round(v / 1e3, 3) for v in cpu.value)
+    finally:
+        plots.plt.close(fig)
