@@ -37,39 +37,39 @@ def _entries(report: Report, notes: list[str]) -> list[dict[str, Any]]:
         bench = "/".join([report.benchmark, str(report.elements), row["backend"],
                           row["implementation"], row["adapter"]])
         for f in report.figures:
-            found += _entry(report, f, row, bench, row_notes(report, i), notes)
+            entry = _entry(f, row, f"{bench}, {f.label}", notes)
+            if entry is not None:
+                found.append({**entry, "benchmark": bench, "figure": f.label,
+                              "extra": row_notes(report, i) + entry["extra"]})
     return found
 
 
-def _entry(report: Report, f: Figure, row: dict[str, Any], bench: str, texts: list[str],
-           notes: list[str]) -> list[dict[str, Any]]:
+def _entry(f: Figure, row: dict[str, Any], where: str, notes: list[str]
+           ) -> dict[str, Any] | None:
+    """One cell of the table as numbers that are never below zero, or None where it is
+    empty or unbounded (a note says which)."""
     value = row[f.label]
     if pd.isna(value):
-        return []
-    where = f"{bench}, {f.label}"
+        return None
     if not math.isfinite(value):
         notes.append(f"{where}: the estimate is unbounded ({value}), left out of the JSON")
-        return []
+        return None
     level = row[f"{f.label} level"]
     has_interval = not (pd.isna(level) or level == 0)
-    bounds = [_finite(row[f"{f.label} {s}"]) if has_interval else None
-              for s in ("low", "high")]
-    raised = [name for name, v in zip(("estimate", "lower bound", "upper bound"),
-                                      [value, *bounds], strict=True)
-              if v is not None and v < 0]
-    extra = list(texts)
-    if raised:
-        said = (f"{where}: {', '.join(raised)} below zero (stored "
-                f"{', '.join(f'{v:.6g}' for v in [value, *bounds] if v is not None and v < 0)}"
-                f" {metrics.of(f.metric).unit}), written as 0: below the measurement's "
-                "resolution")
-        notes.append(said)
-        extra.append(said.split(": ", 1)[1])
+    bounds = [_finite(row[f"{f.label} {s}"]) if has_interval else None for s in ("low", "high")]
+    unit = metrics.of(f.metric).unit
+    below = [f"{name} {v:.6g} {unit}" for name, v in
+             zip(("estimate", "lower bound", "upper bound"), [value, *bounds], strict=True)
+             if v is not None and v < 0]
+    extra = []
+    if below:
+        extra.append(f"stored {', '.join(below)}: below zero, written as 0 (below the "
+                     "measurement's resolution)")
+        notes.append(f"{where}: {extra[0]}")
     low, high = (None if b is None else max(b, 0.0) for b in bounds)
-    return [{"benchmark": bench, "figure": f.label, "unit": metrics.of(f.metric).unit,
-             "better": metrics.of(f.metric).better, "value": max(float(value), 0.0),
-             "low": low, "high": high,
-             "level": None if pd.isna(level) else float(level), "extra": extra}]
+    return {"unit": unit, "better": metrics.of(f.metric).better,
+            "value": max(float(value), 0.0), "low": low, "high": high,
+            "level": None if pd.isna(level) else float(level), "extra": extra}
 
 
 def bencher(report: Report, notes: list[str]) -> dict[str, Any]:

@@ -32,6 +32,9 @@ SUFFIXES = (".md", ".csv", ".png", ".svg")
 
 @dataclass
 class History:
+    """The points of one benchmark's figures over runs, in long form: a table, a CSV and a
+    plot are each one view of them."""
+
     benchmark: str
     elements: int
     figures: list[Figure]
@@ -55,6 +58,8 @@ def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | N
     bench, size, rows = select(sets, benchmark, elements)
     figures = figures_of(rows)
     figures = [f for f in figures if f.metric in metrics.HEADLINE] or figures
+    if not figures:
+        raise UserError(f"benchmark {bench!r} has no figure a report or history shows")
     order = sorted(rows["result_set"].unique(), key=lambda i: _started(sets[i]))
     points = []
     for position, i in enumerate(order):
@@ -108,6 +113,7 @@ def markdown(history: History) -> str:
 
 
 def check_suffixes(outputs: list[Path]) -> None:
+    """A UserError listing the formats, before anything is read, for an unknown suffix."""
     for path in outputs:
         if path.suffix not in SUFFIXES:
             raise UserError(f"{path}: unknown history format; use one of {', '.join(SUFFIXES)}")

@@ -63,7 +63,7 @@ def test_bencher_json_validates_and_says_what_it_raised_to_zero(tmp_path):
     _bencher_accepts(doc)
     python = doc["empty/1/vulkan/dawn/NVIDIA H100 80GB HBM3"]["python (submit) [ns]"]
     assert python["lower_value"] == 0 < python["value"] < python["upper_value"]
-    assert "stored -3758.8 ns" in stderr and "written as 0" in stderr
+    assert "stored lower bound -3758.8 ns: below zero, written as 0" in stderr
     # Units with the measure, value inside its interval wherever there is one.
     for measures in doc.values():
         for name, m in measures.items():
@@ -86,6 +86,11 @@ def test_ghab_json_puts_each_figure_in_its_metrics_direction(tmp_path, run):
         assert labels == {label for label, b in better.items() if b == direction}, tool
     if run == DECODE:
         assert doc["customBiggerIsBetter"] and not doc["customSmallerIsBetter"]
+    else:  # the bound raised to 0 says so where the chart shows it
+        python = next(e for e in doc["customSmallerIsBetter"]
+                      if e["name"] == "empty/1/vulkan/dawn/NVIDIA H100 80GB HBM3: python (submit)")
+        assert python["range"].startswith("0 to ")
+        assert "stored lower bound -3758.8 ns: below zero" in python["extra"]
 
 
 def test_compare_json_validates_and_counts_its_estimates():
