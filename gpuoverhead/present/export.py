@@ -55,7 +55,7 @@ def _entry(f: Figure, row: dict[str, Any], where: str, notes: list[str]
         notes.append(f"{where}: the estimate is unbounded ({value}), left out of the JSON")
         return None
     level = row[f"{f.label} level"]
-    has_interval = not (pd.isna(level) or level == 0)
+    has_interval = pd.isna(level) or level > 0  # NaN: an interval of unknown coverage
     bounds = [_finite(row[f"{f.label} {s}"]) if has_interval else None for s in ("low", "high")]
     unit = metrics.of(f.metric).unit
     below = [f"{name} {v:.6g} {unit}" for name, v in
@@ -97,7 +97,7 @@ def ghab(report: Report, notes: list[str]) -> dict[str, list[dict[str, Any]]]:
         entry = {"name": f"{e['benchmark']}: {e['figure']}", "unit": e["unit"],
                  "value": e["value"]}
         if e["low"] is not None and e["high"] is not None:
-            coverage = "" if e["level"] is None else f" ({e['level']:.0%})"
+            coverage = " (coverage unknown)" if e["level"] is None else f" ({e['level']:.0%})"
             entry["range"] = f"{e['low']:.6g} to {e['high']:.6g}{coverage}"
         if e["extra"]:
             entry["extra"] = "\n".join(e["extra"])

@@ -182,3 +182,16 @@ def test_cost_decomposition_shows_intervals_and_the_measured_cpu_cost():
         assert diamonds == sorted(round(v / 1e3, 3) for v in cpu.value)
     finally:
         plots.plt.close(fig)
+
+
+def test_an_older_set_keeps_its_intervals_of_unknown_coverage(tmp_path):
+    """A schema-1 set has intervals whose coverage was never recorded (ci_level NaN):
+    they are written, and the ghab range says that their coverage is unknown."""
+    old = ROOT / "results/h100-all-p3"
+    doc, _ = _report(tmp_path, old, "x.json")
+    jsonschema.validate(doc, _schema("bencher"))
+    measures = [m for ms in doc.values() for m in ms.values()]
+    assert measures and all("lower_value" in m for m in measures)
+    ghab, _ = _report(tmp_path, old, "x.ghab.json")
+    ranges = [e.get("range", "") for e in ghab["customSmallerIsBetter"]]
+    assert ranges and all(r.endswith("(coverage unknown)") for r in ranges)
