@@ -60,6 +60,12 @@ ProcessesOption = Annotated[int, typer.Option(
 OutOption = Annotated[Path, typer.Option("--out", "-o", help="Folder that receives <run_id>/.")]
 AffinityOption = Annotated[str | None, typer.Option(
     help="CPUs the run and its workers may use, e.g. 2-5 or 2,3 (Linux; default: any).")]
+# Options that `report` and `history` share.
+PathsArgument = Annotated[list[str], typer.Argument(help="Result folders, files or globs.")]
+BenchmarkOption = Annotated[str | None, typer.Option(
+    help="Benchmark to tabulate (default: empty, else the first).")]
+ElementsOption = Annotated[int | None, typer.Option(
+    help="Its element count (default: the smallest measured).")]
 
 
 def _version(value: bool) -> None:
@@ -194,13 +200,11 @@ def show(folder: Annotated[Path, typer.Argument(help="A run folder (results/<run
 
 @app.command()
 def report(
-    paths: Annotated[list[str], typer.Argument(help="Result folders, files or globs.")],
-    benchmark: Annotated[str | None, typer.Option(
-        help="Benchmark to tabulate (default: empty, else the first).")] = None,
-    elements: Annotated[int | None, typer.Option(
-        help="Its element count (default: the smallest measured).")] = None,
+    paths: PathsArgument, benchmark: BenchmarkOption = None, elements: ElementsOption = None,
     output: Annotated[list[Path] | None, typer.Option(
-        "--output", "-o", help="Write the table: .md, .csv or .html (repeatable).")] = None,
+        "--output", "-o", help="Write the table: .md, .csv, .html, .json (Bencher Metric "
+                                "Format) or .ghab.json (github-action-benchmark) (repeatable).")
+    ] = None,
     plots: Annotated[Path | None, typer.Option(help="Folder for plots (PNG, SVG).")] = None,
 ) -> None:
     """Per-vendor tables from result sets, each run counted once (never into a run folder)."""
@@ -217,9 +221,24 @@ def report(
         console.out.print(render.terminal(table))
         for note in render.footnotes(table):
             console.out.print(note, highlight=False)
-        written = render.publish(table, sets, output or [], plots)
+        written = render.publish(table, sets, output or [], plots, published := [])
+    console.show_warnings(list(dict.fromkeys(published)))
     for path in written:
         console.err.print(f"wrote {path}", highlight=False)
+
+
+@app.command()
+def history(
+    paths: PathsArgument, benchmark: BenchmarkOption = None, elements: ElementsOption = None,
+    output: Annotated[list[Path] | None, typer.Option(
+        "--output", "-o", help="Write the tables (.md), the points (.csv) or the plot (.png, "
+                                ".svg) (repeatable).")] = None,
+) -> None:
+    """Per headline estimate, the runs in time order with their intervals (drift over runs)."""
+    from gpuoverhead.present import history as past
+
+    with user_errors():
+        past.show(paths, benchmark, elements, output or [])
 
 
 @app.command()
@@ -232,6 +251,8 @@ def compare(
         help="Exit 1 when an estimate got significantly slower by more than this percent.")
     ] = None,
     markdown: Annotated[bool, typer.Option(help="Print Markdown instead of a table.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (docs/schema.md).")
+                       ] = False,
 ) -> None:
     """Per estimate: NEW/BASE with a CI, a rank test on the raw samples, and a verdict."""
     from gpuoverhead.present import compare as comparing
@@ -243,25 +264,14 @@ def compare(
         runs = read.load(base), read.load(new)
         table = comparing.compare(*runs, threshold / 100)
     console.show_warnings(comparing.differences(*runs))
-    _print_comparison(table, markdown)
+    comparing.show(table, "json" if as_json else "markdown" if markdown else "table", runs,
+                   threshold / 100)
     if fail_above is not None:
         worse = comparing.regressions(table, fail_above / 100)
         if len(worse):
             console.err.print(f"{len(worse)} estimates got slower by more than {fail_above}%",
                               highlight=False)
             raise typer.Exit(EXIT_FAILED)
-
-
-def _print_comparison(table: object, markdown: bool) -> None:
-    from gpuoverhead.present import compare as comparing
-    from gpuoverhead.present import console
-
-    shown = comparing.display(table)
-    if markdown:
-        print(shown.to_markdown(index=False))
-    else:
-        console.out.print(console.frame_table(shown, "NEW vs BASE"))
-    console.out.print(comparing.verdict_counts(table), highlight=False)
 
 
 @app.command()
@@ -296,7 +306,7 @@ def selftest(
                     affinity).folders
     with user_errors():
         table = comparing.compare(read.load(runs[0]), read.load(runs[1]), threshold / 100)
-    _print_comparison(table, False)
+    comparing.show(table)
     for label, headline_only in (("all", False), ("headline (latency, per dispatch)", True)):
         share, count = comparing.share_same(table, headline_only)
         console.out.print(f"A/A, {label}: {share:.1%} of {count} estimates are 'same'",
@@ -343,6 +353,7 @@ def validate(file: Annotated[Path, typer.Argument(
                  help="Compile the suite's kernels on the best adapter found.")] = True,
              ) -> None:
     """Check a suite and explain every problem with file, line and key."""
+    from gpuoverhead.drivers import registry
     from gpuoverhead.suite.expand import load_suite, suite_problems
 
     problems = suite_problems(file, outside_shaders)
@@ -352,17 +363,10 @@ def validate(file: Annotated[Path, typer.Argument(
         raise typer.Exit(EXIT_USER)
     with user_errors():
         suite = load_suite(file, outside_shaders)
-        compiled = _compile_kernels(suite) if compile_shaders else "shaders not compiled"
+        compiled = registry.compile_kernels(suite) if compile_shaders else \
+            "shaders not compiled"
     cases = sum(len(g.cases) for g in suite.groups)
     typer.echo(f"{file}: ok: {len(suite.groups)} groups, {cases} cases; {compiled}")
-
-
-def _compile_kernels(suite: object) -> str:
-    """Compile each kernel the suite names where a driver can, or say that none was."""
-    from gpuoverhead.drivers import registry
-
-    said = (d.compile_kernels(suite) for d in registry.drivers())  # type: ignore[arg-type]
-    return next((s for s in said if s is not None), "shaders not compiled: no driver can")
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ an implementation's name (hyperfine's scheduler picks its executor the same way,
 
 from __future__ import annotations
 
+from gpuoverhead.cases import Suite
 from gpuoverhead.drivers import chromium, pytorch, webgpu
 from gpuoverhead.drivers.base import Driver, Request
 from gpuoverhead.errors import UserError
@@ -61,3 +62,10 @@ def request(asked: dict[str, tuple[str, ...] | None] | None, driver: Driver,
     names_asked = asked[driver.FAMILY]
     return Request(base.suite, base.backend, base.adapter, base.browser,
                    names_asked if names_asked is not None else driver.IMPLEMENTATIONS)
+
+
+def compile_kernels(suite: Suite) -> str:
+    """Compile each kernel the suite names where a driver can (`validate`), or say that
+    none was."""
+    said = (d.compile_kernels(suite) for d in drivers())
+    return next((s for s in said if s is not None), "shaders not compiled: no driver can")

@@ -166,6 +166,25 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
     })
 
 
+def show(table: pd.DataFrame, form: str = "table",
+         runs: tuple[ResultSet, ResultSet] | None = None, threshold: float = 0.05) -> None:
+    """The comparison on stdout: as JSON (docs/schema.md; naming `runs` and the
+    `threshold` it was judged with), or as Markdown or a terminal table followed by its
+    verdict counts."""
+    from gpuoverhead.present import console, export
+
+    if form == "json" and runs is not None:
+        print(export.dumps(export.comparison(table, str(runs[0].folder), str(runs[1].folder),
+                                             threshold, differences(*runs))), end="")
+        return
+    shown = display(table)
+    if form == "markdown":
+        print(shown.to_markdown(index=False))
+    else:
+        console.out.print(console.frame_table(shown, "NEW vs BASE"))
+    console.out.print(verdict_counts(table), highlight=False)
+
+
 def verdict_counts(table: pd.DataFrame) -> str:
     return ", ".join(f"{n} {v}" for v, n in table["verdict"].value_counts().items())
 

@@ -34,27 +34,45 @@ def _colors(n: int) -> list:
 
 def decomposition(summary: pd.DataFrame) -> Figure | None:
     """Per adapter, one bar per encoding: native API cost with the Python cost stacked on it,
-    and the GPU's own time per dispatch as a marker."""
-    rows = summary[summary["metric"].isin(["api_ns", "python_ns", "gpu_ns"])]
-    if rows.empty:
+    each with its interval, beside the CPU cost measured through the wrapper (a diamond with
+    its interval: api + python is derived round by round, so it need not add up to it), and
+    the GPU's own time per dispatch as a marker."""
+    rows = summary[summary["metric"].isin(["api_ns", "python_ns", "gpu_ns"])
+                   | ((summary["metric"] == "cpu_per_dispatch_ns")
+                      & (summary["layer"] == "wrapper") & (summary["variant"] != "reference"))]
+    split = rows[rows["metric"] != "cpu_per_dispatch_ns"]  # PyTorch has a CPU cost, no split
+    if split.empty:
         return None
-    keys = list(dict.fromkeys(map(tuple, rows[ROW_KEYS].to_numpy())))
+    keys = list(dict.fromkeys(map(tuple, split[ROW_KEYS].to_numpy())))
     fig, ax = plt.subplots(figsize=(max(6.0, 2.2 * len(keys) + 2), 4.2))
     width = 0.8 / len(ENCODINGS)
     for k, key in enumerate(keys):
         mine = rows[(rows[ROW_KEYS] == pd.Series(key, index=ROW_KEYS)).all(axis=1)]
 
-        def value(metric: str, encoding: str, m: pd.DataFrame = mine) -> float:
+        def value(metric: str, encoding: str, m: pd.DataFrame = mine) -> np.ndarray:
+            """Estimate and the bar's reach below and above it (µs; a bound below zero
+            reaches to 0), zeros where it was not measured."""
             hit = m[(m.metric == metric) & (m.encoding == encoding)]
-            return float(np.median(hit.value)) / 1e3 if len(hit) else 0.0
+            if not len(hit):
+                return np.zeros(3)
+            v = float(np.median(hit.value)) / 1e3
+            return np.array([v, v - max(hit.ci_low.min() / 1e3, 0), hit.ci_high.max() / 1e3 - v])
 
         for e, (encoding, color) in enumerate(zip(ENCODINGS, _colors(3), strict=True)):
             x = k + (e - 1) * width
             api, python = value("api_ns", encoding), value("python_ns", encoding)
-            ax.bar(x, api, width, color=color, label=f"{encoding}: API" if k == 0 else None)
-            ax.bar(x, python, width, bottom=api, color=color, alpha=0.45, hatch="//",
+            bars = {"capsize": 2, "ecolor": "#444", "error_kw": {"linewidth": 0.8}}
+            ax.bar(x, api[0], width, color=color, yerr=api[1:, None], **bars,
+                   label=f"{encoding}: API" if k == 0 else None)
+            ax.bar(x, python[0], width, bottom=api[0], color=color, alpha=0.45, hatch="//",
+                   yerr=python[1:, None], **bars,
                    label=f"{encoding}: Python" if k == 0 else None)
-        gpu = value("gpu_ns", "dispatch")
+            cpu = value("cpu_per_dispatch_ns", encoding)
+            if cpu[0]:
+                ax.errorbar(x + width / 4, cpu[0], yerr=cpu[1:, None], fmt="D", color="black",
+                            markersize=4, capsize=2, linewidth=0.8,
+                            label="CPU measured (wrapper)" if k == 0 and e == 0 else None)
+        gpu = value("gpu_ns", "dispatch")[0]
         if gpu:
             ax.plot([k - 0.45, k + 0.45], [gpu, gpu], color="black", linestyle="--",
                     label="GPU per dispatch" if k == 0 else None)

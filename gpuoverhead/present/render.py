@@ -11,9 +11,19 @@ from rich.table import Table
 from gpuoverhead import metrics
 from gpuoverhead.errors import UserError
 from gpuoverhead.present import format as fmt
-from gpuoverhead.present.report import ROW_KEYS, Report
+from gpuoverhead.present.report import ROW_KEYS, Report, row_notes
 
-SUFFIXES = (".md", ".csv", ".html")
+#: Output formats by how a file's name ends (the longest that fits): Markdown, CSV, HTML,
+#: Bencher Metric Format, github-action-benchmark's arrays.
+SUFFIXES = (".md", ".csv", ".html", ".ghab.json", ".json")
+
+
+def output_format(path: Path) -> str:
+    """The suffix of SUFFIXES that names `path`'s format; a UserError listing them if none."""
+    found = next((s for s in SUFFIXES if path.name.endswith(s)), None)
+    if found is None:
+        raise UserError(f"{path}: unknown report format; use one of {', '.join(SUFFIXES)}")
+    return found
 
 
 def display_frame(report: Report) -> pd.DataFrame:
@@ -56,24 +66,45 @@ def footnotes(report: Report) -> list[str]:
     return [f"{i}. {note}" for i, note in enumerate(report.notes, 1)]
 
 
+def sources_frame(report: Report) -> pd.DataFrame:
+    """Where the rows came from, one line per run: when, where, on what, with what."""
+    return pd.DataFrame([{
+        "run": s.run_id, "started": s.started, "finished": f"{s.finished} ({s.status})",
+        "host": s.host, "processes": s.processes,
+        "time limit": "none" if s.time_limit_s is None else f"{s.time_limit_s:g} s",
+        "adapters and drivers": "; ".join(s.adapters), "versions": ", ".join(s.packages),
+    } for s in report.sources])
+
+
 def markdown(report: Report) -> str:
+    """The table, its footnotes, the runs it came from and each run's warnings."""
     body = display_frame(report).to_markdown(index=False)
     notes = "\n".join(footnotes(report))
-    return f"{title(report)}\n\n{body}\n" + (f"\nNotes:\n\n{notes}\n" if notes else "")
+    runs = sources_frame(report).to_markdown(index=False)
+    warned = "".join(f"\nWarnings of run {s.run_id}:\n\n"
+                     + "".join(f"- {w}\n" for w in s.warnings)
+                     for s in report.sources if s.warnings)
+    return (f"Runs:\n\n{runs}\n\n{title(report)}\n\n{body}\n"
+            + (f"\nNotes:\n\n{notes}\n" if notes else "") + warned)
 
 
 def csv(report: Report) -> str:
-    """The numbers as they are (ns, not µs), each figure's columns named with its unit."""
+    """The numbers as they are (ns, not µs; bounds as stored, below zero too), each
+    figure's columns named with its unit, and each row's footnotes as text."""
     names = {f"{f.label}{part}": f"{f.label}{part} ({metrics.of(f.metric).unit})"
              for f in report.figures for part in ("", " low", " high")}
-    return report.table.rename(columns=names).to_csv(index=False)
+    texts = [" | ".join(row_notes(report, i)) for i in range(len(report.table))]
+    return report.table.assign(**{"note texts": texts}).rename(columns=names
+                                                               ).to_csv(index=False)
 
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
-table { border-collapse: collapse; font-size: 14px; }
-th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: right; }
+table { border-collapse: collapse; font-size: 13px; }
+th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: right; }
 th { background: #f0f0f0; } td:nth-child(-n+4) { text-align: left; }
+#runs td, #runs th { text-align: left; font-size: 12px; }
+.warnings { font-size: 13px; color: #7a4b00; }
 figure { margin: 2em 0; } figcaption { font-size: 13px; color: #555; }
 img { max-width: 100%; height: auto; }
 """
@@ -89,9 +120,15 @@ def html_page(report: Report, images: dict[str, str]) -> str:
         f"<figcaption>{html.escape(caption)}</figcaption></figure>"
         for caption, data in images.items())
     heading = html.escape(title(report).replace("`", ""))
+    runs = sources_frame(report).to_html(index=False, escape=True, border=0, table_id="runs")
+    warned = "".join(
+        f"<h3>Warnings of run {html.escape(s.run_id)}</h3><ul class='warnings'>"
+        + "".join(f"<li>{html.escape(w)}</li>" for w in s.warnings) + "</ul>"
+        for s in report.sources if s.warnings)
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>gpuoverhead report"
             f"</title><style>{_STYLE}</style></head><body><h1>gpuoverhead report</h1>"
-            f"<p>{heading}</p>{table}<ol id='notes'>{notes}</ol>{figures}</body></html>\n")
+            f"<h2>Runs</h2>{runs}<p>{heading}</p>{table}<ol id='notes'>{notes}</ol>"
+            f"{warned}{figures}</body></html>\n")
 
 
 def write(path: Path, text: str) -> None:
@@ -103,17 +140,16 @@ def write(path: Path, text: str) -> None:
         raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def publish(report: Report, sets: list, outputs: list[Path], plots_dir: Path | None
-            ) -> list[Path]:
-    """Write each output (format by suffix) and the plots; returns what was written."""
-    from gpuoverhead.present import plots
+def publish(report: Report, sets: list, outputs: list[Path], plots_dir: Path | None,
+            notes: list[str]) -> list[Path]:
+    """Write each output (format by suffix) and the plots; returns what was written, and
+    adds to `notes` what the JSON formats could not hold as stored (a negative bound)."""
+    from gpuoverhead.present import export, plots
     from gpuoverhead.present.report import merged_summary
 
-    for path in outputs:
-        if path.suffix not in SUFFIXES:
-            raise UserError(f"{path}: unknown report format; use one of {', '.join(SUFFIXES)}")
+    formats = [output_format(path) for path in outputs]
     figures = {}
-    if plots_dir is not None or any(p.suffix == ".html" for p in outputs):
+    if plots_dir is not None or ".html" in formats:
         summary = merged_summary(sets)
         summary = summary[(summary.benchmark == report.benchmark)
                           & (summary.elements == report.elements)]
@@ -128,9 +164,11 @@ def publish(report: Report, sets: list, outputs: list[Path], plots_dir: Path | N
     written: list[Path] = []
     renderers = {".md": lambda: markdown(report), ".csv": lambda: csv(report),
                  ".html": lambda: html_page(report, {caption: plots.png_base64(fig)
-                                                     for caption, fig in figures.values()})}
-    for path in outputs:
-        write(path, renderers[path.suffix]())
+                                                     for caption, fig in figures.values()}),
+                 ".json": lambda: export.dumps(export.bencher(report, notes)),
+                 ".ghab.json": lambda: export.dumps(export.ghab(report, notes))}
+    for path, suffix in zip(outputs, formats, strict=True):
+        write(path, renderers[suffix]())
         written.append(path)
     if plots_dir is not None:
         for name, (_, fig) in figures.items():

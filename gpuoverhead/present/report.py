@@ -70,6 +70,43 @@ def _fusion_figures(rows: pd.DataFrame) -> list[Figure]:
     return [Figure(f"speedup K={k}", "fusion_speedup", "fusion", "dispatch", k=k) for k in ks]
 
 
+@dataclass(frozen=True)
+class Source:
+    """One run behind a report's rows, as its run.json says: what a reader needs to judge
+    where a figure came from (when, on what, with which versions and limits)."""
+
+    run_id: str
+    folder: str
+    started: str
+    finished: str
+    status: str
+    host: str
+    processes: int
+    time_limit_s: float | None
+    #: 'implementation: device (backend), driver' per adapter.
+    adapters: list[str]
+    #: 'name version' per package, and the native libraries' versions.
+    packages: list[str]
+    warnings: list[str]
+
+
+def source(rs: ResultSet) -> Source:
+    info = rs.info
+    host = info.get("host", {})
+    native = [f"{name} {lib.get('version', '?')}" for name, lib in info.get("native", {}).items()
+              if isinstance(lib, dict)]
+    return Source(
+        str(info.get("run_id", rs.folder.name)), str(rs.folder), str(info.get("started", "?")),
+        str(info.get("finished") or "?"), str(info.get("status", "?")),
+        f"{host.get('platform', host.get('os', '?'))}, {host.get('cpu', '?')} "
+        f"({host.get('cpu_count', '?')} CPUs), Python {host.get('python', '?')}",
+        int(info.get("processes", 1)), info.get("time_limit_s"),
+        [f"{a.get('implementation', '?')}: {a.get('device', '?')} ({a.get('backend', '?')}), "
+         f"driver {a.get('driver') or '?'}" for a in info.get("adapters", [])],
+        [f"{k} {v}" for k, v in info.get("packages", {}).items() if v] + native,
+        list(info.get("warnings", [])))
+
+
 @dataclass
 class Report:
     """The table (value, low and high columns per figure), its footnotes and its inputs."""
@@ -79,6 +116,8 @@ class Report:
     table: pd.DataFrame
     figures: list[Figure]
     notes: list[str]
+    #: The runs that gave the table's rows, in the order they were read.
+    sources: list[Source]
 
 
 #: The files of a run folder: a report written onto one would replace a run's results.
@@ -108,9 +147,10 @@ def merged_summary(sets: list[ResultSet]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | None = None
-          ) -> Report:
-    """The per-vendor table of `benchmark` at `elements` (defaults: `empty`, its smallest)."""
+def select(sets: list[ResultSet], benchmark: str | None, elements: int | None
+           ) -> tuple[str, int, pd.DataFrame]:
+    """The benchmark, its element count and its summary rows over all sets (`result_set`:
+    the set's index); defaults: `empty`, else the first, at its smallest size."""
     summary = merged_summary(sets)
     benchmarks = list(dict.fromkeys(summary["benchmark"]))
     if not benchmarks:
@@ -124,9 +164,21 @@ def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | N
     rows = rows[rows["elements"] == size]
     if rows.empty:
         raise UserError(f"benchmark {bench!r} was not measured at {size} elements")
+    return bench, size, rows
+
+
+def figures_of(rows: pd.DataFrame) -> list[Figure]:
+    """The columns the rows of one benchmark have: FIGURES, or a fusion benchmark's."""
     fusion = (rows["methodology"] == "fusion").any()
-    candidates = _fusion_figures(rows) if fusion else FIGURES
-    figures = [f for f in candidates if not _pick(rows, f).empty]
+    return [f for f in (_fusion_figures(rows) if fusion else FIGURES) if not pick(rows, f).empty]
+
+
+def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | None = None
+          ) -> Report:
+    """The per-vendor table of `benchmark` at `elements` (defaults: `empty`, its smallest)."""
+    bench, size, rows = select(sets, benchmark, elements)
+    fusion = (rows["methodology"] == "fusion").any()
+    figures = figures_of(rows)
     notes: list[str] = []
     out = []
     for key, group in rows.groupby(ROW_KEYS, sort=True):
@@ -134,14 +186,14 @@ def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | N
         set_ids = sorted(group["result_set"].unique())
         record["runs"] = len(set_ids)
         for figure in figures:
-            hit = _pick(group, figure)
+            hit = pick(group, figure)
             record[figure.label] = float(np.median(hit["value"])) if len(hit) else np.nan
             record[f"{figure.label} low"] = float(hit["ci_low"].min()) if len(hit) else np.nan
             record[f"{figure.label} high"] = float(hit["ci_high"].max()) if len(hit) else np.nan
             record[f"{figure.label} level"] = float(hit["ci_level"].min()) if len(hit) \
                 else np.nan
         marks = []
-        for warning in dict.fromkeys(w for i in set_ids for w in _row_warnings(sets[i])):
+        for warning in dict.fromkeys(w for i in set_ids for w in _row_warnings(sets[i], record)):
             if warning not in notes:
                 notes.append(warning)
             marks.append(str(notes.index(warning) + 1))
@@ -154,10 +206,19 @@ def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | N
     table = pd.DataFrame(out)
     if fusion and figures:  # the unfused forms' rows (torch-eager) have no figure of their own
         table = table[table[[f.label for f in figures]].notna().any(axis=1)]
-    return Report(bench, size, table.reset_index(drop=True), figures, notes)
+    used = sorted(rows["result_set"].unique())
+    return Report(bench, size, table.reset_index(drop=True), figures, notes,
+                  [source(sets[i]) for i in used])
 
 
-def _pick(rows: pd.DataFrame, f: Figure) -> pd.DataFrame:
+def row_notes(report: Report, i: int) -> list[str]:
+    """The texts of the footnotes that row `i` of the table is marked with."""
+    marks = str(report.table["notes"].iat[i])
+    return [report.notes[int(m) - 1] for m in marks.split(",") if m]
+
+
+def pick(rows: pd.DataFrame, f: Figure) -> pd.DataFrame:
+    """The rows that figure `f` shows (the reference loop's never)."""
     mask = (rows["metric"] == f.metric) & (rows["variant"].fillna("") != "reference")
     for column in ("methodology", "encoding", "sync", "layer"):
         if column in rows and getattr(f, column) is not None:
@@ -167,7 +228,20 @@ def _pick(rows: pd.DataFrame, f: Figure) -> pd.DataFrame:
     return rows[mask]
 
 
-def _row_warnings(rs: ResultSet) -> list[str]:
-    """The warnings of a run that qualify its figures (not the per-benchmark CI notes)."""
+def _row_warnings(rs: ResultSet, row: dict) -> list[str]:
+    """The warnings of a run that qualify the figures of `row` (not the per-benchmark CI
+    notes): a warning that begins with an adapter's name (a software adapter, one without
+    timestamps) is about that adapter's rows, and where it names its label, about that
+    family's; one that names no adapter (a skipped layer) is about every row of the run."""
     keep = ("software) adapter", "quantized", "timestamp queries", "layer skipped")
-    return [w for w in rs.info.get("warnings", []) if any(k in w for k in keep)]
+    devices = set(rs.summary["adapter"].dropna())
+    found = []
+    for w in rs.info.get("warnings", []):
+        named = [d for d in devices if w.startswith(f"{d} ")]
+        if not any(k in w for k in keep) or (named and row["adapter"] not in named):
+            continue
+        label = w[len(row["adapter"]) + 2:].split(")")[0] if named and \
+            w.startswith(f"{row['adapter']} (") else ""
+        if not label or row["implementation"].startswith(label.split(", ")[-1]):
+            found.append(w)
+    return found

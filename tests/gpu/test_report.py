@@ -144,6 +144,11 @@ def test_html_report_renders_in_headless_chromium(ci_run, tmp_path):
     dom = subprocess.run(flags + ["--dump-dom", page.as_uri()], capture_output=True, text=True,
                          timeout=120).stdout
     assert 'id="overhead"' in dom and "<table" in dom and measured_adapter()[0] in dom
+    # The header (the run behind the rows) and the run's warnings (lavapipe's software
+    # adapter at least) are on the page.
+    info = json.loads((run / "run.json").read_text())
+    assert 'id="runs"' in dom and info["run_id"] in dom and info["started"] in dom
+    assert f"Warnings of run {info['run_id']}" in dom and "CPU (software) adapter" in dom
     assert dom.count('src="data:image/png;base64,') == 2
     shot = tmp_path / "report.png"
     subprocess.run(flags + [f"--screenshot={shot}", "--window-size=1400,1800", page.as_uri()],

@@ -97,3 +97,57 @@ def test_composite_action_gates_on_a_baseline():
     assert {"suite", "backend", "baseline", "fail-above"} <= set(action["inputs"])
     script = " ".join(step.get("run", "") for step in action["runs"]["steps"])
     assert "gpuoverhead compare" in script and "--fail-above" in script
+
+
+def test_composite_action_comment_is_off_by_default_and_keeps_the_gate():
+    action = yaml.safe_load(ACTION.read_text())
+    assert action["inputs"]["comment"]["default"] == "false"
+    assert "pull-requests: write" in action["inputs"]["comment"]["description"]
+    steps = [s.get("name") for s in action["runs"]["steps"]]
+    comment = action["runs"]["steps"][steps.index("Comment on the pull request")]
+    assert "inputs.comment == 'true'" in comment["if"] and "pull_request" in comment["if"]
+    assert "comment.sh" in comment["run"] and comment["env"]["GH_TOKEN"]
+    # The comparison does not stop the action before the comment; the gate comes after it.
+    compare = action["runs"]["steps"][steps.index("Compare with the baseline")]
+    assert "|| status=$?" in compare["run"] and "--fail-above" in compare["run"]
+    assert steps.index("Gate on the baseline") > steps.index("Comment on the pull request")
+
+
+_FAKE_GH = """#!/usr/bin/env bash
+# gh as the comment script calls it: logs each call, lists $GH_EXISTING as the id of the
+# comment that matched, keeps the body it was given.
+echo "$*" >> "$GH_LOG"
+case "$*" in *--paginate*) [ -z "${GH_EXISTING:-}" ] || echo "$GH_EXISTING";; esac
+for arg in "$@"; do case "$arg" in body=@*) cp "${arg#body=@}" "$GH_BODY";; esac; done
+"""
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="the action's script is bash")
+@pytest.mark.parametrize("existing", ["", "4242"], ids=["first push", "later push"])
+def test_comment_script_posts_one_comment_then_updates_it(tmp_path, existing):
+    from conftest import in_process
+
+    pair = [ROOT / f"results/round3c-h100-pinned/selftest-20261124T044703Z-90cd-{s}"
+            for s in "ab"]
+    table = tmp_path / "compare.md"
+    table.write_text(in_process("compare", *map(str, pair), "--markdown").stdout)
+    (tmp_path / "bin").mkdir()
+    gh = tmp_path / "bin" / "gh"
+    gh.write_text(_FAKE_GH)
+    gh.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
+           "GH_LOG": str(tmp_path / "log"), "GH_BODY": str(tmp_path / "body"),
+           "GH_EXISTING": existing, "REPO": "o/r", "PR": "7", "RUN_ID": "ci"}
+    proc = subprocess.run(["bash", str(ACTION.parent / "comment.sh"), str(table)], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    calls = (tmp_path / "log").read_text().splitlines()
+    assert calls[0].startswith("api repos/o/r/issues/7/comments --paginate")
+    write = "--method PATCH repos/o/r/issues/comments/4242" if existing else \
+        "--method POST repos/o/r/issues/7/comments"
+    assert len(calls) == 2 and calls[1].startswith(f"api {write} -F body=@")
+    body = (tmp_path / "body").read_text()
+    assert body.startswith("<!-- gpuoverhead compare: ci -->")
+    changed = body.split("Changed estimates:")[1].split("<details>")[0]
+    assert changed.count("| faster") == 4 and "| same" not in changed
+    assert "<summary>All estimates</summary>" in body and body.count("| same") > 100
