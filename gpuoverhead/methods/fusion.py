@@ -22,9 +22,9 @@ import numpy as np
 
 from gpuoverhead.analysis.samples import by_round
 from gpuoverhead.analysis.series import Key, Out, Series, View, add_fits
-from gpuoverhead.cases import FUSION, TIMESTAMPS, Case
+from gpuoverhead.cases import FUSION, TIMESTAMPS, TOKEN_LOOPS, Case
 from gpuoverhead.methods.timestamps import PassTimer
-from gpuoverhead.workloads.work import Work
+from gpuoverhead.workloads.work import Work, token_loop
 
 #: Not a suite's methodology: a benchmark names a `fusion` workload instead of a kernel,
 #: and the workload lays out its cases (workloads/groups.py).
@@ -56,6 +56,8 @@ def operation(work: Work, device: Any, wait: Callable[[], None], timestamps: boo
         return timed
 
     issue = _issuer(work, device, encoding, one_pass)
+    if work.readback is not None:  # the decode token loop: a step issued per token
+        return token_loop(lambda: issue(1), work.readback)
 
     def op(n: int) -> tuple[int]:
         issue(n)
@@ -131,6 +133,9 @@ def series(view: View, index: int, case: Case, out: Out) -> None:
     pos, walls, times = view.measured(index)
     n = view.n(index)
     round_times = by_round(times, n)[:, 0]
+    if case.sync in TOKEN_LOOPS:
+        _token_series(view, index, case, out, pos, walls, round_times)
+        return
     if case.sync == TIMESTAMPS:
         matrix = view.gpu(pos, index)
         if matrix is None:
@@ -148,12 +153,32 @@ def series(view: View, index: int, case: Case, out: Out) -> None:
     view.units[case] = (case, slope, single, round_times)
 
 
+def _token_series(view: View, index: int, case: Case, out: Out, pos: np.ndarray,
+                  walls: np.ndarray, round_times: np.ndarray) -> None:
+    """A token loop's wall and CPU time per token, each sample a run of N tokens (the loop
+    reads its token back, so the wall is the tokens' own, not a slope's)."""
+    n = view.n(index)
+    tokens = n[-1]
+    wall = by_round(walls, n)[:, -1] / tokens
+    cpu = view.issue(pos, index)[:, -1] / tokens
+    whole = np.isfinite(wall)
+    for metric, values, what in (("token_ns", wall, "wall"),
+                                 ("cpu_per_token_ns", cpu, "wall less token reads")):
+        out[Key(case, metric, "ns", f"median {what} / tokens over runs of {tokens}")] = \
+            Series(values[whole], round_times[whole], int(whole.sum()))
+    view.units[case] = (case, wall[whole], None, round_times[whole])
+
+
 #: Fusion ratios: metric, the sync of the series they pair, and which of its values.
 _FUSION_RATIOS = (("fusion_speedup", "wait", 1, "median unfused slope / median fused slope"),
                   ("fusion_speedup_synced", "wait", 2,
                    "median unfused / median fused wall at N=1"),
                   ("fusion_gpu_speedup", TIMESTAMPS, 1,
                    "median unfused / median fused GPU-time slope"))
+
+
+#: The wall figure a GPU share divides by, per sync: a slope, or a token loop's per token.
+_WALLS = {"wait": "wall slope", **dict.fromkeys(TOKEN_LOOPS, "wall per token")}
 
 
 def _ratios(out: dict[Key, Series],
@@ -182,9 +207,10 @@ def _ratios(out: dict[Key, Series],
     for case, wall in units.items():
         gpu = twin(case, variant=case.variant, implementation=case.implementation,
                    sync=TIMESTAMPS)
-        if case.sync == "wait" and gpu is not None and (r := min(len(wall[1]), len(gpu[1]))):
-            out[Key(case, "gpu_share", "ratio", "median GPU-time slope / median wall "
-                    "slope")] = Series(gpu[1][:r], wall[3][:r], r, denominator=wall[1][:r])
+        if case.sync in _WALLS and gpu is not None and (r := min(len(wall[1]), len(gpu[1]))):
+            out[Key(case, "gpu_share", "ratio", f"median GPU-time slope / median "
+                    f"{_WALLS[case.sync]}")] = Series(gpu[1][:r], wall[3][:r], r,
+                                                      denominator=wall[1][:r])
 
 
 def derive(out: Out, view: View) -> None:
