@@ -299,11 +299,14 @@ def _loop_work(ctx: Context, engine: Engine, case: Case, count: Any, greedy: Gre
     start = np.array([TOKEN], np.uint32)
     token = ctx.buffer(start)
     segments, _ = engine.steps(case.variant, count, token)
-    every = 1 if case.sync == SYNCED else READBACK_EVERY
     return Work([sum(segments, ())], ctx.reader(token, np.uint32), ctx.writer(token, start),
                 lambda units: _token_or_none(greedy.after(units)), exact=True,
                 segments=[segments],
-                readback=(lambda: ctx.queue.read_buffer(token, 0, 4), every))
+                readback=(lambda: ctx.queue.read_buffer(token, 0, 4), _readback_every(case)))
+
+
+def _readback_every(case: Case) -> int:
+    return 1 if case.sync == SYNCED else READBACK_EVERY
 
 
 def _token_or_none(token: int | None) -> np.ndarray | None:
@@ -332,8 +335,10 @@ def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) ->
         a, b = v[:, :half], v[:, half:]
         return torch.cat([a * cos - b * sin, b * cos + a * sin], dim=1)
 
-    def step(logits: Any) -> None:
-        x = emb.clone()
+    def step(logits: Any, token: Any = None) -> None:
+        """One step; with a `token` tensor, the token loop's: its input that token's row
+        of the head, its end the argmax of the logits written back there."""
+        x = emb.clone() if token is None else head.index_select(0, token)[0]
         for layer, (keys, values) in zip(layers, caches, strict=True):
             qkv = layer["wqkv"] @ norm(x, layer["norm1"]) + layer["bqkv"]
             q = rope(qkv[:q_size].view(s.heads, d))
@@ -346,14 +351,19 @@ def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) ->
             gate, up = (layer["wgu"] @ norm(x, layer["norm2"])).split(s.mlp)
             x = x + layer["wdown"] @ (torch.nn.functional.silu(gate) * up)
         logits.copy_(head @ norm(x, final_norm))
+        if token is not None:
+            token.copy_(torch.argmax(logits))
 
     units, outputs = {}, {}
+    greedy = Greedy(w, expected)
     for case in group.cases:  # each its own logits: the forms are compared with each other
         logits = torch.zeros(s.vocab, device=dev)
-        mine = functools.partial(step, logits)
+        token = torch.full((1,), TOKEN, dtype=torch.int64, device=dev) \
+            if case.sync in TOKEN_LOOPS else None
+        mine = functools.partial(step, logits, token)
         fixed = [logits, final_norm, head, cos, sin,
                  *(t for layer in layers for t in layer.values()),
-                 *(t for pair in caches for t in pair)]
+                 *(t for pair in caches for t in pair), *([] if token is None else [token])]
         units[case] = {EAGER: lambda mine=mine: mine,
                        GRAPH: lambda mine=mine: graph_of(mine, torch),
                        COMPILE: lambda mine=mine, fixed=fixed: _compiled_step(mine, fixed,
@@ -361,7 +371,11 @@ def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) ->
                        }[case.implementation]
         outputs[case] = Work([], lambda logits=logits: logits.cpu().numpy(),
                                     lambda: None, lambda n: expected, exact=False,
-                                    tolerance=TOLERANCE)
+                                    tolerance=TOLERANCE) if token is None else \
+            Work([], lambda token=token: token.cpu().numpy().astype(np.uint32),
+                 lambda token=token: token.fill_(TOKEN),
+                 lambda n: _token_or_none(greedy.after(n)), exact=True,
+                 readback=(token.item, _readback_every(case)))
     return units, outputs
 
 
