@@ -36,6 +36,7 @@ METRICS = {
     "paired_ratio": Metric("ratio", "ratio", "lower"),
     "reference_ratio": Metric("ratio", "ratio", "none"),
     "gpu_share": Metric("ratio", "share", "none"),
+    "floor_multiple": Metric("ratio", "ratio", "lower"),
     "overhead_share": Metric("ratio", "share", "lower"),
     "tokens_per_s": Metric("1/s", "rate", "higher"),
     "crossover_size": Metric("M", "size", "none"),

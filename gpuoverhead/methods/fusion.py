@@ -22,8 +22,9 @@ import numpy as np
 
 from gpuoverhead.analysis.samples import by_round
 from gpuoverhead.analysis.series import Key, Out, Series, View, add_fits
-from gpuoverhead.cases import FUSION, TIMESTAMPS, TOKEN_LOOPS, Case
+from gpuoverhead.cases import DECODE_KERNEL, FUSION, TIMESTAMPS, TOKEN_LOOPS, Case
 from gpuoverhead.methods.timestamps import PassTimer
+from gpuoverhead.workloads.decode_model import MODELS, bytes_per_token
 from gpuoverhead.workloads.work import Work, token_loop
 
 #: Not a suite's methodology: a benchmark names a `fusion` workload instead of a kernel,
@@ -146,11 +147,28 @@ def series(view: View, index: int, case: Case, out: Out) -> None:
         add_fits(out, case, n, view.issue(pos, index), round_times, ("cpu_per_unit_ns",),
                   "round-median theil-sen of issue time (clock read before the wait)")
     slope = add_fits(out, case, n, matrix, round_times, metrics, "round-median theil-sen")
+    if case.sync == TIMESTAMPS:
+        _floor_multiple(view, case, out, slope, round_times)
     single = matrix[:, 0] if n[0] == 1 else None
     if single is not None and case.sync != TIMESTAMPS:
         out[Key(case, "latency_ns", "ns", "median of N=1 samples")] = Series(
             single, round_times, single.size)
     view.units[case] = (case, slope, single, round_times)
+
+
+def _floor_multiple(view: View, case: Case, out: Out, slope: np.ndarray,
+                    round_times: np.ndarray) -> None:
+    """A decode step's GPU time per token over its memory floor (the bytes a step must read
+    over the adapter's bandwidth), where the bandwidth is known."""
+    bandwidth = view.cal.bandwidth_gb_s
+    if bandwidth is None or not case.kernel.startswith(DECODE_KERNEL):
+        return
+    precision = "f16" if case.kernel.endswith("_f16") else "f32"
+    floor_ns = bytes_per_token(MODELS[case.elements], case.k, precision) / bandwidth
+    whole = np.isfinite(slope)
+    out[Key(case, "floor_multiple", "ratio", f"median GPU-time slope / memory floor "
+            f"({floor_ns / 1e3:.1f} us at {bandwidth:g} GB/s)")] = Series(
+        slope[whole] / floor_ns, round_times[whole], int(whole.sum()))
 
 
 def _token_series(view: View, index: int, case: Case, out: Out, pos: np.ndarray,

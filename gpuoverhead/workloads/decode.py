@@ -300,17 +300,13 @@ def _loop_work(ctx: Context, engine: Engine, case: Case, count: Any, greedy: Gre
     token = ctx.buffer(start)
     segments, _ = engine.steps(case.variant, count, token)
     return Work([sum(segments, ())], ctx.reader(token, np.uint32), ctx.writer(token, start),
-                lambda units: _token_or_none(greedy.after(units)), exact=True,
+                greedy.output, exact=True,
                 segments=[segments],
                 readback=(lambda: ctx.queue.read_buffer(token, 0, 4), _readback_every(case)))
 
 
 def _readback_every(case: Case) -> int:
     return 1 if case.sync == SYNCED else READBACK_EVERY
-
-
-def _token_or_none(token: int | None) -> np.ndarray | None:
-    return None if token is None else np.array([token], np.uint32)
 
 
 def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) -> tuple[dict, dict]:
@@ -369,14 +365,20 @@ def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) ->
                        COMPILE: lambda mine=mine, fixed=fixed: _compiled_step(mine, fixed,
                                                                               torch)
                        }[case.implementation]
-        outputs[case] = Work([], lambda logits=logits: logits.cpu().numpy(),
-                                    lambda: None, lambda n: expected, exact=False,
-                                    tolerance=TOLERANCE) if token is None else \
-            Work([], lambda token=token: token.cpu().numpy().astype(np.uint32),
-                 lambda token=token: token.fill_(TOKEN),
-                 lambda n: _token_or_none(greedy.after(n)), exact=True,
-                 readback=(token.item, _readback_every(case)))
+        outputs[case] = _torch_output(case, logits, token, expected, greedy)
     return units, outputs
+
+
+def _torch_output(case: Case, logits: Any, token: Any, expected: np.ndarray, greedy: Greedy
+                  ) -> Work:
+    """A PyTorch form's output: its logits against numpy's, or (the token loop) its token
+    against numpy's greedy tokens, read back with `.item()`."""
+    if token is None:
+        return Work([], lambda: logits.cpu().numpy(), lambda: None, lambda n: expected,
+                    exact=False, tolerance=TOLERANCE)
+    return Work([], lambda: token.cpu().numpy().astype(np.uint32),
+                lambda: token.fill_(TOKEN), greedy.output,
+                exact=True, readback=(token.item, _readback_every(case)))
 
 
 def _compiled_step(step: Callable[[], None], fixed: list[Any], torch: Any

@@ -175,6 +175,11 @@ class Greedy:
         start = tokens.index(tokens[-1])
         return tokens[start + (steps - start) % (len(tokens) - 1 - start)]
 
+    def output(self, steps: int) -> np.ndarray | None:
+        """The loop's output after `steps` steps as a Work's reference: the token id."""
+        token = self.after(steps)
+        return None if token is None else np.array([token], np.uint32)
+
 
 def _rmsnorm(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
     return x / np.sqrt(np.mean(x * x) + EPS) * weight
