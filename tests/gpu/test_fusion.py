@@ -205,6 +205,31 @@ def test_decode_step_reports_tokens_cpu_gpu_and_the_overhead_share(ci_run):
     assert sorted(speedups.encoding) == ["dispatch", "pass", "submit"]
 
 
+def test_decode_token_loop_reports_tokens_per_second_from_runs_of_real_steps(ci_run):
+    """Each form and encoding's token loop, synced and pipelined: wall and CPU per token,
+    tokens per second and the overhead share. A token's wall is a run's wall over its
+    tokens (8 in the ci suite), its median per process, the median of those; tokens per
+    second is 1e9 over it; the CPU's share of a token is under its wall."""
+    _, folder = ci_run
+    samples, summary, _ = read_run(folder)
+    rows = summary[summary.process.isna() & (summary.benchmark == "decode")]
+    for variant in ("unfused", "fused"):
+        for encoding in ("submit", "pass", "dispatch"):
+            for sync in TOKEN_LOOPS:
+                mine = rows[(rows.variant == variant) & (rows.encoding == encoding)
+                            & (rows.sync == sync)].set_index("metric")
+                assert {"token_ns", "cpu_per_token_ns", "tokens_per_s",
+                        "overhead_share"} <= set(mine.index), (variant, encoding, sync)
+                runs = samples[(samples.benchmark == "decode") & (samples.variant == variant)
+                               & (samples.encoding == encoding) & (samples.sync == sync)
+                               & (samples.phase == "measure")]
+                assert set(runs.n_dispatches) == {8}
+                token = (runs.wall_ns / 8).groupby(runs.process).median().median()
+                assert mine.loc["token_ns", "value"] == pytest.approx(token, rel=1e-6)
+                assert mine.loc["tokens_per_s", "value"] == pytest.approx(1e9 / token)
+                assert mine.loc["cpu_per_token_ns", "value"] < token
+
+
 #: A model for the test only: grouped-query attention (4 query heads read 2 KV heads, as
 #: Qwen2.5-0.5B's 14 read 2) over 3 layers. The shipped tiny model has one KV head, where
 #: every mapping of query heads to KV heads reads the same one, and a wrong one would pass.
