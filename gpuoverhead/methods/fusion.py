@@ -10,6 +10,10 @@ Encodings (the decode step offers all three; the other patterns `dispatch` only)
 - `dispatch`: the N units in one compute pass, one submit;
 - `pass`: a compute pass per segment of a unit (the decode step: per layer), one submit;
 - `submit`: each dispatch its own command buffer, pass and submit, as a naive engine does.
+
+The decode step's token loop (syncs `synced` and `pipelined`) is no slope: each sample is a
+run of N steps, each issued in its encoding as it comes, the token id read back after every
+step or every few (workloads/work.token_loop); its figures are per token of the run.
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@ structure (decode_model.py). Unfused, an engine issues one dispatch per operatio
 layer); fused, the 5 per layer a tuned engine uses (shaders/fusion_decode.wgsl). Both read
 the same weights and caches; the new token is written at position K (the cache length)
 every step, so each step does the same work and leaves the same logits, which are compared
-with the numpy step. PyTorch: the same step eagerly, captured as one CUDA graph (CUDA
-only), and through torch.compile (where `torch_compile_max_n` > 0), GPU time from CUDA
-events on CUDA.
+with the numpy step; the token loop feeds each step the token its predecessor chose on
+the GPU (docs/methodology.md). PyTorch: the same step and loop eagerly, captured as one
+CUDA graph (CUDA only), and through torch.compile (where `torch_compile_max_n` > 0), GPU
+time from CUDA events on CUDA.
 """
 
 from __future__ import annotations
