@@ -148,15 +148,24 @@ def reference(w: Weights, token: int = TOKEN) -> np.ndarray:
     return w.head @ _rmsnorm(x, w.final_norm)
 
 
+#: Weight bytes numpy's greedy loop may read in its steps (a float64 step of Qwen2.5-0.5B
+#: takes seconds: a worker checks its loop with one step beyond the first, the tiny model
+#: with up to 64).
+GREEDY_BYTES = 256 << 20
+
+
 class Greedy:
     """The token loop's numpy twin: greedy decoding from TOKEN, every step at the same
     position (as the GPU loop runs it), so the next token is a function of the last alone.
     Its tokens repeat once one recurs, so the token after any number of steps is known from
-    the steps up to the first repeat; past `most` numpy steps it is not computed (None)."""
+    the steps up to the first repeat; past `most` numpy steps (by default what GREEDY_BYTES
+    allows, 2 to 64) it is not computed (None)."""
 
-    def __init__(self, w: Weights, first_logits: np.ndarray | None = None, most: int = 64
-                 ) -> None:
-        self.w, self.most = w, most
+    def __init__(self, w: Weights, first_logits: np.ndarray | None = None,
+                 most: int | None = None) -> None:
+        self.w = w
+        self.most = most if most is not None else \
+            min(64, max(2, GREEDY_BYTES // bytes_per_token(w.shape, w.cache)))
         self.tokens = [TOKEN]
         self.logits = {} if first_logits is None else {TOKEN: first_logits}
 
