@@ -114,6 +114,7 @@ def run_shape(device: Any, timer: PassTimer | None, tick: float, weights: Weight
     """Every cache and form of one shape on one device: a record each."""
     ctx = Context(device, Group(fusion_kernel("decode")))
     engine, wait, rows = decode.Engine(ctx, weights), waiter(device), []
+    greedy = Greedy(weights, expected)  # numpy's tokens, shared by the forms
     for cache in args.caches:
         at = engine.at(cache)
         for form in FORMS:
@@ -129,8 +130,8 @@ def run_shape(device: Any, timer: PassTimer | None, tick: float, weights: Weight
                                else None))
             print(line(rows[-1]), flush=True)
             if args.loop:
-                rows[-1].update(token_loop_figures(device, at, form, args, Greedy(
-                    weights, expected) if cache == weights.cache else None))
+                rows[-1].update(token_loop_figures(device, at, form, args,
+                                                   greedy if cache == weights.cache else None))
                 print(loop_line(rows[-1]), flush=True)
         if args.kernels:
             rows += kernel_rows(device, timer, tick, at, wait, base, weights, cache)
