@@ -390,3 +390,24 @@ def test_greedy_reference_extrapolates_its_tokens_from_their_cycle():
     greedy = decode.Greedy(weights)
     assert [greedy.after(i) for i in range(41)] == want
     assert decode.Greedy(decode.Weights.of(MODELS[128], 16), most=1).after(40) is None
+
+
+def test_torch_token_loop_feeds_each_token_to_the_next_step():
+    """PyTorch's token loop (eager here: CPU) reads the row of the token its previous step
+    chose: after 3 steps its token is numpy's greedy third (all of the first differ, so a
+    step that read a fixed row fails the check), and the op reads the token back."""
+    pytest.importorskip("torch")
+    from gpuoverhead.workloads.registry import torch_cases, torch_operations
+
+    suite = load_suite(CONFIGS / "ci.yaml")
+    group = next(g for g in suite.groups if g.fusion == "decode")
+    group = replace(group, cases=tuple(c for c in torch_cases(group, "cpu")
+                                       if c.sync in TOKEN_LOOPS))
+    assert {c.sync for c in group.cases} == set(TOKEN_LOOPS)
+    kept, ops, verify, _ = torch_operations(group, np.random.default_rng(0), {})
+    assert kept.cases == group.cases  # each checked one step against numpy's first token
+    for op in ops.values():
+        op(3)
+    assert verify(dict.fromkeys(ops, 3)) == []
+    weights = decode.Weights.of(MODELS[group.elements], group.cases[0].k)
+    assert len(set(_greedy_tokens(weights, 3))) == 4
