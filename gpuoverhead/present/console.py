@@ -166,8 +166,10 @@ def token_loop_grid(summary: pd.DataFrame) -> Table | None:
     """Per decode form and encoding: tokens per second of the token loop (synced, pipelined)
     and from the slope, CPU per token in each loop, GPU per token and its floor multiple."""
     rows = _fusion_rows(summary)
-    if rows.empty or not rows.sync.isin(("synced", "pipelined")).any():
+    looped = rows[rows.sync.isin(("synced", "pipelined"))] if not rows.empty else rows
+    if looped.empty:
         return None
+    rows = rows[rows.benchmark.isin(set(looped.benchmark))]
     table = Table(title="Decode token loop: tokens/s, CPU and GPU per token (µs)")
     columns = ("benchmark", "impl.", "k", "form", "encoding", "synced", "pipelined", "slope",
                "cpu synced", "cpu pipel.", "GPU", "floor x")
