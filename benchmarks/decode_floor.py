@@ -166,7 +166,7 @@ def token_loop_figures(device: Any, engine: Any, form: str, args: argparse.Names
     figures: dict[str, Any] = {}
     for name, every in (("synced", 1), ("pipelined", READBACK_EVERY)):
         ctx.queue.write_buffer(token, 0, np.array([TOKEN], np.uint32))
-        op = token_loop(step, (lambda: device.queue.read_buffer(token, 0, 4), every))
+        op = token_loop(step, (lambda: device.queue.read_buffer(token), every))
         op(4)
         start = perf_counter_ns()
         end = op(args.steps)[0]

@@ -303,7 +303,7 @@ def _loop_work(ctx: Context, engine: Engine, case: Case, count: Any, greedy: Gre
     return Work([sum(segments, ())], ctx.reader(token, np.uint32), ctx.writer(token, start),
                 greedy.output, exact=True,
                 segments=[segments],
-                readback=(lambda: ctx.queue.read_buffer(token, 0, 4), _readback_every(case)))
+                readback=(lambda: ctx.queue.read_buffer(token), _readback_every(case)))
 
 
 def _readback_every(case: Case) -> int:
