@@ -62,15 +62,13 @@ def groups(req: Request) -> list[Group]:
     """A group per model and cache length, each its own weights: every encoding of each
     form, waited once per N steps and as the token loop (synced and pipelined, runs of
     `loop_tokens` steps), and GPU time once per form (one pass: the GPU's work)."""
-    encodings = dict.fromkeys(req.cfg["encodings"])
-    forms = [(v, e, s, req.base.n_values) for v in ("unfused", "fused") for e in encodings
+    forms = [(v, e, s) for v in ("unfused", "fused") for e in dict.fromkeys(req.cfg["encodings"])
              for s in ("wait", *TOKEN_LOOPS)]
-    forms += [(v, "dispatch", TIMESTAMPS, req.base.n_values) for v in ("unfused", "fused")
-              if TIMESTAMPS in req.syncs]
+    forms += [(v, "dispatch", TIMESTAMPS) for v in ("unfused", "fused") if TIMESTAMPS in req.syncs]
+    loop = (req.cfg["loop_tokens"],)
     return [req.group(elements, DECODE_WG, (replace(
         req.base, elements=elements, workgroup_size=DECODE_WG, k=k, variant=v, encoding=e,
-        sync=s, n_values=(req.cfg["loop_tokens"],) if s in TOKEN_LOOPS else n)
-        for v, e, s, n in forms))
+        sync=s, n_values=loop if s in TOKEN_LOOPS else req.base.n_values) for v, e, s in forms))
             for elements in req.cfg["elements"] for k in req.ks]
 
 
