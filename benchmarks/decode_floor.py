@@ -12,7 +12,10 @@ caches run on one upload of the weights (Engine.at): the cache of 128 attends to
 of the weights' own cache (2048) are checked against the numpy step, so a fast kernel is
 also a right one.
 
-`--kernels` adds, per shape and cache, the GPU time of each fused kernel of the first
+`--loop` adds, per form, the token loop's tokens/s (synced: the token id read back every
+step; pipelined: every 16; one pass and one submit a step) and CPU per token, its tokens
+checked against numpy's greedy loop at the weights' own cache. `--kernels` adds, per shape
+and cache, the GPU time of each fused kernel of the first
 layer and of one LM-head chunk, each repeated in a pass (what one dispatch costs, its gap
 after the one before included), and an empty dispatch; `--sweep` times the fused step of
 the first shape at each matrix-vector workgroup size and loads per lane. `--tiny`: the
@@ -44,12 +47,15 @@ from gpuoverhead.suite.shaders import fusion_kernel  # noqa: E402
 from gpuoverhead.workloads import decode  # noqa: E402
 from gpuoverhead.workloads.decode_model import (  # noqa: E402
     MODELS,
+    READBACK_EVERY,
+    TOKEN,
     TOLERANCE,
+    Greedy,
     Weights,
     bytes_per_token,
     reference,
 )
-from gpuoverhead.workloads.work import Context  # noqa: E402
+from gpuoverhead.workloads.work import Context, token_loop  # noqa: E402
 
 FORMS = ("unfused", "fused")
 #: The fused kernels of a layer, in order, and the layer's weight each reads (None: none).
@@ -108,6 +114,7 @@ def run_shape(device: Any, timer: PassTimer | None, tick: float, weights: Weight
     """Every cache and form of one shape on one device: a record each."""
     ctx = Context(device, Group(fusion_kernel("decode")))
     engine, wait, rows = decode.Engine(ctx, weights), waiter(device), []
+    greedy = Greedy(weights, expected)  # numpy's tokens, shared by the forms
     for cache in args.caches:
         at = engine.at(cache)
         for form in FORMS:
@@ -122,6 +129,10 @@ def run_shape(device: Any, timer: PassTimer | None, tick: float, weights: Weight
                                check(ctx, logits, expected) if cache == weights.cache
                                else None))
             print(line(rows[-1]), flush=True)
+            if args.loop:
+                rows[-1].update(token_loop_figures(device, at, form, args,
+                                                   greedy if cache == weights.cache else None))
+                print(loop_line(rows[-1]), flush=True)
         if args.kernels:
             rows += kernel_rows(device, timer, tick, at, wait, base, weights, cache)
     if args.sweep and weights.shape.hidden == args.shapes[0]:
@@ -130,10 +141,59 @@ def run_shape(device: Any, timer: PassTimer | None, tick: float, weights: Weight
     return rows
 
 
-def check(ctx: Context, logits: list, expected: np.ndarray | None) -> bool | None:
+def token_loop_figures(device: Any, engine: Any, form: str, args: argparse.Namespace,
+                       greedy: Greedy | None) -> dict:
+    """Tokens/s of the token loop (workloads/work.token_loop), each step one pass and one
+    submit: synced (the token read back after every step) and pipelined (every
+    READBACK_EVERY steps), `--steps` steps each after 4 to warm; the token after them
+    against numpy's greedy loop where it is known (None: not checked)."""
+    ctx = engine.ctx
+    count = ctx.buffer(np.zeros(1, np.uint32))
+    token = ctx.buffer(np.array([TOKEN], np.uint32))
+    sequence = sum(engine.steps(form, count, token)[0], ())
+
+    def step() -> None:
+        encoder = device.create_command_encoder()
+        compute = encoder.begin_compute_pass()
+        for pipeline, bind_group, x, y in sequence:
+            compute.set_pipeline(pipeline)
+            compute.set_bind_group(0, bind_group)
+            compute.dispatch_workgroups(x, y, 1)
+        compute.end()
+        device.queue.submit([encoder.finish()])
+
+    read = ctx.reader(token, np.uint32)
+    figures: dict[str, Any] = {}
+    for name, every in (("synced", 1), ("pipelined", READBACK_EVERY)):
+        ctx.queue.write_buffer(token, 0, np.array([TOKEN], np.uint32))
+        op = token_loop(step, (lambda: device.queue.read_buffer(token), every))
+        op(4)
+        start = perf_counter_ns()
+        end = op(args.steps)[0]
+        wall = perf_counter_ns() - start
+        want = None if greedy is None else greedy.after(4 + args.steps)
+        figures.update({f"{name}_tokens_per_s": args.steps * 1e9 / wall,
+                        f"{name}_cpu_ms_per_token": (end - start) / args.steps / 1e6,
+                        f"{name}_tokens_match_numpy": None if want is None
+                        else int(read()[0]) == want})
+    return figures
+
+
+def loop_line(r: dict) -> str:
+    def ok(name: str) -> str:
+        return {None: "", True: " tokens ok", False: " TOKENS WRONG"}[
+            r[f"{name}_tokens_match_numpy"]]
+
+    return "    token loop: " + "  ".join(
+        f"{name} {r[f'{name}_tokens_per_s']:7.1f} tokens/s (CPU "
+        f"{r[f'{name}_cpu_ms_per_token']:.3f} ms/token){ok(name)}"
+        for name in ("synced", "pipelined"))
+
+
+def check(ctx: Context, logits: Any, expected: np.ndarray | None) -> bool | None:
     if expected is None:
         return None
-    got = np.concatenate([ctx.reader(b, np.float32)() for b in logits])
+    got = ctx.reader(logits, np.float32)()
     return bool(np.allclose(got, expected, rtol=TOLERANCE,
                             atol=TOLERANCE / 10 * np.abs(expected).max()))
 
@@ -239,6 +299,8 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--implementations", default="wgpu-native,dawn")
     parser.add_argument("--kernels", action="store_true", help="per-kernel GPU times")
     parser.add_argument("--sweep", action="store_true", help="matvec workgroup sweep")
+    parser.add_argument("--loop", action="store_true",
+                        help="the token loop's tokens/s, synced and pipelined, per form")
     args = parser.parse_args()
     args.shapes = [128] if args.tiny else [896, 1536]
     args.caches = (2048, 128)  # the weights' own cache first: a shorter one overwrites it

@@ -10,6 +10,7 @@
 #   bash benchmarks/h100_session.sh decode   # issue 17: the decode step (wgpu-native and
 #                                            # Dawn in three encodings, PyTorch eager,
 #                                            # CUDA graph, torch.compile), interleaved
+#   bash benchmarks/h100_session.sh decode-1.5b # the same for Qwen2.5-1.5B's shapes
 #   bash benchmarks/h100_session.sh decode-f16  # the same step with f32 and f16 weights
 #   bash benchmarks/h100_session.sh limits   # issue 25: the plain run and a decode run
 #                                            # under a time limit, timed from the shell,
@@ -36,7 +37,7 @@
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
-step=${1:?start, finish, selftest, speed, full, decode, decode-f16, limits, state, aa, episodes, pinned, round4 or aa4}
+step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4 or aa4}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
 setup() {
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -82,6 +83,9 @@ full)
   ;;
 decode)  # within one device call: 600 s
   timed h100-decode --suite decode --implementation all --time-limit 540
+  ;;
+decode-1.5b)  # within one device call: 600 s
+  timed h100-decode-1.5b --suite decode-1.5b --implementation all --time-limit 540
   ;;
 decode-f16)
   timed h100-decode-f16 --suite decode-f16 --implementation all --time-limit 540

@@ -45,6 +45,11 @@ REFERENCE = "reference"
 FUSION = "fusion"
 #: The decode step's kernel file (shaders/fusion_decode.wgsl), by its name in a Case.
 DECODE_KERNEL = "fusion_decode"
+#: Syncs of the decode step's token loop (methods/fusion.py): the token id read back after
+#: every step, or kept on the GPU and read back every READBACK_EVERY steps.
+SYNCED = "synced"
+PIPELINED = "pipelined"
+TOKEN_LOOPS = (SYNCED, PIPELINED)
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,8 @@ class Case:
             base = f"{base}/k={self.k}/{self.variant}"
             if self.kernel.startswith(DECODE_KERNEL) and self.sync != TIMESTAMPS:
                 base = f"{base}/{self.encoding}"  # its encodings (methods/fusion.py)
+            if self.sync in TOKEN_LOOPS:
+                base = f"{base}/{self.sync}"
             if self.sync == TIMESTAMPS:
                 return f"{base}/gpu-timestamps"
             return f"{base}/{self.implementation}" if self.implementation else base

@@ -14,6 +14,12 @@ CALLS = ("create_encoder", "begin_pass", "set_pipeline", "set_bind_group", "disp
          "end_pass", "finish", "submit", "wait", "release")
 
 
+#: Data-sheet memory bandwidth (GB/s) by a part of the device's name, first match: what
+#: a decode step's memory floor divides its bytes by (the GPUs this project is lent).
+MEMORY_BANDWIDTH_GB_S = (("H100 80GB HBM3", 3350.0), ("H100 PCIe", 2000.0),
+                         ("H100 NVL", 3900.0), ("H200", 4800.0))
+
+
 @dataclass(frozen=True)
 class AdapterInfo:
     """What the schema records about an adapter (the `adapter`, `vendor`, ... columns)."""
@@ -30,6 +36,13 @@ class AdapterInfo:
     @property
     def label(self) -> str:
         return f"{self.device} ({self.backend}, {self.adapter_type}, {self.implementation})"
+
+    @property
+    def bandwidth_gb_s(self) -> float | None:
+        """The device's memory bandwidth by its maker's data sheet (MEMORY_BANDWIDTH_GB_S),
+        or None where the table does not know it (a CPU adapter's is the host's, shared)."""
+        name = self.device.lower()
+        return next((bw for part, bw in MEMORY_BANDWIDTH_GB_S if part.lower() in name), None)
 
     @property
     def is_software(self) -> bool:

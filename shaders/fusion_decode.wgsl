@@ -11,7 +11,10 @@
 // folded in, SiLU x up), matvec_add (down + residual). Both: copy (the token's row of the
 // tied embedding into the residual stream) first, the final norm and the LM head
 // (unfused: rmsnorm + matvec; fused: norm_matvec) in row chunks below the storage-binding
-// limit, and `count` last.
+// limit, all chunks writing one logits buffer, and `count` last. In the token loop (an
+// engine's greedy decoding) the step's input is instead the embedding of the token id in a
+// GPU buffer (`embed`, a dispatch per head chunk) and its end the argmax of the logits into
+// that buffer (`argmax_part`, `argmax`), so the next step reads the token this one chose.
 // Matrix-vector products read weights as vec4 (16 bytes in f32, 8 in f16), LANES threads
 // per row, WG / LANES rows per workgroup, sums reduced in workgroup memory. Each lane's
 // loop has a trip count fixed at pipeline creation (overrides), so drivers unroll it and
@@ -30,6 +33,7 @@ override NB: u32 = 1;         // attention blocks of WG positions: ceil(T / WG)
 override ROWS: u32 = 896;     // matvec: output rows (rope: heads; elementwise: length)
 override COLS: u32 = 896;     // matvec: input length, a multiple of 4
 override TOKEN: u32 = 0;      // copy: the token's row in the first chunk of the LM head
+override BASE: u32 = 0;       // matvec, norm_matvec, embed: the chunk's first row of the head
 const EPS: f32 = 1e-6;
 const MAX_D4: u32 = 32u;      // D / 4 at most
 const MAX_Q4: u32 = 384u;     // NH * D / 4 at most (the attention output in workgroup memory)
@@ -47,6 +51,7 @@ alias W = f32;
 @group(0) @binding(8) var<storage, read> x4: array<vec4<f32>>;
 @group(0) @binding(9) var<storage, read> y4: array<vec4<f32>>;
 @group(0) @binding(10) var<storage, read> z4: array<vec4<f32>>;
+@group(0) @binding(11) var<storage, read_write> token: array<u32>;
 
 var<workgroup> red: array<vec4<f32>, 256>;
 var<workgroup> redm: array<f32, 256>;
@@ -55,6 +60,7 @@ var<workgroup> ps: array<f32, 256>;
 var<workgroup> os: array<vec4<f32>, MAX_Q4>;
 var<workgroup> hw: array<f32, MAX_HB>;
 var<workgroup> lw: array<f32, MAX_HB>;
+var<workgroup> redi: array<u32, 256>;
 
 fn row_of(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return wid.x + wid.y * nwg.x;
@@ -223,13 +229,90 @@ fn copy(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
 }
 
+// ---- the token loop (an engine's step: the token in, the next token out, on the GPU) ------
+
+// out0 = the embedding of token[0] (its row of the tied LM head) where that row is in this
+// chunk (rows BASE .. BASE + ROWS, bound at binding 7); every chunk has its dispatch.
+@compute @workgroup_size(WG)
+fn embed(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    let t = token[0];
+    if (i < H / 4u && t >= BASE && t - BASE < ROWS) {
+        let v = vec4<f32>(weights[(t - BASE) * (H / 4u) + i]);
+        out0[4u * i] = v.x;
+        out0[4u * i + 1u] = v.y;
+        out0[4u * i + 2u] = v.z;
+        out0[4u * i + 3u] = v.w;
+    }
+}
+
+// Keeps in (redm, redi)[lid] whichever of it and entry `other` is the larger logit, the
+// lower index on a tie (numpy's argmax).
+fn keep_best(lid: u32, other: u32) {
+    let v = redm[other];
+    let i = redi[other];
+    if (v > redm[lid] || (v == redm[lid] && i < redi[lid])) {
+        redm[lid] = v;
+        redi[lid] = i;
+    }
+}
+
+// The greedy choice, first half: each workgroup's largest of WG * 16 logits (in0, ROWS of
+// them) as (value, index bits) pairs in out0.
+@compute @workgroup_size(WG)
+fn argmax_part(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let start = wid.x * WG * 16u;
+    redm[lid] = -3.4e38;
+    redi[lid] = 0xffffffffu;
+    for (var j = 0u; j < 16u; j = j + 1u) {
+        let r = start + j * WG + lid;
+        if (r < ROWS && in0[r] > redm[lid]) {
+            redm[lid] = in0[r];
+            redi[lid] = r;
+        }
+    }
+    for (var s = WG / 2u; s > 0u; s = s / 2u) {
+        workgroupBarrier();
+        if (lid < s) {
+            keep_best(lid, lid + s);
+        }
+    }
+    if (lid == 0u) {
+        out0[2u * wid.x] = redm[0];
+        out0[2u * wid.x + 1u] = bitcast<f32>(redi[0]);
+    }
+}
+
+// Second half, one workgroup: the best of the NB pairs in in0 is the next token, token[0].
+@compute @workgroup_size(WG)
+fn argmax(@builtin(local_invocation_index) lid: u32) {
+    redm[lid] = -3.4e38;
+    redi[lid] = 0xffffffffu;
+    for (var b = lid; b < NB; b = b + WG) {
+        let v = in0[2u * b];
+        if (v > redm[lid]) {
+            redm[lid] = v;
+            redi[lid] = bitcast<u32>(in0[2u * b + 1u]);
+        }
+    }
+    for (var s = WG / 2u; s > 0u; s = s / 2u) {
+        workgroupBarrier();
+        if (lid < s) {
+            keep_best(lid, lid + s);
+        }
+    }
+    if (lid == 0u) {
+        token[0] = redi[0];
+    }
+}
+
 // One more step done: the output alone cannot show a missing one.
 @compute @workgroup_size(1)
 fn count() {
     atomicAdd(&counter, 1u);
 }
 
-// out0[r] = w[r, :] . x4 + in2[r] (w: the weights at binding 7), LANES threads a row.
+// out0[BASE + r] = w[r, :] . x4 + in2[r] (w: the weights at binding 7), LANES threads a row.
 @compute @workgroup_size(WG)
 fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
           @builtin(local_invocation_index) lid: u32) {
@@ -242,7 +325,7 @@ fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
     red[lid] = vec4<f32>(s, 0.0, 0.0, 0.0);
     reduce_runs(lid, LANES);
     if (lane == 0u && r < ROWS) {
-        out0[r] = red[lid].x + in2[r];
+        out0[BASE + r] = red[lid].x + in2[r];
     }
 }
 
@@ -608,7 +691,8 @@ fn gate_up(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
     }
 }
 
-// out0[r] = w[r, :] . (x4 / rms(x4) * y4): the final norm folded into the LM head.
+// out0[BASE + r] = w[r, :] . (x4 / rms(x4) * y4): the final norm folded into the LM head
+// (BASE: the chunk's first row, all chunks writing one logits buffer).
 @compute @workgroup_size(WG)
 fn norm_matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                @builtin(local_invocation_index) lid: u32) {
@@ -621,6 +705,6 @@ fn norm_matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     red[lid] = s;
     reduce_runs(lid, LANES);
     if (lane == 0u && r < ROWS) {
-        out0[r] = red[lid].x * inv_rms(red[lid].z);
+        out0[BASE + r] = red[lid].x * inv_rms(red[lid].z);
     }
 }

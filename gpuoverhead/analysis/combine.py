@@ -122,7 +122,8 @@ def _closures(rows: list[Row]) -> list[Row]:
 def _transforms(rows: list[Row]) -> list[Row]:
     """Monotone transforms of estimates, their intervals' ends mapped with them (so their
     coverage is kept): the overhead share 1 - GPU / wall of a unit of fused or unfused
-    work, and a decode step's tokens per second, 1e9 / wall ns per step."""
+    work, and tokens per second, 1e9 / wall ns per token (a decode step's slope, or a token
+    loop's runs)."""
     out = []
     for r in rows:
         e = r.estimate
@@ -130,8 +131,9 @@ def _transforms(rows: list[Row]) -> list[Row]:
             key = Key(r.key.case, "overhead_share", "ratio", "1 - gpu_share")
             out.append(Row(key, replace(e, value=1 - e.value, ci_low=1 - e.ci_high,
                                         ci_high=1 - e.ci_low)))
-        elif r.key.metric == "per_unit_ns" and r.key.case.kernel.startswith(DECODE_KERNEL):
-            key = Key(r.key.case, "tokens_per_s", "1/s", "1e9 / per_unit_ns")
+        elif r.key.metric == "token_ns" or (r.key.metric == "per_unit_ns" and
+                                             r.key.case.kernel.startswith(DECODE_KERNEL)):
+            key = Key(r.key.case, "tokens_per_s", "1/s", f"1e9 / {r.key.metric}")
             out.append(Row(key, replace(e, value=1e9 / e.value, ci_low=_inverse(e.ci_high),
                                         ci_high=_inverse(e.ci_low))))
     return out

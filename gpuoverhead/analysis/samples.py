@@ -39,10 +39,12 @@ class GroupSamples:
 
 @dataclass(frozen=True)
 class Calibration:
-    """Facts of the run that estimates need: the clock's own cost and the GPU tick."""
+    """Facts of the run that estimates need: the clock's own cost, the GPU tick and the
+    adapter's memory bandwidth (GB/s, where known: records.AdapterInfo.bandwidth_gb_s)."""
 
     timer_ns: float
     tick_ns: float | None
+    bandwidth_gb_s: float | None = None
 
 
 

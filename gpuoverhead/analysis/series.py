@@ -28,7 +28,8 @@ from gpuoverhead.analysis.stats import median_ratio, round_fits
 from gpuoverhead.cases import Case
 
 #: Metrics whose precision decides when sampling stops.
-STOP_METRICS = ("latency_ns", "per_dispatch_ns", "cpu_per_dispatch_ns", "per_unit_ns")
+STOP_METRICS = ("latency_ns", "per_dispatch_ns", "cpu_per_dispatch_ns", "per_unit_ns",
+                "token_ns")
 
 
 @dataclass(frozen=True)

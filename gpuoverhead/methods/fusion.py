@@ -10,6 +10,10 @@ Encodings (the decode step offers all three; the other patterns `dispatch` only)
 - `dispatch`: the N units in one compute pass, one submit;
 - `pass`: a compute pass per segment of a unit (the decode step: per layer), one submit;
 - `submit`: each dispatch its own command buffer, pass and submit, as a naive engine does.
+
+The decode step's token loop (syncs `synced` and `pipelined`) is no slope: each sample is a
+run of N steps, each issued in its encoding as it comes, the token id read back after every
+step or every few (workloads/work.token_loop); its figures are per token of the run.
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ import numpy as np
 
 from gpuoverhead.analysis.samples import by_round
 from gpuoverhead.analysis.series import Key, Out, Series, View, add_fits
-from gpuoverhead.cases import FUSION, TIMESTAMPS, Case
+from gpuoverhead.cases import DECODE_KERNEL, FUSION, TIMESTAMPS, TOKEN_LOOPS, Case
 from gpuoverhead.methods.timestamps import PassTimer
-from gpuoverhead.workloads.work import Work
+from gpuoverhead.workloads.decode_model import MODELS, bytes_per_token
+from gpuoverhead.workloads.work import Work, token_loop
 
 #: Not a suite's methodology: a benchmark names a `fusion` workload instead of a kernel,
 #: and the workload lays out its cases (workloads/groups.py).
@@ -56,6 +61,8 @@ def operation(work: Work, device: Any, wait: Callable[[], None], timestamps: boo
         return timed
 
     issue = _issuer(work, device, encoding, one_pass)
+    if work.readback is not None:  # the decode token loop: a step issued per token
+        return token_loop(lambda: issue(1), work.readback)
 
     def op(n: int) -> tuple[int]:
         issue(n)
@@ -131,6 +138,9 @@ def series(view: View, index: int, case: Case, out: Out) -> None:
     pos, walls, times = view.measured(index)
     n = view.n(index)
     round_times = by_round(times, n)[:, 0]
+    if case.sync in TOKEN_LOOPS:
+        _token_series(view, index, case, out, pos, walls, round_times)
+        return
     if case.sync == TIMESTAMPS:
         matrix = view.gpu(pos, index)
         if matrix is None:
@@ -141,11 +151,44 @@ def series(view: View, index: int, case: Case, out: Out) -> None:
         add_fits(out, case, n, view.issue(pos, index), round_times, ("cpu_per_unit_ns",),
                   "round-median theil-sen of issue time (clock read before the wait)")
     slope = add_fits(out, case, n, matrix, round_times, metrics, "round-median theil-sen")
+    if case.sync == TIMESTAMPS:
+        _floor_multiple(view, case, out, slope, round_times)
     single = matrix[:, 0] if n[0] == 1 else None
     if single is not None and case.sync != TIMESTAMPS:
         out[Key(case, "latency_ns", "ns", "median of N=1 samples")] = Series(
             single, round_times, single.size)
     view.units[case] = (case, slope, single, round_times)
+
+
+def _floor_multiple(view: View, case: Case, out: Out, slope: np.ndarray,
+                    round_times: np.ndarray) -> None:
+    """A decode step's GPU time per token over its memory floor (the bytes a step must read
+    over the adapter's bandwidth), where the bandwidth is known."""
+    bandwidth = view.cal.bandwidth_gb_s
+    if bandwidth is None or not case.kernel.startswith(DECODE_KERNEL):
+        return
+    precision = "f16" if case.kernel.endswith("_f16") else "f32"
+    floor_ns = bytes_per_token(MODELS[case.elements], case.k, precision) / bandwidth
+    whole = np.isfinite(slope)
+    out[Key(case, "floor_multiple", "ratio", f"median GPU-time slope / memory floor "
+            f"({floor_ns / 1e3:.1f} us at {bandwidth:g} GB/s)")] = Series(
+        slope[whole] / floor_ns, round_times[whole], int(whole.sum()))
+
+
+def _token_series(view: View, index: int, case: Case, out: Out, pos: np.ndarray,
+                  walls: np.ndarray, round_times: np.ndarray) -> None:
+    """A token loop's wall and CPU time per token, each sample a run of N tokens (the loop
+    reads its token back, so the wall is the tokens' own, not a slope's)."""
+    n = view.n(index)
+    tokens = n[-1]
+    wall = by_round(walls, n)[:, -1] / tokens
+    cpu = view.issue(pos, index)[:, -1] / tokens
+    whole = np.isfinite(wall)
+    for metric, values, what in (("token_ns", wall, "wall"),
+                                 ("cpu_per_token_ns", cpu, "wall less token reads")):
+        out[Key(case, metric, "ns", f"median {what} / tokens over runs of {tokens}")] = \
+            Series(values[whole], round_times[whole], int(whole.sum()))
+    view.units[case] = (case, wall[whole], None, round_times[whole])
 
 
 #: Fusion ratios: metric, the sync of the series they pair, and which of its values.
@@ -154,6 +197,10 @@ _FUSION_RATIOS = (("fusion_speedup", "wait", 1, "median unfused slope / median f
                    "median unfused / median fused wall at N=1"),
                   ("fusion_gpu_speedup", TIMESTAMPS, 1,
                    "median unfused / median fused GPU-time slope"))
+
+
+#: The wall figure a GPU share divides by, per sync: a slope, or a token loop's per token.
+_WALLS = {"wait": "wall slope", **dict.fromkeys(TOKEN_LOOPS, "wall per token")}
 
 
 def _ratios(out: dict[Key, Series],
@@ -182,9 +229,10 @@ def _ratios(out: dict[Key, Series],
     for case, wall in units.items():
         gpu = twin(case, variant=case.variant, implementation=case.implementation,
                    sync=TIMESTAMPS)
-        if case.sync == "wait" and gpu is not None and (r := min(len(wall[1]), len(gpu[1]))):
-            out[Key(case, "gpu_share", "ratio", "median GPU-time slope / median wall "
-                    "slope")] = Series(gpu[1][:r], wall[3][:r], r, denominator=wall[1][:r])
+        if case.sync in _WALLS and gpu is not None and (r := min(len(wall[1]), len(gpu[1]))):
+            out[Key(case, "gpu_share", "ratio", f"median GPU-time slope / median "
+                    f"{_WALLS[case.sync]}")] = Series(gpu[1][:r], wall[3][:r], r,
+                                                      denominator=wall[1][:r])
 
 
 def derive(out: Out, view: View) -> None:

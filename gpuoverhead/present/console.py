@@ -162,6 +162,37 @@ def fusion_grid(summary: pd.DataFrame) -> Table | None:
     return table
 
 
+def token_loop_grid(summary: pd.DataFrame) -> Table | None:
+    """Per decode form and encoding: tokens per second of the token loop (synced, pipelined)
+    and from the slope, CPU per token in each loop, GPU per token and its floor multiple."""
+    rows = _fusion_rows(summary)
+    looped = rows[rows.sync.isin(("synced", "pipelined"))] if not rows.empty else rows
+    if looped.empty:
+        return None
+    rows = rows[rows.benchmark.isin(set(looped.benchmark))]
+    table = Table(title="Decode token loop: tokens/s, CPU and GPU per token (µs)")
+    columns = ("benchmark", "impl.", "k", "form", "encoding", "synced", "pipelined", "slope",
+               "cpu synced", "cpu pipel.", "GPU", "floor x")
+    for name in columns:
+        table.add_column(name, justify="left" if name in columns[:5] else "right")
+    cells = (("synced", "tokens_per_s", "rate"), ("pipelined", "tokens_per_s", "rate"),
+             ("wait", "tokens_per_s", "rate"), ("synced", "cpu_per_token_ns", "time"),
+             ("pipelined", "cpu_per_token_ns", "time"), ("timestamps", "gpu_ns", "time"),
+             ("timestamps", "floor_multiple", "ratio"))
+    for keys, part in rows.groupby(["benchmark", "elements", "implementation", "k",
+                                    "variant"], sort=False):
+        gpu = part[part.sync == "timestamps"]
+        for encoding, mine in part[part.sync != "timestamps"].groupby("encoding", sort=False):
+            mine = pd.concat([mine, gpu])
+            picked = [mine[(mine.sync == sync) & (mine.metric == metric)]
+                      for sync, metric, _ in cells]
+            table.add_row(f"{keys[0]} {keys[1]:,} el.", str(keys[2]), str(keys[3]),
+                          str(keys[4]), str(encoding),
+                          *(fmt.value(hit.value.iloc[0], hint) if not hit.empty else "—"
+                            for hit, (_, _, hint) in zip(picked, cells, strict=True)))
+    return table
+
+
 def crossover_grid(summary: pd.DataFrame) -> Table | None:
     """Matmul per size M: issuing cost, synced latency and GPU time of one matmul (µs), then
     the size M where GPU time reaches the overhead."""
@@ -241,7 +272,7 @@ def print_summary(summary: pd.DataFrame) -> None:
     if not plain.empty:
         out.print(summary_grid(plain))
     for extra in (implementations_grid(plain), breakdown_grid(plain), fusion_grid(summary),
-                  crossover_grid(summary)):
+                  token_loop_grid(summary), crossover_grid(summary)):
         if extra is not None:
             out.print(extra)
 

@@ -89,7 +89,8 @@ def measure(task: Task, send: Any) -> Outcome:
 def _sample(task: Task, prepared: Prepared, rng: np.random.Generator, send: Any) -> Outcome:
     """Interleaved sampling with progress sent to the parent, then the output check."""
     group = prepared.group
-    cal = Calibration(timer_ns=timer_cost_ns(), tick_ns=prepared.tick_ns)
+    cal = Calibration(timer_ns=timer_cost_ns(), tick_ns=prepared.tick_ns,
+                      bandwidth_gb_s=task.job.adapter.bandwidth_gb_s)
     counts = dict.fromkeys(group.cases, 0)
 
     def progress(samples: GroupSamples, elapsed: float, budget: float) -> None:

@@ -47,6 +47,8 @@ class _Settings(BaseModel):
     torch_compile_max_n: Annotated[int, Field(ge=0)] | None = None
     k_sweep: list[PosInt] | None = Field(None, min_length=1)
     precision: Literal["f32", "f16"] | None = None
+    #: Steps of one sample of the decode step's token loop (workloads/decode.py).
+    loop_tokens: Annotated[int, Field(gt=0, le=MAX_N)] | None = None
 
     @field_validator("elements", mode="before")
     @classmethod
@@ -101,6 +103,7 @@ BUILTIN_DEFAULTS: dict[str, Any] = {
     "torch_compile_max_n": 64,
     "k_sweep": [1, 2, 5, 8, 16, 32, 64],
     "precision": "f32",
+    "loop_tokens": 256,
 }
 
 

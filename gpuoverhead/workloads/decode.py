@@ -3,9 +3,10 @@ structure (decode_model.py). Unfused, an engine issues one dispatch per operatio
 layer); fused, the 5 per layer a tuned engine uses (shaders/fusion_decode.wgsl). Both read
 the same weights and caches; the new token is written at position K (the cache length)
 every step, so each step does the same work and leaves the same logits, which are compared
-with the numpy step. PyTorch: the same step eagerly, captured as one CUDA graph (CUDA
-only), and through torch.compile (where `torch_compile_max_n` > 0), GPU time from CUDA
-events on CUDA.
+with the numpy step; the token loop feeds each step the token its predecessor chose on
+the GPU (docs/methodology.md). PyTorch: the same step and loop eagerly, captured as one
+CUDA graph (CUDA only), and through torch.compile (where `torch_compile_max_n` > 0), GPU
+time from CUDA events on CUDA.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuoverhead.cases import TIMESTAMPS, Case, Group
+from gpuoverhead.cases import SYNCED, TIMESTAMPS, TOKEN_LOOPS, Case, Group
 from gpuoverhead.gpu.targets import grid_for
 from gpuoverhead.torch_forms import COMPILE, EAGER, GRAPH
 from gpuoverhead.workloads.decode_model import (
@@ -30,9 +31,11 @@ from gpuoverhead.workloads.decode_model import (
     MAX_CACHE,
     MAX_HEAD_BLOCKS,
     MODELS,
+    READBACK_EVERY,
     ROPE_THETA,
     TOKEN,
     TOLERANCE,
+    Greedy,
     W,
     Weights,
     reference,
@@ -51,18 +54,21 @@ PRECISIONS = ("f32", "f16")
 #: 64 and 4 gave the fastest fused 0.5B step in both implementations, 3-4% under 128 and 8.
 MATVEC_WG = 64
 LANE_LOADS = 4
+#: Logits per workgroup of the token loop's argmax (its threads, 16 logits each).
+ARGMAX_ROWS = DECODE_WG * 16
 
 
 def groups(req: Request) -> list[Group]:
     """A group per model and cache length, each its own weights: every encoding of each
-    form, and GPU time once per form (one pass: the GPU's work)."""
-    forms = [(v, e, "wait") for v in ("unfused", "fused")
-             for e in dict.fromkeys(req.cfg["encodings"])]
+    form, waited once per N steps and as the token loop (synced and pipelined, runs of
+    `loop_tokens` steps), and GPU time once per form (one pass: the GPU's work)."""
+    forms = [(v, e, s) for v in ("unfused", "fused") for e in dict.fromkeys(req.cfg["encodings"])
+             for s in ("wait", *TOKEN_LOOPS)]
     forms += [(v, "dispatch", TIMESTAMPS) for v in ("unfused", "fused") if TIMESTAMPS in req.syncs]
-    return [req.group(elements, DECODE_WG, (replace(req.base, elements=elements,
-                                             workgroup_size=DECODE_WG,
-                                             k=k, variant=v, encoding=e, sync=s)
-                                     for v, e, s in forms))
+    loop = (req.cfg["loop_tokens"],)
+    return [req.group(elements, DECODE_WG, (replace(
+        req.base, elements=elements, workgroup_size=DECODE_WG, k=k, variant=v, encoding=e,
+        sync=s, n_values=loop if s in TOKEN_LOOPS else req.base.n_values) for v, e, s in forms))
             for elements in req.cfg["elements"] for k in req.ks]
 
 
@@ -134,7 +140,7 @@ class Engine:
                                            "NB": -(-t // ATTENTION_BLOCK), "WG": 64, **extra})
 
     def _mv(self, entry: str, buffers: dict[int, Any], rows: int, cols: int,
-            least: int = 0) -> Any:
+            least: int = 0, **extra: int) -> Any:
         """A dispatch of a matrix-vector kernel: `rows` rows (or pairs) of `cols` columns, one
         per lane group, enough lanes that each reads at most LANE_LOADS vec4s of each row;
         workgroups of MATVEC_WG threads, or `least`."""
@@ -142,12 +148,15 @@ class Engine:
         while lanes < DECODE_WG and cols // 4 > LANE_LOADS * lanes:
             lanes *= 2
         wg = max(lanes, MATVEC_WG, least)
-        return self.ctx.step(self._p(entry, ROWS=rows, COLS=cols, LANES=lanes, WG=wg), buffers,
-                             grid_for(rows, wg // lanes))
+        return self.ctx.step(self._p(entry, ROWS=rows, COLS=cols, LANES=lanes, WG=wg, **extra),
+                             buffers, grid_for(rows, wg // lanes))
 
-    def steps(self, form: str, count: Any) -> tuple[tuple[tuple[Any, ...], ...], list[Any]]:
+    def steps(self, form: str, count: Any, token: Any = None
+              ) -> tuple[tuple[tuple[Any, ...], ...], Any]:
         """One step's dispatches in `form` (ending with `count`) in segments (the embedding
-        copy with the first layer, each further layer, the head), and its logits' chunks."""
+        copy with the first layer, each further layer, the head), and its logits' buffer.
+        With a `token` buffer (one u32), the step of the token loop: its input is that
+        token's embedding and its end the argmax of its logits written back there."""
         s, ctx, t = self.w.shape, self.ctx, self.cache + 1
         h, q, kv, f = s.hidden, s.q_size, s.kv_size, s.mlp
         blocks = s.heads * -(-t // ATTENTION_BLOCK)
@@ -157,25 +166,51 @@ class Engine:
                 ("g", f), ("u", f), ("a", f), ("p", s.heads * t), ("ml", 2 * blocks),
                 ("part", blocks * s.head_dim))}
         buf["rope"] = ctx.buffer(rope_table(s.head_dim, self.cache))
-        out = [ctx.buffer(np.zeros(b - a, np.float32)) for a, b in self.chunks]
+        logits = ctx.buffer(np.zeros(s.vocab, np.float32))
         layer_of = self._fused_layer if form == "fused" else self._unfused_layer
         segments = [layer_of(layer, split, buf)
                     for layer, split in zip(self.layers, self.split, strict=True)]
-        segments[0].insert(0, ctx.step(self._p("copy", TOKEN=TOKEN),
-                                       {W: self.head[0], 3: buf["x"]}, _flat(h // 4)))
+        segments[0][:0] = self._input(buf["x"], token)
         steps: list[Any] = []
         if form != "fused":
             steps.append(ctx.step(self._p("rmsnorm", WG=DECODE_WG),
                                   {0: self.final_norm, 1: buf["x"], 3: buf["n"]}, (1, 1)))
-        for (a, b), weights, logits in zip(self.chunks, self.head, out, strict=True):
+        for (a, b), weights in zip(self.chunks, self.head, strict=True):
             if form == "fused":
                 steps.append(self._mv("norm_matvec", {W: weights, 8: buf["x"],
-                                                      9: self.final_norm, 3: logits}, b - a, h))
+                                                      9: self.final_norm, 3: logits}, b - a, h,
+                                      BASE=a))
             else:
                 steps.append(self._mv("matvec", {W: weights, 8: buf["n"],
-                                                 2: self.zeros[b - a], 3: logits}, b - a, h))
+                                                 2: self.zeros[b - a], 3: logits}, b - a, h,
+                                      BASE=a))
+        if token is not None:
+            steps += self._argmax(logits, token)
         steps.append(ctx.step(self._p("count"), {6: count}, (1, 1)))
-        return tuple(map(tuple, [*segments, steps])), out
+        return tuple(map(tuple, [*segments, steps])), logits
+
+    def _input(self, x: Any, token: Any) -> list[Any]:
+        """The step's first dispatches: row TOKEN of the head into the residual stream `x`,
+        or (the token loop) the row `token` names, a dispatch per head chunk (the token
+        chosen on the GPU may be in any)."""
+        ctx, h = self.ctx, self.w.shape.hidden
+        if token is None:
+            return [ctx.step(self._p("copy", TOKEN=TOKEN), {W: self.head[0], 3: x},
+                             _flat(h // 4))]
+        return [ctx.step(self._p("embed", BASE=a, ROWS=b - a), {W: weights, 3: x, 11: token},
+                         _flat(h // 4))
+                for (a, b), weights in zip(self.chunks, self.head, strict=True)]
+
+    def _argmax(self, logits: Any, token: Any) -> list[Any]:
+        """The greedy choice of the next token into `token`: each workgroup's best of
+        ARGMAX_ROWS logits, then the best of those."""
+        vocab, ctx = self.w.shape.vocab, self.ctx
+        blocks = -(-vocab // ARGMAX_ROWS)
+        best = ctx.buffer(np.zeros(2 * blocks, np.float32))
+        return [ctx.step(self._p("argmax_part", ROWS=vocab, WG=DECODE_WG),
+                         {0: logits, 3: best}, (blocks, 1)),
+                ctx.step(self._p("argmax", NB=blocks, WG=DECODE_WG), {0: best, 11: token},
+                         (1, 1))]
 
     def _matvec(self, w: Any, v: Any, bias: Any, y: Any, rows: int, cols: int) -> Any:
         return self._mv("matvec", {W: w, 8: v, 2: bias, 3: y}, rows, cols)
@@ -242,16 +277,35 @@ def webgpu(ctx: Context, group: Group, rng: np.random.Generator) -> dict[Case, W
     weights; every step leaves the same logits, the numpy step's."""
     weights = Weights.of(MODELS[group.elements], group.cases[0].k, group.precision)
     engine, expected = Engine(ctx, weights, group.precision), reference(weights)
+    greedy = Greedy(weights, expected)
     works = {}
     for case in group.cases:
         count = ctx.buffer(np.zeros(1, np.uint32))
+        if case.sync in TOKEN_LOOPS:
+            works[case] = counted(ctx, _loop_work(ctx, engine, case, count, greedy), count)
+            continue
         segments, logits = engine.steps(case.variant, count)
-        readers = [ctx.reader(b, np.float32) for b in logits]
         works[case] = counted(ctx, Work(
-            [sum(segments, ())], lambda rs=readers: np.concatenate([r() for r in rs]),
-            lambda: None, lambda units: expected, exact=False, tolerance=TOLERANCE,
+            [sum(segments, ())], ctx.reader(logits, np.float32), lambda: None,
+            lambda units: expected, exact=False, tolerance=TOLERANCE,
             segments=[segments]), count)
     return works
+
+
+def _loop_work(ctx: Context, engine: Engine, case: Case, count: Any, greedy: Greedy) -> Work:
+    """The token loop of `case`: its output is the token id on the GPU, against numpy's
+    greedy tokens after as many steps."""
+    start = np.array([TOKEN], np.uint32)
+    token = ctx.buffer(start)
+    segments, _ = engine.steps(case.variant, count, token)
+    return Work([sum(segments, ())], ctx.reader(token, np.uint32), ctx.writer(token, start),
+                greedy.output, exact=True,
+                segments=[segments],
+                readback=(lambda: ctx.queue.read_buffer(token), _readback_every(case)))
+
+
+def _readback_every(case: Case) -> int:
+    return 1 if case.sync == SYNCED else READBACK_EVERY
 
 
 def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) -> tuple[dict, dict]:
@@ -276,8 +330,10 @@ def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) ->
         a, b = v[:, :half], v[:, half:]
         return torch.cat([a * cos - b * sin, b * cos + a * sin], dim=1)
 
-    def step(logits: Any) -> None:
-        x = emb.clone()
+    def step(logits: Any, token: Any = None) -> None:
+        """One step; with a `token` tensor, the token loop's: its input that token's row
+        of the head, its end the argmax of the logits written back there."""
+        x = emb.clone() if token is None else head.index_select(0, token)[0]
         for layer, (keys, values) in zip(layers, caches, strict=True):
             qkv = layer["wqkv"] @ norm(x, layer["norm1"]) + layer["bqkv"]
             q = rope(qkv[:q_size].view(s.heads, d))
@@ -290,23 +346,38 @@ def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) ->
             gate, up = (layer["wgu"] @ norm(x, layer["norm2"])).split(s.mlp)
             x = x + layer["wdown"] @ (torch.nn.functional.silu(gate) * up)
         logits.copy_(head @ norm(x, final_norm))
+        if token is not None:
+            token.copy_(torch.argmax(logits))
 
     units, outputs = {}, {}
+    greedy = Greedy(w, expected)
     for case in group.cases:  # each its own logits: the forms are compared with each other
         logits = torch.zeros(s.vocab, device=dev)
-        mine = functools.partial(step, logits)
+        token = torch.full((1,), TOKEN, dtype=torch.int64, device=dev) \
+            if case.sync in TOKEN_LOOPS else None
+        mine = functools.partial(step, logits, token)
         fixed = [logits, final_norm, head, cos, sin,
                  *(t for layer in layers for t in layer.values()),
-                 *(t for pair in caches for t in pair)]
+                 *(t for pair in caches for t in pair), *([] if token is None else [token])]
         units[case] = {EAGER: lambda mine=mine: mine,
                        GRAPH: lambda mine=mine: graph_of(mine, torch),
                        COMPILE: lambda mine=mine, fixed=fixed: _compiled_step(mine, fixed,
                                                                               torch)
                        }[case.implementation]
-        outputs[case] = Work([], lambda logits=logits: logits.cpu().numpy(),
-                                    lambda: None, lambda n: expected, exact=False,
-                                    tolerance=TOLERANCE)
+        outputs[case] = _torch_output(case, logits, token, expected, greedy)
     return units, outputs
+
+
+def _torch_output(case: Case, logits: Any, token: Any, expected: np.ndarray, greedy: Greedy
+                  ) -> Work:
+    """A PyTorch form's output: its logits against numpy's, or (the token loop) its token
+    against numpy's greedy tokens, read back with `.item()`."""
+    if token is None:
+        return Work([], lambda: logits.cpu().numpy(), lambda: None, lambda n: expected,
+                    exact=False, tolerance=TOLERANCE)
+    return Work([], lambda: token.cpu().numpy().astype(np.uint32),
+                lambda: token.fill_(TOKEN), greedy.output,
+                exact=True, readback=(token.item, _readback_every(case)))
 
 
 def _compiled_step(step: Callable[[], None], fixed: list[Any], torch: Any

@@ -8,7 +8,8 @@ fused, the 5 per layer a tuned engine uses (shaders/fusion_decode.wgsl: attentio
 over the cache, its blocks combined inside the output projection). Both read the same
 weights and caches; the new token is written at position K every step, so each step does
 the same work and leaves the same logits, which are compared with a numpy step. As in
-Qwen2.5, the LM head is the embedding (tied): the step's input is row TOKEN of it. The
+Qwen2.5, the LM head is the embedding (tied): the step's input is row TOKEN of it (the
+token loop's: the row of the token its previous step chose, `Greedy`). The
 head is split into row chunks of at most 128 MiB, WebGPU's default largest storage
 binding, instead of asking the adapter for more.
 """
@@ -59,6 +60,9 @@ MAX_HEAD_BLOCKS = 512
 DECODE_WG = 256
 #: The token whose embedding (its row of the tied LM head) every step reads.
 TOKEN = 1
+#: Steps between the pipelined token loop's reads of the token id (an engine streaming
+#: tokens in batches; the loop's step count need not be a multiple).
+READBACK_EVERY = 16
 #: Bytes of the largest storage binding every WebGPU adapter allows (the default limit).
 MAX_BINDING = 128 << 20
 #: Relative tolerance of the logits against numpy (f32 sums in another order, 24 layers).
@@ -82,11 +86,6 @@ class Weights:
     layers: list[dict[str, np.ndarray]]
     final_norm: np.ndarray
     head: np.ndarray
-
-    @property
-    def embedding(self) -> np.ndarray:
-        """The step's input: row TOKEN of the head (tied, one matrix as in Qwen2.5)."""
-        return self.head[TOKEN]
 
     @classmethod
     def of(cls, shape: Shape, cache: int, precision: str = "f32") -> Weights:
@@ -123,11 +122,12 @@ class Weights:
         return cls(shape, cache, layers, norm(), dense(shape.vocab, h))
 
 
-def reference(w: Weights) -> np.ndarray:
-    """The step's logits in float64 from the same f32 weights and caches."""
+def reference(w: Weights, token: int = TOKEN) -> np.ndarray:
+    """The step's logits in float64 from the same f32 weights and caches, its input the
+    embedding of `token`."""
     s, t, d = w.shape, w.cache + 1, w.shape.head_dim
     q_size, kv_size, group = s.q_size, s.kv_size, s.heads // s.kv_heads
-    x = w.embedding.astype(np.float64)
+    x = w.head[token].astype(np.float64)
     for layer in w.layers:
         n = _rmsnorm(x, layer["norm1"])
         qkv = layer["wqkv"] @ n + layer["bqkv"]
@@ -146,6 +146,48 @@ def reference(w: Weights) -> np.ndarray:
         gate, up = np.split(layer["wgu"] @ n, 2)
         x = x + layer["wdown"] @ (gate / (1 + np.exp(-gate)) * up)
     return w.head @ _rmsnorm(x, w.final_norm)
+
+
+#: Weight bytes numpy's greedy loop may read in its steps (a float64 step of Qwen2.5-0.5B
+#: takes seconds: a worker checks its loop with one step beyond the first, the tiny model
+#: with up to 64).
+GREEDY_BYTES = 256 << 20
+
+
+class Greedy:
+    """The token loop's numpy twin: greedy decoding from TOKEN, every step at the same
+    position (as the GPU loop runs it), so the next token is a function of the last alone.
+    Its tokens repeat once one recurs, so the token after any number of steps is known from
+    the steps up to the first repeat; past `most` numpy steps (by default what GREEDY_BYTES
+    allows, 2 to 64) it is not computed (None)."""
+
+    def __init__(self, w: Weights, first_logits: np.ndarray | None = None,
+                 most: int | None = None) -> None:
+        self.w = w
+        self.most = most if most is not None else \
+            min(64, max(2, GREEDY_BYTES // bytes_per_token(w.shape, w.cache)))
+        self.tokens = [TOKEN]
+        self.logits = {} if first_logits is None else {TOKEN: first_logits}
+
+    def after(self, steps: int) -> int | None:
+        """The token after `steps` steps of the loop (steps = 0: TOKEN), or None."""
+        tokens = self.tokens
+        while steps >= len(tokens) and tokens[-1] not in tokens[:-1]:
+            if len(tokens) > self.most:
+                return None
+            last = tokens[-1]
+            logits = self.logits.pop(last, None)
+            tokens.append(int(np.argmax(reference(self.w, last) if logits is None
+                                        else logits)))
+        if steps < len(tokens):
+            return tokens[steps]
+        start = tokens.index(tokens[-1])
+        return tokens[start + (steps - start) % (len(tokens) - 1 - start)]
+
+    def output(self, steps: int) -> np.ndarray | None:
+        """The loop's output after `steps` steps as a Work's reference: the token id."""
+        token = self.after(steps)
+        return None if token is None else np.array([token], np.uint32)
 
 
 def _rmsnorm(x: np.ndarray, weight: np.ndarray) -> np.ndarray:

@@ -15,7 +15,7 @@ import numpy as np
 
 from gpuoverhead.cases import TIMESTAMPS, Case, Group
 from gpuoverhead.torch_forms import COMPILE, device_name
-from gpuoverhead.workloads.work import Work, check, verify_outputs
+from gpuoverhead.workloads.work import Work, check, token_loop, verify_outputs
 
 #: A workload's PyTorch build: (group, rng, device, torch) -> per case a maker of its unit
 #: (called once: it compiles or captures), and per case its output as a Work.
@@ -41,15 +41,18 @@ def operations(group: Group, units_of: Units, rng: np.random.Generator,
     for case in group.cases:
         start = time.perf_counter()
         try:
-            unit = units[case]()
-            unit()  # compiles or captures, and runs one unit
+            unit = units[case]()  # captures (a capture's warm-up runs a unit)
+            outputs[case].reset()
+            unit()  # compiles (torch.compile), and runs one unit on fresh inputs
             sync()
         except Exception as exc:  # compile or capture failures are data, not a crash
             timings[case.id] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
             continue
         timings[case.id] = round(time.perf_counter() - start, 3)
         check(case, outputs[case], 1, "before sampling, one unit")
-        ops[case] = _timed(unit, sync, torch) if case.sync == TIMESTAMPS else _op(unit, sync)
+        readback = outputs[case].readback
+        ops[case] = (_timed(unit, sync, torch) if case.sync == TIMESTAMPS else
+                     _op(unit, sync) if readback is None else token_loop(unit, readback))
         kept.append(case)
     for case in kept:
         outputs[case].reset()

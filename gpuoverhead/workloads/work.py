@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from time import perf_counter_ns
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,9 @@ class Work:
     #: Each sequence cut into the segments the `pass` encoding gives a pass each (the
     #: decode step: per layer); None: one segment.
     segments: list[tuple[tuple[Step, ...], ...]] | None = None
+    #: The decode token loop's: the read of the token id its steps leave on the GPU, and
+    #: after how many steps it is read (token_loop); None: a unit is waited for instead.
+    readback: tuple[Callable[[], object], int] | None = None
 
     @property
     def segmented(self) -> list[tuple[tuple[Step, ...], ...]]:
@@ -150,6 +154,27 @@ def read_state_half(ctx: Context, work: Work, buf: Any, dtype: type, size: int,
         return read_all()[half * size:(half + 1) * size]
 
     work.read = read
+
+
+def token_loop(step: Callable[[], None], readback: tuple[Callable[[], object], int]
+               ) -> Callable[[int], tuple[int]]:
+    """The timed op of a token loop: N steps, the token read back after every `every`-th
+    step and after the last (which the sample then includes). It returns the clock at its
+    end less the time spent in those reads, so that the sample's issue time is the CPU time
+    of the steps outside the reads (a read's own CPU cost counted with its wait)."""
+    read, every = readback
+
+    def op(n: int) -> tuple[int]:
+        waited = 0
+        for i in range(1, n + 1):
+            step()
+            if i % every == 0 or i == n:
+                start = perf_counter_ns()
+                read()
+                waited += perf_counter_ns() - start
+        return (perf_counter_ns() - waited,)
+
+    return op
 
 
 def issue(ctx: Context, work: Work, units: int) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from conftest import BACKEND, CONFIGS, gpuoverhead, only_run_folder, read_run, write_suite
 
-from gpuoverhead.cases import TIMESTAMPS
+from gpuoverhead.cases import TIMESTAMPS, TOKEN_LOOPS
 from gpuoverhead.drivers import webgpu
 from gpuoverhead.errors import IntegrityError
 from gpuoverhead.gpu import adapters
@@ -25,7 +25,7 @@ from gpuoverhead.workloads import loop
 from gpuoverhead.workloads import registry as fusion
 from gpuoverhead.workloads.decode import Engine
 from gpuoverhead.workloads.decode_model import MODELS, Shape
-from gpuoverhead.workloads.work import Context, verify_outputs
+from gpuoverhead.workloads.work import Context, check, verify_outputs
 
 SUITE = """
 defaults:
@@ -205,6 +205,31 @@ def test_decode_step_reports_tokens_cpu_gpu_and_the_overhead_share(ci_run):
     assert sorted(speedups.encoding) == ["dispatch", "pass", "submit"]
 
 
+def test_decode_token_loop_reports_tokens_per_second_from_runs_of_real_steps(ci_run):
+    """Each form and encoding's token loop, synced and pipelined: wall and CPU per token,
+    tokens per second and the overhead share. A token's wall is a run's wall over its
+    tokens (8 in the ci suite), its median per process, the median of those; tokens per
+    second is 1e9 over it; the CPU's share of a token is under its wall."""
+    _, folder = ci_run
+    samples, summary, _ = read_run(folder)
+    rows = summary[summary.process.isna() & (summary.benchmark == "decode")]
+    for variant in ("unfused", "fused"):
+        for encoding in ("submit", "pass", "dispatch"):
+            for sync in TOKEN_LOOPS:
+                mine = rows[(rows.variant == variant) & (rows.encoding == encoding)
+                            & (rows.sync == sync)].set_index("metric")
+                assert {"token_ns", "cpu_per_token_ns", "tokens_per_s",
+                        "overhead_share"} <= set(mine.index), (variant, encoding, sync)
+                runs = samples[(samples.benchmark == "decode") & (samples.variant == variant)
+                               & (samples.encoding == encoding) & (samples.sync == sync)
+                               & (samples.phase == "measure")]
+                assert set(runs.n_dispatches) == {8}
+                token = (runs.wall_ns / 8).groupby(runs.process).median().median()
+                assert mine.loc["token_ns", "value"] == pytest.approx(token, rel=1e-6)
+                assert mine.loc["tokens_per_s", "value"] == pytest.approx(1e9 / token)
+                assert mine.loc["cpu_per_token_ns", "value"] < token
+
+
 #: A model for the test only: grouped-query attention (4 query heads read 2 KV heads, as
 #: Qwen2.5-0.5B's 14 read 2) over 3 layers. The shipped tiny model has one KV head, where
 #: every mapping of query heads to KV heads reads the same one, and a wrong one would pass.
@@ -235,9 +260,14 @@ def test_decode_logits_match_numpy_and_the_check_would_see_one_wrong_weight(monk
     found = adapters.select(adapters.discover([webgpu.binding("wgpu-native")])[0], BACKEND, None)[0]
     device = found.adapter.request_device_sync()
     works = fusion.build(device, group, np.random.default_rng(11), waiter(device))
-    steps = {c.variant: len(w.sequences[0]) for c, w in works.items()}
-    # copy, the layers, (the final norm,) the head in one chunk here, the counter
-    assert steps == {"unfused": 1 + 18 * 3 + 1 + 1 + 1, "fused": 1 + 5 * 3 + 1 + 1}
+    steps = {(c.variant, c.sync in TOKEN_LOOPS): len(w.sequences[0]) for c, w in works.items()}
+    # copy, the layers, (the final norm,) the head in one chunk here, the counter; the token
+    # loop: an embedding dispatch per head chunk (one here) and the argmax's two more
+    assert steps == {("unfused", False): 1 + 18 * 3 + 1 + 1 + 1,
+                     ("fused", False): 1 + 5 * 3 + 1 + 1,
+                     ("unfused", True): 1 + 18 * 3 + 1 + 1 + 2 + 1,
+                     ("fused", True): 1 + 5 * 3 + 1 + 2 + 1}
+    works = {c: w for c, w in works.items() if c.sync == "wait"}
     for work in works.values():  # the `pass` encoding's segments: a pass per layer, the head
         segments = work.segmented[0]
         assert len(segments) == 3 + 1 and sum(segments, ()) == work.sequences[0]
@@ -310,3 +340,74 @@ def test_decode_over_several_attention_blocks_and_wide_heads_matches_numpy(monke
     for work in works.values():
         assert np.allclose(work.read(), want, rtol=decode.TOLERANCE,
                            atol=decode.TOLERANCE / 10 * np.abs(want).max())
+
+
+def _greedy_tokens(weights: decode.Weights, steps: int) -> list[int]:
+    """Greedy decoding in numpy, step by step: the token after 0 .. steps steps."""
+    tokens = [decode.TOKEN]
+    for _ in range(steps):
+        tokens.append(int(np.argmax(decode.reference(weights, tokens[-1]))))
+    return tokens
+
+
+def test_decode_token_loop_feeds_each_token_to_the_next_step_as_numpy_greedy_does():
+    """The token loop's step reads the embedding of the token its previous step chose on the
+    GPU: in both engines, synced and pipelined, through the timed op, the token after each
+    step is numpy's greedy token after as many steps. Its first tokens all differ, so a step
+    that read a fixed row (or the wrong one) fails; after more steps than the pipelined
+    loop reads back at once, the post-sampling check (tokens and the GPU's step count)
+    agrees too."""
+    suite = load_suite(CONFIGS / "ci.yaml")
+    group = next(g for g in suite.groups if g.fusion == "decode")
+    group = replace(group, cases=tuple(c for c in group.cases if c.sync in TOKEN_LOOPS
+                                       and c.encoding in ("dispatch", "submit")))
+    found = adapters.select(adapters.discover([webgpu.binding("wgpu-native")])[0], BACKEND, None)[0]
+    device = found.adapter.request_device_sync()
+    wait = waiter(device)
+    works = fusion.build(device, group, np.random.default_rng(11), wait)  # checks one step
+    assert len(works) == 8
+    weights = decode.Weights.of(MODELS[group.elements], group.cases[0].k)
+    want = _greedy_tokens(weights, 5)
+    assert len(set(want[:4])) == 4, want
+    for case, work in works.items():
+        work.reset()
+        work.units_done[0] = 0
+        op = fusion_method.operation(work, device, wait, False, case.encoding)
+        got = [int(work.read()[0])]
+        for _ in range(5):
+            op(1)
+            got.append(int(work.read()[0]))
+        assert got == want, case.id
+        op(decode.READBACK_EVERY + 3)
+        assert check(case, work, 5 + decode.READBACK_EVERY + 3, "after the loop")
+
+
+def test_greedy_reference_extrapolates_its_tokens_from_their_cycle():
+    """numpy's loop knows the token after any number of steps from the steps up to the
+    first repeat, and says None past its limit of numpy steps."""
+    weights = decode.Weights.of(MODELS[128], 16)
+    want = _greedy_tokens(weights, 40)
+    greedy = decode.Greedy(weights)
+    assert [greedy.after(i) for i in range(41)] == want
+    assert decode.Greedy(decode.Weights.of(MODELS[128], 16), most=1).after(40) is None
+
+
+def test_torch_token_loop_feeds_each_token_to_the_next_step():
+    """PyTorch's token loop (eager here: CPU) reads the row of the token its previous step
+    chose: after 3 steps its token is numpy's greedy third (all of the first differ, so a
+    step that read a fixed row fails the check), and the op reads the token back."""
+    pytest.importorskip("torch")
+    from gpuoverhead.workloads.registry import torch_cases, torch_operations
+
+    suite = load_suite(CONFIGS / "ci.yaml")
+    group = next(g for g in suite.groups if g.fusion == "decode")
+    group = replace(group, cases=tuple(c for c in torch_cases(group, "cpu")
+                                       if c.sync in TOKEN_LOOPS))
+    assert {c.sync for c in group.cases} == set(TOKEN_LOOPS)
+    kept, ops, verify, _ = torch_operations(group, np.random.default_rng(0), {})
+    assert kept.cases == group.cases  # each checked one step against numpy's first token
+    for op in ops.values():
+        op(3)
+    assert verify(dict.fromkeys(ops, 3)) == []
+    weights = decode.Weights.of(MODELS[group.elements], group.cases[0].k)
+    assert len(set(_greedy_tokens(weights, 3))) == 4

@@ -97,6 +97,9 @@ BAD_SUITES = {
                                 "workload only"),
     "f16 on a fusion chain": ("benchmarks:\n  - {name: a, fusion: chain, precision: f16}\n",
                               "benchmarks[0].precision: f16 weights exist for the `decode`"),
+    "token loop of no tokens": ("benchmarks:\n  - {name: a, fusion: decode, elements: 128, "
+                                "loop_tokens: 0}\n",
+                                "benchmarks[0].loop_tokens: Input should be greater than 0"),
     # Second round (issue 15): each of these got through or crashed before.
     "kernel path without .wgsl": ("benchmarks:\n  - {name: a, kernel: ../../tmp/x/evil}\n",
                                   "kernel '../../tmp/x/evil' is neither a shipped kernel's "

@@ -35,3 +35,12 @@ def test_a_discrete_gpu_stays_one():
     nv = describe_info(NVIDIA, True, "wgpu-native")
     assert (nv.vendor, nv.backend, nv.adapter_type) == ("nvidia", "vulkan", "DiscreteGPU")
     assert not nv.is_software and not nv.is_virtual
+
+
+def test_the_memory_bandwidth_is_known_for_the_lent_gpus_only():
+    """A decode step's memory floor divides by the data sheet's bandwidth; a CPU adapter
+    (lavapipe) has none, so its floor multiple is left out rather than guessed."""
+    assert describe_info(NVIDIA, True, "wgpu-native").bandwidth_gb_s == 3350.0
+    assert describe_info({**NVIDIA, "device": "NVIDIA H200"}, True, "dawn").bandwidth_gb_s \
+        == 4800.0
+    assert describe_info(WARP_CPU, False, "wgpu-native").bandwidth_gb_s is None

@@ -2,14 +2,19 @@
 process medians are known."""
 
 import math
+from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from gpuoverhead.analysis.combine import SIGNED, combine
 from gpuoverhead.analysis.drift import WITHIN_PROCESSES, drifts
+from gpuoverhead.analysis.samples import Calibration
 from gpuoverhead.analysis.series import Key, Series
-from gpuoverhead.cases import Case
+from gpuoverhead.cases import DECODE_KERNEL, FUSION, TIMESTAMPS, Case
+from gpuoverhead.methods.fusion import _floor_multiple
+from gpuoverhead.workloads.decode_model import MODELS, bytes_per_token
 
 CASE = Case("unit", "empty", 1024, 64, "sequential", "submit", "wait", (1, 16))
 
@@ -121,3 +126,24 @@ def test_the_variance_components_say_whether_processes_or_rounds_set_the_width()
     one = _rows(noisy[:1])[0]["per_dispatch_ns"]
     assert one.rel_ci_within == pytest.approx(one.estimate.rel_ci)
     assert math.isnan(one.rel_spread_between)
+
+
+def test_a_decode_steps_floor_multiple_is_its_gpu_time_over_bytes_by_bandwidth():
+    """GPU ns per token (a timestamps slope) over the memory floor: the bytes one step must
+    read (f16 weights: fewer) over the adapter's bandwidth (bytes / GB/s is ns); none
+    without a bandwidth."""
+    case = Case("decode", DECODE_KERNEL, 896, 256, FUSION, "dispatch", TIMESTAMPS, (1, 2),
+                variant="fused", k=128)
+    f16 = replace(case, kernel=f"{DECODE_KERNEL}_f16")
+    floor_ns = bytes_per_token(MODELS[896], 128) / 3350.0
+    slopes, times = np.array([2.0, 2.5, np.nan]) * floor_ns, np.arange(3.0)
+    known, unknown = (SimpleNamespace(cal=Calibration(0.0, 1.0, bw)) for bw in (3350.0, None))
+    out: dict = {}
+    for view, c in ((known, case), (known, f16), (unknown, case)):
+        _floor_multiple(view, c, out, slopes, times)
+    assert [(k.case, k.metric) for k in out] == [(case, "floor_multiple"),
+                                                  (f16, "floor_multiple")]
+    f32_series, f16_series = out.values()
+    assert np.allclose(f32_series.values, [2.0, 2.5])
+    assert f16_series.values[0] == pytest.approx(
+        2.0 * floor_ns / (bytes_per_token(MODELS[896], 128, "f16") / 3350.0))

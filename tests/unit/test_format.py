@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
+from rich.console import Console
 
 from gpuoverhead import metrics
 from gpuoverhead.present import format as fmt
+from gpuoverhead.present.console import token_loop_grid
 from gpuoverhead.present.report import CROSSOVER_FIGURES, FIGURES
 
 
@@ -32,3 +35,31 @@ def test_every_hint_a_metric_declares_is_written_without_a_unit_of_another_hint(
 def test_every_report_figure_is_a_declared_metric():
     for figure in FIGURES + CROSSOVER_FIGURES:
         assert metrics.of(figure.metric).hint in metrics.HINTS
+
+
+def test_the_token_loop_grid_shows_each_form_and_encodings_loop_figures():
+    """A row per implementation, form and encoding: tokens/s synced, pipelined and from the
+    slope, CPU per token of each loop, the step's GPU time and its floor multiple."""
+    base = {"methodology": "fusion", "process": float("nan"), "benchmark": "decode",
+            "elements": 896, "implementation": "dawn", "k": 128, "variant": "fused"}
+    rows = [(enc, sync, metric, value) for enc in ("pass", "dispatch")
+            for sync, metric, value in (("synced", "tokens_per_s", 400.0),
+                                        ("pipelined", "tokens_per_s", 700.0),
+                                        ("wait", "tokens_per_s", 650.0),
+                                        ("synced", "cpu_per_token_ns", 1500e3),
+                                        ("pipelined", "cpu_per_token_ns", 1200e3))]
+    rows += [("dispatch", "timestamps", "gpu_ns", 1300e3),
+             ("dispatch", "timestamps", "floor_multiple", 2.2)]
+    summary = pd.DataFrame([{**base, "encoding": e, "sync": s, "metric": m, "value": v}
+                            for e, s, m, v in rows]
+                           + [{**base, "benchmark": "chain", "encoding": "dispatch",
+                               "sync": "timestamps", "metric": "gpu_ns", "value": 1.0}])
+    console = Console(width=200, record=True)
+    console.print(token_loop_grid(summary))
+    text = console.export_text()
+    lines = [line for line in text.splitlines() if "decode 896" in line]
+    assert len(lines) == 2 and "chain" not in text  # only benchmarks with a token loop
+    for line in lines:
+        assert all(cell in line for cell in ("400", "700", "650", "1500.0", "1200.0",
+                                              "1300.0", "2.20x")), line
+    assert token_loop_grid(summary[summary.sync == "wait"]) is None

@@ -109,14 +109,16 @@ def test_the_probe_does_not_run_a_sample_its_line_says_is_too_long():
 def test_each_round_records_the_cpu_it_starts_on_and_the_worker_entry_summarizes_them():
     """One CPU read per round (warm-up first), outside any timed call, and run.json's worker
     entry says which CPUs, the most frequent, the changes and the affinity's size."""
-    from gpuoverhead.drivers.base import Prepared
+    from gpuoverhead.drivers.base import Job, Offer, Prepared
+    from gpuoverhead.records import AdapterInfo
     from gpuoverhead.run.checks import process_entry
     from gpuoverhead.run.worker import Task, _sample, cpu_notes
 
     group = _group()
     ops = {c: lambda n: (time.perf_counter_ns(),) for c in group.cases}
     sent: list[tuple] = []
-    task = Task(None, Budget(0.2), (0,), 0)  # type: ignore[arg-type]
+    adapter = AdapterInfo("wgpu-native", "vulkan", "CPU", "mesa", 0, "llvmpipe", "", False)
+    task = Task(Job(group, Offer(adapter), "webgpu"), Budget(0.2), (0,), 0)
     outcome = _sample(task, Prepared(group, ops, lambda counts: None), np.random.default_rng(0),
                       sent.append)
     s, notes = outcome.samples, outcome.device_notes
