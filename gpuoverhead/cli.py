@@ -297,9 +297,6 @@ def selftest(
     with user_errors():
         names = registry.parse(implementation)
         comparing.check_thresholds(threshold, None)
-    # One run of twice the processes and time whose alternate processes are the two runs
-    # compared: runs made one after the other differ by what the machine did in between
-    # (10-12% across the board on the H100 VM, results/round3c-h100-pinned).
     runs = _measure(RunOptions(suite=suite, out_root=out, backend=backend, adapter=adapter,
                                implementations=names, processes=processes,
                                run_id=f"selftest-{new_run_id()}", halves=True),
