@@ -34,11 +34,13 @@ METRICS = {
     "fusion_gpu_speedup": _SPEEDUP,
     "paired_ratio": Metric("ratio", "ratio", "lower"),
     "reference_ratio": Metric("ratio", "ratio", "none"),
+    "cpu_ratio": Metric("ratio", "ratio", "lower"),
     "gpu_share": Metric("ratio", "share", "none"),
     "overhead_share": Metric("ratio", "share", "lower"),
     "tokens_per_s": Metric("1/s", "rate", "higher"),
     "crossover_size": Metric("M", "size", "none"),
     "crossover_size_synced": Metric("M", "size", "none"),
+    "crossover_hidden": Metric("H", "size", "none"),
     "error": Metric("-", "error", "none"),
 }
 #: The figures a user publishes: compared side by side (`ratio_to_fastest`) and judged by

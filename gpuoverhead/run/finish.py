@@ -70,8 +70,8 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
 
 def _pairs(run_id: str, jobs: list[Job], done: list[Measured | None], out: Finished) -> None:
     """Ratios from time-adjacent process pairs: each compared implementation over the first
-    one measured, and each product job over its reference loop (a warning where it leaves
-    [0.85, 1.18] in CPU cost)."""
+    one measured, each product job over its reference loop (a warning where it leaves
+    [0.85, 1.18] in CPU cost), and every job over the CPU reference where it ran."""
     measured = [(job, m) for job, m in zip(jobs, done, strict=True) if m is not None]
     compared = [(j, m) for j, m in measured if not j.reference
                 and registry.get(j.driver).COMPARED]
@@ -87,7 +87,21 @@ def _pairs(run_id: str, jobs: list[Job], done: list[Measured | None], out: Finis
                                         pairs.REFERENCED, match)
             rows.append((job, m, found))
             out.warnings.extend(checks.reference_warnings(job.group, job.label, found))
+    rows += _cpu_ratios(measured)
     for job, m, found in rows:
         if found:
             out.summaries.append(tables.summary_table(run_id, job.adapter, job.group, found,
                                                       m[1], None))
+
+
+def _cpu_ratios(measured: list[tuple[Job, Measured]]
+                ) -> list[tuple[Job, Measured, list[combine.Row]]]:
+    """Each other job's per-unit time over the CPU reference's (`cpu_ratio`, below 1 where
+    it beats the CPU), process pair by process pair: what the crossover H is read from."""
+    cpu = next(((j, m) for j, m in measured if j.label == registry.CPU_REFERENCE), None)
+    if cpu is None:
+        return []
+    match = pairs.cpu_reference_of(cpu[0].group.cases)
+    return [(job, m, pairs.paired_ratios(m[0], cpu[1][0], registry.CPU_REFERENCE, "cpu_ratio",
+                                          pairs.ON_CPU, match))
+            for job, m in measured if job is not cpu[0] and not job.reference]

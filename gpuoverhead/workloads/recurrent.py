@@ -16,7 +16,7 @@ import numpy as np
 
 from gpuoverhead.cases import Case, Group
 from gpuoverhead.gpu.targets import grid_for
-from gpuoverhead.torch_forms import COMPILE, EAGER, GRAPH
+from gpuoverhead.torch_forms import COMPILE, EAGERLY, GRAPH
 from gpuoverhead.workloads.groups import Request, per_elements
 from gpuoverhead.workloads.torch_ops import compiled, graph_of, work
 from gpuoverhead.workloads.work import Context, Step, Work, read_state_half
@@ -132,10 +132,38 @@ def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any
             fn = compiled(steps, torch)
             return lambda: x.copy_(fn(x))
 
-        units[case] = (lambda eager=eager: eager) if case.implementation == EAGER else fused
+        units[case] = (lambda eager=eager: eager) if case.implementation in EAGERLY else fused
         outputs[case] = work(lambda x=x: x.cpu().numpy(),
                               lambda x=x: x.copy_(torch.from_numpy(h)),
                               lambda n, k=case.k: reference(h, w, b, n * k), exact=False)
+    return units, outputs
+
+
+def numpy_units(group: Group, rng: np.random.Generator) -> tuple[dict, dict]:
+    """The step in plain numpy on the CPU, the same six ops in f32 into preallocated
+    arrays (no allocation in the timed loop), on the same inputs as the other builds."""
+    hidden = group.elements
+    h, w, b = model(hidden, rng)
+    units, outputs = {}, {}
+    for case in group.cases:
+        x, z = h.copy(), np.empty(hidden, np.float32)
+
+        def unit(x: np.ndarray = x, z: np.ndarray = z, k: int = case.k) -> None:
+            pair = (x, z)
+            for s in range(k):
+                src, dst = pair[s % 2], pair[(s + 1) % 2]
+                np.matmul(w, src, out=dst)
+                np.add(dst, b, out=dst)
+                np.negative(dst, out=dst)
+                np.exp(dst, out=dst)
+                np.add(dst, 1.0, out=dst)
+                np.reciprocal(dst, out=dst)
+            if k % 2:
+                x[:] = z
+
+        units[case] = lambda unit=unit: unit
+        outputs[case] = work(lambda x=x: x.copy(), lambda x=x: x.__setitem__(slice(None), h),
+                             lambda n, k=case.k: reference(h, w, b, n * k), exact=False)
     return units, outputs
 
 

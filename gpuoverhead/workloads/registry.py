@@ -3,8 +3,9 @@ suite's fusion benchmark expands into, workloads/groups.py), `problems(cfg)` (th
 cannot take, as (key, message) pairs), `PRECISIONS`, `webgpu(ctx, group, rng)` (each case's
 Work on a device), `torch_units(group, rng, dev, torch)` (its PyTorch forms),
 `torch_fused(case, kind, group)` (which PyTorch forms its fused case has) and `GPU_TIMES`
-(whether PyTorch's forms are timed with CUDA events); adding one is its module, its shader
-and one line in WORKLOADS.
+(whether PyTorch's forms are timed with CUDA events); optionally `numpy_units(group, rng)`
+(its step in plain numpy: the workload then has CPU references, `host_cases`); adding one is
+its module, its shader and one line in WORKLOADS.
 """
 
 from __future__ import annotations
@@ -57,8 +58,27 @@ def torch_cases(group: Group, kind: str) -> tuple[Case, ...]:
     return tuple(out)
 
 
-def torch_operations(group: Group, rng: np.random.Generator, notes: dict[str, Any]) -> tuple:
-    """The group as it runs on torch's device, each case's timed op, the output check, and
-    whether the ops give GPU times (torch_ops.operations)."""
+def torch_operations(group: Group, rng: np.random.Generator, notes: dict[str, Any],
+                     kind: str | None = None) -> tuple:
+    """The group as it runs on torch's device `kind` (None: the one torch finds), each
+    case's timed op, the output check, and whether the ops give GPU times
+    (torch_ops.operations)."""
     units_of = WORKLOADS[group.fusion].torch_units  # type: ignore[index]
-    return torch_ops.operations(group, units_of, rng, notes)
+    return torch_ops.operations(group, units_of, rng, notes, kind)
+
+
+def host_cases(group: Group, implementation: str) -> tuple[Case, ...]:
+    """A workload group's cases as a CPU reference runs them (named `implementation`): its
+    unfused form, op by op, where the workload has a numpy build."""
+    workload = WORKLOADS.get(group.fusion or "")
+    if workload is None or not hasattr(workload, "numpy_units") or group.precision != "f32":
+        return ()
+    return tuple(replace(c, implementation=implementation) for c in group.cases
+                 if c.variant == "unfused" and c.sync != TIMESTAMPS and c.encoding == "dispatch")
+
+
+def numpy_operations(group: Group, rng: np.random.Generator, notes: dict[str, Any]
+                     ) -> tuple:
+    """The group in plain numpy: each case's timed op and the output check."""
+    units, outputs = WORKLOADS[group.fusion].numpy_units(group, rng)  # type: ignore[index]
+    return torch_ops.built(group, units, outputs, lambda: None, notes)

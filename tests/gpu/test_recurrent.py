@@ -3,6 +3,8 @@ this machine leave numpy's state after timed units, and the checks see a step do
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from conftest import BACKEND, write_suite
@@ -96,3 +98,28 @@ def test_validate_parses_a_workloads_shader(device):
     broken = replace(kernel, source=kernel.source.replace("let src =", "let from =", 1))
     with pytest.raises(UserError, match=r"fusion_recurrent\.wgsl:\d+:\d+: shader rejected"):
         parse_shader(device, broken)
+
+
+def test_the_cpu_references_are_the_same_step(group):
+    """The host driver's cases (unfused only: the CPU has nothing to fuse) in numpy and in
+    PyTorch on the CPU leave numpy's f64 state after timed units, through the same build and
+    check as every other implementation; a count of units that is off fails that check."""
+    from gpuoverhead.drivers import host
+
+    for name in host.IMPLEMENTATIONS:
+        cases = workloads.host_cases(group, name)
+        assert {(c.variant, c.k, c.implementation) for c in cases} == {
+            ("unfused", k, name) for k in (1, 3)}
+        mine = replace(group, cases=cases)
+        if name == host.NUMPY:
+            built, ops, verify = workloads.numpy_operations(mine, np.random.default_rng(3), {})
+        else:
+            pytest.importorskip("torch")
+            built, ops, verify, _ = workloads.torch_operations(mine, np.random.default_rng(3),
+                                                               {}, "cpu")
+        assert built.cases == cases
+        for op in ops.values():
+            op(4)
+        assert verify(dict.fromkeys(cases, 4)) == []
+        with pytest.raises(IntegrityError, match="output check failed"):
+            verify(dict.fromkeys(cases, 5))
