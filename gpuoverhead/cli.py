@@ -217,6 +217,10 @@ def report(
         console.out.print(render.terminal(table))
         for note in render.footnotes(table):
             console.out.print(note, highlight=False)
+        for rs in sets:  # the crossover of each run, read from its own ratios
+            for sentence in console.crossover_sentences(rs.summary[rs.summary.benchmark
+                                                                   == table.benchmark]):
+                console.out.print(sentence, highlight=False)
         written = render.publish(table, sets, output or [], plots)
     for path in written:
         console.err.print(f"wrote {path}", highlight=False)

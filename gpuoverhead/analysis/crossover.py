@@ -56,10 +56,12 @@ def crossing(sizes: list[int], value: list[float], low: list[float], high: list[
     A missing interval end counts as straddling 1."""
     lo = np.nan_to_num(np.asarray(low, float), nan=-math.inf)
     hi = np.nan_to_num(np.asarray(high, float), nan=math.inf)
-    won, lost = hi < 1, lo > 1
+    lost = lo > 1
+    below = (np.asarray(value, float) < 1) & ~lost  # an estimate outside its interval: lost
+    won = (hi < 1) & below  # so that low <= value <= high whatever the intervals hold
     undecided = tuple(int(h) for h, w, s in zip(sizes, won, lost, strict=True) if not (w or s))
-    return Crossing(_from(sizes, np.asarray(value, float) < 1), _from(sizes, ~lost),
-                    _from(sizes, won, math.inf), undecided, tuple(int(h) for h in sizes))
+    return Crossing(_from(sizes, below), _from(sizes, ~lost), _from(sizes, won, math.inf),
+                    undecided, tuple(int(h) for h in sizes))
 
 
 def _from(sizes: list[int], holds: np.ndarray, otherwise: float = math.nan) -> float:
@@ -83,7 +85,8 @@ def lines(summary: pd.DataFrame) -> list[tuple[pd.Series, Crossing]]:
 
 def with_crossovers(summary: pd.DataFrame) -> pd.DataFrame:
     """The summary with a `crossover_hidden` row per line of `cpu_ratio` rows (none where
-    there are none: a run without the CPU reference)."""
+    there are none: a run without the CPU reference); its `elements` is the largest H of
+    the sweep it was read from."""
     if summary.empty or RATIO not in set(summary["metric"]):
         return summary
     rows = [_row(last, c) for last, c in lines(summary)]
@@ -94,7 +97,7 @@ def _row(last: pd.Series, c: Crossing) -> dict:
     undecided = ", ".join(map(str, c.undecided)) or "none"
     metric = metrics.of(METRIC)
     return {**last.to_dict(), "case": f"{last['benchmark']}/crossover/{last['variant']}/"
-            f"k={last['k']}", "elements": 0, "metric": METRIC, "unit": metric.unit,
+            f"k={last['k']}", "metric": METRIC, "unit": metric.unit,
             "hint": metric.hint, "better": metric.better, "value": c.value,
             "ci_low": c.low, "ci_high": c.high, "ci_level": math.nan, "rel_ci": math.nan,
             "ci_kind": "the sizes where the per-H intervals of cpu_ratio allow / require it",

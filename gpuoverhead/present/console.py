@@ -188,6 +188,14 @@ def crossover_grid(summary: pd.DataFrame) -> Table | None:
     return table
 
 
+def crossover_sentences(summary: pd.DataFrame) -> list[str]:
+    """Where each implementation's form starts to beat the CPU reference, one sentence each."""
+    from gpuoverhead.analysis import crossover
+    from gpuoverhead.drivers.registry import CPU_REFERENCE
+
+    return [fmt.crossover(row, c, CPU_REFERENCE) for row, c in crossover.lines(summary)]
+
+
 def breakdown_grid(summary: pd.DataFrame) -> Table | None:
     """Per call of one `submit` operation, the median CPU time in each layer that ran."""
     calls = summary[(summary.metric == "call_ns")
@@ -244,6 +252,8 @@ def print_summary(summary: pd.DataFrame) -> None:
                   crossover_grid(summary)):
         if extra is not None:
             out.print(extra)
+    for sentence in crossover_sentences(summary):
+        out.print(sentence, highlight=False)
 
 
 def show_errors(errors: list[str]) -> None:

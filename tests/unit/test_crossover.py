@@ -101,10 +101,46 @@ def test_with_crossovers_adds_a_row_per_line_and_nothing_without_ratios():
     summary = _summary()
     out = with_crossovers(summary)
     added = out[out.metric == "crossover_hidden"].set_index("implementation")
-    assert len(out) == len(summary) + 2 and set(added.elements) == {0}
+    assert len(out) == len(summary) + 2 and set(added.elements) == {4096}
     assert added.loc["gpu-a", "value"] == 256 and added.loc["gpu-a", "ci_high"] == 1024
     assert math.isnan(added.loc["gpu-b", "value"])
     assert "undecided at H: 256" in added.loc["gpu-a", "estimator"]
     assert [c.value for _, c in lines(summary)][0] == 256
     plain = summary.assign(metric="per_unit_ns")
     assert with_crossovers(plain) is plain
+
+
+def test_the_sentences_say_from_where_never_and_what_stays_undecided():
+    from gpuoverhead.present import format as fmt
+
+    line = pd.Series({"implementation": "gpu-a", "variant": "fused"})
+    c = crossing(SIZES, [3.0, 1.5, 0.9, 0.5, 0.2], [2.0, 1.2, 0.7, 0.4, 0.1],
+                 [4.0, 1.8, 1.1, 0.6, 0.3])
+    assert fmt.crossover(line, c, "cpu-x") == ("gpu-a fused beats cpu-x from H = 256 "
+                                               "[256–1024]; undecided at H = 256")
+    never = crossing(SIZES, [9.0] * 5, [8.0] * 5, [10.0] * 5)
+    assert fmt.crossover(line, never, "cpu-x") == \
+        "gpu-a fused does not beat cpu-x in range (H 16–4096)"
+    # An estimate below 1 whose interval lies above 1 (no interval of ours does that) is
+    # lost: the estimate never leaves its own interval.
+    lost = crossing(SIZES, [0.5] * 5, [0.4] * 4 + [1.1], [0.6] * 4 + [1.5])
+    assert lost.never and math.isnan(lost.low) and lost.undecided == ()
+    always = crossing(SIZES, [0.5] * 5, [0.4] * 5, [0.6] * 4 + [1.5])
+    assert fmt.crossover(line, always, "cpu-x") == (
+        "gpu-a fused beats cpu-x from H = 16 [16–beyond 4096] (every H in range, "
+        "H 16–4096); undecided at H = 4096")
+
+
+def test_the_plot_has_a_line_per_form_and_the_cpus_among_them():
+    from gpuoverhead.present import plots
+
+    ratios = _summary()
+    times = ratios.assign(metric="per_unit_ns", value=ratios.value * 1e3,
+                          ci_low=ratios.ci_low * 1e3, ci_high=ratios.ci_high * 1e3)
+    cpu = times[times.implementation == "gpu-a"].assign(implementation="cpu-x",
+                                                        variant="unfused")
+    frame = pd.concat([ratios, times, cpu], ignore_index=True)
+    fig = plots.crossover(frame, ("cpu-x",))
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert labels == ["gpu-a fused", "gpu-b fused", "cpu-x unfused (CPU)"]
+    assert plots.crossover(times, ("cpu-x",)) is None  # no CPU reference in that run
