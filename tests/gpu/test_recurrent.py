@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import BACKEND, write_suite
+from conftest import BACKEND, CONFIGS, gpuoverhead, only_run_folder, read_run, write_suite
 
 from gpuoverhead.drivers import webgpu
 from gpuoverhead.errors import IntegrityError
@@ -123,3 +123,34 @@ def test_the_cpu_references_are_the_same_step(group):
         assert verify(dict.fromkeys(cases, 4)) == []
         with pytest.raises(IntegrityError, match="output check failed"):
             verify(dict.fromkeys(cases, 5))
+
+
+def test_the_crossover_ci_suite_puts_the_cpu_beside_the_gpu(tmp_path):
+    """configs/crossover-ci.yaml on lavapipe with the CPU references, in seconds: per-step
+    times of every implementation at each H (each checked against numpy in the run: a
+    failed check is an error, and the run would not be complete), their ratios to torch-cpu
+    with intervals that hold their estimate and never go below zero, a crossover per GPU
+    form, and its sentence on the console."""
+    from gpuoverhead.drivers import host
+
+    proc = gpuoverhead("run", "--suite", str(CONFIGS / "crossover-ci.yaml"), "--backend",
+                       BACKEND, "--implementation", "wgpu-native,host", "--processes", "2",
+                       "--seed", "3", "--out", str(tmp_path), timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    _, summary, info = read_run(only_run_folder(tmp_path))
+    assert info["status"] == "complete" and not info["errors"]
+    combined = summary[summary.process.isna()]
+    times = combined[combined.metric == "per_unit_ns"]
+    assert set(zip(times.implementation, times.variant, times.elements, strict=True)) == {
+        *((i, v, h) for i in ("wgpu-native",) for v in ("unfused", "fused")
+          for h in (16, 64, 256)),
+        *((i, "unfused", h) for i in host.IMPLEMENTATIONS for h in (16, 64, 256))}
+    ratios = combined[combined.metric == "cpu_ratio"]
+    assert len(ratios) == 3 * 3 and host.REFERENCE not in set(ratios.implementation)
+    assert ((ratios.ci_low >= 0) & (ratios.ci_low <= ratios.value)
+            & (ratios.value <= ratios.ci_high)).all()
+    crossed = combined[combined.metric == "crossover_hidden"]
+    assert sorted(zip(crossed.implementation, crossed.variant, strict=True)) == [
+        (host.NUMPY, "unfused"), ("wgpu-native", "fused"), ("wgpu-native", "unfused")]
+    assert proc.stdout.count(f"beat {host.REFERENCE}") + \
+        proc.stdout.count(f"beats {host.REFERENCE}") == 3
