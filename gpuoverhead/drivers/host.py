@@ -40,8 +40,14 @@ SAMPLE_SHARE = None
 
 
 def offers(request: Request, notes: list[str]) -> list[Offer]:
-    """The CPU once per implementation asked for; `torch-cpu` only where torch imports (asked
-    by name: else an error)."""
+    """The CPU once per implementation asked for, where the suite has a workload the CPU
+    runs (asked by name: else an error); `torch-cpu` only where torch imports (likewise)."""
+    if not any(workloads.host_cases(g, CPU) for g in request.suite.groups):
+        if request.named:
+            raise UserError(f"{', '.join(request.names or ())}: the CPU references run only "
+                            "workloads with a numpy build (fusion: recurrent), and this suite "
+                            "has none; try --suite crossover")
+        return []
     out = []
     for name in request.names or IMPLEMENTATIONS:
         reason = pytorch.available() if name == CPU else None

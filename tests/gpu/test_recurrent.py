@@ -7,7 +7,15 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import BACKEND, CONFIGS, gpuoverhead, only_run_folder, read_run, write_suite
+from conftest import (
+    BACKEND,
+    CONFIGS,
+    gpuoverhead,
+    in_process,
+    only_run_folder,
+    read_run,
+    write_suite,
+)
 
 from gpuoverhead.drivers import webgpu
 from gpuoverhead.errors import IntegrityError
@@ -154,3 +162,12 @@ def test_the_crossover_ci_suite_puts_the_cpu_beside_the_gpu(tmp_path):
         (host.NUMPY, "unfused"), ("wgpu-native", "fused"), ("wgpu-native", "unfused")]
     assert proc.stdout.count(f"beat {host.REFERENCE}") + \
         proc.stdout.count(f"beats {host.REFERENCE}") == 3
+
+
+def test_asking_for_the_cpu_on_a_suite_it_cannot_run_is_one_line(tmp_path):
+    """The CPU references run only workloads with a numpy build: asked for by name on the
+    kernel suite they say so (exit 2) instead of measuring nothing."""
+    proc = in_process("run", "--suite", "ci", "--implementation", "numpy-cpu", "--out",
+                      str(tmp_path))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "numpy build" in proc.stderr
