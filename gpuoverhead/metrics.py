@@ -25,7 +25,7 @@ METRICS = {
     **dict.fromkeys(("latency_ns", "per_dispatch_ns", "fixed_ns", "cpu_per_dispatch_ns",
                      "gpu_ns", "gpu_fixed_ns", "api_ns", "python_ns", "ffi_floor_ns",
                      "call_ns", "first_round_ns", "first_round_per_dispatch_ns",
-                     "per_unit_ns", "cpu_per_unit_ns", "overlapped_ns"), _TIME),
+                     "per_unit_ns", "cpu_per_unit_ns", "overlapped_ns", "per_op_ns"), _TIME),
     "ffi_check_ns": Metric("ns", "time", "none"),
     "closure_ns": Metric("ns", "time", "none"),
     "inflation": Metric("ratio", "ratio", "none"),

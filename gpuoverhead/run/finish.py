@@ -18,6 +18,7 @@ from gpuoverhead.results import tables
 from gpuoverhead.run import checks
 from gpuoverhead.run.files import Finished
 from gpuoverhead.run.worker import Outcome
+from gpuoverhead.workloads import registry as workloads
 
 Measured = tuple[list[dict[Key, Series]], list[GroupSamples]]
 
@@ -54,7 +55,9 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
     rows = pd.concat([tables.samples_table(run_id, adapter, o.samples, o.process,
                                            run_start_ns, o.clock_offset_ns, o.calibration)
                       for o in outcomes], ignore_index=True)
-    summary = tables.summary_table(run_id, adapter, group, combine.combine(per_process, rng),
+    estimates = combine.combine(per_process, rng)
+    summary = tables.summary_table(run_id, adapter, group,
+                                   estimates + workloads.per_op_rows(group, estimates),
                                    [o.samples for o in outcomes], rows)
     out.entries.append({**entry, "status": "ok", "sampling": group.sampling.__dict__,
                         "processes": [checks.process_entry(o) for o in outcomes]})

@@ -167,6 +167,16 @@ def numpy_units(group: Group, rng: np.random.Generator) -> tuple[dict, dict]:
     return units, outputs
 
 
+def ops_issued(case: Case) -> int:
+    """Ops the host issues per unit, for the sequential throughput (time per op issued):
+    WebGPU's dispatches (six a step unfused, one fused), eager calls (six a step, and a copy
+    back for an odd L; numpy alike), one CUDA graph replay, or a compiled call and its copy
+    back."""
+    if case.implementation is None:
+        return case.k * (6 if case.variant == "unfused" else 1)
+    return {GRAPH: 1, COMPILE: 2}.get(case.implementation, 6 * case.k + case.k % 2)
+
+
 def torch_fused(case: Case, kind: str, group: Group) -> tuple[str, ...]:
     """A CUDA graph of the unit on CUDA, and torch.compile for L up to the suite's
     `torch_compile_max_n`."""

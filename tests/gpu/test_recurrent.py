@@ -157,6 +157,9 @@ def test_the_crossover_ci_suite_puts_the_cpu_beside_the_gpu(tmp_path):
     assert len(ratios) == 3 * 3 and host.REFERENCE not in set(ratios.implementation)
     assert ((ratios.ci_low >= 0) & (ratios.ci_low <= ratios.value)
             & (ratios.value <= ratios.ci_high)).all()
+    per_op = combined[combined.metric == "per_op_ns"]
+    assert len(per_op) == len(times)  # one op a step fused: per op is per step there
+    assert (per_op.value.to_numpy() <= times.value.to_numpy()).all()
     crossed = combined[combined.metric == "crossover_hidden"]
     assert sorted(zip(crossed.implementation, crossed.variant, strict=True)) == [
         (host.NUMPY, "unfused"), ("wgpu-native", "fused"), ("wgpu-native", "unfused")]
@@ -171,3 +174,26 @@ def test_asking_for_the_cpu_on_a_suite_it_cannot_run_is_one_line(tmp_path):
                       str(tmp_path))
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "numpy build" in proc.stderr
+
+
+def test_time_per_op_issued_divides_a_unit_by_the_ops_its_form_issues(group):
+    """Sequential throughput: six dispatches a step unfused, one fused, eager calls with the
+    odd L's copy back, one graph replay; the interval is divided with the estimate."""
+    from gpuoverhead.analysis.combine import Row
+    from gpuoverhead.analysis.series import Key
+    from gpuoverhead.analysis.stats import Estimate
+    from gpuoverhead.torch_forms import CPU, GRAPH
+
+    base = next(c for c in group.cases if c.variant == "unfused" and c.k == 3)
+    forms = {base: 18, replace(base, variant="fused"): 3,
+             replace(base, implementation=CPU): 19,
+             replace(base, variant="fused", implementation=GRAPH): 1}
+    rows = [Row(Key(c, m, "ns", "fit"), Estimate(1800.0, 900.0, 3600.0, 10, 0.5, "t"))
+            for c in forms for m in ("per_unit_ns", "latency_ns")]
+    found = {r.key.case: r.estimate for r in workloads.per_op_rows(group, rows)}
+    assert set(found) == set(forms)
+    for case, ops in forms.items():
+        e = found[case]
+        assert (e.value, e.ci_low, e.ci_high) == pytest.approx((1800 / ops, 900 / ops,
+                                                                 3600 / ops))
+    assert workloads.per_op_rows(replace(group, fusion="chain"), rows) == []
