@@ -82,9 +82,11 @@ def ratio_with_ci(r: float, low: float, high: float) -> str:
 
 
 def crossover(line: Any, c: Crossing, reference: str) -> str:
-    """'wgpu-native fused beats torch-cpu from H = 512 [256–1024]', with where it stays
-    undecided; 'does not beat ... in range' where it never does (analysis/crossover.py)."""
-    who, span = f"{line.implementation} {line.variant}", f"H {c.sizes[0]}–{c.sizes[-1]}"
+    """'recurrent: wgpu-native fused beats torch-cpu from H = 512 [256–1024]', with where it
+    stays undecided; 'does not beat ... in range' where it never does
+    (analysis/crossover.py)."""
+    who = f"{line.benchmark}: {line.implementation} {line.variant}"
+    span = f"H {c.sizes[0]}–{c.sizes[-1]}"
     if c.never:
         text = f"{who} does not beat {reference} in range ({span})"
     else:

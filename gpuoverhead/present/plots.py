@@ -129,8 +129,10 @@ def crossover(summary: pd.DataFrame, cpu: tuple[str, ...]) -> Figure | None:
     if rows.empty:
         return None
     fig, ax = plt.subplots(figsize=(7.5, 5))
-    lines = list(rows.groupby(["implementation", "variant", "k"], sort=False))
-    for ((impl, variant, k), line), color in zip(lines, _colors(len(lines)), strict=True):
+    lines = list(rows.groupby(["benchmark", "implementation", "variant", "k"], sort=False))
+    several = rows["benchmark"].nunique() > 1
+    for ((bench, impl, variant, k), line), color in zip(lines, _colors(len(lines)),
+                                                         strict=True):
         per = line.groupby("elements").agg(value=("value", "median"), low=("ci_low", "min"),
                                            high=("ci_high", "max"))
         h, v = per.index.to_numpy(float), per["value"].to_numpy() / k / 1e3
@@ -139,7 +141,8 @@ def crossover(summary: pd.DataFrame, cpu: tuple[str, ...]) -> Figure | None:
         style = _CPU_STYLES[cpu.index(impl) % len(_CPU_STYLES)] if impl in cpu else \
             {"color": color, "linestyle": "-", "marker": "o", "linewidth": 1.3}
         ax.errorbar(h, v, yerr=[v - low, high - v], markersize=5, capsize=3, **style,
-                    label=f"{impl} {variant}" + (" (CPU)" if impl in cpu else ""))
+                    label=f"{impl} {variant}" + (" (CPU)" if impl in cpu else "")
+                    + (f", {bench}" if several else ""))
     sizes = sorted(rows["elements"].unique())
     ax.set_xscale("log")
     ax.set_xticks(sizes, [str(h) for h in sizes])

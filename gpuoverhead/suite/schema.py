@@ -47,6 +47,8 @@ class _Settings(BaseModel):
     torch_compile_max_n: Annotated[int, Field(ge=0)] | None = None
     k_sweep: list[PosInt] | None = Field(None, min_length=1)
     precision: Literal["f32", "f16"] | None = None
+    #: States stepped side by side (a fusion workload that has a batch: the recurrent step).
+    batch: Annotated[int, Field(ge=1, le=1024)] | None = None
 
     @field_validator("elements", mode="before")
     @classmethod
@@ -101,6 +103,7 @@ BUILTIN_DEFAULTS: dict[str, Any] = {
     "torch_compile_max_n": 64,
     "k_sweep": [1, 2, 5, 8, 16, 32, 64],
     "precision": "f32",
+    "batch": 1,
 }
 
 
@@ -113,7 +116,13 @@ def fusion_problems(bench: _Benchmark, cfg: dict[str, Any]) -> list[tuple[str, s
                                 f"(shaders/fusion_{bench.fusion}.wgsl); remove `kernel`"))
     if bench.precision is not None and bench.precision not in workload.PRECISIONS:
         found.append(("precision", precision_message(bench.precision)))
+    if cfg["batch"] != 1 and not getattr(workload, "BATCHED", False):
+        found.append(("batch", BATCH_MESSAGE))
     return found + workload.problems(cfg)
+
+
+#: Where a batch other than 1 is asked of what has none.
+BATCH_MESSAGE = "a batch exists for the `recurrent` workload only (remove `batch`)"
 
 
 def precision_message(precision: str) -> str:

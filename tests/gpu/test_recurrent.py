@@ -30,13 +30,16 @@ from gpuoverhead.workloads.work import verify_outputs
 SUITE = """
 defaults: {n_sweep: [1, 2], gpu_timestamps: false, torch_compile_max_n: 0}
 benchmarks:
-  - {name: rec, fusion: recurrent, k_sweep: [1, 3], elements: [96]}
+  - {name: rec, fusion: recurrent, k_sweep: [1, 3], elements: [96], batch: BATCH}
 """
 
 
-@pytest.fixture(scope="module")
-def group(tmp_path_factory: pytest.TempPathFactory):
-    (found,) = load_suite(write_suite(tmp_path_factory.mktemp("rec"), SUITE)).groups
+@pytest.fixture(scope="module", params=[1, 3])
+def group(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """The step on one state, and on three side by side (a batch)."""
+    text = SUITE.replace("BATCH", str(request.param))
+    (found,) = load_suite(write_suite(tmp_path_factory.mktemp("rec"), text)).groups
+    assert found.batch == request.param
     return found
 
 
@@ -197,3 +200,17 @@ def test_time_per_op_issued_divides_a_unit_by_the_ops_its_form_issues(group):
         assert (e.value, e.ci_low, e.ci_high) == pytest.approx((1800 / ops, 900 / ops,
                                                                  3600 / ops))
     assert workloads.per_op_rows(replace(group, fusion="chain"), rows) == []
+
+
+def test_a_batch_is_the_recurrent_steps_alone(tmp_path):
+    """`batch` on another workload or on a kernel benchmark is a problem of the suite."""
+    suite = write_suite(tmp_path, """
+defaults: {batch: 4}
+benchmarks:
+  - {name: chain, fusion: chain, k_sweep: [1, 2], elements: [64]}
+  - {name: one, kernel: add_one, elements: 64}
+""")
+    proc = in_process("validate", str(suite), "--no-compile")
+    assert proc.returncode == 2
+    assert proc.stdout.count("a batch exists for the `recurrent` workload only") + \
+        proc.stderr.count("a batch exists for the `recurrent` workload only") == 2

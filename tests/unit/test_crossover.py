@@ -113,21 +113,21 @@ def test_with_crossovers_adds_a_row_per_line_and_nothing_without_ratios():
 def test_the_sentences_say_from_where_never_and_what_stays_undecided():
     from gpuoverhead.present import format as fmt
 
-    line = pd.Series({"implementation": "gpu-a", "variant": "fused"})
+    line = pd.Series({"benchmark": "rec", "implementation": "gpu-a", "variant": "fused"})
     c = crossing(SIZES, [3.0, 1.5, 0.9, 0.5, 0.2], [2.0, 1.2, 0.7, 0.4, 0.1],
                  [4.0, 1.8, 1.1, 0.6, 0.3])
-    assert fmt.crossover(line, c, "cpu-x") == ("gpu-a fused beats cpu-x from H = 256 "
+    assert fmt.crossover(line, c, "cpu-x") == ("rec: gpu-a fused beats cpu-x from H = 256 "
                                                "[256–1024]; undecided at H = 256")
     never = crossing(SIZES, [9.0] * 5, [8.0] * 5, [10.0] * 5)
     assert fmt.crossover(line, never, "cpu-x") == \
-        "gpu-a fused does not beat cpu-x in range (H 16–4096)"
+        "rec: gpu-a fused does not beat cpu-x in range (H 16–4096)"
     # An estimate below 1 whose interval lies above 1 (no interval of ours does that) is
     # lost: the estimate never leaves its own interval.
     lost = crossing(SIZES, [0.5] * 5, [0.4] * 4 + [1.1], [0.6] * 4 + [1.5])
     assert lost.never and math.isnan(lost.low) and lost.undecided == ()
     always = crossing(SIZES, [0.5] * 5, [0.4] * 5, [0.6] * 4 + [1.5])
     assert fmt.crossover(line, always, "cpu-x") == (
-        "gpu-a fused beats cpu-x from H = 16 [16–beyond 4096] (every H in range, "
+        "rec: gpu-a fused beats cpu-x from H = 16 [16–beyond 4096] (every H in range, "
         "H 16–4096); undecided at H = 4096")
 
 
