@@ -120,6 +120,8 @@ class Group:
     fusion: str | None = None
     #: The decode step's weights: `f32`, or `f16` (read as f16, computed in f32).
     precision: str = "f32"
+    #: States stepped side by side (the recurrent step's B; 1 elsewhere).
+    batch: int = 1
 
     @property
     def id(self) -> str:

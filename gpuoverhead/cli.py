@@ -218,9 +218,7 @@ def report(
         sets = read.load_all(paths, notes)
         console.show_warnings(notes)
         table = reporting.build(sets, benchmark, elements)
-        console.out.print(render.terminal(table))
-        for note in render.footnotes(table):
-            console.out.print(note, highlight=False)
+        console.print_report(table, sets)
         written = render.publish(table, sets, output or [], plots, published := [])
     console.show_warnings(list(dict.fromkeys(published)))
     for path in written:

@@ -28,7 +28,7 @@ METRICS = {
                      "gpu_ns", "gpu_fixed_ns", "api_ns", "ffi_floor_ns",
                      "call_ns", "first_round_ns", "first_round_per_dispatch_ns",
                      "per_unit_ns", "cpu_per_unit_ns", "overlapped_ns", "token_ns",
-                     "cpu_per_token_ns"), _TIME),
+                     "cpu_per_token_ns", "per_op_ns"), _TIME),
     "python_ns": Metric("ns", "difference", "lower"),
     "ffi_check_ns": Metric("ns", "difference", "none"),
     "closure_ns": Metric("ns", "difference", "none"),
@@ -38,12 +38,14 @@ METRICS = {
     "fusion_gpu_speedup": _SPEEDUP,
     "paired_ratio": Metric("ratio", "ratio", "lower"),
     "reference_ratio": Metric("ratio", "ratio", "none"),
+    "cpu_ratio": Metric("ratio", "ratio", "lower"),
     "gpu_share": Metric("ratio", "share", "none"),
     "floor_multiple": Metric("ratio", "ratio", "lower"),
     "overhead_share": Metric("ratio", "share", "lower"),
     "tokens_per_s": Metric("1/s", "rate", "higher"),
     "crossover_size": Metric("M", "size", "none"),
     "crossover_size_synced": Metric("M", "size", "none"),
+    "crossover_hidden": Metric("H", "size", "none"),
     "error": Metric("-", "error", "none"),
 }
 #: The figures a user publishes: compared side by side (`ratio_to_fastest`) and judged by

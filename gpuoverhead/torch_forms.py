@@ -5,6 +5,11 @@ imports the other."""
 from __future__ import annotations
 
 EAGER, GRAPH, COMPILE = "torch-eager", "torch-cudagraph", "torch-compile"
+#: Eager on the CPU whatever device torch's best is: the reference a GPU has to beat
+#: (measured by the `host` driver, drivers/host.py).
+CPU = "torch-cpu"
+#: The forms that run a workload's ops one by one as they are called.
+EAGERLY = (EAGER, CPU)
 #: The family name `--implementation` takes for all three.
 FAMILY = "torch"
 

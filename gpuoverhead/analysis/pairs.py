@@ -26,6 +26,8 @@ Processes = list[dict[Key, Series]]
 PAIRED = ("latency_ns", "per_dispatch_ns", "cpu_per_dispatch_ns")
 #: The figures compared with the reference loop.
 REFERENCED = ("per_dispatch_ns", "cpu_per_dispatch_ns")
+#: The figure compared with the CPU reference: a unit's time with the wait amortized.
+ON_CPU = ("per_unit_ns",)
 
 
 def paired_ratios(mine: Processes, theirs: Processes, label: str, metric_name: str,
@@ -68,5 +70,16 @@ def reference_of(reference_cases: dict[str, Case]) -> Callable[[Key], Key | None
             return None
         return Key(reference_cases[key.case.encoding], key.metric, key.unit, key.estimator,
                    key.call)
+
+    return match
+
+
+def cpu_reference_of(cpu_cases: tuple[Case, ...]) -> Callable[[Key], Key | None]:
+    """Their key for one of my fusion cases: the CPU reference's case of the same L (it runs
+    the unfused form only: the CPU has no dispatches to fuse)."""
+    def match(key: Key) -> Key | None:
+        theirs = next((c for c in cpu_cases if c.k == key.case.k), None)
+        return None if theirs is None else Key(theirs, key.metric, key.unit, key.estimator,
+                                               key.call)
 
     return match

@@ -9,12 +9,14 @@ an implementation's name (hyperfine's scheduler picks its executor the same way,
 from __future__ import annotations
 
 from gpuoverhead.cases import Suite
-from gpuoverhead.drivers import chromium, pytorch, webgpu
+from gpuoverhead.drivers import chromium, host, pytorch, webgpu
 from gpuoverhead.drivers.base import Driver, Request
 from gpuoverhead.errors import UserError
 
 #: Every family, in the order their jobs run within a benchmark (the registration).
-DRIVERS: tuple[Driver, ...] = (webgpu, chromium, pytorch)  # type: ignore[assignment]
+DRIVERS: tuple[Driver, ...] = (webgpu, chromium, pytorch, host)  # type: ignore[assignment]
+#: The implementation the others are divided by for the CPU/GPU crossover (`cpu_ratio`).
+CPU_REFERENCE = host.REFERENCE
 #: `--implementation all`: every family, each with what it finds installed.
 ALL = "all"
 

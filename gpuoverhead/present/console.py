@@ -219,6 +219,27 @@ def crossover_grid(summary: pd.DataFrame) -> Table | None:
     return table
 
 
+def print_report(table: Any, sets: list) -> None:
+    """A report (present/report.py) in the terminal: its table, its footnotes, and each
+    run's crossovers, read from that run's own ratios."""
+    from gpuoverhead.present import render
+
+    out.print(render.terminal(table))
+    for note in render.footnotes(table):
+        out.print(note, highlight=False)
+    for rs in sets:
+        print_crossovers(rs.summary[rs.summary.benchmark == table.benchmark])
+
+
+def print_crossovers(summary: pd.DataFrame) -> None:
+    """Where each implementation's form starts to beat the CPU reference, one sentence each."""
+    from gpuoverhead.analysis import crossover
+    from gpuoverhead.drivers.registry import CPU_REFERENCE
+
+    for row, c in crossover.lines(summary):
+        out.print(fmt.crossover(row, c, CPU_REFERENCE), highlight=False)
+
+
 def breakdown_grid(summary: pd.DataFrame) -> Table | None:
     """Per call of one `submit` operation, the median CPU time in each layer that ran."""
     calls = summary[(summary.metric == "call_ns")
@@ -275,6 +296,7 @@ def print_summary(summary: pd.DataFrame) -> None:
                   token_loop_grid(summary), crossover_grid(summary)):
         if extra is not None:
             out.print(extra)
+    print_crossovers(summary)
 
 
 def show_errors(errors: list[str]) -> None:

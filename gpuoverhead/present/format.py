@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from gpuoverhead.analysis.crossover import Crossing
 from gpuoverhead.analysis.stats import CONFIDENCE
 
 BELOW = "below resolution"
@@ -81,3 +82,19 @@ def shown(v: float | None, hint: str) -> str:
 def ratio_with_ci(r: float, low: float, high: float) -> str:
     """A comparison's NEW/BASE: '1.042 [0.987–1.101]'."""
     return "—" if not math.isfinite(r) else f"{r:.3f} [{low:.3f}–{high:.3f}]"
+
+
+def crossover(line: Any, c: Crossing, reference: str) -> str:
+    """'recurrent: wgpu-native fused beats torch-cpu from H = 512 [256–1024]', with where it
+    stays undecided; 'does not beat ... in range' where it never does
+    (analysis/crossover.py)."""
+    who = f"{line.benchmark}: {line.implementation} {line.variant}"
+    span = f"H {c.sizes[0]}–{c.sizes[-1]}"
+    if c.never:
+        text = f"{who} does not beat {reference} in range ({span})"
+    else:
+        high = f"beyond {c.sizes[-1]}" if math.isinf(c.high) else f"{c.high:.0f}"
+        text = f"{who} beats {reference} from H = {c.value:.0f} [{c.low:.0f}–{high}]"
+        text += f" (every H in range, {span})" if c.always else ""
+    undecided = ", ".join(map(str, c.undecided))
+    return text + (f"; undecided at H = {undecided}" if undecided else "")

@@ -1,4 +1,5 @@
-"""Figures for reports (matplotlib, headless): where the cost goes, and how wall time grows with N.
+"""Figures for reports (matplotlib, headless): where the cost goes, how wall time grows with N,
+and where the GPU's per-step time crosses the CPU's.
 
 Each function returns a matplotlib Figure; `save` writes PNG and SVG, `png_base64` embeds it
 in the self-contained HTML page.
@@ -125,6 +126,52 @@ def wall_vs_n(sets: list[ResultSet], benchmark: str, elements: int) -> Figure | 
         ax.set_xlabel("N (dispatches per sample)")
     axes[0].set_ylabel("wall time, µs")
     axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+#: The CPU implementations' lines: dark and dashed, told apart by shade and marker.
+_CPU_STYLES = ({"color": "black", "linestyle": "--", "marker": "s", "linewidth": 2.0},
+               {"color": "0.5", "linestyle": ":", "marker": "^", "linewidth": 2.0})
+
+
+def crossover(summary: pd.DataFrame, cpu: tuple[str, ...]) -> Figure | None:
+    """Per-step time against H (log-log) for each implementation's form of the benchmarks
+    with a CPU reference, with its 95% interval as bars; the CPU implementations (`cpu`)
+    dashed in grey, so the crossover reads off where the lines cross. Several runs of one
+    line: the median of their estimates and the span of their intervals."""
+    ratios = summary[summary["metric"] == "cpu_ratio"]
+    rows = summary[(summary["metric"] == "per_unit_ns") & summary["process"].isna()
+                   & summary["benchmark"].isin(ratios["benchmark"])
+                   & (summary["sync"] == "wait")]
+    if rows.empty:
+        return None
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    lines = list(rows.groupby(["benchmark", "implementation", "variant", "k"], sort=False))
+    several = rows["benchmark"].nunique() > 1
+    for ((bench, impl, variant, k), line), color in zip(lines, _colors(len(lines)),
+                                                         strict=True):
+        per = line.groupby("elements").agg(value=("value", "median"), low=("ci_low", "min"),
+                                           high=("ci_high", "max"))
+        h, v = per.index.to_numpy(float), per["value"].to_numpy() / k / 1e3
+        low = np.clip(per["low"].to_numpy() / k / 1e3, v * 1e-3, v)  # log axis: above zero
+        high = np.maximum(per["high"].to_numpy() / k / 1e3, v)
+        style = _CPU_STYLES[cpu.index(impl) % len(_CPU_STYLES)] if impl in cpu else \
+            {"color": color, "linestyle": "-", "marker": "o", "linewidth": 1.3}
+        ax.errorbar(h, v, yerr=[v - low, high - v], markersize=5, capsize=3, **style,
+                    label=f"{impl} {variant}" + (" (CPU)" if impl in cpu else "")
+                    + (f", {bench}" if several else ""))
+    sizes = sorted(rows["elements"].unique())
+    ax.set_xscale("log")
+    ax.set_xticks(sizes, [str(h) for h in sizes])
+    ax.minorticks_off()
+    ax.set_yscale("log")
+    ax.set_xlabel("H (hidden size)")
+    ax.set_ylabel("time per step, µs (wait amortized)")
+    ax.set_title(f"{', '.join(dict.fromkeys(rows['benchmark']))}: per-step time against H, "
+                 "95% intervals", fontsize=10)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 

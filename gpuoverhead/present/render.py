@@ -144,21 +144,25 @@ def publish(report: Report, sets: list, outputs: list[Path], plots_dir: Path | N
             notes: list[str]) -> list[Path]:
     """Write each output (format by suffix) and the plots; returns what was written, and
     adds to `notes` what the JSON formats could not hold as stored (a negative bound)."""
+    from gpuoverhead.drivers import host
     from gpuoverhead.present import export, plots
     from gpuoverhead.present.report import merged_summary
 
     formats = [output_format(path) for path in outputs]
     figures = {}
     if plots_dir is not None or ".html" in formats:
-        summary = merged_summary(sets)
-        summary = summary[(summary.benchmark == report.benchmark)
-                          & (summary.elements == report.elements)]
+        every = merged_summary(sets)
+        every = every[every.benchmark == report.benchmark]
+        summary = every[every.elements == report.elements]
         candidates = {
             "cost_decomposition": ("Per-dispatch cost split into native API and Python time, "
                                    "per encoding; dashed: GPU time per dispatch",
                                    plots.decomposition(summary)),
             "wall_vs_n": ("Wall time against N per encoding: medians, fitted line and its 95% "
                           "CI band", plots.wall_vs_n(sets, report.benchmark, report.elements)),
+            "crossover": ("Time per step against H, one line per implementation's form, the "
+                          "CPU's dashed: where they cross, the GPU starts to win",
+                          plots.crossover(every, host.IMPLEMENTATIONS)),
         }
         figures = {name: pair for name, pair in candidates.items() if pair[1] is not None}
     written: list[Path] = []

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from gpuoverhead.analysis.crossover import with_crossovers
 from gpuoverhead.analysis.ranking import with_ratio_to_fastest
 from gpuoverhead.errors import UserError
 from gpuoverhead.results.columns import RUN_JSON, SAMPLE_COLUMNS, SUMMARY_COLUMNS, RunRecord
@@ -67,8 +68,8 @@ class RunFolder:
                        drift=r.drift + [x for d in self.done for x in d.drift])
 
     def summary(self) -> pd.DataFrame:
-        return with_ratio_to_fastest(_concat([s for d in self.done for s in d.summaries],
-                                             SUMMARY_COLUMNS))
+        return with_ratio_to_fastest(with_crossovers(
+            _concat([s for d in self.done for s in d.summaries], SUMMARY_COLUMNS)))
 
     def add(self, finished: Finished) -> None:
         self.done.append(finished)  # one step: a signal lands before it or after it

@@ -18,6 +18,7 @@ from gpuoverhead.results import tables
 from gpuoverhead.run import checks
 from gpuoverhead.run.files import Finished
 from gpuoverhead.run.worker import Outcome
+from gpuoverhead.workloads import registry as workloads
 
 #: A job's per-process series, samples and process numbers (as run.json counts them).
 Measured = tuple[list[dict[Key, Series]], list[GroupSamples], list[int]]
@@ -56,7 +57,9 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
                                            run_start_ns, o.clock_offset_ns, o.calibration)
                       for o in outcomes], ignore_index=True)
     numbers = [o.process for o in outcomes]
-    summary = tables.summary_table(run_id, adapter, group, combine.combine(per_process, rng),
+    estimates = combine.combine(per_process, rng)
+    summary = tables.summary_table(run_id, adapter, group,
+                                   estimates + workloads.per_op_rows(group, estimates),
                                    [o.samples for o in outcomes], numbers, rows)
     out.entries.append({**entry, "status": "ok", "sampling": group.sampling.__dict__,
                         "processes": [checks.process_entry(o) for o in outcomes]})
@@ -72,8 +75,8 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
 
 def _pairs(run_id: str, jobs: list[Job], done: list[Measured | None], out: Finished) -> None:
     """Ratios from time-adjacent process pairs: each compared implementation over the first
-    one measured, and each product job over its reference loop (a warning where it leaves
-    [0.85, 1.18] in CPU cost)."""
+    one measured, each product job over its reference loop (a warning where it leaves
+    [0.85, 1.18] in CPU cost), and every job over the CPU reference where it ran."""
     measured = [(job, m) for job, m in zip(jobs, done, strict=True) if m is not None]
     compared = [(j, m) for j, m in measured if not j.reference
                 and registry.get(j.driver).COMPARED]
@@ -89,7 +92,22 @@ def _pairs(run_id: str, jobs: list[Job], done: list[Measured | None], out: Finis
                                         pairs.REFERENCED, match)
             rows.append((job, m, found))
             out.warnings.extend(checks.reference_warnings(job.group, job.label, found))
+    rows += _cpu_ratios(measured)
     for job, m, found in rows:
         if found:
             out.summaries.append(tables.summary_table(run_id, job.adapter, job.group, found,
                                                       m[1], m[2], None))
+
+
+
+def _cpu_ratios(measured: list[tuple[Job, Measured]]
+                ) -> list[tuple[Job, Measured, list[combine.Row]]]:
+    """Each other job's per-unit time over the CPU reference's (`cpu_ratio`, below 1 where
+    it beats the CPU), process pair by process pair: what the crossover H is read from."""
+    cpu = next(((j, m) for j, m in measured if j.label == registry.CPU_REFERENCE), None)
+    if cpu is None:
+        return []
+    match = pairs.cpu_reference_of(cpu[0].group.cases)
+    return [(job, m, pairs.paired_ratios(m[0], cpu[1][0], registry.CPU_REFERENCE, "cpu_ratio",
+                                          pairs.ON_CPU, match))
+            for job, m in measured if job is not cpu[0] and not job.reference]

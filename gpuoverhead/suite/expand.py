@@ -15,6 +15,7 @@ from gpuoverhead.cases import FUSION, TIMESTAMPS, Case, Group, Sampling, Suite
 from gpuoverhead.errors import UserError
 from gpuoverhead.methods import METHODS
 from gpuoverhead.suite.schema import (
+    BATCH_MESSAGE,
     SuiteModel,
     describe,
     error_text,
@@ -63,6 +64,8 @@ def suite_problems(path: Path, outside_shaders: bool = False) -> list[str]:
         elif bench.precision not in (None, "f32"):
             problems.append(describe(doc, loc + ("precision",),
                                       precision_message(bench.precision)))
+        elif cfg["batch"] != 1:
+            problems.append(describe(doc, loc + ("batch",), BATCH_MESSAGE))
         elif bench.kernel is None:
             problems.append(describe(doc, loc + ("kernel",),
                                       "required key is missing (or name a `fusion` pattern)"))

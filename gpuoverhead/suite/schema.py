@@ -49,6 +49,8 @@ class _Settings(BaseModel):
     precision: Literal["f32", "f16"] | None = None
     #: Steps of one sample of the decode step's token loop (workloads/decode.py).
     loop_tokens: Annotated[int, Field(gt=0, le=MAX_N)] | None = None
+    #: States stepped side by side (a fusion workload that has a batch: the recurrent step).
+    batch: Annotated[int, Field(ge=1, le=1024)] | None = None
 
     @field_validator("elements", mode="before")
     @classmethod
@@ -104,6 +106,7 @@ BUILTIN_DEFAULTS: dict[str, Any] = {
     "k_sweep": [1, 2, 5, 8, 16, 32, 64],
     "precision": "f32",
     "loop_tokens": 256,
+    "batch": 1,
 }
 
 
@@ -116,7 +119,13 @@ def fusion_problems(bench: _Benchmark, cfg: dict[str, Any]) -> list[tuple[str, s
                                 f"(shaders/fusion_{bench.fusion}.wgsl); remove `kernel`"))
     if bench.precision is not None and bench.precision not in workload.PRECISIONS:
         found.append(("precision", precision_message(bench.precision)))
+    if cfg["batch"] != 1 and not getattr(workload, "BATCHED", False):
+        found.append(("batch", BATCH_MESSAGE))
     return found + workload.problems(cfg)
+
+
+#: Where a batch other than 1 is asked of what has none.
+BATCH_MESSAGE = "a batch exists for the `recurrent` workload only (remove `batch`)"
 
 
 def precision_message(precision: str) -> str:

@@ -4,7 +4,9 @@ negate, exp, add, reciprocal), as an eager framework issues them; fused, one dis
 step (shaders/fusion_recurrent.wgsl). It is the shape of the worked CPU/GPU crossover
 example (issue 28): per step H^2 multiply-adds and five ops over H values, sequentially
 dependent. PyTorch: the six ops eagerly, the unit captured as one CUDA graph, or through
-torch.compile.
+torch.compile. With a batch (`batch: B`), B states side by side stepped with the same W
+and b: the product becomes a (B x H) by (H x H) matrix product, the pointwise ops run over
+B x H values, and a step still issues six ops (or one).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import numpy as np
 
 from gpuoverhead.cases import Case, Group
 from gpuoverhead.gpu.targets import grid_for
-from gpuoverhead.torch_forms import COMPILE, EAGER, GRAPH
+from gpuoverhead.torch_forms import COMPILE, EAGERLY, GRAPH
 from gpuoverhead.workloads.groups import Request, per_elements
 from gpuoverhead.workloads.torch_ops import compiled, graph_of, work
 from gpuoverhead.workloads.work import Context, Step, Work, read_state_half
@@ -34,6 +36,8 @@ TOLERANCE = 1e-4
 GPU_TIMES = False
 #: Weight precisions the suite may ask for.
 PRECISIONS = ("f32",)
+#: Whether the suite may ask for a batch (suite/schema.py).
+BATCHED = True
 #: The pointwise ops of an unfused step, in order (entry points of the shader).
 POINTWISE = ("add_bias", "negate", "exponent", "add_one", "reciprocal")
 
@@ -49,77 +53,85 @@ def problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
     return []
 
 
-def model(hidden: int, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
-    """The initial state, W and b, in f32."""
-    h = rng.uniform(0, 1, hidden).astype(np.float32)
+def model(hidden: int, rng: np.random.Generator, batch: int = 1) -> tuple[np.ndarray, ...]:
+    """The initial states (B x H, flat), W and b, in f32."""
+    h = rng.uniform(0, 1, hidden * batch).astype(np.float32)
     w = (rng.standard_normal((hidden, hidden)) * GAIN / np.sqrt(hidden)).astype(np.float32)
     return h, w, rng.uniform(-1, 1, hidden).astype(np.float32)
 
 
 def reference(h: np.ndarray, w: np.ndarray, b: np.ndarray, steps: int) -> np.ndarray | None:
-    """`steps` steps in f64, or None where that is too long to replay."""
-    if steps * w.size > REPLAY_MAX:
+    """`steps` steps in f64 (the states flat, as they are stored), or None where that is too
+    long to replay."""
+    if steps * w.size * (h.size // b.size) > REPLAY_MAX:
         return None
-    x, w64, b64 = h.astype(np.float64), w.astype(np.float64), b.astype(np.float64)
+    x = h.astype(np.float64).reshape(-1, b.size)
+    w64, b64 = w.astype(np.float64), b.astype(np.float64)
     for _ in range(steps):
-        x = 1.0 / (np.exp(-(w64 @ x + b64)) + 1.0)
-    return x
+        x = 1.0 / (np.exp(-(x @ w64.T + b64)) + 1.0)
+    return x.ravel()
 
 
 def webgpu(ctx: Context, group: Group, rng: np.random.Generator) -> dict[Case, Work]:
-    hidden = group.elements
-    h, w, b = model(hidden, rng)
-    both = np.concatenate([h, np.zeros(hidden, np.float32)])
+    hidden, total = group.elements, group.elements * group.batch
+    h, w, b = model(hidden, rng, group.batch)
+    both = np.concatenate([h, np.zeros(total, np.float32)])
     weights, bias = ctx.buffer(w), ctx.buffer(b)
     works = {}
     for case in group.cases:
         state = ctx.buffer(both)
         buffers = {0: state, 1: weights, 2: bias}
-        sequences = [_sequence(ctx, case, buffers, parity)
+        sequences = [_sequence(ctx, case, buffers, parity, total)
                      for parity in ((0, 1) if case.k % 2 else (0,))]
         work = Work(sequences, lambda: np.empty(0), ctx.writer(state, both),
                     lambda units, k=case.k: reference(h, w, b, units * k), exact=False,
                     tolerance=TOLERANCE)
-        read_state_half(ctx, work, state, np.float32, hidden, case.k)
+        read_state_half(ctx, work, state, np.float32, total, case.k)
         works[case] = work
     return works
 
 
-def _sequence(ctx: Context, case: Case, buffers: dict[int, Any], parity: int
+#: The buffers each entry point reads (auto layouts omit the rest): the state alone, but for
+#: the product (W, and b for H) and the bias.
+_BINDINGS = {"matvec": (0, 1, 2), "fused": (0, 1, 2), "add_bias": (0, 2)}
+
+
+def _sequence(ctx: Context, case: Case, buffers: dict[int, Any], parity: int, total: int
               ) -> tuple[Step, ...]:
-    """One unit from half `parity`: L steps, each six dispatches or one."""
+    """One unit from half `parity`: L steps, each six dispatches or one over the `total`
+    values of the states."""
     wg = case.workgroup_size
-    grid = grid_for(case.elements, wg)
+    grid = grid_for(total, wg)
     entries = ("fused",) if case.variant == "fused" else ("matvec", *POINTWISE)
-    pointwise = {b: buf for b, buf in buffers.items() if b != 1}  # no W: auto layouts omit it
     step = [tuple(ctx.step(ctx.pipeline(e, WG=wg, PARITY=p),
-                           pointwise if e in POINTWISE else buffers, grid) for e in entries)
-            for p in (0, 1)]
+                           {b: buffers[b] for b in _BINDINGS.get(e, (0,))}, grid)
+                  for e in entries) for p in (0, 1)]
     return tuple(s for j in range(case.k) for s in step[(parity + j) % 2])
 
 
 def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any
                 ) -> tuple[dict, dict]:
-    hidden = group.elements
-    h, w, b = model(hidden, rng)
-    wt, bt = torch.from_numpy(w).to(dev), torch.from_numpy(b).to(dev)
+    hidden, shape = group.elements, (group.batch, group.elements)
+    h, w, b = model(hidden, rng, group.batch)
+    wt, bt = torch.from_numpy(w).to(dev).t(), torch.from_numpy(b).to(dev)  # states are rows
     units, outputs = {}, {}
     for case in group.cases:
-        x, z = torch.from_numpy(h.copy()).to(dev), torch.empty(hidden, device=dev)
+        x = torch.from_numpy(h.reshape(shape).copy()).to(dev)
+        z = torch.empty(shape, device=dev)
 
         def eager(x: Any = x, z: Any = z, k: int = case.k) -> None:
             """Six ops a step; an odd L ends with a copy back into x (one op a unit)."""
             pair = (x, z)
             for s in range(k):
                 src, dst = pair[s % 2], pair[(s + 1) % 2]
-                torch.mv(wt, src, out=dst)
+                torch.mm(src, wt, out=dst)
                 dst.add_(bt).neg_().exp_().add_(1.0).reciprocal_()
             if k % 2:
                 x.copy_(z)
 
         def steps(t: Any, k: int = case.k) -> Any:
             for _ in range(k):
-                t = torch.sigmoid(torch.mv(wt, t) + bt)
+                t = torch.sigmoid(torch.mm(t, wt) + bt)
             return t
 
         def fused(x: Any = x, eager: Any = eager, steps: Any = steps,
@@ -132,11 +144,51 @@ def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any
             fn = compiled(steps, torch)
             return lambda: x.copy_(fn(x))
 
-        units[case] = (lambda eager=eager: eager) if case.implementation == EAGER else fused
-        outputs[case] = work(lambda x=x: x.cpu().numpy(),
-                              lambda x=x: x.copy_(torch.from_numpy(h)),
+        units[case] = (lambda eager=eager: eager) if case.implementation in EAGERLY else fused
+        outputs[case] = work(lambda x=x: x.cpu().numpy().ravel(),
+                              lambda x=x: x.copy_(torch.from_numpy(h.reshape(shape))),
                               lambda n, k=case.k: reference(h, w, b, n * k), exact=False)
     return units, outputs
+
+
+def numpy_units(group: Group, rng: np.random.Generator) -> tuple[dict, dict]:
+    """The step in plain numpy on the CPU, the same six ops in f32 into preallocated
+    arrays (no allocation in the timed loop), on the same inputs as the other builds."""
+    hidden, shape = group.elements, (group.batch, group.elements)
+    h, w, b = model(hidden, rng, group.batch)
+    wt = w.T  # states are rows: X W^T
+    units, outputs = {}, {}
+    for case in group.cases:
+        x, z = h.reshape(shape).copy(), np.empty(shape, np.float32)
+
+        def unit(x: np.ndarray = x, z: np.ndarray = z, k: int = case.k) -> None:
+            pair = (x, z)
+            for s in range(k):
+                src, dst = pair[s % 2], pair[(s + 1) % 2]
+                np.matmul(src, wt, out=dst)
+                np.add(dst, b, out=dst)
+                np.negative(dst, out=dst)
+                np.exp(dst, out=dst)
+                np.add(dst, 1.0, out=dst)
+                np.reciprocal(dst, out=dst)
+            if k % 2:
+                x[:] = z
+
+        units[case] = lambda unit=unit: unit
+        outputs[case] = work(lambda x=x: x.ravel().copy(),
+                             lambda x=x: x.__setitem__(slice(None), h.reshape(shape)),
+                             lambda n, k=case.k: reference(h, w, b, n * k), exact=False)
+    return units, outputs
+
+
+def ops_issued(case: Case) -> int:
+    """Ops the host issues per unit, for the sequential throughput (time per op issued):
+    WebGPU's dispatches (six a step unfused, one fused), eager calls (six a step, and a copy
+    back for an odd L; numpy alike), one CUDA graph replay, or a compiled call and its copy
+    back."""
+    if case.implementation is None:
+        return case.k * (6 if case.variant == "unfused" else 1)
+    return {GRAPH: 1, COMPILE: 2}.get(case.implementation, 6 * case.k + case.k % 2)
 
 
 def torch_fused(case: Case, kind: str, group: Group) -> tuple[str, ...]:

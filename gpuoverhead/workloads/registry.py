@@ -3,8 +3,10 @@ suite's fusion benchmark expands into, workloads/groups.py), `problems(cfg)` (th
 cannot take, as (key, message) pairs), `PRECISIONS`, `webgpu(ctx, group, rng)` (each case's
 Work on a device), `torch_units(group, rng, dev, torch)` (its PyTorch forms),
 `torch_fused(case, kind, group)` (which PyTorch forms its fused case has) and `GPU_TIMES`
-(whether PyTorch's forms are timed with CUDA events); adding one is its module, its shader
-and one line in WORKLOADS.
+(whether PyTorch's forms are timed with CUDA events); optionally `numpy_units(group, rng)`
+(its step in plain numpy: the workload then has CPU references, `host_cases`) and
+`ops_issued(case)` (ops issued per unit: the sequential throughput, `per_op_rows`); adding
+one is its module, its shader and one line in WORKLOADS.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from gpuoverhead.analysis.combine import Row
+from gpuoverhead.analysis.series import Key
 from gpuoverhead.cases import TIMESTAMPS, Case, Group
 from gpuoverhead.torch_forms import EAGER
 from gpuoverhead.workloads import chain, decode, loop, matmul, recurrent, rmsnorm, torch_ops
@@ -57,8 +61,46 @@ def torch_cases(group: Group, kind: str) -> tuple[Case, ...]:
     return tuple(out)
 
 
-def torch_operations(group: Group, rng: np.random.Generator, notes: dict[str, Any]) -> tuple:
-    """The group as it runs on torch's device, each case's timed op, the output check, and
-    whether the ops give GPU times (torch_ops.operations)."""
+def torch_operations(group: Group, rng: np.random.Generator, notes: dict[str, Any],
+                     kind: str | None = None) -> tuple:
+    """The group as it runs on torch's device `kind` (None: the one torch finds), each
+    case's timed op, the output check, and whether the ops give GPU times
+    (torch_ops.operations)."""
     units_of = WORKLOADS[group.fusion].torch_units  # type: ignore[index]
-    return torch_ops.operations(group, units_of, rng, notes)
+    return torch_ops.operations(group, units_of, rng, notes, kind)
+
+
+def host_cases(group: Group, implementation: str) -> tuple[Case, ...]:
+    """A workload group's cases as a CPU reference runs them (named `implementation`): its
+    unfused form, op by op, where the workload has a numpy build."""
+    workload = WORKLOADS.get(group.fusion or "")
+    if workload is None or not hasattr(workload, "numpy_units") or group.precision != "f32":
+        return ()
+    return tuple(replace(c, implementation=implementation) for c in group.cases
+                 if c.variant == "unfused" and c.sync != TIMESTAMPS and c.encoding == "dispatch")
+
+
+def numpy_operations(group: Group, rng: np.random.Generator, notes: dict[str, Any]
+                     ) -> tuple:
+    """The group in plain numpy: each case's timed op and the output check."""
+    units, outputs = WORKLOADS[group.fusion].numpy_units(group, rng)  # type: ignore[index]
+    return torch_ops.built(group, units, outputs, lambda: None, notes)
+
+
+def per_op_rows(group: Group, rows: list[Row]) -> list[Row]:
+    """Sequential throughput: each `per_unit_ns` estimate of the group (and its interval)
+    divided by the ops issued per unit, where its workload counts them (`per_op_ns`)."""
+    workload = WORKLOADS.get(group.fusion or "")
+    if not hasattr(workload, "ops_issued"):
+        return []
+    out = []
+    for r in rows:
+        if r.key.metric != "per_unit_ns":
+            continue
+        ops = workload.ops_issued(r.key.case)  # type: ignore[union-attr]
+        e = r.estimate
+        key = Key(r.key.case, "per_op_ns", "ns", f"per_unit_ns / {ops} ops issued per unit")
+        out.append(replace(r, key=key, estimate=replace(e, value=e.value / ops,
+                                                         ci_low=e.ci_low / ops,
+                                                         ci_high=e.ci_high / ops)))
+    return out

@@ -1,5 +1,6 @@
-"""The PyTorch builds' shared machinery: a workload's units become timed ops (one unit per
-call, or its GPU time from CUDA events), each checked against numpy once before sampling;
+"""The PyTorch builds' shared machinery (and a numpy build's, `built`): a workload's units
+become timed ops (one unit per call, or its GPU time from CUDA events), each checked against
+numpy once before sampling;
 a compile or capture that fails is recorded as data and its case left out, never a crash.
 """
 
@@ -23,18 +24,40 @@ Units = Callable[[Group, np.random.Generator, Any, Any], tuple[dict, dict]]
 
 
 def operations(group: Group, units_of: Units, rng: np.random.Generator,
-               notes: dict[str, Any]) -> tuple[Group, dict[Case, Callable[[int], Any]],
-                                               Callable[[dict[Case, int]], list[str]], bool]:
-    """The group as it runs here, each case's timed op, the output check after sampling,
-    and whether the ops return GPU times (CUDA events, in ns)."""
+               notes: dict[str, Any], kind: str | None = None
+               ) -> tuple[Group, dict[Case, Callable[[int], Any]],
+                          Callable[[dict[Case, int]], list[str]], bool]:
+    """The group as it runs on torch's device `kind` (None: the one torch finds), each
+    case's timed op, the output check after sampling, and whether the ops return GPU times
+    (CUDA events, in ns)."""
     import torch
 
-    kind = device_name()
+    kind = kind or device_name()
     dev = torch.device(kind)
     torch.backends.cuda.matmul.allow_tf32 = False  # the reference is f32 (and f64) math
     sync = (torch.cuda.synchronize if kind == "cuda" else
             torch.mps.synchronize if kind == "mps" else (lambda: None))
     units, outputs = units_of(group, rng, dev, torch)
+    if kind == "cpu":  # the CPU reference's figures depend on how many threads it used
+        notes["torch_threads"] = torch.get_num_threads()
+    group, ops, verify = built(group, units, outputs, sync, notes,
+                               lambda unit: _timed(unit, sync, torch))
+    if kind == "cuda" and any(c.implementation == COMPILE for c in group.cases):
+        # Where CUDA graphs were skipped, torch-compile is Inductor's kernels launched one
+        # by one: say so in run.json rather than only in a log line.
+        from torch._dynamo.utils import counters
+
+        notes["torch_compile_cudagraph_skips"] = int(counters["inductor"]["cudagraph_skips"])
+    return group, ops, verify, kind == "cuda"
+
+
+def built(group: Group, units: dict, outputs: dict, sync: Callable[[], None],
+          notes: dict[str, Any], timed: Callable[[Callable[[], None]], Callable] | None = None
+          ) -> tuple[Group, dict[Case, Callable[[int], Any]],
+                     Callable[[dict[Case, int]], list[str]]]:
+    """Each case's unit made (compiled, captured) and run once, checked against numpy, then
+    wrapped as its timed op (`timed`: for GPU-timestamp cases); a case whose build fails is
+    recorded in `notes` and left out."""
     ops: dict[Case, Callable[[int], Any]] = {}
     kept = []
     timings = notes.setdefault("torch_fusion_build_s", {})
@@ -51,23 +74,16 @@ def operations(group: Group, units_of: Units, rng: np.random.Generator,
         timings[case.id] = round(time.perf_counter() - start, 3)
         check(case, outputs[case], 1, "before sampling, one unit")
         readback = outputs[case].readback
-        ops[case] = (_timed(unit, sync, torch) if case.sync == TIMESTAMPS else
+        ops[case] = (timed(unit) if timed and case.sync == TIMESTAMPS else
                      _op(unit, sync) if readback is None else token_loop(unit, readback))
         kept.append(case)
     for case in kept:
         outputs[case].reset()
-    if kind == "cuda" and any(c.implementation == COMPILE for c in kept):
-        # Where CUDA graphs were skipped, torch-compile is Inductor's kernels launched one
-        # by one: say so in run.json rather than only in a log line.
-        from torch._dynamo.utils import counters
-
-        notes["torch_compile_cudagraph_skips"] = int(counters["inductor"]["cudagraph_skips"])
 
     def verify(counts: dict[Case, int]) -> list[str]:
-        works = {case: outputs[case] for case in kept}
-        return verify_outputs(works, counts)
+        return verify_outputs({case: outputs[case] for case in kept}, counts)
 
-    return replace(group, cases=tuple(kept)), ops, verify, kind == "cuda"
+    return replace(group, cases=tuple(kept)), ops, verify
 
 
 def _op(unit: Callable[[], None], sync: Callable[[], None]) -> Callable[[int], tuple[int]]:

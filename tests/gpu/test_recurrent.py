@@ -3,9 +3,19 @@ this machine leave numpy's state after timed units, and the checks see a step do
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
-from conftest import BACKEND, write_suite
+from conftest import (
+    BACKEND,
+    CONFIGS,
+    gpuoverhead,
+    in_process,
+    only_run_folder,
+    read_run,
+    write_suite,
+)
 
 from gpuoverhead.drivers import webgpu
 from gpuoverhead.errors import IntegrityError
@@ -20,13 +30,16 @@ from gpuoverhead.workloads.work import verify_outputs
 SUITE = """
 defaults: {n_sweep: [1, 2], gpu_timestamps: false, torch_compile_max_n: 0}
 benchmarks:
-  - {name: rec, fusion: recurrent, k_sweep: [1, 3], elements: [96]}
+  - {name: rec, fusion: recurrent, k_sweep: [1, 3], elements: [96], batch: BATCH}
 """
 
 
-@pytest.fixture(scope="module")
-def group(tmp_path_factory: pytest.TempPathFactory):
-    (found,) = load_suite(write_suite(tmp_path_factory.mktemp("rec"), SUITE)).groups
+@pytest.fixture(scope="module", params=[1, 3])
+def group(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """The step on one state, and on three side by side (a batch)."""
+    text = SUITE.replace("BATCH", str(request.param))
+    (found,) = load_suite(write_suite(tmp_path_factory.mktemp("rec"), text)).groups
+    assert found.batch == request.param
     return found
 
 
@@ -96,3 +109,108 @@ def test_validate_parses_a_workloads_shader(device):
     broken = replace(kernel, source=kernel.source.replace("let src =", "let from =", 1))
     with pytest.raises(UserError, match=r"fusion_recurrent\.wgsl:\d+:\d+: shader rejected"):
         parse_shader(device, broken)
+
+
+def test_the_cpu_references_are_the_same_step(group):
+    """The host driver's cases (unfused only: the CPU has nothing to fuse) in numpy and in
+    PyTorch on the CPU leave numpy's f64 state after timed units, through the same build and
+    check as every other implementation; a count of units that is off fails that check."""
+    from gpuoverhead.drivers import host
+
+    for name in host.IMPLEMENTATIONS:
+        cases = workloads.host_cases(group, name)
+        assert {(c.variant, c.k, c.implementation) for c in cases} == {
+            ("unfused", k, name) for k in (1, 3)}
+        mine = replace(group, cases=cases)
+        if name == host.NUMPY:
+            built, ops, verify = workloads.numpy_operations(mine, np.random.default_rng(3), {})
+        else:
+            pytest.importorskip("torch")
+            built, ops, verify, _ = workloads.torch_operations(mine, np.random.default_rng(3),
+                                                               {}, "cpu")
+        assert built.cases == cases
+        for op in ops.values():
+            op(4)
+        assert verify(dict.fromkeys(cases, 4)) == []
+        with pytest.raises(IntegrityError, match="output check failed"):
+            verify(dict.fromkeys(cases, 5))
+
+
+def test_the_crossover_ci_suite_puts_the_cpu_beside_the_gpu(tmp_path):
+    """configs/crossover-ci.yaml on lavapipe with the CPU references, in seconds: per-step
+    times of every implementation at each H (each checked against numpy in the run: a
+    failed check is an error, and the run would not be complete), their ratios to torch-cpu
+    with intervals that hold their estimate and never go below zero, a crossover per GPU
+    form, and its sentence on the console."""
+    from gpuoverhead.drivers import host
+
+    proc = gpuoverhead("run", "--suite", str(CONFIGS / "crossover-ci.yaml"), "--backend",
+                       BACKEND, "--implementation", "wgpu-native,host", "--processes", "2",
+                       "--seed", "3", "--out", str(tmp_path), timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    _, summary, info = read_run(only_run_folder(tmp_path))
+    assert info["status"] == "complete" and not info["errors"]
+    combined = summary[summary.process.isna()]
+    times = combined[combined.metric == "per_unit_ns"]
+    assert set(zip(times.implementation, times.variant, times.elements, strict=True)) == {
+        *((i, v, h) for i in ("wgpu-native",) for v in ("unfused", "fused")
+          for h in (16, 64, 256)),
+        *((i, "unfused", h) for i in host.IMPLEMENTATIONS for h in (16, 64, 256))}
+    ratios = combined[combined.metric == "cpu_ratio"]
+    assert len(ratios) == 3 * 3 and host.REFERENCE not in set(ratios.implementation)
+    assert ((ratios.ci_low >= 0) & (ratios.ci_low <= ratios.value)
+            & (ratios.value <= ratios.ci_high)).all()
+    per_op = combined[combined.metric == "per_op_ns"]
+    assert len(per_op) == len(times)  # one op a step fused: per op is per step there
+    assert (per_op.value.to_numpy() <= times.value.to_numpy()).all()
+    crossed = combined[combined.metric == "crossover_hidden"]
+    assert sorted(zip(crossed.implementation, crossed.variant, strict=True)) == [
+        (host.NUMPY, "unfused"), ("wgpu-native", "fused"), ("wgpu-native", "unfused")]
+    assert proc.stdout.count(f"beat {host.REFERENCE}") + \
+        proc.stdout.count(f"beats {host.REFERENCE}") == 3
+
+
+def test_asking_for_the_cpu_on_a_suite_it_cannot_run_is_one_line(tmp_path):
+    """The CPU references run only workloads with a numpy build: asked for by name on the
+    kernel suite they say so (exit 2) instead of measuring nothing."""
+    proc = in_process("run", "--suite", "ci", "--implementation", "numpy-cpu", "--out",
+                      str(tmp_path))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "numpy build" in proc.stderr
+
+
+def test_time_per_op_issued_divides_a_unit_by_the_ops_its_form_issues(group):
+    """Sequential throughput: six dispatches a step unfused, one fused, eager calls with the
+    odd L's copy back, one graph replay; the interval is divided with the estimate."""
+    from gpuoverhead.analysis.combine import Row
+    from gpuoverhead.analysis.series import Key
+    from gpuoverhead.analysis.stats import Estimate
+    from gpuoverhead.torch_forms import CPU, GRAPH
+
+    base = next(c for c in group.cases if c.variant == "unfused" and c.k == 3)
+    forms = {base: 18, replace(base, variant="fused"): 3,
+             replace(base, implementation=CPU): 19,
+             replace(base, variant="fused", implementation=GRAPH): 1}
+    rows = [Row(Key(c, m, "ns", "fit"), Estimate(1800.0, 900.0, 3600.0, 10, 0.5, "t"))
+            for c in forms for m in ("per_unit_ns", "latency_ns")]
+    found = {r.key.case: r.estimate for r in workloads.per_op_rows(group, rows)}
+    assert set(found) == set(forms)
+    for case, ops in forms.items():
+        e = found[case]
+        assert (e.value, e.ci_low, e.ci_high) == pytest.approx((1800 / ops, 900 / ops,
+                                                                 3600 / ops))
+    assert workloads.per_op_rows(replace(group, fusion="chain"), rows) == []
+
+
+def test_a_batch_is_the_recurrent_steps_alone(tmp_path):
+    """`batch` on another workload or on a kernel benchmark is a problem of the suite."""
+    suite = write_suite(tmp_path, """
+defaults: {batch: 4}
+benchmarks:
+  - {name: chain, fusion: chain, k_sweep: [1, 2], elements: [64]}
+  - {name: one, kernel: add_one, elements: 64}
+""")
+    proc = in_process("validate", str(suite), "--no-compile")
+    assert proc.returncode == 2
+    assert proc.stdout.count("a batch exists for the `recurrent` workload only") + \
+        proc.stderr.count("a batch exists for the `recurrent` workload only") == 2
