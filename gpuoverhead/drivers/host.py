@@ -1,5 +1,6 @@
-"""The host driver: the machine's CPU as the reference a GPU has to beat, measured in the same
-run and the same interleaved groups as the GPU implementations (issue 28's crossover).
+"""The host driver (family `cpu-ref`): the machine's CPU as the reference a GPU has to beat,
+measured in the same run and the same interleaved groups as the GPU implementations (issue
+28's crossover).
 
 - `torch-cpu`: a workload's step in PyTorch eagerly on the CPU, whatever device torch's best
   is (the torch driver measures that one);
@@ -29,7 +30,7 @@ from gpuoverhead.records import AdapterInfo
 from gpuoverhead.torch_forms import CPU
 from gpuoverhead.workloads import registry as workloads
 
-FAMILY = "host"
+FAMILY = "cpu-ref"
 NUMPY = "numpy-cpu"
 IMPLEMENTATIONS = (CPU, NUMPY)
 #: The implementation every other one is divided by for the crossover.
