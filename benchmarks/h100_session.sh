@@ -34,10 +34,13 @@
 #                                            # all pinned to those CPUs
 #   bash benchmarks/h100_session.sh aa4      # issue 25: the interleaved selftest at default
 #                                            # settings, pinned to the CPUs not slow
+#   bash benchmarks/h100_session.sh decode4  # issues 25, 27: the decode suite (token loop
+#                                            # included), all implementations, pinned, under
+#                                            # a time limit of 450 s
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
-step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4 or aa4}
+step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4 or decode4}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
 setup() {
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -83,6 +86,14 @@ full)
   ;;
 decode)  # within one device call: 600 s
   timed h100-decode --suite decode --implementation all --time-limit 540
+  ;;
+decode4)  # issue 25 and 27: the decode suite with its token loop, all implementations,
+  # pinned, under a time limit it must keep; within one device call
+  timeout 60 python3 benchmarks/cpu_probe.py > "$out/cpu_probe.json" 2>> /tmp/results/probe.err
+  good=$(python3 -c "import json;print(json.load(open('$out/cpu_probe.json'))['good'])" \
+    2>/dev/null || echo 0-15)
+  timeout 500 bash -c "$(declare -f timed); timed h100-decode --suite decode \
+    --implementation all --time-limit 450 --affinity $good"
   ;;
 decode-1.5b)  # within one device call: 600 s
   timed h100-decode-1.5b --suite decode-1.5b --implementation all --time-limit 540
