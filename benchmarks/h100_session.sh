@@ -89,6 +89,8 @@ decode)  # within one device call: 600 s
   ;;
 decode4)  # issue 25 and 27: the decode suite with its token loop, all implementations,
   # pinned, under a time limit it must keep; within one device call
+  (cd .repro && gcc -O2 -shared -fPIC -I"$(python3 -c 'import wgpu,os;print(os.path.dirname(wgpu.__file__))')/resources" \
+    plain_loop.c -o plain_loop.so)
   timeout 60 python3 benchmarks/cpu_probe.py > "$out/cpu_probe.json" 2>> /tmp/results/probe.err
   good=$(python3 -c "import json;print(json.load(open('$out/cpu_probe.json'))['good'])" \
     2>/dev/null || echo 0-15)
