@@ -14,6 +14,7 @@ from gpuoverhead.analysis.series import STOP_METRICS, precise_enough
 from gpuoverhead.cases import Group
 from gpuoverhead.metrics import HEADLINE
 from gpuoverhead.run.budget import SAMPLE_SHARE
+from gpuoverhead.run.rounds import OVERRUN
 from gpuoverhead.run.worker import Outcome
 
 
@@ -55,7 +56,7 @@ def timer_warnings(group: Group, outcomes: list[Outcome]) -> list[str]:
 
 
 #: Kinds of note that a run states once, over all its groups (see `said_once`).
-CUT, UNSETTLED, IMPRECISE = "cut", "unsettled", "imprecise"
+CUT, UNSETTLED, IMPRECISE, SHORT = "cut", "unsettled", "imprecise", "short"
 
 
 def sampling_notes(group: Group, outcomes: list[Outcome], summary: pd.DataFrame
@@ -69,6 +70,9 @@ def sampling_notes(group: Group, outcomes: list[Outcome], summary: pd.DataFrame
     notes += [(CUT, f"{name} at N = {', '.join(map(str, n))}") for name, n in cut]
     notes += [(UNSETTLED, f"{group.id} process {o.process}") for o in outcomes
               if not o.samples.warmup_settled]
+    notes += [(SHORT, f"{group.id} process {o.process}: {o.samples.rounds} rounds in "
+                      f"{o.sampling_s:.0f} s for a budget of {o.budget_s:.1f} s")
+              for o in outcomes if o.samples.stop == "short"]
     head = summary[summary["metric"].isin(STOP_METRICS) & summary["process"].isna()]
     target = group.sampling.target_rel_ci
     for r in head.itertuples():
@@ -101,6 +105,10 @@ def said_once(notes: list[tuple[str, str]]) -> list[str]:
                    f"took over {SAMPLE_SHARE:.0%} of a process's budget)"),
              UNSETTLED: ("processes stopped warming up before round durations settled "
                          "(warmup_max_rounds, or the warm-up's share of the budget)"),
+             SHORT: (f"processes stopped short of the suite's min_rounds, at {OVERRUN:g}x "
+                     "their budget: a round took longer than the time limit left them (a "
+                     "longer --time-limit, or a smaller sweep or loop_tokens, gives them "
+                     "their minimum)"),
              IMPRECISE: ("headline estimates missed their precision target when sampling "
                          "stopped: the time they had (budget_s, the time limit) or the "
                          "machine's noise limited them (each example says which variance "

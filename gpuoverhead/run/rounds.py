@@ -11,9 +11,13 @@ phase "warmup" (the first round's cost is what a short-lived program pays) but n
 uses them. Measured rounds then run until every estimate's 95%
 CI half-width is within the target, or the process's share of the budget (run/budget.py) is
 spent, or `max_rounds` is reached; which of the three ended it is recorded as `stop`. No
-process stops before the suite's `min_rounds` for the first two reasons: a process that
-ran always measured its minimum (under a time limit the schedule starts none that cannot,
-and the run's deadline cuts one off as `cut`, never as a stub of a few rounds).
+process stops before the suite's `min_rounds` for the first two reasons, unless reaching
+them would take more than OVERRUN times its budget: then it stops at that point with at
+least MIN_ROUNDS rounds, as `short`, and the run says so. Under a time limit the schedule
+learns from such a process what its job's minimum costs and starts no later one that
+cannot reach it; without the guard the first process of a job whose rounds are long (a
+decode step's token loop: 19 s a round on the H100 for a 5 s budget) took the whole limit
+and left every other job unmeasured.
 
 At each round's start, outside any timed call, the CPU the worker runs on is read into
 `cpus` (one entry per round, warm-up rounds first), so that a slow period can be matched
@@ -38,6 +42,10 @@ from gpuoverhead.run.budget import Budget
 #: Moving-median window over warm-up round durations, and its tolerance for "settled".
 WARMUP_WINDOW = 3
 WARMUP_TOLERANCE = 0.05
+#: Rounds a process measures whatever its budget: fewer give no usable interval.
+MIN_ROUNDS = 3
+#: How far past its budget a process may run to reach the suite's `min_rounds`.
+OVERRUN = 3.0
 
 Progress = Callable[[GroupSamples, float, float], None]
 Precision = Callable[[GroupSamples], float]
@@ -177,6 +185,8 @@ def _measure(group: Group, one_round: Round, out: GroupSamples, budget_s: float,
                 out.stop = "converged"
         if not out.stop and elapsed_s >= budget_s and out.rounds >= s.min_rounds:
             out.stop = "budget"
+        if not out.stop and elapsed_s >= OVERRUN * budget_s and out.rounds >= MIN_ROUNDS:
+            out.stop = "short"
         if not out.stop and out.rounds >= s.max_rounds:
             out.stop = "max_rounds"
         progress(out, elapsed_s, budget_s)

@@ -134,3 +134,26 @@ def test_each_round_records_the_cpu_it_starts_on_and_the_worker_entry_summarizes
     assert cpu_notes([3, 3, 5, 3, -1]) | {"cpu_affinity": None} == {
         "cpus": [3, 5], "cpu_most": 3, "cpu_changes": 2, "cpu_affinity": None,
         "cpu_runs": [[3, 2], [5, 1], [3, 1], [-1, 1]]}
+
+
+def _sampled(min_rounds: int, op_s: float, budget_s: float):
+    """A group sampled with ops that each take `op_s`, precision never reached."""
+    group = replace(_group(), sampling=Sampling(10.0, 0.0, min_rounds, 1000, 1))
+    ops = {c: (lambda n: time.sleep(op_s)) for c in group.cases}
+    return sample_group(group, ops, np.random.default_rng(0), Budget(budget_s),
+                        lambda s: 1.0, lambda *a: None, dict.fromkeys(group.cases, 0))
+
+
+def test_a_process_reaches_min_rounds_past_its_budget_but_not_past_the_overrun():
+    """Rounds of 9 ms (nine ops of 1 ms) against a 50 ms budget: it is spent after about
+    six, and the 8 min_rounds (72 ms, within OVERRUN times the budget) are measured anyway.
+    Against a 10 ms budget, 20 min_rounds would take 18x the budget, so the process stops
+    as `short` once OVERRUN times the budget is spent, with at least MIN_ROUNDS."""
+    from gpuoverhead.run.rounds import MIN_ROUNDS, OVERRUN
+
+    quick = _sampled(min_rounds=8, op_s=0.001, budget_s=0.05)
+    assert quick.stop == "budget" and quick.rounds == 8
+    slow = _sampled(min_rounds=20, op_s=0.001, budget_s=0.01)
+    assert slow.stop == "short" and MIN_ROUNDS <= slow.rounds <= 10  # a round: >= 4 ms
+    spent = sum(r[5] for r in slow.records if not r[3]) / 1e9  # the measured rounds' ns
+    assert OVERRUN * 0.01 <= spent < OVERRUN * 0.01 + 0.015
