@@ -37,10 +37,13 @@
 #   bash benchmarks/h100_session.sh decode4  # issues 25, 27: the decode suite (token loop
 #                                            # included), all implementations, pinned, under
 #                                            # a time limit of 450 s
+#   bash benchmarks/h100_session.sh crossover4  # issue 28: configs/crossover.yaml with
+#                                            # wgpu-native, Dawn, PyTorch and the CPU
+#                                            # references, pinned, limit 420 s
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
-step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4 or decode4}
+step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4, decode4 or crossover4}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
 setup() {
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -96,6 +99,15 @@ decode4)  # issue 25 and 27: the decode suite with its token loop, all implement
     2>/dev/null || echo 0-15)
   timeout 500 bash -c "$(declare -f timed); timed h100-decode --suite decode \
     --implementation all --time-limit 450 --affinity $good"
+  ;;
+crossover4)  # issue 28: the recurrent step's crossover against the machine's CPU, pinned
+  (cd .repro && gcc -O2 -shared -fPIC -I"$(python3 -c 'import wgpu,os;print(os.path.dirname(wgpu.__file__))')/resources" \
+    plain_loop.c -o plain_loop.so)
+  timeout 60 python3 benchmarks/cpu_probe.py > "$out/cpu_probe.json" 2>> /tmp/results/probe.err
+  good=$(python3 -c "import json;print(json.load(open('$out/cpu_probe.json'))['good'])" \
+    2>/dev/null || echo 0-15)
+  timeout 480 bash -c "$(declare -f timed); timed h100-crossover --suite crossover \
+    --implementation wgpu-native,dawn,torch,cpu-ref --time-limit 420 --affinity $good"
   ;;
 decode-1.5b)  # within one device call: 600 s
   timed h100-decode-1.5b --suite decode-1.5b --implementation all --time-limit 540
