@@ -13,6 +13,7 @@ from gpuoverhead.analysis.samples import backwards_stamps, gpu_timer
 from gpuoverhead.analysis.series import STOP_METRICS, precise_enough
 from gpuoverhead.cases import Group
 from gpuoverhead.metrics import HEADLINE
+from gpuoverhead.run import telemetry
 from gpuoverhead.run.budget import SAMPLE_SHARE
 from gpuoverhead.run.rounds import OVERRUN
 from gpuoverhead.run.worker import Outcome
@@ -56,7 +57,7 @@ def timer_warnings(group: Group, outcomes: list[Outcome]) -> list[str]:
 
 
 #: Kinds of note that a run states once, over all its groups (see `said_once`).
-CUT, UNSETTLED, IMPRECISE, SHORT = "cut", "unsettled", "imprecise", "short"
+CUT, UNSETTLED, IMPRECISE, SHORT, GPU_STATE = "cut", "unsettled", "imprecise", "short", "gpu"
 
 
 def sampling_notes(group: Group, outcomes: list[Outcome], summary: pd.DataFrame
@@ -70,6 +71,9 @@ def sampling_notes(group: Group, outcomes: list[Outcome], summary: pd.DataFrame
     notes += [(CUT, f"{name} at N = {', '.join(map(str, n))}") for name, n in cut]
     notes += [(UNSETTLED, f"{group.id} process {o.process}") for o in outcomes
               if not o.samples.warmup_settled]
+    notes += [(GPU_STATE, f"{group.id} process {o.process}: {said}") for o in outcomes
+              if isinstance(state := o.device_notes.get("telemetry"), dict)
+              and (said := telemetry.warning(state))]
     notes += [(SHORT, f"{group.id} process {o.process}: {o.samples.rounds} rounds in "
                       f"{o.sampling_s:.0f} s for a budget of {o.budget_s:.1f} s")
               for o in outcomes if o.samples.stop == "short"]
@@ -109,6 +113,11 @@ def said_once(notes: list[tuple[str, str]]) -> list[str]:
                      "their budget: a round took longer than the time limit left them (a "
                      "longer --time-limit, or a smaller sweep or loop_tokens, gives them "
                      "their minimum)"),
+             GPU_STATE: ("processes sampled while the GPU's SM clock moved by over "
+                         f"{telemetry.CLOCK_CHANGE:.0%} or a throttle reason was set (NVML; "
+                         "run.json's telemetry per process): their figures may be the "
+                         "clocks', not the overhead's; locking clocks (nvidia-smi -lgc) "
+                         "keeps them still"),
              IMPRECISE: ("headline estimates missed their precision target when sampling "
                          "stopped: the time they had (budget_s, the time limit) or the "
                          "machine's noise limited them (each example says which variance "

@@ -28,6 +28,7 @@ from gpuoverhead.drivers import registry
 from gpuoverhead.drivers.base import Job, Prepared
 from gpuoverhead.errors import IntegrityError, UserError
 from gpuoverhead.methods import worst_rel_ci
+from gpuoverhead.run import telemetry
 from gpuoverhead.run.budget import Budget
 from gpuoverhead.run.quick_types import quick_types
 from gpuoverhead.run.rounds import sample_group, timer_cost_ns
@@ -100,11 +101,14 @@ def _sample(task: Task, prepared: Prepared, rng: np.random.Generator, send: Any)
     offset = time.time_ns() - perf_counter_ns()
     precision = partial(worst_rel_ci, cal=cal, target_rel=group.sampling.target_rel_ci)
     cpus: list[int] = []
+    gpu, missing = telemetry.open_for(task.job.adapter.device)
+    before = gpu.read() if gpu else {}
     began = time.monotonic()
     samples = sample_group(group, prepared.ops, rng, task.budget, precision, progress, counts,
                            cpus)
     sampling_s = time.monotonic() - began
-    notes = {**prepared.notes, **cpu_notes(cpus)}
+    state = telemetry.summary(before, gpu.read(), sum(counts.values())) if gpu else missing
+    notes = {**prepared.notes, **cpu_notes(cpus), "telemetry": state}
     if unchecked := prepared.verify(counts):
         notes = {**notes, "unchecked": unchecked}
     return Outcome(task.process, samples, cal, offset, device_notes=notes,

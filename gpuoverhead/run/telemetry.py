@@ -1,0 +1,105 @@
+"""The GPU's own state around a worker's sampling, from NVIDIA's NVML (`nvidia-ml-py`, the
+`telemetry` extra): SM and memory clocks, temperature, power, the reasons clocks are held
+down, and the board's energy counter.
+
+A slow run on a throttled or down-clocked GPU looks like overhead; with these readings
+before and after each worker's sampling run.json shows whether the clocks moved or a
+throttle reason was set while its samples were taken, and the energy counter gives joules
+per unit of work (a decode step's token) for the process's sampling as a whole. NVML is
+read outside every timed call. Where it is missing (no package, no NVIDIA driver, another
+vendor) a worker records why, never an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Reasons that say nothing about a slow measurement: an idle GPU, clocks an admin set,
+#: the display's clock.
+_BENIGN = {0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x100: "display_clock"}
+_REASONS = {0x4: "sw_power_cap", 0x8: "hw_slowdown", 0x10: "sync_boost",
+            0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
+            0x80: "hw_power_brake_slowdown", 0x200: "board_limit", 0x400: "reliability"}
+#: A change of SM clock between the readings larger than this share is worth a warning.
+CLOCK_CHANGE = 0.05
+
+
+class Telemetry:
+    """One GPU's NVML handle, chosen by the adapter's device name (else the first GPU)."""
+
+    def __init__(self, device: str) -> None:
+        import pynvml
+
+        pynvml.nvmlInit()
+        self.nvml = pynvml
+        handles = [pynvml.nvmlDeviceGetHandleByIndex(i)
+                   for i in range(pynvml.nvmlDeviceGetCount())]
+        if not handles:
+            raise RuntimeError("NVML sees no GPU")
+        named = [h for h in handles if _text(pynvml.nvmlDeviceGetName(h)) in device]
+        self.handle = (named or handles)[0]
+
+    def read(self) -> dict[str, Any]:
+        """The GPU's state now; a reading NVML does not offer on this board is left out."""
+        nvml, h = self.nvml, self.handle
+        found: dict[str, Any] = {}
+        for key, call in (
+                ("sm_clock_mhz", lambda: nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM)),
+                ("mem_clock_mhz", lambda: nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_MEM)),
+                ("temperature_c", lambda: nvml.nvmlDeviceGetTemperature(
+                    h, nvml.NVML_TEMPERATURE_GPU)),
+                ("power_w", lambda: nvml.nvmlDeviceGetPowerUsage(h) / 1000),
+                ("energy_j", lambda: nvml.nvmlDeviceGetTotalEnergyConsumption(h) / 1000),
+                ("throttle", lambda: reasons(nvml.nvmlDeviceGetCurrentClocksThrottleReasons(h)))):
+            try:
+                found[key] = call()
+            except nvml.NVMLError:
+                continue
+        return found
+
+
+def _text(name: Any) -> str:
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def reasons(mask: int) -> list[str]:
+    """The throttle reasons set in NVML's mask, by name (the benign ones too)."""
+    return [name for bit, name in {**_BENIGN, **_REASONS}.items() if mask & bit]
+
+
+def open_for(device: str) -> tuple[Telemetry | None, str | None]:
+    """NVML for the adapter named `device`, or None and why not."""
+    try:
+        return Telemetry(device), None
+    except ImportError:
+        return None, "no GPU telemetry: nvidia-ml-py is not installed (pip install " \
+                     "'gpuoverhead[telemetry]')"
+    except Exception as exc:  # NVMLError, no driver: a note, never an error
+        return None, f"no GPU telemetry: {type(exc).__name__}: {str(exc)[:200]}"
+
+
+def summary(before: dict[str, Any], after: dict[str, Any], units: int) -> dict[str, Any]:
+    """run.json's record of a worker's sampling: the readings, the energy it took and per
+    unit of work (`units`: dispatches, or a fusion case's units such as tokens)."""
+    out: dict[str, Any] = {"before": before, "after": after}
+    if "energy_j" in before and "energy_j" in after:
+        out["energy_j"] = round(after["energy_j"] - before["energy_j"], 3)
+        if units:
+            out["energy_per_unit_j"] = out["energy_j"] / units
+    return out
+
+
+def warning(record: dict[str, Any]) -> str | None:
+    """What in a worker's readings makes its samples suspect: the SM clock moved more than
+    CLOCK_CHANGE, or a throttle reason other than a benign one was set; None if nothing."""
+    before, after = record.get("before", {}), record.get("after", {})
+    said = []
+    if before.get("sm_clock_mhz") and after.get("sm_clock_mhz") is not None:
+        change = after["sm_clock_mhz"] / before["sm_clock_mhz"] - 1
+        if abs(change) > CLOCK_CHANGE:
+            said.append(f"SM clock {before['sm_clock_mhz']} -> {after['sm_clock_mhz']} MHz")
+    set_ = sorted({r for r in before.get("throttle", []) + after.get("throttle", [])
+                   if r not in _BENIGN.values()})
+    if set_:
+        said.append(f"throttled ({', '.join(set_)})")
+    return "; ".join(said) or None
