@@ -40,10 +40,12 @@
 #   bash benchmarks/h100_session.sh crossover4  # issue 28: configs/crossover.yaml with
 #                                            # wgpu-native, Dawn, PyTorch and the CPU
 #                                            # references, pinned, limit 420 s
+#   bash benchmarks/h100_session.sh telemetry4  # issue 30: a default run and the decode
+#                                            # suite's WebGPU jobs with NVML telemetry
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
-step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4, decode4 or crossover4}
+step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4, decode4, crossover4 or telemetry4}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
 setup() {
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -108,6 +110,18 @@ crossover4)  # issue 28: the recurrent step's crossover against the machine's CP
     2>/dev/null || echo 0-15)
   timeout 480 bash -c "$(declare -f timed); timed h100-crossover --suite crossover \
     --implementation wgpu-native,dawn,torch,cpu-ref --time-limit 420 --affinity $good"
+  ;;
+telemetry4)  # issue 30: NVML around every worker (.whl carries nvidia-ml-py), pinned: a
+  # default run, then the decode suite's WebGPU jobs (J per token per implementation)
+  (cd .repro && gcc -O2 -shared -fPIC -I"$(python3 -c 'import wgpu,os;print(os.path.dirname(wgpu.__file__))')/resources" \
+    plain_loop.c -o plain_loop.so)
+  timeout 60 python3 benchmarks/cpu_probe.py > "$out/cpu_probe.json" 2>> /tmp/results/probe.err
+  good=$(python3 -c "import json;print(json.load(open('$out/cpu_probe.json'))['good'])" \
+    2>/dev/null || echo 0-15)
+  timeout 110 bash -c "$(declare -f timed); timed h100-default-telemetry --affinity $good"
+  tar -C /tmp/results -czf "$out/results-$step.tgz" .
+  timeout 320 bash -c "$(declare -f timed); timed h100-decode-telemetry --suite decode \
+    --implementation webgpu --time-limit 300 --affinity $good"
   ;;
 decode-1.5b)  # within one device call: 600 s
   timed h100-decode-1.5b --suite decode-1.5b --implementation all --time-limit 540
