@@ -52,12 +52,15 @@ def decomposition(summary: pd.DataFrame) -> Figure | None:
 
         def value(metric: str, encoding: str, m: pd.DataFrame = mine) -> np.ndarray:
             """Estimate and the bar's reach below and above it (µs; a bound below zero
-            reaches to 0), zeros where it was not measured."""
+            reaches to 0; none where the estimate lies beyond its bound, as a difference
+            below zero, or the median of three outside their t interval, can), zeros where
+            it was not measured."""
             hit = m[(m.metric == metric) & (m.encoding == encoding)]
             if not len(hit):
                 return np.zeros(3)
             v = float(np.median(hit.value)) / 1e3
-            return np.array([v, v - max(hit.ci_low.min() / 1e3, 0), hit.ci_high.max() / 1e3 - v])
+            reach = [v - max(hit.ci_low.min() / 1e3, 0), hit.ci_high.max() / 1e3 - v]
+            return np.array([v, *np.maximum(reach, 0)])
 
         for e, (encoding, color) in enumerate(zip(ENCODINGS, _colors(3), strict=True)):
             x = k + (e - 1) * width

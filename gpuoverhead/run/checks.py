@@ -113,7 +113,7 @@ def said_once(notes: list[tuple[str, str]]) -> list[str]:
                      "their budget: a round took longer than the time limit left them (a "
                      "longer --time-limit, or a smaller sweep or loop_tokens, gives them "
                      "their minimum)"),
-             GPU_STATE: ("processes sampled while the GPU's SM clock moved by over "
+             GPU_STATE: ("processes sampled while the GPU's SM clock fell by over "
                          f"{telemetry.CLOCK_CHANGE:.0%} or a throttle reason was set (NVML; "
                          "run.json's telemetry per process): their figures may be the "
                          "clocks', not the overhead's; locking clocks (nvidia-smi -lgc) "

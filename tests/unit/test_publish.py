@@ -195,3 +195,15 @@ def test_an_older_set_keeps_its_intervals_of_unknown_coverage(tmp_path):
     ghab, _ = _report(tmp_path, old, "x.ghab.json")
     ranges = [e.get("range", "") for e in ghab["customSmallerIsBetter"]]
     assert ranges and all(r.endswith("(coverage unknown)") for r in ranges)
+
+
+def test_cost_decomposition_draws_a_difference_below_zero_without_failing():
+    """python_ns is a difference: below zero, its interval's lower end held at 0 lies above
+    it, and matplotlib refuses a negative error bar (a CI run drew such a set)."""
+    from gpuoverhead.present import plots
+
+    summary = read.load(ROOT / "results/round3-h100-default").summary.copy()
+    python = summary.metric == "python_ns"
+    summary.loc[python, "value"] = -900.0
+    summary.loc[python, "ci_low"] = -2000.0
+    assert plots.decomposition(summary) is not None

@@ -61,6 +61,8 @@ def test_a_worker_records_the_named_gpu_before_and_after_and_its_energy(monkeypa
 def test_moved_clocks_or_a_throttle_reason_flag_the_samples(monkeypatch):
     moved = _sampled(monkeypatch, _nvml([1980, 1755]))
     assert telemetry.warning(moved) == "SM clock 1980 -> 1755 MHz"
+    boosted = _sampled(monkeypatch, _nvml([420, 1980]))  # idle before the first sample
+    assert telemetry.warning(boosted) is None
     capped = _sampled(monkeypatch, _nvml([1980, 1980], throttle=0x1 | 0x4 | 0x40))
     assert telemetry.warning(capped) == "throttled (hw_thermal_slowdown, sw_power_cap)"
 
