@@ -42,10 +42,13 @@
 #                                            # references, pinned, limit 420 s
 #   bash benchmarks/h100_session.sh telemetry4  # issue 30: a default run and the decode
 #                                            # suite's WebGPU jobs with NVML telemetry
+#   bash benchmarks/h100_session.sh crossover5  # the same after the recurrent product
+#                                            # kernel's change, WebGPU and the CPU
+#                                            # references only, limit 270 s
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
-step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4, decode4, crossover4 or telemetry4}
+step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4, decode4, crossover4, crossover5 or telemetry4}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
 setup() {
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -102,14 +105,18 @@ decode4)  # issue 25 and 27: the decode suite with its token loop, all implement
   timeout 500 bash -c "$(declare -f timed); timed h100-decode --suite decode \
     --implementation all --time-limit 450 --affinity $good"
   ;;
-crossover4)  # issue 28: the recurrent step's crossover against the machine's CPU, pinned
+crossover4|crossover5)  # issue 28: the recurrent step's crossover against the machine's
+  # CPU, pinned; crossover5 after the product kernel's change (a lane group a row): WebGPU
+  # and the CPU references only (PyTorch's forms did not change), limit 270 s
   (cd .repro && gcc -O2 -shared -fPIC -I"$(python3 -c 'import wgpu,os;print(os.path.dirname(wgpu.__file__))')/resources" \
     plain_loop.c -o plain_loop.so)
   timeout 60 python3 benchmarks/cpu_probe.py > "$out/cpu_probe.json" 2>> /tmp/results/probe.err
   good=$(python3 -c "import json;print(json.load(open('$out/cpu_probe.json'))['good'])" \
     2>/dev/null || echo 0-15)
-  timeout 480 bash -c "$(declare -f timed); timed h100-crossover --suite crossover \
-    --implementation wgpu-native,dawn,torch,cpu-ref --time-limit 420 --affinity $good"
+  if [ "$step" = crossover4 ]; then id=h100-crossover impl=wgpu-native,dawn,torch,cpu-ref limit=420
+  else id=h100-crossover5 impl=wgpu-native,dawn,cpu-ref limit=270; fi
+  timeout $((limit + 60)) bash -c "$(declare -f timed); timed $id --suite crossover \
+    --implementation $impl --time-limit $limit --affinity $good"
   ;;
 telemetry4)  # issue 30: NVML around every worker (.whl carries nvidia-ml-py), pinned: a
   # default run, then the decode suite's WebGPU jobs (J per token per implementation)

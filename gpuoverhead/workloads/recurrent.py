@@ -1,7 +1,9 @@
 """The recurrent step: a state of H values becomes sigmoid(W h + b) every step, L steps a
 unit. Unfused, a step is six dispatches, a matrix-vector product and five pointwise ops (add,
 negate, exp, add, reciprocal), as an eager framework issues them; fused, one dispatch per
-step (shaders/fusion_recurrent.wgsl). It is the shape of the worked CPU/GPU crossover
+step (shaders/fusion_recurrent.wgsl). The product, in both, is a kernel an engine would
+ship: a group of lanes per output value reading its row of W coalesced, their sums added in
+workgroup memory (`product_constants`). It is the shape of the worked CPU/GPU crossover
 example (issue 28): per step H^2 multiply-adds and five ops over H values, sequentially
 dependent. PyTorch: the six ops eagerly, the unit captured as one CUDA graph, or through
 torch.compile. With a batch (`batch: B`), B states side by side stepped with the same W
@@ -40,6 +42,13 @@ PRECISIONS = ("f32",)
 BATCHED = True
 #: The pointwise ops of an unfused step, in order (entry points of the shader).
 POINTWISE = ("add_bias", "negate", "exponent", "add_one", "reciprocal")
+#: The product's lanes (threads per output value) double from MIN_LANES until each lane
+#: makes at most LANE_LOADS loads of its row, up to MAX_LANES: the rule of the decode step's
+#: matrix-vector kernels (workloads/decode.py), whose loads a lane issues together. Short
+#: rows take few lanes (a lane group per row, several rows a subgroup), since a reduction
+#: step per doubling is all that more lanes would add there; workgroups hold at least
+#: PRODUCT_WG threads.
+MIN_LANES, MAX_LANES, LANE_LOADS, PRODUCT_WG = 4, 256, 4, 64
 
 
 def groups(req: Request) -> list[Group]:
@@ -80,8 +89,8 @@ def webgpu(ctx: Context, group: Group, rng: np.random.Generator) -> dict[Case, W
     works = {}
     for case in group.cases:
         state = ctx.buffer(both)
-        buffers = {0: state, 1: weights, 2: bias}
-        sequences = [_sequence(ctx, case, buffers, parity, total)
+        buffers = {0: state, 1: weights, 2: bias, 3: weights}  # W as f32 and as vec4
+        sequences = [_sequence(ctx, case, buffers, parity, hidden, total)
                      for parity in ((0, 1) if case.k % 2 else (0,))]
         work = Work(sequences, lambda: np.empty(0), ctx.writer(state, both),
                     lambda units, k=case.k: reference(h, w, b, units * k), exact=False,
@@ -92,20 +101,38 @@ def webgpu(ctx: Context, group: Group, rng: np.random.Generator) -> dict[Case, W
 
 
 #: The buffers each entry point reads (auto layouts omit the rest): the state alone, but for
-#: the product (W, and b for H) and the bias.
-_BINDINGS = {"matvec": (0, 1, 2), "fused": (0, 1, 2), "add_bias": (0, 2)}
+#: the product (W both ways, and b for H) and the bias.
+_BINDINGS = {"matvec": (0, 1, 2, 3), "fused": (0, 1, 2, 3), "add_bias": (0, 2)}
 
 
-def _sequence(ctx: Context, case: Case, buffers: dict[int, Any], parity: int, total: int
-              ) -> tuple[Step, ...]:
+def product_constants(hidden: int) -> dict[str, int]:
+    """The product's pipeline constants for rows of `hidden` values: vec4 loads where they
+    divide a row, LANES by the lane rule (MIN_LANES), LOADS each lane's loads of its row."""
+    vec4 = hidden % 4 == 0
+    loads = hidden // 4 if vec4 else hidden
+    lanes = MIN_LANES
+    while lanes < MAX_LANES and loads > LANE_LOADS * lanes:
+        lanes *= 2
+    return {"WG": max(lanes, PRODUCT_WG), "LANES": lanes, "LOADS": -(-loads // lanes),
+            "VEC4": int(vec4)}
+
+
+def _sequence(ctx: Context, case: Case, buffers: dict[int, Any], parity: int, hidden: int,
+              total: int) -> tuple[Step, ...]:
     """One unit from half `parity`: L steps, each six dispatches or one over the `total`
-    values of the states."""
-    wg = case.workgroup_size
-    grid = grid_for(total, wg)
+    values of the states; the product a lane group per value, the rest a thread per value."""
+    wg, product = case.workgroup_size, product_constants(hidden)
+    per_product = (product, product["WG"] // product["LANES"])  # values a workgroup
+    shapes = {"matvec": per_product, "fused": per_product}
     entries = ("fused",) if case.variant == "fused" else ("matvec", *POINTWISE)
-    step = [tuple(ctx.step(ctx.pipeline(e, WG=wg, PARITY=p),
-                           {b: buffers[b] for b in _BINDINGS.get(e, (0,))}, grid)
-                  for e in entries) for p in (0, 1)]
+
+    def dispatch(entry: str, p: int) -> Step:
+        consts, values = shapes.get(entry, ({"WG": wg}, wg))
+        return ctx.step(ctx.pipeline(entry, PARITY=p, **consts),
+                        {b: buffers[b] for b in _BINDINGS.get(entry, (0,))},
+                        grid_for(total, values))
+
+    step = [tuple(dispatch(e, p) for e in entries) for p in (0, 1)]
     return tuple(s for j in range(case.k) for s in step[(parity + j) % 2])
 
 

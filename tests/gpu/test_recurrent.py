@@ -30,17 +30,31 @@ from gpuoverhead.workloads.work import verify_outputs
 SUITE = """
 defaults: {n_sweep: [1, 2], gpu_timestamps: false, torch_compile_max_n: 0}
 benchmarks:
-  - {name: rec, fusion: recurrent, k_sweep: [1, 3], elements: [96], batch: BATCH}
+  - {name: rec, fusion: recurrent, k_sweep: [1, 3], elements: [HIDDEN], batch: BATCH}
 """
 
 
-@pytest.fixture(scope="module", params=[1, 3])
+@pytest.fixture(scope="module", params=[(96, 1), (96, 3), (102, 2)])
 def group(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
-    """The step on one state, and on three side by side (a batch)."""
-    text = SUITE.replace("BATCH", str(request.param))
+    """The step on one state, and on three side by side (a batch): W read as vec4, 8 lanes
+    a row, 3 loads each; at H = 102 on two states W is read as f32 (102 is not a multiple
+    of 4), 32 lanes a row, 4 loads each, the last past the row for 26 of them."""
+    hidden, batch = request.param
+    text = SUITE.replace("HIDDEN", str(hidden)).replace("BATCH", str(batch))
     (found,) = load_suite(write_suite(tmp_path_factory.mktemp("rec"), text)).groups
-    assert found.batch == request.param
+    assert (found.elements, found.batch) == request.param
     return found
+
+
+def test_the_product_spreads_a_row_over_lanes():
+    """The lane rule: lanes double until each makes at most LANE_LOADS loads of its row (vec4
+    where H is a multiple of 4), from MIN_LANES to MAX_LANES."""
+    assert recurrent.product_constants(96) == {"WG": 64, "LANES": 8, "LOADS": 3, "VEC4": 1}
+    assert recurrent.product_constants(102) == {"WG": 64, "LANES": 32, "LOADS": 4,
+                                                "VEC4": 0}
+    assert recurrent.product_constants(16)["LANES"] == recurrent.MIN_LANES
+    assert recurrent.product_constants(4096) == {"WG": 256, "LANES": 256, "LOADS": 4,
+                                                 "VEC4": 1}
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +85,19 @@ def test_a_step_done_wrong_fails_the_check(group, device, monkeypatch):
                                                  "reciprocal"))
     with pytest.raises(IntegrityError, match="output check failed"):
         workloads.build(device, group, np.random.default_rng(1), waiter(device))
+
+
+def test_a_reduction_that_drops_lanes_fails_the_check(group, device):
+    """A product that adds up only half of each row's lanes is wrong in both forms (vec4 and
+    f32 reads): the build refuses to time it."""
+    source = group.kernel.source
+    broken = source.replace("s = LANES / 2u", "s = LANES / 4u", 1)
+    assert broken != source
+    mine = replace(group, kernel=replace(group.kernel, source=broken))
+    for variant in ("unfused", "fused"):
+        one = replace(mine, cases=tuple(c for c in mine.cases if c.variant == variant))
+        with pytest.raises(IntegrityError, match="output check failed"):
+            workloads.build(device, one, np.random.default_rng(1), waiter(device))
 
 
 def test_torch_eager_step_is_the_same_step():
