@@ -54,6 +54,10 @@ TAX_OVER = ("wgpu-native", "dawn")
 PATTERNS = ("chain", "loop")
 
 MIN_LARGEST_N = 512
+#: The same for a fusion pattern, whose N counts units of up to K dispatches each: at the
+#: suite's N <= 4 the browser's slopes on SwiftShader were the completion floor's noise (an
+#: unfused L = 16 loop at 29 µs a unit beside lavapipe's 671).
+MIN_LARGEST_UNITS = 64
 #: The share of a process's budget one sample may take before the probe cuts a sweep (5%
 #: elsewhere, run/budget.py): a fresh page's first samples carry the completion floor's
 #: noise and one-time costs, and extrapolated from them a `submit` sample at N = 512 (40 ms
@@ -136,18 +140,21 @@ def _interrupted(*_: Any) -> None:
 
 def cases(group: Group) -> tuple[Case, ...]:
     """The group's cases a page runs, with the browser's N sweep (a fusion pattern's: the
-    `dispatch` encoding, with the suite's sweep: its N counts units of several dispatches)."""
+    `dispatch` encoding, its sweep scaled to MIN_LARGEST_UNITS with its first N kept, the
+    synced latency's N = 1)."""
     if group.fusion is not None:
-        return tuple(c for c in group.cases if c.encoding == "dispatch"
-                     and c.implementation is None) if group.fusion in PATTERNS else ()
+        return tuple(replace(c, n_values=tuple(sorted({c.n_values[0], *scaled(
+            c.n_values, MIN_LARGEST_UNITS)}))) for c in group.cases
+            if c.encoding == "dispatch" and c.implementation is None) \
+            if group.fusion in PATTERNS else ()
     kept = [c for c in group.cases if c.layer == "wrapper" and c.methodology in (
         "naive", "sequential")]
     return tuple(replace(c, n_values=scaled(c.n_values)) if c.methodology == "sequential"
                  else c for c in kept)
 
 
-def scaled(n_values: tuple[int, ...]) -> tuple[int, ...]:
-    factor = math.ceil(MIN_LARGEST_N / max(n_values))
+def scaled(n_values: tuple[int, ...], largest: int = MIN_LARGEST_N) -> tuple[int, ...]:
+    factor = math.ceil(largest / max(n_values))
     return tuple(n * factor for n in n_values)
 
 
