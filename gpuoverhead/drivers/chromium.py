@@ -48,7 +48,7 @@ FAMILY = "chromium"
 IMPLEMENTATIONS = (FAMILY,)
 COMPARED = True
 #: The implementations whose per-unit time of a fusion pattern this one's is divided by: the
-#: browser tax (a figure of the browser's own, beside `paired_ratio` over the first).
+#: browser tax (`browser_tax`, run/finish.py), over each native WebGPU, not only the first.
 TAX_OVER = ("wgpu-native", "dawn")
 #: The fusion patterns the page runs (their Work uses only what PageContext records).
 PATTERNS = ("chain", "loop")
@@ -143,14 +143,17 @@ def cases(group: Group) -> tuple[Case, ...]:
     `dispatch` encoding, its sweep scaled to MIN_LARGEST_UNITS with its first N kept, the
     synced latency's N = 1)."""
     if group.fusion is not None:
-        return tuple(replace(c, n_values=tuple(sorted({c.n_values[0], *scaled(
-            c.n_values, MIN_LARGEST_UNITS)}))) for c in group.cases
-            if c.encoding == "dispatch" and c.implementation is None) \
-            if group.fusion in PATTERNS else ()
+        return tuple(replace(c, n_values=_units(c.n_values)) for c in group.cases
+                     if group.fusion in PATTERNS and c.encoding == "dispatch"
+                     and c.implementation is None)
     kept = [c for c in group.cases if c.layer == "wrapper" and c.methodology in (
         "naive", "sequential")]
     return tuple(replace(c, n_values=scaled(c.n_values)) if c.methodology == "sequential"
                  else c for c in kept)
+
+
+def _units(n_values: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(sorted({n_values[0], *scaled(n_values, MIN_LARGEST_UNITS)}))
 
 
 def scaled(n_values: tuple[int, ...], largest: int = MIN_LARGEST_N) -> tuple[int, ...]:

@@ -1,7 +1,7 @@
 // gpuoverhead's runner in the browser: the same cases as the native implementations, issued
 // through the JS WebGPU API and timed in the page with performance.now() (5 µs steps when the
 // page is cross-origin isolated), so that the DevTools round trip that starts each sample is
-// outside the timed region. Python (gpuoverhead/browser/worker.py) calls these functions.
+// outside the timed region. Python (gpuoverhead/drivers/chromium.py) calls these functions.
 "use strict";
 
 const gpuo = {
