@@ -39,6 +39,7 @@ METRICS = {
     "paired_ratio": Metric("ratio", "ratio", "lower"),
     "reference_ratio": Metric("ratio", "ratio", "none"),
     "cpu_ratio": Metric("ratio", "ratio", "lower"),
+    "browser_tax": Metric("ratio", "ratio", "lower"),
     "gpu_share": Metric("ratio", "share", "none"),
     "floor_multiple": Metric("ratio", "ratio", "lower"),
     "overhead_share": Metric("ratio", "share", "lower"),

@@ -26,15 +26,17 @@ Processes = list[dict[Key, Series]]
 PAIRED = ("latency_ns", "per_dispatch_ns", "cpu_per_dispatch_ns")
 #: The figures compared with the reference loop.
 REFERENCED = ("per_dispatch_ns", "cpu_per_dispatch_ns")
-#: The figure compared with the CPU reference: a unit's time with the wait amortized.
-ON_CPU = ("per_unit_ns",)
+#: The figure compared with the CPU reference, and the browser's with native WebGPU's: a
+#: unit's time with the wait amortized.
+ON_CPU = TAXED = ("per_unit_ns",)
 
 
 def paired_ratios(mine: Processes, theirs: Processes, label: str, metric_name: str,
-                  compared: tuple[str, ...], match: Callable[[Key], Key | None]
-                  ) -> list[Row]:
-    """`metric_name` rows (with `call` = the metric compared) on my cases: my process
-    medians over theirs, pair by pair in run order. `match` finds their key for mine."""
+                  compared: tuple[str, ...], match: Callable[[Key], Key | None],
+                  call: str | None = None) -> list[Row]:
+    """`metric_name` rows (with `call` = `call`, else the metric compared) on my cases: my
+    process medians over theirs, pair by pair in run order. `match` finds their key for
+    mine."""
     rows = []
     keys = dict.fromkeys(k for p in mine for k in p if k.metric in compared)
     for key in keys:
@@ -46,7 +48,7 @@ def paired_ratios(mine: Processes, theirs: Processes, label: str, metric_name: s
         ratios = np.array([ratio_of(x, y) for x, y in pairs])
         what = Key(key.case, metric_name, "ratio",
                    f"{key.metric}: this / {label}, per time-adjacent process pair",
-                   key.metric)
+                   key.metric if call is None else call)
         rows.append(Row(what, _estimate(ratios, sum(p[key].count for p in mine if key in p))))
     return rows
 
@@ -61,6 +63,18 @@ def _estimate(ratios: np.ndarray, count: int) -> Estimate:
 def same_case(key: Key) -> Key:
     """Implementations of WebGPU share case descriptions: the same key is theirs."""
     return key
+
+
+def same_id(cases: tuple[Case, ...]) -> Callable[[Key], Key | None]:
+    """Their key for mine: their case of the same id (a browser's N sweep may differ)."""
+    by_id = {c.id: c for c in cases}
+
+    def match(key: Key) -> Key | None:
+        theirs = by_id.get(key.case.id)
+        return None if theirs is None else Key(theirs, key.metric, key.unit, key.estimator,
+                                               key.call)
+
+    return match
 
 
 def reference_of(reference_cases: dict[str, Case]) -> Callable[[Key], Key | None]:

@@ -88,6 +88,8 @@ class Driver(Protocol):
     IMPLEMENTATIONS: tuple[str, ...]
     #: Whether its implementations are compared with the other families' (paired ratios).
     COMPARED: bool
+    #: The implementations its per-unit times are divided by as a tax (`browser_tax`).
+    TAX_OVER: tuple[str, ...]
     #: The share of a process's budget one sample may take (None: the default).
     SAMPLE_SHARE: float | None
 

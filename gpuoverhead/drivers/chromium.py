@@ -3,14 +3,20 @@ and page per worker process.
 
 The page runs the wrapper layer only (the JS API: what a web app pays, binding and browser
 together; nothing below it can be told apart from a page), in the naive, sequential and
-GPU-timestamp cases of a kernel group; fusion patterns are not ported to the page. Its N
-sweep is the suite's, scaled so the largest N is at least MIN_LARGEST_N: a browser's
-completion (`onSubmittedWorkDone`) costs milliseconds, and a short sweep's slope would be
-that floor's noise.
+GPU-timestamp cases of a kernel group. Its N sweep is the suite's, scaled so the largest N
+is at least MIN_LARGEST_N: a browser's completion (`onSubmittedWorkDone`) costs
+milliseconds, and a short sweep's slope would be that floor's noise.
+
+The fusion patterns of PATTERNS run in the page too: their workload builds its Work through
+a `PageContext` exactly as natively, which records the buffers, pipelines and bind groups as
+data; the page replays each case's units in the native `dispatch` encoding (one pass, one
+submit) and the workload's numpy checks read the buffers back. Their per-unit time over
+wgpu-native's and Dawn's is the browser tax (`browser_tax`, run/finish.py).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import signal
@@ -18,6 +24,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
+
+import numpy as np
 
 from gpuoverhead.browser import launcher, server
 from gpuoverhead.browser.cdp import BrowserError, Page
@@ -33,12 +41,23 @@ from gpuoverhead.drivers.base import (
 from gpuoverhead.errors import IntegrityError, UserError
 from gpuoverhead.gpu.targets import grid_for
 from gpuoverhead.records import AdapterInfo, SelfTimed
+from gpuoverhead.workloads import registry as workloads
+from gpuoverhead.workloads.work import Step, Work, verify_outputs
 
 FAMILY = "chromium"
 IMPLEMENTATIONS = (FAMILY,)
 COMPARED = True
+#: The implementations whose per-unit time of a fusion pattern this one's is divided by: the
+#: browser tax (`browser_tax`, run/finish.py), over each native WebGPU, not only the first.
+TAX_OVER = ("wgpu-native", "dawn")
+#: The fusion patterns the page runs (their Work uses only what PageContext records).
+PATTERNS = ("chain", "loop")
 
 MIN_LARGEST_N = 512
+#: The same for a fusion pattern, whose N counts units of up to K dispatches each: at the
+#: suite's N <= 4 the browser's slopes on SwiftShader were the completion floor's noise (an
+#: unfused L = 16 loop at 29 µs a unit beside lavapipe's 671).
+MIN_LARGEST_UNITS = 64
 #: The share of a process's budget one sample may take before the probe cuts a sweep (5%
 #: elsewhere, run/budget.py): a fresh page's first samples carry the completion floor's
 #: noise and one-time costs, and extrapolated from them a `submit` sample at N = 512 (40 ms
@@ -82,7 +101,8 @@ def prepare(job: Job, rng: Any) -> Iterator[Prepared]:
     signal.signal(signal.SIGTERM, _interrupted)
     timestamps = any(c.sync == TIMESTAMPS for c in job.group.cases)
     with page(job.offer.settings["browser"], job.group.kernel.source) as (_, tab):
-        ops, verify, timed = operations(job.group, tab)
+        ops, verify, timed = workload_operations(job.group, tab, rng) \
+            if job.group.fusion is not None else operations(job.group, tab)
         if timestamps and not timed:
             raise UserError(f"{job.adapter.label}: the page got no timestamp-query feature")
         # The page returns GPU times in ns: one "tick" is one ns.
@@ -119,17 +139,25 @@ def _interrupted(*_: Any) -> None:
 
 
 def cases(group: Group) -> tuple[Case, ...]:
-    """The group's cases a page runs, with the browser's N sweep."""
+    """The group's cases a page runs, with the browser's N sweep (a fusion pattern's: the
+    `dispatch` encoding, its sweep scaled to MIN_LARGEST_UNITS with its first N kept, the
+    synced latency's N = 1)."""
     if group.fusion is not None:
-        return ()
+        return tuple(replace(c, n_values=_units(c.n_values)) for c in group.cases
+                     if group.fusion in PATTERNS and c.encoding == "dispatch"
+                     and c.implementation is None)
     kept = [c for c in group.cases if c.layer == "wrapper" and c.methodology in (
         "naive", "sequential")]
     return tuple(replace(c, n_values=scaled(c.n_values)) if c.methodology == "sequential"
                  else c for c in kept)
 
 
-def scaled(n_values: tuple[int, ...]) -> tuple[int, ...]:
-    factor = math.ceil(MIN_LARGEST_N / max(n_values))
+def _units(n_values: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(sorted({n_values[0], *scaled(n_values, MIN_LARGEST_UNITS)}))
+
+
+def scaled(n_values: tuple[int, ...], largest: int = MIN_LARGEST_N) -> tuple[int, ...]:
+    factor = math.ceil(largest / max(n_values))
     return tuple(n * factor for n in n_values)
 
 
@@ -192,9 +220,7 @@ def operations(group: Group, tab: Page) -> tuple[dict[Case, Callable[[int], Any]
 
     def verify(counts: dict[Case, int]) -> None:
         found = tab.evaluate("gpuo.outputs()")
-        if found["errors"]:
-            raise IntegrityError(f"{group.id} (chromium): the device reported "
-                                 f"{found['errors'][0]}")
+        _device_errors(group, found["errors"])
         for (case, got), count in zip(zip(group.cases, found["values"], strict=True),
                                       (counts[c] for c in group.cases), strict=True):
             rest = count if group.kernel.writes == "all" else 0
@@ -205,6 +231,90 @@ def operations(group: Group, tab: Page) -> tuple[dict[Case, Callable[[int], Any]
                     f"largest other value {want} after {count} dispatches, found {got}")
 
     return ops, verify, bool(ready["timestamps"])
+
+
+def _device_errors(group: Group, errors: list[str]) -> None:
+    if errors:
+        raise IntegrityError(f"{group.id} (chromium): the device reported {errors[0]}")
+
+
+class PageContext:
+    """The Context a workload builds its Work with (workloads/work.py), as data for the page:
+    a buffer, pipeline or bind group is its index in the plan `gpuo.load` takes; reads and
+    writes go to the page."""
+
+    def __init__(self, tab: Page) -> None:
+        self.tab = tab
+        self.buffers: list[dict[str, Any]] = []
+        self.pipelines: dict[tuple[str, tuple[tuple[str, int], ...]], int] = {}
+        self.bind_groups: list[tuple[int, list[tuple[int, int]]]] = []
+
+    def pipeline(self, entry: str, **constants: int) -> int:
+        return self.pipelines.setdefault((entry, tuple(sorted(constants.items()))),
+                                         len(self.pipelines))
+
+    def buffer(self, data: np.ndarray, uniform: bool = False) -> int:
+        self.buffers.append({"data": _b64(data), "uniform": uniform})
+        return len(self.buffers) - 1
+
+    def step(self, pipeline: int, buffers: dict[int, int], grid: tuple[int, int]) -> Step:
+        self.bind_groups.append((pipeline, sorted(buffers.items())))
+        return pipeline, len(self.bind_groups) - 1, grid[0], grid[1]
+
+    def reader(self, buf: int, dtype: type, offset: int = 0, count: int | None = None
+               ) -> Callable[[], np.ndarray]:
+        def read() -> np.ndarray:
+            raw = base64.b64decode(self.tab.evaluate(f"gpuo.read({buf})"))
+            return np.frombuffer(raw, dtype=dtype)[offset:][:count]
+        return read
+
+    def writer(self, buf: int, data: np.ndarray) -> Callable[[], None]:
+        call = f"gpuo.write({buf}, {json.dumps(_b64(data))})"
+        return lambda: self.tab.evaluate(call)
+
+    def plan(self, works: dict[Case, Work], timestamps: bool) -> dict[str, Any]:
+        """What `gpuo.load` builds: the objects recorded, each case's unit sequences."""
+        return {"shader": "kernel.wgsl", "timestamps": timestamps, "buffers": self.buffers,
+                "pipelines": [[entry, dict(constants)] for entry, constants in self.pipelines],
+                "bindGroups": self.bind_groups,
+                "cases": [{"sequences": [list(map(list, s)) for s in work.sequences],
+                           "timestamps": case.sync == TIMESTAMPS}
+                          for case, work in works.items()]}
+
+
+def _b64(data: np.ndarray) -> str:
+    return base64.b64encode(np.ascontiguousarray(data).tobytes()).decode()
+
+
+def workload_operations(group: Group, tab: Page, rng: np.random.Generator
+                        ) -> tuple[dict[Case, Callable[[int], Any]],
+                                   Callable[[dict[Case, int]], list[str]], bool]:
+    """A fusion pattern's ops (units replayed in the page), its output check (the workload's
+    numpy references, and fused against unfused, after sampling), and whether the page got
+    GPU timestamps. Each case is checked with one unit before sampling, as natively."""
+    ctx = PageContext(tab)
+    works = workloads.WORKLOADS[group.fusion].webgpu(ctx, group, rng)  # type: ignore[index]
+    timestamps = any(c.sync == TIMESTAMPS for c in group.cases)
+    ready = tab.evaluate(f"gpuo.load({json.dumps(ctx.plan(works, timestamps))})")
+    ops = {case: _replay(tab, i, case, work) for i, (case, work) in enumerate(works.items())}
+    workloads.checked(works, lambda case, _: ops[case](1))
+
+    def verify(counts: dict[Case, int]) -> list[str]:
+        _device_errors(group, tab.evaluate("gpuo.errors"))
+        return verify_outputs(works, counts)
+
+    return ops, verify, bool(ready["timestamps"])
+
+
+def _replay(tab: Page, index: int, case: Case, work: Work) -> Callable[[int], SelfTimed]:
+    evaluate, timed, done = tab.evaluate, case.sync == TIMESTAMPS, work.units_done
+
+    def op(n: int) -> SelfTimed:
+        wall, issue, gpu = evaluate(f"gpuo.replay({index}, {n}, {done[0]})")
+        done[0] += n
+        return SelfTimed(wall, issue, gpu if timed else None)
+
+    return op
 
 
 def _op(tab: Page, index: int, case: Case) -> Callable[[int], SelfTimed]:

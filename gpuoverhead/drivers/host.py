@@ -38,6 +38,7 @@ REFERENCE = CPU
 #: Its ratios to the GPU's are `cpu_ratio` rows, not `paired_ratio` ones (run/finish.py).
 COMPARED = False
 SAMPLE_SHARE = None
+TAX_OVER: tuple[str, ...] = ()
 
 
 def offers(request: Request, notes: list[str]) -> list[Offer]:

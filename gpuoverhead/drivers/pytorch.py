@@ -36,6 +36,7 @@ from gpuoverhead.workloads import registry as workloads
 IMPLEMENTATIONS = (FAMILY,)
 COMPARED = False
 SAMPLE_SHARE = None
+TAX_OVER: tuple[str, ...] = ()
 SKIPPED = "PyTorch baselines skipped: "
 
 #: Kernels whose semantics the baseline reproduces (`empty` is one increment of data[0]).

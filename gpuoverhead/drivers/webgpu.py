@@ -51,6 +51,7 @@ BINDINGS = (
 IMPLEMENTATIONS = tuple(b.name for b in BINDINGS)
 COMPARED = True
 SAMPLE_SHARE = None
+TAX_OVER: tuple[str, ...] = ()
 F16 = "shader-f16"
 
 

@@ -162,6 +162,27 @@ def fusion_grid(summary: pd.DataFrame) -> Table | None:
     return table
 
 
+def tax_grid(summary: pd.DataFrame) -> Table | None:
+    """Per fusion case the browser ran: its per-unit time over each native WebGPU
+    implementation's (`browser_tax`, the row's `call`), with the interval over pairs."""
+    rows = _fusion_rows(summary)
+    rows = rows[rows.metric == "browser_tax"] if not rows.empty else rows
+    if rows.empty:
+        return None
+    table = Table(title="Browser tax: one unit of work in the browser over native WebGPU")
+    for name in ("benchmark", "impl.", "k", "form", "over", "tax", "95% CI"):
+        table.add_column(name, justify="left" if name in ("benchmark", "impl.", "form",
+                                                          "over") else "right")
+    for (bench, elements), part in rows.groupby(["benchmark", "elements"], sort=False):
+        label = f"{bench} {elements:,} el."
+        for r in part.itertuples():
+            table.add_row(label, str(r.implementation), str(r.k), str(r.variant), str(r.call),
+                          *_ratio_cells(r))
+            label = ""
+        table.add_section()
+    return table
+
+
 def token_loop_grid(summary: pd.DataFrame) -> Table | None:
     """Per decode form and encoding: tokens per second of the token loop (synced, pipelined)
     and from the slope, CPU per token in each loop, GPU per token and its floor multiple."""
@@ -293,7 +314,7 @@ def print_summary(summary: pd.DataFrame) -> None:
     if not plain.empty:
         out.print(summary_grid(plain))
     for extra in (implementations_grid(plain), breakdown_grid(plain), fusion_grid(summary),
-                  token_loop_grid(summary), crossover_grid(summary)):
+                  tax_grid(summary), token_loop_grid(summary), crossover_grid(summary)):
         if extra is not None:
             out.print(extra)
     print_crossovers(summary)

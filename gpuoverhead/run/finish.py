@@ -92,12 +92,25 @@ def _pairs(run_id: str, jobs: list[Job], done: list[Measured | None], out: Finis
                                         pairs.REFERENCED, match)
             rows.append((job, m, found))
             out.warnings.extend(checks.reference_warnings(job.group, job.label, found))
-    rows += _cpu_ratios(measured)
+    rows += _cpu_ratios(measured) + _taxes(measured)
     for job, m, found in rows:
         if found:
             out.summaries.append(tables.summary_table(run_id, job.adapter, job.group, found,
                                                       m[1], m[2], None))
 
+
+def _taxes(measured: list[tuple[Job, Measured]]
+           ) -> list[tuple[Job, Measured, list[combine.Row]]]:
+    """Each job's per-unit time over that of each implementation its family's `TAX_OVER`
+    names (`browser_tax`: the browser over native WebGPU, `call` naming the implementation
+    divided by), process pair by process pair."""
+    return [(job, m, pairs.paired_ratios(m[0], tm[0], theirs.adapter.implementation,
+                                          "browser_tax", pairs.TAXED,
+                                          pairs.same_id(theirs.group.cases),
+                                          theirs.adapter.implementation))
+            for job, m in measured if not job.reference
+            for theirs, tm in measured if not theirs.reference
+            and theirs.adapter.implementation in registry.get(job.driver).TAX_OVER]
 
 
 def _cpu_ratios(measured: list[tuple[Job, Measured]]

@@ -34,9 +34,19 @@ def build(device: Any, group: Group, rng: np.random.Generator, wait: Callable[[]
     """Every case's Work, checked with one unit against numpy before anything is timed."""
     ctx = Context(device, group)
     works = WORKLOADS[group.fusion].webgpu(ctx, group, rng)  # type: ignore[index]
-    for case, work in works.items():
+
+    def one(_: Case, work: Work) -> None:
         issue(ctx, work, 1)
         wait()
+
+    return checked(works, one)
+
+
+def checked(works: dict[Case, Work], one: Callable[[Case, Work], None]) -> dict[Case, Work]:
+    """`works`, each after `one` unit of it (run and waited for by `one`) matched numpy on
+    fresh inputs, reset to those inputs: a kernel that does not run fails before sampling."""
+    for case, work in works.items():
+        one(case, work)
         check(case, work, 1, "before sampling, one unit")
         work.reset()
         work.units_done[0] = 0

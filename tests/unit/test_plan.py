@@ -53,7 +53,7 @@ def _fake(family: str, devices: list[str], cases_of=lambda g: g.cases, fails: st
             if mine else []
 
     return SimpleNamespace(FAMILY=family, IMPLEMENTATIONS=(family,), COMPARED=compared,
-                           SAMPLE_SHARE=None, offers=offers, jobs=jobs,
+                           SAMPLE_SHARE=None, TAX_OVER=(), offers=offers, jobs=jobs,
                            prepare=lambda job, rng: nullcontext(Prepared(job.group, {},
                                                                          lambda c: None)),
                            listing=lambda b, n: [], libraries=lambda: {},

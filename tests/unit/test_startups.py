@@ -29,7 +29,7 @@ def _driver() -> SimpleNamespace:
         return [Job(without_timestamps(replace(group)), offer, "fake")]
 
     return SimpleNamespace(
-        FAMILY="fake", IMPLEMENTATIONS=("fake",), COMPARED=True, SAMPLE_SHARE=None,
+        FAMILY="fake", IMPLEMENTATIONS=("fake",), COMPARED=True, SAMPLE_SHARE=None, TAX_OVER=(),
         offers=lambda request, notes: [Offer(AdapterInfo("fake", "fake", "CPU", "none", 0,
                                                          "dev", "", False))],
         jobs=jobs, setup_hint_s=lambda job: HINT_S,

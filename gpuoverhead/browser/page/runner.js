@@ -1,7 +1,7 @@
 // gpuoverhead's runner in the browser: the same cases as the native implementations, issued
 // through the JS WebGPU API and timed in the page with performance.now() (5 µs steps when the
 // page is cross-origin isolated), so that the DevTools round trip that starts each sample is
-// outside the timed region. Python (gpuoverhead/browser/worker.py) calls these functions.
+// outside the timed region. Python (gpuoverhead/drivers/chromium.py) calls these functions.
 "use strict";
 
 const gpuo = {
@@ -22,21 +22,44 @@ const gpuo = {
             features: [...adapter.features].sort()};
   },
 
-  // A device, the kernel's pipeline and one buffer per case (its dispatches add to it).
-  async setup(spec) {
+  // A device (with timestamp queries where asked and offered), its error log, the kernel
+  // module and, with timestamps, the query set and buffers of one stamped pass.
+  async open(shader, wantTimestamps) {
     const adapter = await navigator.gpu.requestAdapter({powerPreference: "high-performance"});
-    const timestamps = spec.timestamps && adapter.features.has("timestamp-query");
+    const timestamps = wantTimestamps && adapter.features.has("timestamp-query");
     const device = await adapter.requestDevice(
       {requiredFeatures: timestamps ? ["timestamp-query"] : []});
     const errors = [];
     device.onuncapturederror = (e) => errors.push(e.error.message);
-    const code = await (await fetch(spec.shader)).text();
-    device.pushErrorScope("validation");
-    const module = device.createShaderModule({code});
-    const pipeline = device.createComputePipeline({layout: "auto", compute: {
-      module, entryPoint: "main", constants: {WG: spec.workgroupSize}}});
-    const error = await device.popErrorScope();
+    const module = device.createShaderModule({code: await (await fetch(shader)).text()});
+    if (timestamps) {
+      const querySet = device.createQuerySet({type: "timestamp", count: 2});
+      const resolved = device.createBuffer({size: 16, usage: GPUBufferUsage.QUERY_RESOLVE |
+        GPUBufferUsage.COPY_SRC});
+      const read = device.createBuffer({size: 16, usage: GPUBufferUsage.MAP_READ |
+        GPUBufferUsage.COPY_DST});
+      this.timer = {querySet, resolved, read, writes: {querySet,
+        beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1}};
+    }
+    Object.assign(this, {device, errors});
+    return {device, module, timestamps};
+  },
+
+  // The module's pipeline at `entry` with override `constants`; an Error where it does not
+  // compile here.
+  async pipelineOf(module, entry, constants) {
+    this.device.pushErrorScope("validation");
+    const pipeline = this.device.createComputePipeline({layout: "auto",
+      compute: {module, entryPoint: entry, constants}});
+    const error = await this.device.popErrorScope();
     if (error) throw new Error(`the kernel does not compile here: ${error.message}`);
+    return pipeline;
+  },
+
+  // A device, the kernel's pipeline and one buffer per case (its dispatches add to it).
+  async setup(spec) {
+    const {device, module, timestamps} = await this.open(spec.shader, spec.timestamps);
+    const pipeline = await this.pipelineOf(module, "main", {WG: spec.workgroupSize});
     const bytes = Math.max(spec.elements, 1) * 4;
     this.cases = spec.cases.map(() => {
       const data = device.createBuffer({size: bytes, usage: GPUBufferUsage.STORAGE |
@@ -47,15 +70,7 @@ const gpuo = {
         entries: [{binding: 0, resource: {buffer: data}}]});
       return {data, staging, bindGroup, bytes};
     });
-    Object.assign(this, {device, pipeline, errors, specs: spec.cases, grid: spec.grid});
-    if (timestamps) {
-      const querySet = device.createQuerySet({type: "timestamp", count: 2});
-      const resolved = device.createBuffer({size: 16, usage: GPUBufferUsage.QUERY_RESOLVE |
-        GPUBufferUsage.COPY_SRC});
-      const read = device.createBuffer({size: 16, usage: GPUBufferUsage.MAP_READ |
-        GPUBufferUsage.COPY_DST});
-      this.timer = {querySet, resolved, read};
-    }
+    Object.assign(this, {pipeline, specs: spec.cases, grid: spec.grid});
     // One dispatch on a scratch buffer: the first one pays for compiling the pipeline in
     // the driver, which no sample should (the cases' buffers stay untouched).
     const scratch = device.createBuffer({size: bytes, usage: GPUBufferUsage.STORAGE});
@@ -129,21 +144,96 @@ const gpuo = {
     const {device, pipeline, timer} = this, [x, y] = this.grid;
     const t0 = performance.now();
     const encoder = device.createCommandEncoder();
-    const pass = encoder.beginComputePass({timestampWrites: {querySet: timer.querySet,
-      beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1}});
+    const pass = encoder.beginComputePass({timestampWrites: timer.writes});
     for (let k = 0; k < n; k++) {
       pass.setPipeline(pipeline); pass.setBindGroup(0, c.bindGroup);
       pass.dispatchWorkgroups(x, y, 1);
     }
     pass.end();
+    return this.stamped(encoder, t0);
+  },
+
+  // Submits a stamped pass's encoder and reads its two stamps back: [wall ns since t0, issue
+  // ns, GPU ns between the stamps].
+  async stamped(encoder, t0) {
+    const timer = this.timer;
     encoder.resolveQuerySet(timer.querySet, 0, 2, timer.resolved, 0);
     encoder.copyBufferToBuffer(timer.resolved, 0, timer.read, 0, 16);
-    device.queue.submit([encoder.finish()]);
+    this.device.queue.submit([encoder.finish()]);
     const issued = performance.now();
     await timer.read.mapAsync(GPUMapMode.READ);
     const [begin, end] = new BigInt64Array(timer.read.getMappedRange().slice(0));
     timer.read.unmap();
     return [ns(performance.now() - t0), ns(issued - t0), Number(end - begin)];
+  },
+
+  // A workload's Work as data (drivers/chromium.py, PageContext): buffers with their first
+  // bytes, pipelines by entry point and constants, bind groups of [binding, buffer] pairs,
+  // and per case its unit sequences of [pipeline, bind group, x, y] dispatches. The
+  // workload's numpy checks run in Python on what `read` returns.
+  async load(plan) {
+    const {device, module, timestamps} = await this.open(plan.shader, plan.timestamps);
+    this.buffers = plan.buffers.map(({data, uniform}) => {
+      const bytes = fromBase64(data);
+      const buffer = device.createBuffer({size: bytes.length, usage: GPUBufferUsage.COPY_SRC |
+        GPUBufferUsage.COPY_DST | (uniform ? GPUBufferUsage.UNIFORM : GPUBufferUsage.STORAGE)});
+      device.queue.writeBuffer(buffer, 0, bytes);
+      return buffer;
+    });
+    const pipelines = [];
+    for (const [entry, constants] of plan.pipelines) {
+      pipelines.push(await this.pipelineOf(module, entry, constants));
+    }
+    const groups = plan.bindGroups.map(([p, entries]) => device.createBindGroup({
+      layout: pipelines[p].getBindGroupLayout(0),
+      entries: entries.map(([binding, b]) => ({binding, resource: {buffer: this.buffers[b]}}))}));
+    this.works = plan.cases.map(({sequences, timestamps: stamped}) => ({stamped,
+      sequences: sequences.map((s) => s.map(([p, g, x, y]) => [pipelines[p], groups[g], x, y]))}));
+    await device.queue.onSubmittedWorkDone();
+    return {timestamps};
+  },
+
+  // Units u .. u + n of work i (unit k runs its sequence k % period) in one compute pass and
+  // one submit, as the native fusion issuer's `dispatch` encoding does; waited for, or read
+  // back from its timestamps.
+  async replay(i, n, u) {
+    const {sequences, stamped} = this.works[i], period = sequences.length;
+    const device = this.device;
+    const t0 = performance.now();
+    const encoder = device.createCommandEncoder();
+    const pass = encoder.beginComputePass(stamped ? {timestampWrites: this.timer.writes} : {});
+    for (let k = u; k < u + n; k++) {
+      for (const [pipeline, group, x, y] of sequences[k % period]) {
+        pass.setPipeline(pipeline); pass.setBindGroup(0, group);
+        pass.dispatchWorkgroups(x, y, 1);
+      }
+    }
+    pass.end();
+    if (stamped) return this.stamped(encoder, t0);
+    device.queue.submit([encoder.finish()]);
+    const issued = performance.now();
+    await device.queue.onSubmittedWorkDone();
+    return [ns(performance.now() - t0), ns(issued - t0), -1];
+  },
+
+  // Buffer b's bytes (base64), after the work submitted before.
+  async read(b) {
+    const buffer = this.buffers[b];
+    const read = this.device.createBuffer({size: buffer.size, usage: GPUBufferUsage.MAP_READ |
+      GPUBufferUsage.COPY_DST});
+    const encoder = this.device.createCommandEncoder();
+    encoder.copyBufferToBuffer(buffer, 0, read, 0, buffer.size);
+    this.device.queue.submit([encoder.finish()]);
+    await read.mapAsync(GPUMapMode.READ);
+    const out = toBase64(new Uint8Array(read.getMappedRange()));
+    read.destroy();
+    return out;
+  },
+
+  // Buffer b from offset 0 set to `data` (base64): a workload's reset.
+  async write(b, data) {
+    this.device.queue.writeBuffer(this.buffers[b], 0, fromBase64(data));
+    await this.device.queue.onSubmittedWorkDone();
   },
 
   // Each case's buffer read back as [first value, least and largest of the others] (all
@@ -168,6 +258,16 @@ const gpuo = {
 };
 
 function ns(ms) { return Math.round(ms * 1e6); }
+
+function fromBase64(text) { return Uint8Array.from(atob(text), (ch) => ch.charCodeAt(0)); }
+
+function toBase64(bytes) {
+  let text = "";
+  for (let k = 0; k < bytes.length; k += 0x8000) {
+    text += String.fromCharCode(...bytes.subarray(k, k + 0x8000));
+  }
+  return btoa(text);
+}
 
 // The smallest step of performance.now() seen in a short busy loop (ms).
 function timerResolution() {

@@ -1,0 +1,78 @@
+"""The chain and the loop in headless Chromium (SwiftShader here) beside wgpu-native (lavapipe):
+one small run gives both forms in the browser with their outputs checked against numpy,
+and the browser tax with an interval over process pairs; a fused dispatch one step short
+fails its check."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from conftest import BACKEND, gpuoverhead, only_run_folder, read_run, write_suite
+
+from gpuoverhead.browser import launcher
+from gpuoverhead.drivers import chromium as page
+from gpuoverhead.errors import IntegrityError, UserError
+from gpuoverhead.suite.expand import load_suite
+
+try:
+    BROWSER = launcher.find(None)
+except UserError as exc:
+    BROWSER = None
+    REASON = str(exc)
+pytestmark = pytest.mark.skipif(BROWSER is None, reason=REASON if BROWSER is None else "")
+
+SUITE = """
+name: browser-fusion-ci
+defaults:
+  n_sweep: [1, 2, 4]
+  budget_s: 1.0             # the page samples up to 64 units: 0.2 s left room for one process
+  min_rounds: 5
+  warmup_max_rounds: 2
+  torch_compile_max_n: 0
+benchmarks:
+  - {name: chain, fusion: chain, k_sweep: [5], elements: 4096}
+  - {name: loop, fusion: loop, k_sweep: [16], elements: 64}
+"""
+
+
+@pytest.fixture(scope="module")
+def suite_path(tmp_path_factory):
+    return write_suite(tmp_path_factory.mktemp("browser-fusion"), SUITE)
+
+
+def test_chain_and_loop_in_the_browser_beside_wgpu_native_with_the_tax(suite_path, tmp_path):
+    proc = gpuoverhead("run", "--suite", str(suite_path), "--implementation",
+                       "wgpu-native,chromium", "--backend", BACKEND, "--out", str(tmp_path),
+                       "--seed", "3", "--processes", "2", "--time-limit", "90")
+    assert proc.returncode == 0, proc.stderr
+    _, summary, info = read_run(only_run_folder(tmp_path))
+    assert info["status"] == "complete" and not info["errors"]
+    rows = summary[summary.process.isna()]
+    for bench in ("chain", "loop"):
+        mine = rows[rows.benchmark == bench]
+        for impl in ("chromium", "wgpu-native"):
+            units = mine[(mine.implementation == impl) & (mine.metric == "per_unit_ns")]
+            assert set(units.variant) == {"unfused", "fused"}, (bench, impl)
+        tax = mine[mine.metric == "browser_tax"]
+        assert set(tax.variant) == {"unfused", "fused"} and set(tax.call) == {"wgpu-native"}
+        assert (tax.value > 0).all() and (tax.ci_low <= tax.value).all() \
+            and (tax.value <= tax.ci_high).all(), tax
+    assert "Browser tax" in proc.stdout
+
+
+def test_a_fused_loop_one_step_short_fails_its_check(suite_path, monkeypatch):
+    group = next(g for g in load_suite(suite_path).groups if g.benchmark == "loop")
+    record = page.PageContext.pipeline
+
+    def short(self, entry, **constants):
+        if entry == "fused":
+            constants["STEPS"] -= 1
+        return record(self, entry, **constants)
+
+    monkeypatch.setattr(page.PageContext, "pipeline", short)
+    with page.page(BROWSER, group.kernel.source) as (_, tab), \
+            pytest.raises(IntegrityError, match="fused: output check failed"):
+        page.workload_operations(replace(group, cases=page.cases(group)), tab,
+                                 np.random.default_rng(3))
