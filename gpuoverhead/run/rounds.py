@@ -58,9 +58,13 @@ Timed = Callable[[Unit, int, bool], tuple[tuple[int, int, int, bool, int, int], 
 
 def sample_group(group: Group, ops: dict[Case, Operation], rng: np.random.Generator,
                  budget: Budget, worst_rel_ci: Precision, progress: Progress,
-                 counts: dict[Case, int], cpus: list[int] | None = None) -> GroupSamples:
+                 counts: dict[Case, int], cpus: list[int] | None = None,
+                 energy: Callable[[], float] | None = None,
+                 joules: dict[Case, float] | None = None) -> GroupSamples:
     """Sample `group` within `budget.process_s`; `counts[case]` is increased by the
     dispatches each case issued, and `cpus` gets the CPU of each round as it starts.
+    With `energy` (the GPU's energy counter, J), `joules[case]` is increased by what the
+    counter moved across each of the case's samples, read just outside its timed call.
 
     `worst_rel_ci` returns the largest relative CI half-width of the group's estimates so
     far; `progress(samples, elapsed_s, budget_s)` is called after every round.
@@ -71,9 +75,12 @@ def sample_group(group: Group, ops: dict[Case, Operation], rng: np.random.Genera
 
     def timed(unit: Unit, index: int, warmup: bool) -> tuple[tuple, Any]:
         i, case, op, n, dispatched = unit
+        before = energy() if energy else 0.0
         t0 = perf_counter_ns()
         extra = op(n)
         wall = perf_counter_ns() - t0
+        if energy and joules is not None:
+            joules[case] = joules.get(case, 0.0) + energy() - before
         if isinstance(extra, SelfTimed):
             wall, extra = extra.wall_ns, extra.parts(t0)
         counts[case] += dispatched

@@ -39,6 +39,10 @@ class Telemetry:
         named = [h for h in handles if _text(pynvml.nvmlDeviceGetName(h)) in device]
         self.handle = (named or handles)[0]
 
+    def energy_j(self) -> float:
+        """The board's energy counter (J); NVMLError where the board has none."""
+        return self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle) / 1000
+
     def read(self) -> dict[str, Any]:
         """The GPU's state now; a reading NVML does not offer on this board is left out."""
         nvml, h = self.nvml, self.handle
@@ -49,7 +53,7 @@ class Telemetry:
                 ("temperature_c", lambda: nvml.nvmlDeviceGetTemperature(
                     h, nvml.NVML_TEMPERATURE_GPU)),
                 ("power_w", lambda: nvml.nvmlDeviceGetPowerUsage(h) / 1000),
-                ("energy_j", lambda: nvml.nvmlDeviceGetTotalEnergyConsumption(h) / 1000),
+                ("energy_j", self.energy_j),
                 ("throttle", lambda: reasons(nvml.nvmlDeviceGetCurrentClocksThrottleReasons(h)))):
             try:
                 found[key] = call()
@@ -78,15 +82,34 @@ def open_for(device: str) -> tuple[Telemetry | None, str | None]:
         return None, f"no GPU telemetry: {type(exc).__name__}: {str(exc)[:200]}"
 
 
-def summary(before: dict[str, Any], after: dict[str, Any], units: int) -> dict[str, Any]:
+def summary(before: dict[str, Any], after: dict[str, Any], units: int,
+            by_case: dict[str, tuple[float, int]] | None = None) -> dict[str, Any]:
     """run.json's record of a worker's sampling: the readings, the energy it took and per
-    unit of work (`units`: dispatches, or a fusion case's units such as tokens)."""
+    unit of work (`units`: dispatches, or a fusion case's units such as tokens), and where
+    the counter was read around each sample (`by_case`: joules and units per case id),
+    per unit of each case."""
     out: dict[str, Any] = {"before": before, "after": after}
     if "energy_j" in before and "energy_j" in after:
         out["energy_j"] = round(after["energy_j"] - before["energy_j"], 3)
         if units:
             out["energy_per_unit_j"] = out["energy_j"] / units
+    if by_case:
+        out["energy_per_unit_j_by_case"] = {case: j / n for case, (j, n) in by_case.items() if n}
     return out
+
+
+def per_sample(gpu: Telemetry | None, fusion: bool) -> Any:
+    """The energy counter to read around each sample, or None: only for a fusion workload's
+    units (milliseconds: a decode step, a recurrent step), whose energy per unit is a
+    figure of its own, and only where the board has the counter. A kernel group's samples
+    of microseconds get no extra driver call between them."""
+    if gpu is None or not fusion:
+        return None
+    try:
+        gpu.energy_j()
+    except gpu.nvml.NVMLError:
+        return None
+    return gpu.energy_j
 
 
 def warning(record: dict[str, Any]) -> str | None:

@@ -102,12 +102,15 @@ def _sample(task: Task, prepared: Prepared, rng: np.random.Generator, send: Any)
     precision = partial(worst_rel_ci, cal=cal, target_rel=group.sampling.target_rel_ci)
     cpus: list[int] = []
     gpu, missing = telemetry.open_for(task.job.adapter.device)
+    energy, joules = telemetry.per_sample(gpu, bool(group.fusion)), {}
     before = gpu.read() if gpu else {}
     began = time.monotonic()
     samples = sample_group(group, prepared.ops, rng, task.budget, precision, progress, counts,
-                           cpus)
+                           cpus, energy, joules)
     sampling_s = time.monotonic() - began
-    state = telemetry.summary(before, gpu.read(), sum(counts.values())) if gpu else missing
+    by_case = {c.id: (j, counts[c]) for c, j in joules.items()}
+    state = telemetry.summary(before, gpu.read(), sum(counts.values()), by_case) if gpu \
+        else missing
     notes = {**prepared.notes, **cpu_notes(cpus), "telemetry": state}
     if unchecked := prepared.verify(counts):
         notes = {**notes, "unchecked": unchecked}

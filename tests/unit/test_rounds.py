@@ -157,3 +157,17 @@ def test_a_process_reaches_min_rounds_past_its_budget_but_not_past_the_overrun()
     assert slow.stop == "short" and MIN_ROUNDS <= slow.rounds <= 10  # a round: >= 4 ms
     spent = sum(r[5] for r in slow.records if not r[3]) / 1e9  # the measured rounds' ns
     assert OVERRUN * 0.01 <= spent < OVERRUN * 0.01 + 0.015
+
+
+def test_energy_is_read_around_each_sample_and_added_to_its_case():
+    """A counter that moves 1 J between any two reads: each sample adds exactly 1 J to its
+    case (the reads bracket the sample alone), so a case's joules are its sample count."""
+    group = _group()
+    ticks = iter(range(10**6))
+    joules: dict[Case, float] = {}
+    samples = sample_group(group, {c: (lambda n: None) for c in group.cases},
+                           np.random.default_rng(0), Budget(0.01), lambda s: 1.0,
+                           lambda *a: None, dict.fromkeys(group.cases, 0), None,
+                           lambda: float(next(ticks)), joules)
+    per_case = {c: sum(r[0] == i for r in samples.records) for i, c in enumerate(group.cases)}
+    assert joules == {c: float(k) for c, k in per_case.items()} and all(per_case.values())

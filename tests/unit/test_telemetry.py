@@ -90,3 +90,16 @@ def test_no_nvml_is_a_note(monkeypatch):
                                                        "display_clock"])])
 def test_throttle_reasons_by_name(mask, names):
     assert telemetry.reasons(mask) == names
+
+
+def test_per_sample_energy_only_for_fusion_units_where_the_board_counts(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", _nvml([1980]))
+    gpu, _ = telemetry.open_for("NVIDIA H100 80GB HBM3")
+    assert telemetry.per_sample(gpu, fusion=False) is None
+    assert telemetry.per_sample(None, fusion=True) is None
+    assert telemetry.per_sample(gpu, fusion=True)() == 1000.0  # J, before any clock read
+    monkeypatch.setitem(sys.modules, "pynvml", _nvml([1980], energy=False))
+    gpu, _ = telemetry.open_for("NVIDIA H100 80GB HBM3")
+    assert telemetry.per_sample(gpu, fusion=True) is None
+    record = telemetry.summary({}, {}, 10, {"a": (3.0, 2), "b": (1.0, 0)})
+    assert record["energy_per_unit_j_by_case"] == {"a": 1.5}  # a case of no units: none
