@@ -384,7 +384,9 @@ def main() -> None:
         app()
     except KeyboardInterrupt:
         os._exit(EXIT_INTERRUPTED)
-    except MemoryError as exc:  # a memory limit (ulimit -v) or the machine's
+    except (MemoryError, ImportError) as exc:  # a memory limit (ulimit -v) or the machine's,
+        if isinstance(exc, ImportError) and "failed to map segment" not in str(exc):
+            raise  # ... which a library the loader could not map under it shows as this
         with contextlib.suppress(OSError):
             os.write(2, f"error: out of memory{': ' + str(exc) if str(exc) else ''} (a "
                         f"memory limit such as ulimit -v, or the machine's)\n".encode())
