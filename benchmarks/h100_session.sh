@@ -67,6 +67,13 @@ plain_loop() {
   (cd .repro && { [ -f plain_loop.so ] || gcc -O2 -shared -fPIC -I"$inc" plain_loop.c \
     -o plain_loop.so; } && python3 plain_loop.py)
 }
+good_cpus() {  # the CPUs on which the plain loop's submit is not slow (cpu_probe.py), as a list
+  (cd .repro && gcc -O2 -shared -fPIC -I"$(python3 -c 'import wgpu,os;print(os.path.dirname(wgpu.__file__))')/resources" \
+    plain_loop.c -o plain_loop.so)
+  timeout 60 python3 benchmarks/cpu_probe.py > "$out/cpu_probe.json" 2>> /tmp/results/probe.err
+  python3 -c "import json;print(json.load(open('$out/cpu_probe.json'))['good'])" 2>/dev/null \
+    || echo 0-15
+}
 setup
 case $step in
 start)
@@ -97,22 +104,14 @@ decode)  # within one device call: 600 s
   ;;
 decode4)  # issue 25 and 27: the decode suite with its token loop, all implementations,
   # pinned, under a time limit it must keep; within one device call
-  (cd .repro && gcc -O2 -shared -fPIC -I"$(python3 -c 'import wgpu,os;print(os.path.dirname(wgpu.__file__))')/resources" \
-    plain_loop.c -o plain_loop.so)
-  timeout 60 python3 benchmarks/cpu_probe.py > "$out/cpu_probe.json" 2>> /tmp/results/probe.err
-  good=$(python3 -c "import json;print(json.load(open('$out/cpu_probe.json'))['good'])" \
-    2>/dev/null || echo 0-15)
+  good=$(good_cpus)
   timeout 500 bash -c "$(declare -f timed); timed h100-decode --suite decode \
     --implementation all --time-limit 450 --affinity $good"
   ;;
 crossover4|crossover5)  # issue 28: the recurrent step's crossover against the machine's
   # CPU, pinned; crossover5 after the product kernel's change (a lane group a row): WebGPU
   # and the CPU references only (PyTorch's forms did not change), limit 270 s
-  (cd .repro && gcc -O2 -shared -fPIC -I"$(python3 -c 'import wgpu,os;print(os.path.dirname(wgpu.__file__))')/resources" \
-    plain_loop.c -o plain_loop.so)
-  timeout 60 python3 benchmarks/cpu_probe.py > "$out/cpu_probe.json" 2>> /tmp/results/probe.err
-  good=$(python3 -c "import json;print(json.load(open('$out/cpu_probe.json'))['good'])" \
-    2>/dev/null || echo 0-15)
+  good=$(good_cpus)
   if [ "$step" = crossover4 ]; then id=h100-crossover impl=wgpu-native,dawn,torch,cpu-ref limit=420
   else id=h100-crossover5 impl=wgpu-native,dawn,cpu-ref limit=270; fi
   timeout $((limit + 60)) bash -c "$(declare -f timed); timed $id --suite crossover \
@@ -120,11 +119,7 @@ crossover4|crossover5)  # issue 28: the recurrent step's crossover against the m
   ;;
 telemetry4)  # issue 30: NVML around every worker (.whl carries nvidia-ml-py), pinned: a
   # default run, then the decode suite's WebGPU jobs (J per token per implementation)
-  (cd .repro && gcc -O2 -shared -fPIC -I"$(python3 -c 'import wgpu,os;print(os.path.dirname(wgpu.__file__))')/resources" \
-    plain_loop.c -o plain_loop.so)
-  timeout 60 python3 benchmarks/cpu_probe.py > "$out/cpu_probe.json" 2>> /tmp/results/probe.err
-  good=$(python3 -c "import json;print(json.load(open('$out/cpu_probe.json'))['good'])" \
-    2>/dev/null || echo 0-15)
+  good=$(good_cpus)
   timeout 110 bash -c "$(declare -f timed); timed h100-default-telemetry --affinity $good"
   tar -C /tmp/results -czf "$out/results-$step.tgz" .
   timeout 320 bash -c "$(declare -f timed); timed h100-decode-telemetry --suite decode \
@@ -187,11 +182,7 @@ pinned)  # within one device call: 600 s
   ;;
 round4)  # within one device call: 600 s; the results are re-packed after each step
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt"
-  (cd .repro && gcc -O2 -shared -fPIC -I"$(python3 -c 'import wgpu,os;print(os.path.dirname(wgpu.__file__))')/resources" \
-    plain_loop.c -o plain_loop.so)
-  timeout 60 python3 benchmarks/cpu_probe.py > "$out/cpu_probe.json" 2>> /tmp/results/probe.err
-  good=$(python3 -c "import json;print(json.load(open('$out/cpu_probe.json'))['good'])" \
-    2>/dev/null || echo 0-15)
+  good=$(good_cpus)
   echo "affinity: $good" | tee -a /tmp/results/times.txt
   timeout 60 taskset -c "$good" bash -c "$(declare -f plain_loop); plain_loop" \
     > /tmp/results/plain_loop_before.json 2>&1
@@ -208,11 +199,7 @@ round4)  # within one device call: 600 s; the results are re-packed after each s
   echo "selftest: $(( ($(date +%s%N) - t0) / 1000000 )) ms wall" | tee -a /tmp/results/times.txt
   ;;
 aa4)
-  (cd .repro && gcc -O2 -shared -fPIC -I"$(python3 -c 'import wgpu,os;print(os.path.dirname(wgpu.__file__))')/resources" \
-    plain_loop.c -o plain_loop.so)
-  timeout 60 python3 benchmarks/cpu_probe.py > "$out/cpu_probe.json" 2>> /tmp/results/probe.err
-  good=$(python3 -c "import json;print(json.load(open('$out/cpu_probe.json'))['good'])" \
-    2>/dev/null || echo 0-15)
+  good=$(good_cpus)
   echo "affinity: $good" | tee -a /tmp/results/times.txt
   t0=$(date +%s%N)
   timeout 230 python3 -m gpuoverhead selftest --affinity "$good" --out /tmp/results \

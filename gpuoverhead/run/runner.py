@@ -61,7 +61,7 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     started = options.started
     plan = prepare(options)
     run_id = options.run_id or environment.new_run_id()
-    ids = [f"{run_id}-{half}" for half in "ab"[:plan.halves]] if plan.halves > 1 else [run_id]
+    ids = [run_id] if plan.halves == 1 else [f"{run_id}-{half}" for half in "ab"]
     for target in (options.out_root / i for i in ids):
         if target.exists() and not options.force:
             raise UserError(f"{target} already exists; choose another --run-id, or pass "
