@@ -25,7 +25,9 @@ CLOCK_CHANGE = 0.05
 
 
 class Telemetry:
-    """One GPU's NVML handle, chosen by the adapter's device name (else the first GPU)."""
+    """The NVML handle of the GPU the adapter names: none for another adapter on an NVIDIA
+    machine (lavapipe, a browser's SwiftShader, the CPU), whose samples the GPU's state
+    says nothing about."""
 
     def __init__(self, device: str) -> None:
         import pynvml
@@ -34,10 +36,10 @@ class Telemetry:
         self.nvml = pynvml
         handles = [pynvml.nvmlDeviceGetHandleByIndex(i)
                    for i in range(pynvml.nvmlDeviceGetCount())]
-        if not handles:
-            raise RuntimeError("NVML sees no GPU")
         named = [h for h in handles if _text(pynvml.nvmlDeviceGetName(h)) in device]
-        self.handle = (named or handles)[0]
+        if not named:
+            raise LookupError(f"NVML has no GPU named like {device!r}")
+        self.handle = named[0]
 
     def energy_j(self) -> float:
         """The board's energy counter (J); NVMLError where the board has none."""

@@ -80,6 +80,9 @@ def test_no_nvml_is_a_note(monkeypatch):
     def broken():
         raise _Error("Driver Not Loaded")
 
+    monkeypatch.setitem(sys.modules, "pynvml", _nvml([1980]))  # a CPU adapter beside it
+    gpu, missing = telemetry.open_for("llvmpipe (LLVM 15.0.6, 256 bits)")
+    assert gpu is None and "no GPU named like 'llvmpipe" in missing
     monkeypatch.setitem(sys.modules, "pynvml", SimpleNamespace(nvmlInit=broken))
     gpu, missing = telemetry.open_for("llvmpipe")
     assert gpu is None and missing == "no GPU telemetry: _Error: Driver Not Loaded"
