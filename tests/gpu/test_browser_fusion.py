@@ -45,7 +45,7 @@ def suite_path(tmp_path_factory):
 def test_chain_and_loop_in_the_browser_beside_wgpu_native_with_the_tax(suite_path, tmp_path):
     proc = gpuoverhead("run", "--suite", str(suite_path), "--implementation",
                        "wgpu-native,chromium", "--backend", BACKEND, "--out", str(tmp_path),
-                       "--seed", "3", "--processes", "2", "--time-limit", "90")
+                       "--seed", "3", "--processes", "2", "--time-limit", "150")
     assert proc.returncode == 0, proc.stderr
     _, summary, info = read_run(only_run_folder(tmp_path))
     assert info["status"] == "complete" and not info["errors"]

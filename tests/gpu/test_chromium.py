@@ -46,7 +46,7 @@ def chromium_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("chromium-run")
     proc = gpuoverhead("run", "--suite", str(CONFIGS / "ci.yaml"), "--implementation",
                        "chromium", "--out", str(out), "--seed", "3", "--processes", "2",
-                       "--time-limit", "45")
+                       "--time-limit", "90")
     assert proc.returncode == 0, proc.stderr
     return proc, only_run_folder(out)
 

@@ -124,8 +124,9 @@ def test_hostile_fault_second_interrupt_exits_at_once(tmp_path):
         child.send_signal(signal.SIGINT)
         child.send_signal(signal.SIGINT)
         start = time.monotonic()
-        _, stderr = child.communicate(timeout=30)
+        child.wait(timeout=30)  # the parent's exit: a worker it orphans may hold the pipes
         took = time.monotonic() - start
+        _, stderr = child.communicate(timeout=30)
     finally:
         os.killpg(child.pid, signal.SIGKILL) if child.poll() is None else None
     assert child.returncode == 130, stderr

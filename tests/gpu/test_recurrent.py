@@ -173,7 +173,7 @@ def test_the_crossover_ci_suite_puts_the_cpu_beside_the_gpu(tmp_path):
 
     proc = gpuoverhead("run", "--suite", str(CONFIGS / "crossover-ci.yaml"), "--backend",
                        BACKEND, "--implementation", "wgpu-native,cpu-ref", "--processes", "2",
-                       "--seed", "3", "--out", str(tmp_path), timeout=240)
+                       "--seed", "3", "--out", str(tmp_path), "--time-limit", "150", timeout=240)
     assert proc.returncode == 0, proc.stderr
     _, summary, info = read_run(only_run_folder(tmp_path))
     assert info["status"] == "complete" and not info["errors"]

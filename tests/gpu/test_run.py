@@ -267,7 +267,9 @@ def test_a_heavier_kernel_raises_wall_time_per_dispatch_but_not_cpu_time(tmp_pat
     wall = (heavy["per_dispatch_ns"] / light["per_dispatch_ns"]).median()
     cpu = (heavy["cpu_per_dispatch_ns"] / light["cpu_per_dispatch_ns"]).median()
     assert wall > 3, (wall, passes)
-    assert cpu < 2.5, (cpu, passes)
+    # A clock read after the wait would give cpu as large as wall (20-25x); 2.50 was seen
+    # with other work on the 2 cores.
+    assert cpu < 5, (cpu, passes)
     assert (heavy["cpu_per_dispatch_ns"] / heavy["per_dispatch_ns"]).median() < 0.1, passes
 
 

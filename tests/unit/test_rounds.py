@@ -155,8 +155,17 @@ def test_a_process_reaches_min_rounds_past_its_budget_but_not_past_the_overrun()
     assert quick.stop == "budget" and quick.rounds == 8
     slow = _sampled(min_rounds=20, op_s=0.001, budget_s=0.01)
     assert slow.stop == "short" and MIN_ROUNDS <= slow.rounds <= 10  # a round: >= 4 ms
-    spent = sum(r[5] for r in slow.records if not r[3]) / 1e9  # the measured rounds' ns
-    assert OVERRUN * 0.01 <= spent < OVERRUN * 0.01 + 0.015
+    # What the guard holds: it stopped at the first round past MIN_ROUNDS that ended
+    # OVERRUN x the budget after sampling began. The samples' walls leave out the loop's
+    # own time between them (a fraction of a ms a round), so the rounds before the last
+    # summed under it (unless MIN_ROUNDS held it), and all of them, with that allowance,
+    # reached it.
+    rounds = np.zeros(slow.rounds)
+    for r in slow.records:
+        if not r[3]:
+            rounds[r[2]] += r[5] / 1e9
+    assert rounds.sum() + 0.002 * slow.rounds >= OVERRUN * 0.01
+    assert slow.rounds == MIN_ROUNDS or rounds[:-1].sum() < OVERRUN * 0.01
 
 
 def test_energy_is_read_around_each_sample_and_added_to_its_case():
