@@ -145,6 +145,7 @@ def between_processes(values: np.ndarray, positive: bool, what: str = "process m
                     f"{BETWEEN}: median of {n} {what}, {how}")
 
 
+
 @lru_cache(maxsize=256)
 def _interpolation(n: int) -> tuple[int, float]:
     """k (1-based) of the narrowest pair (x_(k), x_(n+1-k)) that covers the median with at

@@ -1,7 +1,10 @@
 """Compare two runs estimate by estimate: ratio with a CI, a rank test on the raw samples,
 and a verdict a CI job can act on.
 
-- ratio = NEW / BASE; its 95% CI combines the two CIs on the log scale (delta method);
+- ratio = NEW / BASE, with a 95% CI (`analysis.runs.runs_ratio`): where both runs have two to five
+  processes, the ratio of the geometric means of their process estimates with Welch's t
+  interval on logs; otherwise the ratio of the estimates, their CIs combined on the log
+  scale (delta method);
 - p = Mann-Whitney U on the raw samples behind the estimate (as asv and google-benchmark
   do), where there are such samples (latencies, calls, the largest N of a sequential case,
   GPU times); derived figures (api, python, inflation, ...) are judged on the CI alone;
@@ -25,6 +28,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from gpuoverhead.analysis.runs import combined_ratio, runs_ratio
+from gpuoverhead.analysis.stats import CONFIDENCE, Interval
 from gpuoverhead.errors import UserError
 from gpuoverhead.metrics import HEADLINE
 from gpuoverhead.present import format as fmt
@@ -63,13 +68,25 @@ def _raw(samples: dict[tuple[str, str], pd.DataFrame], row: pd.Series) -> np.nda
     return None
 
 
-def _ratio_ci(b: pd.Series, n: pd.Series) -> tuple[float, float, float]:
-    if not (b["value"] > 0 and n["value"] > 0 and b["ci_low"] > 0 and n["ci_low"] > 0):
-        return (math.nan,) * 3
-    ratio = n["value"] / b["value"]
-    half = math.hypot(math.log(b["ci_high"] / b["ci_low"]) / 2,
-                      math.log(n["ci_high"] / n["ci_low"]) / 2)
-    return ratio, ratio * math.exp(-half), ratio * math.exp(half)
+def _by_key(per_process: pd.DataFrame) -> dict[tuple, np.ndarray]:
+    """Each estimate's per-process values, by KEY (empty for a run of one process)."""
+    if per_process.empty:
+        return {}
+    return {key: part["value"].to_numpy(float)
+            for key, part in per_process.groupby(KEY, dropna=False, sort=False)}
+
+
+def _ratio_ci(b: pd.Series, n: pd.Series, b_values: np.ndarray | None,
+              n_values: np.ndarray | None) -> tuple[float, float, float]:
+    """NEW / BASE with its interval (see the module's docstring)."""
+    if b_values is not None and n_values is not None and min(len(b_values),
+                                                             len(n_values)) >= 2:
+        found = runs_ratio(b_values, n_values)
+    else:
+        found = combined_ratio(*(Interval(*(np.array([x[k]]) for k in ("value", "ci_low",
+                                                                         "ci_high")),
+                                          CONFIDENCE, "") for x in (b, n)))
+    return float(found.value[0]), float(found.low[0]), float(found.high[0])
 
 
 #: Verdicts of a significant rise and fall, by the row's `better`.
@@ -103,11 +120,13 @@ def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> pd.Data
                         "benchmarks, implementations, or a run that finished nothing)")
     base_samples = _by_case(base.samples(_RAW_COLUMNS))
     new_samples = _by_case(new.samples(_RAW_COLUMNS))
+    base_values, new_values = _by_key(base.per_process), _by_key(new.per_process)
     rows = []
     for _, r in joined.iterrows():
         b = pd.Series({k: r[f"{k}_base"] for k in ("value", "ci_low", "ci_high")})
         n = pd.Series({k: r[f"{k}_new"] for k in ("value", "ci_low", "ci_high")})
-        ratio, low, high = _ratio_ci(b, n)
+        key = tuple(r[k] for k in KEY)
+        ratio, low, high = _ratio_ci(b, n, base_values.get(key), new_values.get(key))
         raw_b, raw_n = _raw(base_samples, r), _raw(new_samples, r)
         p = math.nan
         if raw_b is not None and raw_n is not None and len(raw_b) and len(raw_n):

@@ -11,7 +11,7 @@ import glob
 import json
 import types
 import typing
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +24,13 @@ from gpuoverhead.results.columns import RUN_JSON, SAMPLES, SCHEMA_VERSION, SUMMA
 
 @dataclass
 class ResultSet:
-    """One run folder: its run.json and its summary (only estimates over all processes)."""
+    """One run folder: its run.json, its summary (only estimates over all processes) and
+    each process's own estimates (`per_process`: what `compare` weighs two runs by)."""
 
     folder: Path
     info: dict[str, Any]
     summary: pd.DataFrame
+    per_process: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def samples(self, columns: list[str] | None = None, filters: list | None = None
                 ) -> pd.DataFrame:
@@ -75,8 +77,9 @@ def load(folder: Path) -> ResultSet:
     check_units(summary, folder / f"{SUMMARY}.parquet")
     _check_columns(summary, folder / f"{SUMMARY}.parquet")
     summary = migrate(summary)
-    summary = summary[summary["process"].isna()]
-    return ResultSet(folder, info, summary.reset_index(drop=True))
+    over_all = summary["process"].isna()
+    return ResultSet(folder, info, summary[over_all].reset_index(drop=True),
+                     summary[~over_all].reset_index(drop=True))
 
 
 #: Schema versions this gpuoverhead reads; older ones gain their missing columns on load.

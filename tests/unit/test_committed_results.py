@@ -44,20 +44,50 @@ def _slowed(folder: Path, to: Path) -> Path:
     return to
 
 
-def _expected(base: pd.DataFrame, table: pd.DataFrame) -> pd.Series:
-    """The verdict each compared row must get, from the base set's own intervals: both
-    sets have the same relative widths, so NEW/BASE has the half-width sqrt(2) x that of
-    one on logs, around FACTOR for a time and 1 for anything else. A time is `slower` where
-    that interval excludes 1 (unless the rank test on its samples says p >= alpha), else
-    `unsure` (a change of x2 is never `same`); anything else is `same` where the interval
-    lies within x1.5 either way, else `unsure`."""
-    rows = table.merge(base[comparing.KEY + ["ci_low", "ci_high"]], on=comparing.KEY,
-                       how="left", validate="one_to_one")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        half = math.sqrt(2) * np.log(rows["ci_high"] / rows["ci_low"]) / 2
-    bounded = (rows["base"] > 0) & (rows["ci_low"] > 0) & np.isfinite(half)
-    time = rows["unit"] == "ns"
-    blocked = rows["p_value"].notna() & (rows["p_value"] >= comparing.ALPHA)
+def _half_widths(folder: Path, table: pd.DataFrame) -> pd.Series:
+    """Half-width on logs of each compared row's NEW/BASE interval, found without compare:
+    where the set has two or more processes of the estimate, Welch's interval of their log
+    values against the same values moved by the row's factor (scipy's), nan where one is
+    not above zero or unbounded; otherwise sqrt(2) x the set's own half-width on logs
+    (both sets have the same relative widths)."""
+    from scipy import stats as sps
+
+    summary = read.load(folder)
+    per_process = {k: g["value"].to_numpy(float) for k, g in
+                   summary.per_process.groupby(comparing.KEY, dropna=False, sort=False)}
+    own = table.merge(summary.summary[comparing.KEY + ["ci_low", "ci_high"]],
+                      on=comparing.KEY, how="left", validate="one_to_one")
+    halves = []
+    for (_, row), (_, mine) in zip(table.iterrows(), own.iterrows(), strict=True):
+        values = per_process.get(tuple(row[k] for k in comparing.KEY))
+        if values is not None and len(values) >= 2:
+            if not (np.isfinite(values) & (values > 0)).all():
+                halves.append(math.nan)
+            elif np.ptp(np.log(values)) == 0:
+                halves.append(0.0)
+            else:
+                logs = np.log(values)
+                shift = math.log(FACTOR) if row["unit"] == "ns" else 0.0
+                ci = sps.ttest_ind(logs + shift, logs, equal_var=False).confidence_interval()
+                halves.append((ci.high - ci.low) / 2)
+            continue
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ok = row["base"] > 0 and mine["ci_low"] > 0
+            halves.append(math.sqrt(2) * math.log(mine["ci_high"] / mine["ci_low"]) / 2
+                          if ok else math.nan)
+    return pd.Series(halves, index=table.index)
+
+
+def _expected(folder: Path, table: pd.DataFrame) -> pd.Series:
+    """The verdict each compared row must get, from the set's own values: its NEW/BASE
+    interval (`_half_widths`) lies around FACTOR for a time and 1 for anything else. A time
+    is `slower` where that interval excludes 1 (unless the rank test on its samples says
+    p >= alpha), else `unsure` (a change of x2 is never `same`); anything else is `same`
+    where the interval lies within x1.5 either way, else `unsure`."""
+    half = _half_widths(folder, table)
+    bounded = np.isfinite(half)
+    time = table["unit"] == "ns"
+    blocked = table["p_value"].notna() & (table["p_value"] >= comparing.ALPHA)
     slower = time & bounded & (FACTOR * np.exp(-half) > 1) & ~blocked
     same = ~time & bounded & (half <= math.log(comparing.RESOLVABLE))
     return pd.Series(np.select([slower, same], ["slower", "same"], "unsure"),
@@ -77,7 +107,7 @@ def test_a_committed_set_shows_and_compare_finds_its_times_doubled(folder, tmp_p
     times = table["unit"] == "ns"
     assert np.allclose(table.loc[times, "ratio"].dropna(), FACTOR)
     assert np.allclose(table.loc[~times, "ratio"].dropna(), 1.0)
-    expected = _expected(judged, table)
+    expected = _expected(folder, table)
     wrong = table.assign(expected=expected)[table["verdict"] != expected]
     assert wrong.empty, wrong[["case", "metric", "call", "verdict", "expected", "ratio_low",
                                "ratio_high", "p_value"]].head(10).to_string()

@@ -17,9 +17,11 @@ CASES = [("empty/naive/wait", "latency_ns", 200_000.0),
          ("empty/sequential/dispatch/wrapper", "per_dispatch_ns", 10_000.0)]
 
 
-def _result_set(folder: Path, factor: float, seed: int) -> Path:
+def _result_set(folder: Path, factor: float, seed: int,
+                processes: tuple[float, ...] = ()) -> Path:
     """A run folder whose estimates are `factor` times CASES' values, ±1% intervals, and
-    whose raw samples scatter 1% around them (seeded)."""
+    whose raw samples scatter 1% around them (seeded); with `processes`, also a row of
+    each process's own estimate (that factor times the estimate)."""
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True)
     summary, samples = [], []
@@ -30,6 +32,8 @@ def _result_set(folder: Path, factor: float, seed: int) -> Path:
         summary.append({**keys, "metric": metric, "unit": "ns", "value": v,
                         "ci_low": v * 0.99, "ci_high": v * 1.01, "process": pd.NA,
                         "methodology": "sequential", "variant": ""})
+        summary += [{**summary[-1], "value": v * f, "ci_low": v * f * 0.99,
+                     "ci_high": v * f * 1.01, "process": i} for i, f in enumerate(processes)]
         n = 1 if metric == "latency_ns" else 256
         walls = v * n * rng.normal(1.0, 0.01, 200)
         samples += [{**keys, "phase": "measure", "n_dispatches": n, "wall_ns": int(w),
@@ -54,3 +58,18 @@ def test_a_change_within_the_noise_is_not_called_a_change(tmp_path):
     base = load(_result_set(tmp_path / "base", 1.0, 4))
     table = compare(base, load(_result_set(tmp_path / "new", 1.01, 5)), threshold=0.05)
     assert not table.verdict.isin(["slower", "faster"]).any(), table[["case", "verdict"]]
+
+
+def test_runs_of_several_processes_are_weighed_by_their_processes(tmp_path):
+    """Where both runs have processes of their own, their spread sets the interval (Welch
+    on logs), not the ±1% each run claims for its median: processes in two modes (x6) are
+    no change a comparison can call, and three tight processes 20% slower still are one."""
+    modes = compare(load(_result_set(tmp_path / "a", 1.0, 1, (1.0, 1.0, 6.0))),
+                    load(_result_set(tmp_path / "b", 6.0, 2, (1 / 6, 1.0, 1.0))))
+    assert (modes.verdict == "unsure").all(), modes[["case", "verdict"]]
+    assert np.allclose(modes.ratio, 6 ** (1 / 3))  # the geometric means' ratio
+    assert (modes.ratio_high / modes.ratio_low > 100).all()
+    slow = compare(load(_result_set(tmp_path / "c", 1.0, 3, (0.99, 1.0, 1.01))),
+                   load(_result_set(tmp_path / "d", 1.2, 4, (0.99, 1.0, 1.01))))
+    assert (slow.verdict == "slower").all(), slow[["case", "verdict"]]
+    assert ((slow.ratio_low > 1.15) & (slow.ratio_high < 1.25)).all()

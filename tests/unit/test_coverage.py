@@ -10,7 +10,8 @@ import pytest
 from scipy.special import stdtrit
 
 from gpuoverhead.analysis import coverage
-from gpuoverhead.analysis.stats import Interval
+from gpuoverhead.analysis.runs import combined_ratio
+from gpuoverhead.analysis.stats import Interval, between_processes
 
 #: Runs per cell: a true coverage of 94.5% then comes out under 93% with probability 1e-4.
 RUNS = 3000
@@ -68,3 +69,23 @@ def test_the_harness_fails_an_interval_that_covers_the_wrong_estimand():
     assert old < 0.9
     assert np.mean((new.low <= truth) & (truth <= new.high)) >= 0.93
     assert np.median(new.high - new.low) < np.median(2 * half)  # and narrower
+
+
+@pytest.mark.parametrize("scenario", coverage.AA_SCENARIOS, ids=lambda s: s.name)
+def test_compare_s_interval_covers_1_in_an_a_a_at_least_93_percent(scenario):
+    found = [coverage.aa_cell(scenario, p, RUNS, seed=1) for p in coverage.COUNTS]
+    low = [(c.processes, c.coverage) for c in found if c.coverage < 0.93]
+    assert not low, low
+    assert {c.level for c in found} == {0.95}
+
+
+def test_the_a_a_harness_fails_the_ratio_of_medians_where_processes_have_two_modes():
+    # What compare did before: the two runs' intervals combined around the ratio of their
+    # medians. With processes in two modes the median of each run jumps between them.
+    modes = coverage.AA_SCENARIOS[-1]
+    rng = np.random.default_rng(6)
+    base, new = (coverage.THETA * np.median(coverage.draw(modes, RUNS, 10, rng)[0], axis=2)
+                 for _ in range(2))
+    old = combined_ratio(between_processes(base, True), between_processes(new, True))
+    assert np.mean((old.low <= 1) & (old.high >= 1)) < 0.85
+    assert coverage.aa_cell(modes, 10, RUNS, seed=6).coverage >= 0.93

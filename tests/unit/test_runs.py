@@ -1,0 +1,32 @@
+"""Two runs compared (gpuoverhead/analysis/runs.py) against textbook implementations and
+tables: Welch's interval as scipy computes it, Mann-Whitney's critical values."""
+
+import numpy as np
+import pytest
+
+from gpuoverhead.analysis.runs import _shift_rank, runs_ratio, welch_ratio
+
+
+def test_welch_ratio_is_scipy_s_welch_interval_on_logs():
+    from scipy import stats as sps
+
+    base, new = np.array([10.0, 12.0, 11.0]), np.array([13.0, 12.5, 15.0, 14.0])
+    found = welch_ratio(base, new)
+    test = sps.ttest_ind(np.log(new), np.log(base), equal_var=False)
+    ci = test.confidence_interval(0.95)
+    assert found.value[0] == pytest.approx(np.exp(np.log(new).mean() - np.log(base).mean()))
+    assert (found.low[0], found.high[0]) == pytest.approx((np.exp(ci.low), np.exp(ci.high)))
+
+
+def test_the_shift_interval_uses_mann_whitney_s_critical_values():
+    # Two-sided 5% critical values of U (tables): 5 for 6 and 6, 11 for 6 and 10, 23 for
+    # 10 and 10, 127 for 20 and 20; the interval is (d_(U+1), d_(mn-U)).
+    assert [_shift_rank(m, n) for m, n in ((6, 6), (6, 10), (10, 10), (20, 20))] == [
+        6, 12, 24, 128]
+    base, new = np.arange(1.0, 7.0), np.arange(1.0, 7.0) * 2.0
+    found = runs_ratio(base, new)
+    shifts = np.sort(np.log(new)[None, :] - np.log(base)[:, None], axis=None)
+    assert found.value[0] == pytest.approx(np.exp(np.median(shifts)))
+    assert (found.low[0], found.high[0]) == pytest.approx((np.exp(shifts[5]),
+                                                           np.exp(shifts[30])))
+    assert "Hodges-Lehmann" in found.kind and "Welch" in runs_ratio(base[:5], new[:5]).kind
