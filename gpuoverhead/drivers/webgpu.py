@@ -204,10 +204,11 @@ def open_device(info: Any, timestamps: bool, limits: dict[str, int], f16: bool =
 def setup_hint_s(job: Job) -> float:
     """Start-up expected of a worker before one ran: device, pipelines, and a workload's
     weights and their numpy check (a decode step of Qwen2.5-0.5B's shapes took 14-17 s on
-    the H100 machine, the tiny one 4-9 s on lavapipe)."""
+    the H100 machine, the tiny one 0.7-1.2 s on lavapipe). A software adapter has no GPU
+    driver to bring up: a worker took 0.5 s on lavapipe, 1.2-2.2 s on the H100 machine."""
     if job.group.fusion == "decode":
         return 4.0 + 12.0 * job.group.elements / 896
-    return 2.5
+    return 1.0 if job.adapter.is_software else 2.5
 
 
 def listing(browser: str | None, notes: list[str]) -> list[Offer]:

@@ -26,6 +26,7 @@ start-ups measured, and the suite's budget (`cap`) is spread over the passes cho
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -39,6 +40,8 @@ SAMPLE_SHARE = 0.05
 MIN_PROCESS_S = 0.05
 #: Seconds kept for what follows the last process: estimates, files, the summary.
 FINISH_S = 3.0
+#: Seconds a worker keeps before the run's deadline to send its samples back.
+HANDBACK_S = 0.5
 #: The most processes per job a time limit is spent on (pyperf's default is 20).
 MOST_PROCESSES = 20
 #: Prior of the sampling a process needs before its own noise is as large as the spread
@@ -87,6 +90,10 @@ class Budget:
     process_s: float
     #: The share of `process_s` that one sample may take (larger for a browser's samples).
     sample_share: float = SAMPLE_SHARE
+    #: When (time.monotonic(), shared by the processes of one machine) the worker must have
+    #: handed its rounds back: the run's deadline less HANDBACK_S and what the rest of its
+    #: pass needs (inf: no time limit).
+    stop_at: float = math.inf
 
     @property
     def warmup_s(self) -> float:
@@ -189,7 +196,13 @@ class Schedule:
         # A process may warm up for WARMUP_SHARE of its budget beyond it.
         share = free * slot.cap / sum(s.cap for s in rest) / (1 + WARMUP_SHARE)
         # The suite's budget, spread over the passes that will run rather than those asked.
-        return Budget(min(slot.cap * self.most / passes, max(MIN_PROCESS_S, share)))
+        # However far it may overrun to reach min_rounds, it leaves the rest of its pass
+        # their start-ups and least sampling: a job whose first process cannot start is
+        # not measured at all.
+        later = sum(self.setup_s(s) + self._least.get(s.kind, MIN_PROCESS_S)
+                    for s in self._remaining(slot, slot.process + 1) if s != slot)
+        return Budget(min(slot.cap * self.most / passes, max(MIN_PROCESS_S, share)),
+                      stop_at=self.deadline() - HANDBACK_S - later)
 
     def deadline(self) -> float:
         """The monotonic time by which every process must have ended (inf: no limit)."""

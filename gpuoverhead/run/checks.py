@@ -110,9 +110,9 @@ def said_once(notes: list[tuple[str, str]]) -> list[str]:
              UNSETTLED: ("processes stopped warming up before round durations settled "
                          "(warmup_max_rounds, or the warm-up's share of the budget)"),
              SHORT: (f"processes stopped short of the suite's min_rounds, at {OVERRUN:g}x "
-                     "their budget: a round took longer than the time limit left them (a "
-                     "longer --time-limit, or a smaller sweep or loop_tokens, gives them "
-                     "their minimum)"),
+                     "their budget or at the run's deadline: their rounds took longer than "
+                     "the time limit left them (a longer --time-limit, or a smaller sweep or "
+                     "loop_tokens, gives them their minimum)"),
              GPU_STATE: ("processes sampled while the GPU's SM clock fell by over "
                          f"{telemetry.CLOCK_CHANGE:.0%} or a throttle reason was set (NVML; "
                          "run.json's telemetry per process): their figures may be the "

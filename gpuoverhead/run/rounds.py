@@ -17,7 +17,9 @@ least MIN_ROUNDS rounds, as `short`, and the run says so. Under a time limit the
 learns from such a process what its job's minimum costs and starts no later one that
 cannot reach it; without the guard the first process of a job whose rounds are long (a
 decode step's token loop: 19 s a round on the H100 for a 5 s budget) took the whole limit
-and left every other job unmeasured.
+and left every other job unmeasured. A process also stops `short`, with MIN_ROUNDS, where
+another round would end past the run's deadline (`Budget.stop_at`): one stopped there by
+the parent would hand back nothing.
 
 At each round's start, outside any timed call, the CPU the worker runs on is read into
 `cpus` (one entry per round, warm-up rounds first), so that a slow period can be matched
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from time import perf_counter_ns
+from time import monotonic, perf_counter_ns
 from typing import Any
 
 import numpy as np
@@ -92,7 +94,7 @@ def sample_group(group: Group, ops: dict[Case, Operation], rng: np.random.Genera
     progress(out, 0.0, budget.process_s)
     one_round = _round(units, timed, rng, out, cpus)
     _warm_up(group, one_round, out, budget, progress)
-    _measure(group, one_round, out, budget.process_s, worst_rel_ci, progress)
+    _measure(group, one_round, out, budget, worst_rel_ci, progress)
     return out
 
 
@@ -172,18 +174,20 @@ def _warm_up(group: Group, one_round: Round, out: GroupSamples, budget: Budget,
         if _settled(durations):
             out.warmup_settled = True
             return
-        if perf_counter_ns() - start > budget.warmup_s * 1e9:
+        if perf_counter_ns() - start > budget.warmup_s * 1e9 or monotonic() > budget.stop_at:
             return
 
 
-def _measure(group: Group, one_round: Round, out: GroupSamples, budget_s: float,
+def _measure(group: Group, one_round: Round, out: GroupSamples, budget: Budget,
              worst_rel_ci: Precision, progress: Progress) -> None:
-    """Measured rounds until the CI target is met, `budget_s` is spent or max_rounds is hit."""
-    s = group.sampling
+    """Measured rounds until the CI target is met, the budget is spent or max_rounds is hit;
+    or, with MIN_ROUNDS measured, when another round like the last would not end before
+    the run's deadline (`budget.stop_at`): a worker stopped there would lose every round."""
+    s, budget_s = group.sampling, budget.process_s
     start = perf_counter_ns()
     next_check = s.min_rounds
     while not out.stop:
-        one_round(out.rounds, False)
+        took_s = one_round(out.rounds, False) / 1e9
         out.rounds += 1
         elapsed_s = (perf_counter_ns() - start) / 1e9
         if out.rounds >= next_check:
@@ -192,7 +196,8 @@ def _measure(group: Group, one_round: Round, out: GroupSamples, budget_s: float,
                 out.stop = "converged"
         if not out.stop and elapsed_s >= budget_s and out.rounds >= s.min_rounds:
             out.stop = "budget"
-        if not out.stop and elapsed_s >= OVERRUN * budget_s and out.rounds >= MIN_ROUNDS:
+        if not out.stop and out.rounds >= MIN_ROUNDS and (
+                elapsed_s >= OVERRUN * budget_s or monotonic() + took_s > budget.stop_at):
             out.stop = "short"
         if not out.stop and out.rounds >= s.max_rounds:
             out.stop = "max_rounds"

@@ -9,6 +9,7 @@ import pytest
 
 from gpuoverhead.run.budget import (
     FINISH_S,
+    HANDBACK_S,
     MIN_PROCESS_S,
     MOST_PROCESSES,
     WARMUP_SHARE,
@@ -48,6 +49,19 @@ def test_a_limit_is_shared_in_proportion_to_the_caps_after_every_start_up():
     assert schedule.budget(first).process_s <= first.cap
     schedule.start = time.monotonic() - 19.9
     assert schedule.budget(first).process_s == MIN_PROCESS_S
+
+
+def test_a_process_must_stop_in_time_for_the_rest_of_its_pass():
+    """However far it may overrun its budget, a process hands its rounds back in time for
+    the jobs after it in its pass to start and sample their least (1 s hints, least
+    MIN_PROCESS_S until measured): the last of a pass only before the run's deadline."""
+    schedule = Schedule(JOBS, processes=2, limit_s=20.0)
+    first, second, third = list(schedule.pass_of(0, 0)) + list(schedule.pass_of(1, 0))
+    end = schedule.deadline() - HANDBACK_S
+    assert schedule.budget(first).stop_at == pytest.approx(end - 2 * (1.0 + MIN_PROCESS_S))
+    assert schedule.budget(second).stop_at == pytest.approx(end - (1.0 + MIN_PROCESS_S))
+    assert schedule.budget(third).stop_at == pytest.approx(end)
+    assert Schedule(JOBS, processes=2).budget(first).stop_at == float("inf")
 
 
 def test_a_pass_the_time_left_cannot_hold_is_dropped_before_it_starts():

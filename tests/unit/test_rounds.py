@@ -3,6 +3,7 @@ truth is known."""
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import replace
@@ -136,11 +137,12 @@ def test_each_round_records_the_cpu_it_starts_on_and_the_worker_entry_summarizes
         "cpu_runs": [[3, 2], [5, 1], [3, 1], [-1, 1]]}
 
 
-def _sampled(min_rounds: int, op_s: float, budget_s: float):
+def _sampled(min_rounds: int, op_s: float, budget_s: float, stop_at: float = math.inf):
     """A group sampled with ops that each take `op_s`, precision never reached."""
     group = replace(_group(), sampling=Sampling(10.0, 0.0, min_rounds, 1000, 1))
     ops = {c: (lambda n: time.sleep(op_s)) for c in group.cases}
-    return sample_group(group, ops, np.random.default_rng(0), Budget(budget_s),
+    return sample_group(group, ops, np.random.default_rng(0),
+                        Budget(budget_s, stop_at=stop_at),
                         lambda s: 1.0, lambda *a: None, dict.fromkeys(group.cases, 0))
 
 
@@ -180,3 +182,16 @@ def test_energy_is_read_around_each_sample_and_added_to_its_case():
                            lambda: float(next(ticks)), joules)
     per_case = {c: sum(r[0] == i for r in samples.records) for i, c in enumerate(group.cases)}
     assert joules == {c: float(k) for c, k in per_case.items()} and all(per_case.values())
+
+
+def test_a_process_stops_before_the_run_s_deadline_with_the_rounds_it_has():
+    """Rounds of 9 ms, a budget of 10 s and min_rounds of 20, but the run's deadline 80 ms
+    away: the process hands back its rounds (at least MIN_ROUNDS) as `short` before it,
+    where the parent would stop it there and keep nothing."""
+    from gpuoverhead.run.rounds import MIN_ROUNDS
+
+    stop_at = time.monotonic() + 0.08
+    found = _sampled(min_rounds=20, op_s=0.001, budget_s=10.0, stop_at=stop_at)
+    assert found.stop == "short" and MIN_ROUNDS <= found.rounds < 20
+    # 20 rounds would end 100 ms past it; a slow round under load may end a little past
+    assert time.monotonic() < stop_at + 0.05
