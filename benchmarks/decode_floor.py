@@ -39,6 +39,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from gpuoverhead.cases import READBACK_EVERY  # noqa: E402
 from gpuoverhead.drivers.webgpu import BINDINGS  # noqa: E402
 from gpuoverhead.gpu import adapters  # noqa: E402
 from gpuoverhead.gpu.wait import waiter  # noqa: E402
@@ -47,7 +48,6 @@ from gpuoverhead.suite.shaders import fusion_kernel  # noqa: E402
 from gpuoverhead.workloads import decode  # noqa: E402
 from gpuoverhead.workloads.decode_model import (  # noqa: E402
     MODELS,
-    READBACK_EVERY,
     TOKEN,
     TOLERANCE,
     Greedy,
@@ -55,7 +55,7 @@ from gpuoverhead.workloads.decode_model import (  # noqa: E402
     bytes_per_token,
     reference,
 )
-from gpuoverhead.workloads.work import Context, token_loop  # noqa: E402
+from gpuoverhead.workloads.work import Context, read_loop  # noqa: E402
 
 FORMS = ("unfused", "fused")
 #: The fused kernels of a layer, in order, and the layer's weight each reads (None: none).
@@ -143,7 +143,7 @@ def run_shape(device: Any, timer: PassTimer | None, tick: float, weights: Weight
 
 def token_loop_figures(device: Any, engine: Any, form: str, args: argparse.Namespace,
                        greedy: Greedy | None) -> dict:
-    """Tokens/s of the token loop (workloads/work.token_loop), each step one pass and one
+    """Tokens/s of the token loop (workloads/work.read_loop), each step one pass and one
     submit: synced (the token read back after every step) and pipelined (every
     READBACK_EVERY steps), `--steps` steps each after 4 to warm; the token after them
     against numpy's greedy loop where it is known (None: not checked)."""
@@ -166,7 +166,7 @@ def token_loop_figures(device: Any, engine: Any, form: str, args: argparse.Names
     figures: dict[str, Any] = {}
     for name, every in (("synced", 1), ("pipelined", READBACK_EVERY)):
         ctx.queue.write_buffer(token, 0, np.array([TOKEN], np.uint32))
-        op = token_loop(step, (lambda: device.queue.read_buffer(token), every))
+        op = read_loop(step, (lambda: device.queue.read_buffer(token), every))
         op(4)
         start = perf_counter_ns()
         end = op(args.steps)[0]

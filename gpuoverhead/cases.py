@@ -45,11 +45,21 @@ REFERENCE = "reference"
 FUSION = "fusion"
 #: The decode step's kernel file (shaders/fusion_decode.wgsl), by its name in a Case.
 DECODE_KERNEL = "fusion_decode"
-#: Syncs of the decode step's token loop (methods/fusion.py): the token id read back after
-#: every step, or kept on the GPU and read back every READBACK_EVERY steps.
+#: Syncs of a host-read loop (methods/fusion.py; the decode step's token loop, the recurrent
+#: step's `host_reads`): a value read back to the host after every step, or kept on the GPU
+#: and read back every READBACK_EVERY steps; NEVER reads only after the loop's last step,
+#: the same loop with no read to weigh the others against (the decode step has none).
 SYNCED = "synced"
 PIPELINED = "pipelined"
+NEVER = "never"
 TOKEN_LOOPS = (SYNCED, PIPELINED)
+READ_LOOPS = (*TOKEN_LOOPS, NEVER)
+#: Steps between the pipelined loop's reads (an engine streaming tokens in batches; the
+#: loop's step count need not be a multiple).
+READBACK_EVERY = 16
+#: Variant of the recurrent step with every other stage on the host: the product on the
+#: GPU, the pointwise ops in numpy, the state copied down and up each step (a SYNCED loop).
+HYBRID = "hybrid"
 
 
 @dataclass(frozen=True)
@@ -71,7 +81,8 @@ class Case:
     layer: str = "wrapper"
     #: Set where the case names its own implementation (the PyTorch baselines).
     implementation: str | None = None
-    #: Fusion: `unfused`, `fused` or (matmul) `single`; the pattern's K, L or M is `k`.
+    #: Fusion: `unfused`, `fused`, (matmul) `single` or (recurrent) HYBRID; the pattern's K,
+    #: L or M is `k`.
     #: `reference`: a sequential case of the minimal reference loop (run/plan.py).
     variant: str = ""
     k: int = 0
@@ -88,7 +99,7 @@ class Case:
             base = f"{base}/k={self.k}/{self.variant}"
             if self.kernel.startswith(DECODE_KERNEL) and self.sync != TIMESTAMPS:
                 base = f"{base}/{self.encoding}"  # its encodings (methods/fusion.py)
-            if self.sync in TOKEN_LOOPS:
+            if self.sync in READ_LOOPS:
                 base = f"{base}/{self.sync}"
             if self.sync == TIMESTAMPS:
                 return f"{base}/gpu-timestamps"

@@ -29,7 +29,7 @@ from gpuoverhead.cases import Case
 
 #: Metrics whose precision decides when sampling stops.
 STOP_METRICS = ("latency_ns", "per_dispatch_ns", "cpu_per_dispatch_ns", "per_unit_ns",
-                "token_ns")
+                "token_ns", "step_ns")
 
 
 @dataclass(frozen=True)

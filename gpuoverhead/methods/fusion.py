@@ -11,9 +11,11 @@ Encodings (the decode step offers all three; the other patterns `dispatch` only)
 - `pass`: a compute pass per segment of a unit (the decode step: per layer), one submit;
 - `submit`: each dispatch its own command buffer, pass and submit, as a naive engine does.
 
-The decode step's token loop (syncs `synced` and `pipelined`) is no slope: each sample is a
-run of N steps, each issued in its encoding as it comes, the token id read back after every
-step or every few (workloads/work.token_loop); its figures are per token of the run.
+A host-read loop (the decode step's token loop, syncs `synced` and `pipelined`; the
+recurrent step's `host_reads`, also `never` and the hybrid form) is no slope: each sample is
+a run of N steps, each issued in its encoding as it comes, a value read back after every
+step, every few or only the last (workloads/work.read_loop); its figures are per token (per
+step) of the run, and each read form's over the `never` form's is its slowdown.
 """
 
 from __future__ import annotations
@@ -26,10 +28,19 @@ import numpy as np
 
 from gpuoverhead.analysis.samples import by_round
 from gpuoverhead.analysis.series import Key, Out, Series, View, add_fits
-from gpuoverhead.cases import DECODE_KERNEL, FUSION, TIMESTAMPS, TOKEN_LOOPS, Case
+from gpuoverhead.cases import (
+    DECODE_KERNEL,
+    FUSION,
+    HYBRID,
+    NEVER,
+    READ_LOOPS,
+    TIMESTAMPS,
+    TOKEN_LOOPS,
+    Case,
+)
 from gpuoverhead.methods.timestamps import PassTimer
 from gpuoverhead.workloads.decode_model import MODELS, bytes_per_token
-from gpuoverhead.workloads.work import Work, token_loop
+from gpuoverhead.workloads.work import Work, read_loop
 
 #: Not a suite's methodology: a benchmark names a `fusion` workload instead of a kernel,
 #: and the workload lays out its cases (workloads/groups.py).
@@ -61,8 +72,8 @@ def operation(work: Work, device: Any, wait: Callable[[], None], timestamps: boo
         return timed
 
     issue = _issuer(work, device, encoding, one_pass)
-    if work.readback is not None:  # the decode token loop: a step issued per token
-        return token_loop(lambda: issue(1), work.readback)
+    if work.readback is not None:  # a host-read loop: a step issued at a time
+        return read_loop(lambda: issue(1), work.readback)
 
     def op(n: int) -> tuple[int]:
         issue(n)
@@ -138,7 +149,7 @@ def series(view: View, index: int, case: Case, out: Out) -> None:
     pos, walls, times = view.measured(index)
     n = view.n(index)
     round_times = by_round(times, n)[:, 0]
-    if case.sync in TOKEN_LOOPS:
+    if case.sync in READ_LOOPS:
         _token_series(view, index, case, out, pos, walls, round_times)
         return
     if case.sync == TIMESTAMPS:
@@ -177,16 +188,18 @@ def _floor_multiple(view: View, case: Case, out: Out, slope: np.ndarray,
 
 def _token_series(view: View, index: int, case: Case, out: Out, pos: np.ndarray,
                   walls: np.ndarray, round_times: np.ndarray) -> None:
-    """A token loop's wall and CPU time per token, each sample a run of N tokens (the loop
-    reads its token back, so the wall is the tokens' own, not a slope's)."""
+    """A host-read loop's wall and CPU time per step (a decode step's: per token), each
+    sample a run of N steps (the loop reads back after its last, so the wall is the steps'
+    own, not a slope's)."""
     n = view.n(index)
     tokens = n[-1]
     wall = by_round(walls, n)[:, -1] / tokens
     cpu = view.issue(pos, index)[:, -1] / tokens
     whole = np.isfinite(wall)
-    for metric, values, what in (("token_ns", wall, "wall"),
-                                 ("cpu_per_token_ns", cpu, "wall less token reads")):
-        out[Key(case, metric, "ns", f"median {what} / tokens over runs of {tokens}")] = \
+    per = "token" if case.kernel.startswith(DECODE_KERNEL) else "step"
+    for metric, values, what in ((f"{per}_ns", wall, "wall"),
+                                 (f"cpu_per_{per}_ns", cpu, "wall less host reads")):
+        out[Key(case, metric, "ns", f"median {what} / {per}s over runs of {tokens}")] = \
             Series(values[whole], round_times[whole], int(whole.sum()))
     view.units[case] = (case, wall[whole], None, round_times[whole])
 
@@ -200,19 +213,25 @@ _FUSION_RATIOS = (("fusion_speedup", "wait", 1, "median unfused slope / median f
 
 
 #: The wall figure a GPU share divides by, per sync: a slope, or a token loop's per token.
-_WALLS = {"wait": "wall slope", **dict.fromkeys(TOKEN_LOOPS, "wall per token")}
+_WALLS = {"wait": "wall slope", **dict.fromkeys(READ_LOOPS, "wall per step of its loop")}
 
 
-def _ratios(out: dict[Key, Series],
-                units: dict[Case, tuple[Case, np.ndarray, np.ndarray | None, np.ndarray]]
-                ) -> None:
+Units = dict[Case, tuple[Case, np.ndarray, np.ndarray | None, np.ndarray]]
+
+
+def _twin(units: Units, case: Case, **fields: Any) -> tuple | None:
+    """The units of the case of the same K as `case` with these fields, if measured."""
+    return next((u for c, u in units.items()
+                 if c.k == case.k and all(getattr(c, f) == v for f, v in fields.items())),
+                None)
+
+
+def _ratios(out: dict[Key, Series], units: Units) -> None:
     """Fusion speedups, on the fused case: unfused (of the same K, sync and encoding) over
     fused, rounds paired for the CI; and each form's GPU share (GPU time of its one-pass
     timestamps twin over its wall slope)."""
     def twin(case: Case, **fields: Any) -> tuple | None:
-        return next((u for c, u in units.items()
-                     if c.k == case.k and all(getattr(c, f) == v for f, v in fields.items())),
-                    None)
+        return _twin(units, case, **fields)
 
     for case, fused in units.items():
         unfused = twin(case, variant="unfused", sync=case.sync, encoding=case.encoding)
@@ -235,5 +254,24 @@ def _ratios(out: dict[Key, Series],
                                                       denominator=wall[1][:r])
 
 
+def _slowdowns(out: Out, units: Units) -> None:
+    """A host-read loop's wall per step over the same loop's with no read but the last (its
+    `never` twin: same form, implementation and encoding), `sync_slowdown`; the hybrid
+    step's over its all-GPU unfused twin's, `hybrid_slowdown`. Rounds paired for the CI, as
+    the fusion speedups are."""
+    for case, mine in units.items():
+        if case.sync not in TOKEN_LOOPS:
+            continue
+        metric, variant = ("hybrid_slowdown", "unfused") if case.variant == HYBRID else \
+            ("sync_slowdown", case.variant)
+        never = _twin(units, case, variant=variant, implementation=case.implementation,
+                      encoding=case.encoding, sync=NEVER)
+        if never is not None and (r := min(len(mine[1]), len(never[1]))):
+            out[Key(case, metric, "ratio", f"median wall per step / median of the {variant} "
+                    f"{NEVER} loop's, rounds paired")] = Series(
+                mine[1][:r], mine[3][:r], r, denominator=never[1][:r])
+
+
 def derive(out: Out, view: View) -> None:
     _ratios(out, view.units)
+    _slowdowns(out, view.units)

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gpuoverhead import encodings
+from gpuoverhead.cases import HYBRID, NEVER, PIPELINED, SYNCED
 from gpuoverhead.present import format as fmt
 from gpuoverhead.records import AdapterInfo
 from gpuoverhead.results.columns import ERROR
@@ -187,7 +188,8 @@ def token_loop_grid(summary: pd.DataFrame) -> Table | None:
     """Per decode form and encoding: tokens per second of the token loop (synced, pipelined)
     and from the slope, CPU per token in each loop, GPU per token and its floor multiple."""
     rows = _fusion_rows(summary)
-    looped = rows[rows.sync.isin(("synced", "pipelined"))] if not rows.empty else rows
+    looped = rows[rows.sync.isin((SYNCED, PIPELINED)) & (rows.metric == "tokens_per_s")] \
+        if not rows.empty else rows  # the recurrent step's loops give no tokens
     if looped.empty:
         return None
     rows = rows[rows.benchmark.isin(set(looped.benchmark))]
@@ -211,6 +213,37 @@ def token_loop_grid(summary: pd.DataFrame) -> Table | None:
                           str(keys[4]), str(encoding),
                           *(fmt.value(hit.value.iloc[0], hint) if not hit.empty else "—"
                             for hit, (_, _, hint) in zip(picked, cells, strict=True)))
+    return table
+
+
+def host_read_grid(summary: pd.DataFrame) -> Table | None:
+    """Per form with host-read loops (the recurrent step's `host_reads`): its step in the
+    loop that reads only after its last (µs), each read form's slowdown over that, and the
+    hybrid step's over the unfused one's, each with its interval."""
+    rows = _fusion_rows(summary)
+    rows = rows[rows.metric.isin(("step_ns", "sync_slowdown", "hybrid_slowdown"))] \
+        if not rows.empty else rows
+    if rows.empty:
+        return None
+    table = Table(title="Host reads in a loop: µs a step unread; slowdown reading "
+                        "every step, every 16, and the hybrid step (95% CI)")
+    for name in ("benchmark", "impl.", "form", "unread", "synced", "pipelined", "hybrid"):
+        table.add_column(name, justify="left" if name in ("benchmark", "impl.", "form")
+                         else "right")
+    for (bench, elements, impl), part in rows.groupby(["benchmark", "elements",
+                                                      "implementation"], sort=False):
+        for variant in ("unfused", "fused"):
+            base = _pick(part[part.sync == NEVER], variant, "step_ns")
+            if base is None:
+                continue
+            picks = [_pick(part[part.sync == s], variant, "sync_slowdown")
+                     for s in (SYNCED, PIPELINED)]
+            picks.append(_pick(part, HYBRID, "hybrid_slowdown") if variant == "unfused"
+                         else None)
+            table.add_row(f"{bench} {elements:,} el.", str(impl), variant,
+                          fmt.value(base.value, "time"),
+                          *(fmt.with_ci(r.value, r.ci_low, r.ci_high, "ratio")
+                            if r is not None else "—" for r in picks))
     return table
 
 
@@ -314,7 +347,8 @@ def print_summary(summary: pd.DataFrame) -> None:
     if not plain.empty:
         out.print(summary_grid(plain))
     for extra in (implementations_grid(plain), breakdown_grid(plain), fusion_grid(summary),
-                  tax_grid(summary), token_loop_grid(summary), crossover_grid(summary)):
+                  tax_grid(summary), token_loop_grid(summary), host_read_grid(summary),
+                  crossover_grid(summary)):
         if extra is not None:
             out.print(extra)
     print_crossovers(summary)

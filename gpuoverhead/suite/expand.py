@@ -16,6 +16,7 @@ from gpuoverhead.errors import UserError
 from gpuoverhead.methods import METHODS
 from gpuoverhead.suite.schema import (
     BATCH_MESSAGE,
+    HOST_READS_MESSAGE,
     SuiteModel,
     describe,
     error_text,
@@ -66,6 +67,8 @@ def suite_problems(path: Path, outside_shaders: bool = False) -> list[str]:
                                       precision_message(bench.precision)))
         elif cfg["batch"] != 1:
             problems.append(describe(doc, loc + ("batch",), BATCH_MESSAGE))
+        elif cfg["host_reads"]:
+            problems.append(describe(doc, loc + ("host_reads",), HOST_READS_MESSAGE))
         elif bench.kernel is None:
             problems.append(describe(doc, loc + ("kernel",),
                                       "required key is missing (or name a `fusion` pattern)"))

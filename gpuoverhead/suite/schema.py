@@ -47,8 +47,11 @@ class _Settings(BaseModel):
     torch_compile_max_n: Annotated[int, Field(ge=0)] | None = None
     k_sweep: list[PosInt] | None = Field(None, min_length=1)
     precision: Literal["f32", "f16"] | None = None
-    #: Steps of one sample of the decode step's token loop (workloads/decode.py).
+    #: Steps of one sample of a host-read loop (the decode step's token loop, the recurrent
+    #: step's `host_reads`; workloads/work.read_loop).
     loop_tokens: Annotated[int, Field(gt=0, le=MAX_N)] | None = None
+    #: The recurrent step's host-read loops (synced, pipelined, never) and hybrid form.
+    host_reads: bool | None = None
     #: States stepped side by side (a fusion workload that has a batch: the recurrent step).
     batch: Annotated[int, Field(ge=1, le=1024)] | None = None
 
@@ -106,6 +109,7 @@ BUILTIN_DEFAULTS: dict[str, Any] = {
     "k_sweep": [1, 2, 5, 8, 16, 32, 64],
     "precision": "f32",
     "loop_tokens": 256,
+    "host_reads": False,
     "batch": 1,
 }
 
@@ -121,11 +125,15 @@ def fusion_problems(bench: _Benchmark, cfg: dict[str, Any]) -> list[tuple[str, s
         found.append(("precision", precision_message(bench.precision)))
     if cfg["batch"] != 1 and not getattr(workload, "BATCHED", False):
         found.append(("batch", BATCH_MESSAGE))
+    if cfg["host_reads"] and not getattr(workload, "HOST_READS", False):
+        found.append(("host_reads", HOST_READS_MESSAGE))
     return found + workload.problems(cfg)
 
 
 #: Where a batch other than 1 is asked of what has none.
 BATCH_MESSAGE = "a batch exists for the `recurrent` workload only (remove `batch`)"
+HOST_READS_MESSAGE = ("host-read loops are the `recurrent` workload's (the decode step has "
+                      "its token loop): remove `host_reads`")
 
 
 def precision_message(precision: str) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuoverhead.cases import SYNCED, TIMESTAMPS, TOKEN_LOOPS, Case, Group
+from gpuoverhead.cases import TIMESTAMPS, TOKEN_LOOPS, Case, Group
 from gpuoverhead.gpu.targets import grid_for
 from gpuoverhead.torch_forms import COMPILE, EAGER, GRAPH
 from gpuoverhead.workloads.decode_model import (
@@ -31,7 +31,6 @@ from gpuoverhead.workloads.decode_model import (
     MAX_CACHE,
     MAX_HEAD_BLOCKS,
     MODELS,
-    READBACK_EVERY,
     ROPE_THETA,
     TOKEN,
     TOLERANCE,
@@ -42,7 +41,7 @@ from gpuoverhead.workloads.decode_model import (
 )
 from gpuoverhead.workloads.groups import Request
 from gpuoverhead.workloads.torch_ops import graph_of
-from gpuoverhead.workloads.work import Context, Work, counted
+from gpuoverhead.workloads.work import Context, Work, counted, reads_every
 
 #: Whether PyTorch's forms get GPU times (CUDA events) on CUDA.
 GPU_TIMES = True
@@ -301,11 +300,7 @@ def _loop_work(ctx: Context, engine: Engine, case: Case, count: Any, greedy: Gre
     return Work([sum(segments, ())], ctx.reader(token, np.uint32), ctx.writer(token, start),
                 greedy.output, exact=True,
                 segments=[segments],
-                readback=(lambda: ctx.queue.read_buffer(token), _readback_every(case)))
-
-
-def _readback_every(case: Case) -> int:
-    return 1 if case.sync == SYNCED else READBACK_EVERY
+                readback=(lambda: ctx.queue.read_buffer(token), reads_every(case.sync)))
 
 
 def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) -> tuple[dict, dict]:
@@ -377,7 +372,7 @@ def _torch_output(case: Case, logits: Any, token: Any, expected: np.ndarray, gre
                     exact=False, tolerance=TOLERANCE)
     return Work([], lambda: token.cpu().numpy().astype(np.uint32),
                 lambda: token.fill_(TOKEN), greedy.output,
-                exact=True, readback=(token.item, _readback_every(case)))
+                exact=True, readback=(token.item, reads_every(case.sync)))
 
 
 def _compiled_step(step: Callable[[], None], fixed: list[Any], torch: Any

@@ -60,9 +60,6 @@ MAX_HEAD_BLOCKS = 512
 DECODE_WG = 256
 #: The token whose embedding (its row of the tied LM head) every step reads.
 TOKEN = 1
-#: Steps between the pipelined token loop's reads of the token id (an engine streaming
-#: tokens in batches; the loop's step count need not be a multiple).
-READBACK_EVERY = 16
 #: Bytes of the largest storage binding every WebGPU adapter allows (the default limit).
 MAX_BINDING = 128 << 20
 #: Relative tolerance of the logits against numpy (f32 sums in another order, 24 layers).

@@ -9,21 +9,28 @@ dependent. PyTorch: the six ops eagerly, the unit captured as one CUDA graph, or
 torch.compile. With a batch (`batch: B`), B states side by side stepped with the same W
 and b: the product becomes a (B x H) by (H x H) matrix product, the pointwise ops run over
 B x H values, and a step still issues six ops (or one).
+
+With `host_reads`, what a host sync costs in a pipeline (issue 28): loops of one-step units,
+each issued as it comes, the state's first value (4 bytes; PyTorch: `.item()`) read back
+after every step, every READBACK_EVERY steps, or only after the last (methods/fusion.py),
+unfused and fused; and the HYBRID step, every other stage on the host: the product on the
+GPU, its result read back, the five pointwise ops in numpy, the state written back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from gpuoverhead.cases import Case, Group
+from gpuoverhead.cases import HYBRID, READ_LOOPS, SYNCED, Case, Group
 from gpuoverhead.gpu.targets import grid_for
 from gpuoverhead.torch_forms import COMPILE, EAGERLY, GRAPH
 from gpuoverhead.workloads.groups import Request, per_elements
 from gpuoverhead.workloads.torch_ops import compiled, graph_of, work
-from gpuoverhead.workloads.work import Context, Step, Work, read_state_half
+from gpuoverhead.workloads.work import Context, Step, Work, read_state_half, reads_every
 
 #: Largest H: W is H x H f32, 64 MiB at 4096, under WebGPU's default 128 MiB binding.
 MAX_HIDDEN = 4096
@@ -38,8 +45,10 @@ TOLERANCE = 1e-4
 GPU_TIMES = False
 #: Weight precisions the suite may ask for.
 PRECISIONS = ("f32",)
-#: Whether the suite may ask for a batch (suite/schema.py).
-BATCHED = True
+#: Whether the suite may ask for a batch, and for host-read loops (suite/schema.py).
+BATCHED = HOST_READS = True
+#: The host-read loops' forms: (variant, sync); the hybrid step reads every step.
+LOOPS = (*((v, s) for v in ("unfused", "fused") for s in READ_LOOPS), (HYBRID, SYNCED))
 #: The pointwise ops of an unfused step, in order (entry points of the shader).
 POINTWISE = ("add_bias", "negate", "exponent", "add_one", "reciprocal")
 #: The product's lanes (threads per output value) double from MIN_LANES until each lane
@@ -52,7 +61,14 @@ MIN_LANES, MAX_LANES, LANE_LOADS, PRODUCT_WG = 4, 256, 4, 64
 
 
 def groups(req: Request) -> list[Group]:
-    return per_elements(req, req.ks, lambda _: req.cfg["workgroup_size"])
+    """A group per H: each L unfused and fused (groups.per_elements); with `host_reads` also
+    the LOOPS, runs of `loop_tokens` one-step units, sampled with them."""
+    found = per_elements(req, req.ks, lambda _: req.cfg["workgroup_size"])
+    if not req.cfg["host_reads"]:
+        return found
+    return [replace(g, cases=g.cases + tuple(
+        replace(g.cases[0], k=1, variant=v, sync=s, n_values=(req.cfg["loop_tokens"],))
+        for v, s in LOOPS)) for g in found]
 
 
 def problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
@@ -96,8 +112,43 @@ def webgpu(ctx: Context, group: Group, rng: np.random.Generator) -> dict[Case, W
                     lambda units, k=case.k: reference(h, w, b, units * k), exact=False,
                     tolerance=TOLERANCE)
         read_state_half(ctx, work, state, np.float32, total, case.k)
+        if case.sync in READ_LOOPS:
+            read = _host_stage(ctx, work, state, b, total) if case.variant == HYBRID else \
+                _first_value(ctx, work, state, total, case.k)
+            work.readback = (read, reads_every(case.sync))
         works[case] = work
     return works
+
+
+def _first_value(ctx: Context, work: Work, state: Any, total: int, k: int
+                 ) -> Callable[[], object]:
+    """A loop's host read: the first 4 bytes of the half the units done left the state in."""
+    queue, done = ctx.queue, work.units_done
+    return lambda: queue.read_buffer(state, (done[0] * k) % 2 * total * 4, 4)
+
+
+def _host_stage(ctx: Context, work: Work, state: Any, b: np.ndarray, total: int
+                ) -> Callable[[], None]:
+    """The hybrid step's host stage, after its one-step unit (the product): the product read
+    back, the five pointwise ops in numpy (f32, into an array made once), written back."""
+    queue, done, z = ctx.queue, work.units_done, np.empty((total // b.size, b.size), np.float32)
+
+    def stage() -> None:
+        offset = done[0] % 2 * total * 4
+        np.add(np.frombuffer(queue.read_buffer(state, offset, total * 4), np.float32)
+               .reshape(z.shape), b, out=z)
+        _pointwise_rest(z)
+        queue.write_buffer(state, offset, z)
+
+    return stage
+
+
+def _pointwise_rest(z: np.ndarray) -> None:
+    """The four pointwise ops after the bias, in place: z becomes 1 / (exp(-z) + 1)."""
+    np.negative(z, out=z)
+    np.exp(z, out=z)
+    np.add(z, 1.0, out=z)
+    np.reciprocal(z, out=z)
 
 
 #: The buffers each entry point reads (auto layouts omit the rest): the state alone, but for
@@ -124,7 +175,8 @@ def _sequence(ctx: Context, case: Case, buffers: dict[int, Any], parity: int, hi
     wg, product = case.workgroup_size, product_constants(hidden)
     per_product = (product, product["WG"] // product["LANES"])  # values a workgroup
     shapes = {"matvec": per_product, "fused": per_product}
-    entries = ("fused",) if case.variant == "fused" else ("matvec", *POINTWISE)
+    entries = {"fused": ("fused",), HYBRID: ("matvec",)}.get(case.variant,
+                                                             ("matvec", *POINTWISE))
 
     def dispatch(entry: str, p: int) -> Step:
         consts, values = shapes.get(entry, ({"WG": wg}, wg))
@@ -175,7 +227,27 @@ def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any
         outputs[case] = work(lambda x=x: x.cpu().numpy().ravel(),
                               lambda x=x: x.copy_(torch.from_numpy(h.reshape(shape))),
                               lambda n, k=case.k: reference(h, w, b, n * k), exact=False)
+        if case.sync in READ_LOOPS:
+            units[case], read = _torch_loop(case, units[case], x, z, wt, b, torch)
+            outputs[case].readback = (read, reads_every(case.sync))
     return units, outputs
+
+
+def _torch_loop(case: Case, unit: Callable, x: Any, z: Any, wt: Any, b: np.ndarray,
+                torch: Any) -> tuple[Callable, Callable[[], object]]:
+    """A loop's unit maker and host read: the state's first value by `.item()`; the hybrid
+    step's unit is the product alone, its read the host stage (the product copied to the
+    host, the pointwise ops in numpy into an array made once, the state copied back)."""
+    if case.variant != HYBRID:
+        return unit, x.view(-1)[0].item
+    y = np.empty(tuple(z.shape), np.float32)
+
+    def stage() -> None:
+        np.add(z.cpu().numpy(), b, out=y)
+        _pointwise_rest(y)
+        x.copy_(torch.from_numpy(y))
+
+    return (lambda: lambda: torch.mm(x, wt, out=z)), stage
 
 
 def numpy_units(group: Group, rng: np.random.Generator) -> tuple[dict, dict]:
@@ -194,10 +266,7 @@ def numpy_units(group: Group, rng: np.random.Generator) -> tuple[dict, dict]:
                 src, dst = pair[s % 2], pair[(s + 1) % 2]
                 np.matmul(src, wt, out=dst)
                 np.add(dst, b, out=dst)
-                np.negative(dst, out=dst)
-                np.exp(dst, out=dst)
-                np.add(dst, 1.0, out=dst)
-                np.reciprocal(dst, out=dst)
+                _pointwise_rest(dst)
             if k % 2:
                 x[:] = z
 

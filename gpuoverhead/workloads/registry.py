@@ -20,7 +20,7 @@ import numpy as np
 
 from gpuoverhead.analysis.combine import Row
 from gpuoverhead.analysis.series import Key
-from gpuoverhead.cases import TIMESTAMPS, Case, Group
+from gpuoverhead.cases import HYBRID, READ_LOOPS, TIMESTAMPS, Case, Group
 from gpuoverhead.torch_forms import EAGER
 from gpuoverhead.workloads import chain, decode, loop, matmul, recurrent, rmsnorm, torch_ops
 from gpuoverhead.workloads.work import Context, Work, check, issue
@@ -38,6 +38,8 @@ def build(device: Any, group: Group, rng: np.random.Generator, wait: Callable[[]
     def one(_: Case, work: Work) -> None:
         issue(ctx, work, 1)
         wait()
+        if work.readback is not None:
+            work.readback[0]()  # a unit ends with its read (the hybrid's host stage)
 
     return checked(works, one)
 
@@ -65,7 +67,7 @@ def torch_cases(group: Group, kind: str) -> tuple[Case, ...]:
             continue
         if case.encoding != "dispatch":
             continue
-        forms = (EAGER,) if case.variant in ("unfused", "single") else \
+        forms = (EAGER,) if case.variant in ("unfused", "single", HYBRID) else \
             workload.torch_fused(case, kind, group)
         out += [replace(case, implementation=form) for form in forms]
     return tuple(out)
@@ -82,12 +84,14 @@ def torch_operations(group: Group, rng: np.random.Generator, notes: dict[str, An
 
 def host_cases(group: Group, implementation: str) -> tuple[Case, ...]:
     """A workload group's cases as a CPU reference runs them (named `implementation`): its
-    unfused form, op by op, where the workload has a numpy build."""
+    unfused form, op by op, where the workload has a numpy build (no host-read loops: on the
+    CPU the state is already on the host)."""
     workload = WORKLOADS.get(group.fusion or "")
     if workload is None or not hasattr(workload, "numpy_units") or group.precision != "f32":
         return ()
     return tuple(replace(c, implementation=implementation) for c in group.cases
-                 if c.variant == "unfused" and c.sync != TIMESTAMPS and c.encoding == "dispatch")
+                 if c.variant == "unfused" and c.sync not in (TIMESTAMPS, *READ_LOOPS)
+                 and c.encoding == "dispatch")
 
 
 def numpy_operations(group: Group, rng: np.random.Generator, notes: dict[str, Any]

@@ -16,7 +16,7 @@ import numpy as np
 
 from gpuoverhead.cases import TIMESTAMPS, Case, Group
 from gpuoverhead.torch_forms import COMPILE, device_name
-from gpuoverhead.workloads.work import Work, check, token_loop, verify_outputs
+from gpuoverhead.workloads.work import Work, check, read_loop, verify_outputs
 
 #: A workload's PyTorch build: (group, rng, device, torch) -> per case a maker of its unit
 #: (called once: it compiles or captures), and per case its output as a Work.
@@ -68,14 +68,15 @@ def built(group: Group, units: dict, outputs: dict, sync: Callable[[], None],
             outputs[case].reset()
             unit()  # compiles (torch.compile), and runs one unit on fresh inputs
             sync()
+            if (readback := outputs[case].readback) is not None:
+                readback[0]()  # a unit ends with its read (the hybrid's host stage)
         except Exception as exc:  # compile or capture failures are data, not a crash
             timings[case.id] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
             continue
         timings[case.id] = round(time.perf_counter() - start, 3)
         check(case, outputs[case], 1, "before sampling, one unit")
-        readback = outputs[case].readback
         ops[case] = (timed(unit) if timed and case.sync == TIMESTAMPS else
-                     _op(unit, sync) if readback is None else token_loop(unit, readback))
+                     _op(unit, sync) if readback is None else read_loop(unit, readback))
         kept.append(case)
     for case in kept:
         outputs[case].reset()

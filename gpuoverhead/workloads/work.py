@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuoverhead.cases import Case, Group
+from gpuoverhead.cases import PIPELINED, READBACK_EVERY, SYNCED, Case, Group
 from gpuoverhead.errors import IntegrityError, UserError
 from gpuoverhead.gpu.targets import binding_of, shader_message
 
@@ -39,8 +39,10 @@ class Work:
     #: Each sequence cut into the segments the `pass` encoding gives a pass each (the
     #: decode step: per layer); None: one segment.
     segments: list[tuple[tuple[Step, ...], ...]] | None = None
-    #: The decode token loop's: the read of the token id its steps leave on the GPU, and
-    #: after how many steps it is read (token_loop); None: a unit is waited for instead.
+    #: A host-read loop's (the decode token loop, the recurrent step's `host_reads`): the
+    #: read of what its steps leave on the GPU, and after how many steps it is read
+    #: (read_loop); None: a unit is waited for instead. The hybrid recurrent step's "read"
+    #: is its host stage, so a unit is whole only after it: checks run it after each unit.
     readback: tuple[Callable[[], object], int] | None = None
 
     @property
@@ -156,25 +158,31 @@ def read_state_half(ctx: Context, work: Work, buf: Any, dtype: type, size: int,
     work.read = read
 
 
-def token_loop(step: Callable[[], None], readback: tuple[Callable[[], object], int]
-               ) -> Callable[[int], tuple[int]]:
-    """The timed op of a token loop: N steps, the token read back after every `every`-th
-    step and after the last (which the sample then includes). It returns the clock at its
-    end less the time spent in those reads, so that the sample's issue time is the CPU time
-    of the steps outside the reads (a read's own CPU cost counted with its wait)."""
+def read_loop(step: Callable[[], None], readback: tuple[Callable[[], object], int]
+              ) -> Callable[[int], tuple[int]]:
+    """The timed op of a host-read loop: N steps, the value read back after every `every`-th
+    step (never where `every` is 0) and after the last (which the sample then includes). It
+    returns the clock at its end less the time spent in those reads, so that the sample's
+    issue time is the CPU time of the steps outside the reads (a read's own CPU cost counted
+    with its wait)."""
     read, every = readback
 
     def op(n: int) -> tuple[int]:
         waited = 0
         for i in range(1, n + 1):
             step()
-            if i % every == 0 or i == n:
+            if i == n or every and i % every == 0:
                 start = perf_counter_ns()
                 read()
                 waited += perf_counter_ns() - start
         return (perf_counter_ns() - waited,)
 
     return op
+
+
+def reads_every(sync: str) -> int:
+    """Steps between a host-read loop's reads in `sync` (0: none but after the last)."""
+    return {SYNCED: 1, PIPELINED: READBACK_EVERY}.get(sync, 0)
 
 
 def issue(ctx: Context, work: Work, units: int) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from conftest import BACKEND, CONFIGS, gpuoverhead, only_run_folder, read_run, write_suite
 
-from gpuoverhead.cases import TIMESTAMPS, TOKEN_LOOPS
+from gpuoverhead.cases import READBACK_EVERY, TIMESTAMPS, TOKEN_LOOPS
 from gpuoverhead.drivers import webgpu
 from gpuoverhead.errors import IntegrityError
 from gpuoverhead.gpu import adapters
@@ -378,8 +378,8 @@ def test_decode_token_loop_feeds_each_token_to_the_next_step_as_numpy_greedy_doe
             op(1)
             got.append(int(work.read()[0]))
         assert got == want, case.id
-        op(decode.READBACK_EVERY + 3)
-        assert check(case, work, 5 + decode.READBACK_EVERY + 3, "after the loop")
+        op(READBACK_EVERY + 3)
+        assert check(case, work, 5 + READBACK_EVERY + 3, "after the loop")
 
 
 def test_greedy_reference_extrapolates_its_tokens_from_their_cycle():

@@ -17,6 +17,7 @@ from conftest import (
     write_suite,
 )
 
+from gpuoverhead.cases import HYBRID, NEVER
 from gpuoverhead.drivers import webgpu
 from gpuoverhead.errors import IntegrityError
 from gpuoverhead.gpu import adapters
@@ -168,7 +169,9 @@ def test_the_crossover_ci_suite_puts_the_cpu_beside_the_gpu(tmp_path):
     times of every implementation at each H (each checked against numpy in the run: a
     failed check is an error, and the run would not be complete), their ratios to torch-cpu
     with intervals that hold their estimate and never go below zero, a crossover per GPU
-    form, and its sentence on the console."""
+    form, and its sentence on the console; and the host-read loops' step times at each H,
+    their slowdowns over the unread loop (the hybrid's over the unfused one) with intervals
+    that hold their estimate and never go below zero, and their table."""
     from gpuoverhead.drivers import host
 
     proc = gpuoverhead("run", "--suite", str(CONFIGS / "crossover-ci.yaml"), "--backend",
@@ -195,6 +198,16 @@ def test_the_crossover_ci_suite_puts_the_cpu_beside_the_gpu(tmp_path):
         (host.NUMPY, "unfused"), ("wgpu-native", "fused"), ("wgpu-native", "unfused")]
     assert proc.stdout.count(f"beat {host.REFERENCE}") + \
         proc.stdout.count(f"beats {host.REFERENCE}") == 3
+    steps = combined[combined.metric == "step_ns"]
+    assert sorted(zip(steps.variant, steps.sync, steps.elements, strict=True)) == sorted(
+        (v, s, h) for v, s in recurrent.LOOPS for h in (16, 64, 256))
+    slow = combined[combined.metric.isin(("sync_slowdown", "hybrid_slowdown"))]
+    assert sorted(zip(slow.metric, slow.variant, slow.sync, slow.elements, strict=True)) == \
+        sorted((m, v, s, h) for v, s in recurrent.LOOPS if s != NEVER for h in (16, 64, 256)
+               for m in ["hybrid_slowdown" if v == HYBRID else "sync_slowdown"])
+    assert ((slow.ci_low >= 0) & (slow.ci_low <= slow.value)
+            & (slow.value <= slow.ci_high)).all()
+    assert "Host reads in a loop" in proc.stdout
 
 
 def test_asking_for_the_cpu_on_a_suite_it_cannot_run_is_one_line(tmp_path):

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from gpuoverhead import metrics
 from gpuoverhead.present import format as fmt
-from gpuoverhead.present.console import token_loop_grid
+from gpuoverhead.present.console import host_read_grid, token_loop_grid
 from gpuoverhead.present.report import CROSSOVER_FIGURES, FIGURES
 
 
@@ -63,3 +63,30 @@ def test_the_token_loop_grid_shows_each_form_and_encodings_loop_figures():
         assert all(cell in line for cell in ("400", "700", "650", "1500.0", "1200.0",
                                               "1300.0", "2.20x")), line
     assert token_loop_grid(summary[summary.sync == "wait"]) is None
+
+
+def test_the_host_read_grid_shows_each_forms_unread_step_and_its_slowdowns():
+    """A row per implementation and form of the recurrent step's loops: its step in the
+    unread loop, the slowdowns reading every step and every 16 with their intervals, and
+    the hybrid step's beside the unfused form; the decode grid does not take them."""
+    base = {"methodology": "fusion", "process": float("nan"), "benchmark": "recurrent",
+            "elements": 64, "implementation": "wgpu-native", "k": 1, "encoding": "dispatch",
+            "ci_low": float("nan"), "ci_high": float("nan")}
+    rows = [{**base, "variant": v, "sync": "never", "metric": "step_ns", "value": t}
+            for v, t in (("unfused", 110e3), ("fused", 85e3))]
+    rows += [{**base, "variant": v, "sync": s, "metric": "sync_slowdown", "value": x,
+              "ci_low": x - 0.5, "ci_high": x + 0.5}
+             for v, s, x in (("unfused", "synced", 3.25), ("unfused", "pipelined", 1.06),
+                             ("fused", "synced", 4.58), ("fused", "pipelined", 1.07))]
+    rows += [{**base, "variant": "hybrid", "sync": "synced", "metric": "hybrid_slowdown",
+              "value": 2.5, "ci_low": 2.0, "ci_high": 3.0}]
+    summary = pd.DataFrame(rows)
+    console = Console(width=200, record=True)
+    console.print(host_read_grid(summary))
+    lines = [line for line in console.export_text().splitlines() if "recurrent 64" in line]
+    assert len(lines) == 2
+    assert all(c in lines[0] for c in ("unfused", "110.0", "3.25x [2.75–3.75]",
+                                       "1.06x [0.56–1.56]", "2.50x [2.00–3.00]")), lines[0]
+    assert all(c in lines[1] for c in ("fused", "85.0", "4.58x", "1.07x", "—")), lines[1]
+    assert token_loop_grid(summary) is None
+    assert host_read_grid(summary[summary.metric == "gpu_ns"]) is None
