@@ -230,11 +230,8 @@ def _ratios(out: dict[Key, Series], units: Units) -> None:
     """Fusion speedups, on the fused case: unfused (of the same K, sync and encoding) over
     fused, rounds paired for the CI; and each form's GPU share (GPU time of its one-pass
     timestamps twin over its wall slope)."""
-    def twin(case: Case, **fields: Any) -> tuple | None:
-        return _twin(units, case, **fields)
-
     for case, fused in units.items():
-        unfused = twin(case, variant="unfused", sync=case.sync, encoding=case.encoding)
+        unfused = _twin(units, case, variant="unfused", sync=case.sync, encoding=case.encoding)
         if case.variant != "fused" or unfused is None:
             continue
         for metric, wanted, part, estimator in _FUSION_RATIOS:
@@ -246,7 +243,7 @@ def _ratios(out: dict[Key, Series], units: Units) -> None:
                 out[Key(case, metric, "ratio", estimator)] = Series(
                     top[:r], fused[3][:r], r, denominator=bottom[:r])
     for case, wall in units.items():
-        gpu = twin(case, variant=case.variant, implementation=case.implementation,
+        gpu = _twin(units, case, variant=case.variant, implementation=case.implementation,
                    sync=TIMESTAMPS)
         if case.sync in _WALLS and gpu is not None and (r := min(len(wall[1]), len(gpu[1]))):
             out[Key(case, "gpu_share", "ratio", f"median GPU-time slope / median "
