@@ -176,7 +176,8 @@ def _what_runs(plan: Plan, folder: Path, schedule: Schedule) -> list[str]:
                "leaves no time for all)")
     else:
         how = (f"{p} process{'es' if p > 1 else ''} per job, {jobs} jobs: about "
-               f"{schedule.most_s():.0f} s at most")
+               f"{schedule.most_s():.0f} s (no time limit: a process slow to reach "
+               "min_rounds takes longer)")
     return [f"measuring {len(plan.benchmarks)} benchmarks of {plan.suite.name} on "
             f"{'; '.join(adapters)}, {how}; results in {folder}"]
 
