@@ -302,10 +302,8 @@ def selftest(
     with user_errors():
         table = comparing.compare(read.load(runs[0]), read.load(runs[1]), threshold / 100)
     comparing.show(table)
-    for label, headline_only in (("all", False), ("headline (latency, per dispatch)", True)):
-        share, count = comparing.share_same(table, headline_only)
-        console.out.print(f"A/A, {label}: {share:.1%} of {count} estimates are 'same'",
-                          highlight=False)
+    for line in comparing.aa_lines(table):
+        console.out.print(line, highlight=False)
     console.out.print(f"({runs[0].name}, the even processes, vs {runs[1].name}, the odd ones, "
                       "alternating in time; the target is at least 95% of the headline "
                       "estimates)", highlight=False)

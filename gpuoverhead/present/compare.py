@@ -135,6 +135,8 @@ def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> pd.Data
                      "hint": r["hint_base"], "better": r["better_base"],
                      "base": b["value"], "new": n["value"], "ratio": ratio,
                      "ratio_low": low, "ratio_high": high, "p_value": p,
+                     "spread": np.fmax(r["rel_spread_between_base"],
+                                       r["rel_spread_between_new"]),
                      "verdict": verdict(ratio, low, high, p, threshold, r["better_base"])})
     return pd.DataFrame(rows)
 
@@ -206,6 +208,29 @@ def show(table: pd.DataFrame, form: str = "table",
 
 def verdict_counts(table: pd.DataFrame) -> str:
     return ", ".join(f"{n} {v}" for v, n in table["verdict"].value_counts().items())
+
+
+#: A run's processes whose medians range over more than this share of its estimate
+#: (`rel_spread_between`) leave an A/A `unsure` on the machine's account.
+SPREAD = 0.25
+
+
+def aa_lines(table: pd.DataFrame) -> list[str]:
+    """What an A/A comparison says: the share of `same` over all estimates and over the
+    headline ones, and of the headline ones not `same`, how many had processes in either
+    run spread over SPREAD of the estimate (the machine, which more processes average)."""
+    lines = []
+    for label, headline_only in (("all", False), ("headline (latency, per dispatch)", True)):
+        share, count = share_same(table, headline_only)
+        lines.append(f"A/A, {label}: {share:.1%} of {count} estimates are 'same'")
+    other = table[table["metric"].isin(HEADLINE) & (table["verdict"] != "same")]
+    if len(other):
+        spread = int((other["spread"] > SPREAD).sum())
+        lines.append(f"of the {len(other)} headline estimates not 'same', {spread} had "
+                     f"processes whose medians ranged over {SPREAD:.0%} of the estimate in "
+                     "one run or both (rel_spread_between): the machine's spread, which "
+                     "more processes (--processes) average out")
+    return lines
 
 
 def share_same(table: pd.DataFrame, headline_only: bool) -> tuple[float, int]:
