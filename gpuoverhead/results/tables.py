@@ -124,10 +124,14 @@ def summary_table(run_id: str, adapter: AdapterInfo, group: Group, rows: list[Ro
     return frame.astype({"process": "Int64", "n_dispatches": "Int64"})
 
 
-def error_row(run_id: str, adapter: AdapterInfo, group: Group, message: str) -> pd.DataFrame:
-    """One summary row for a group that produced no estimates."""
-    fields = _case_fields(run_id, adapter, group.cases[0]) if group.cases else {}
-    return pd.DataFrame([{**fields, "case": group.id, "metric": ERROR, "unit": "-",
+def error_row(run_id: str, adapter: AdapterInfo, group: Group, message: str,
+              case: Case | None = None) -> pd.DataFrame:
+    """One summary row for a group that produced no estimates (or for one of its cases,
+    left out: a compile that failed)."""
+    first = case or (group.cases[0] if group.cases else None)
+    fields = _case_fields(run_id, adapter, first) if first is not None else {}
+    return pd.DataFrame([{**fields, "case": case.id if case else group.id, "metric": ERROR,
+                          "unit": "-",
                           "hint": "error", "better": "none",
                           "estimator": message[:2000], "value": float("nan"),
                           "process": pd.NA}]).astype({"process": "Int64"})

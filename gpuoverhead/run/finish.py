@@ -5,12 +5,15 @@ alternately in time. Nothing here measures or writes: `finish` returns one recor
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
 from gpuoverhead.analysis import combine, drift, pairs
 from gpuoverhead.analysis.samples import GroupSamples
 from gpuoverhead.analysis.series import Key, Series
+from gpuoverhead.analysis.stats import Estimate, over_processes
 from gpuoverhead.drivers import registry
 from gpuoverhead.drivers.base import Job
 from gpuoverhead.methods import series
@@ -58,9 +61,13 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
                       for o in outcomes], ignore_index=True)
     numbers = [o.process for o in outcomes]
     estimates = combine.combine(per_process, rng)
+    built, failed = _builds(job, outcomes)
     summary = tables.summary_table(run_id, adapter, group,
-                                   estimates + workloads.per_op_rows(group, estimates),
+                                   estimates + workloads.per_op_rows(group, estimates) + built,
                                    [o.samples for o in outcomes], numbers, rows)
+    for case, message in failed:
+        out.summaries.append(tables.error_row(run_id, adapter, group, message, case))
+        out.warnings.append(f"{case.id} ({job.label}): left out, its build failed: {message}")
     out.entries.append({**entry, "status": "ok", "sampling": group.sampling.__dict__,
                         "processes": [checks.process_entry(o) for o in outcomes]})
     found = drift.drifts(per_process)
@@ -124,3 +131,33 @@ def _cpu_ratios(measured: list[tuple[Job, Measured]]
     return [(job, m, pairs.paired_ratios(m[0], cpu[1][0], registry.CPU_REFERENCE, "cpu_ratio",
                                           pairs.ON_CPU, match))
             for job, m in measured if job is not cpu[0] and not job.reference]
+
+
+#: Where a worker's notes hold each case's build (compile, capture) in seconds, or its
+#: error (workloads/torch_ops.built).
+BUILDS = "torch_fusion_build_s"
+
+
+def _builds(job: Job, outcomes: list[Outcome]) -> tuple[list[combine.Row], list[tuple]]:
+    """Each case's build time (torch.compile's compile, a CUDA graph's capture, and one
+    unit run) over processes, as `build_ns`; and the cases whose build failed, with the
+    first message: a compile that fails is a result, not a crashed benchmark."""
+    found: dict[str, list] = {}
+    for o in outcomes:
+        for case_id, took in o.device_notes.get(BUILDS, {}).items():
+            found.setdefault(case_id, []).append(took)
+    cases = {c.id: c for c in job.group.cases}
+    rows, failed = [], []
+    for case_id, took in found.items():
+        times = np.array([t * 1e9 for t in took if not isinstance(t, dict)])
+        errors = [t["error"] for t in took if isinstance(t, dict)]
+        if errors:
+            failed.append((cases[case_id], errors[0]))
+        if len(times):
+            rows.append(combine.Row(Key(cases[case_id], "build_ns", "ns",
+                                        "wall time of the build and one unit, per process"),
+                                    over_processes(times, True, "process builds", len(times))
+                                    if len(times) > 1 else
+                                    Estimate(float(times[0]), math.nan, math.nan, 1, 0.0,
+                                             "one process's build: no interval")))
+    return rows, failed

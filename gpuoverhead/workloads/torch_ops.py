@@ -73,7 +73,7 @@ def built(group: Group, units: dict, outputs: dict, sync: Callable[[], None],
         except Exception as exc:  # compile or capture failures are data, not a crash
             timings[case.id] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
             continue
-        timings[case.id] = round(time.perf_counter() - start, 3)
+        timings[case.id] = round(time.perf_counter() - start, 6)
         check(case, outputs[case], 1, "before sampling, one unit")
         ops[case] = (timed(unit) if timed and case.sync == TIMESTAMPS else
                      _op(unit, sync) if readback is None else read_loop(unit, readback))

@@ -176,6 +176,35 @@ benchmarks:
     units = summary[(summary.metric == "per_unit_ns") & summary.process.isna()]
     assert set(units.benchmark) == {"chain", "loop", "rmsnorm", "matmul"}
     assert set(units.implementation) == {"torch-eager"}  # compile off, no CUDA graph on CPU
+    # Each case's build (here: one eager unit run) is a figure of its own.
+    builds = summary[(summary.metric == "build_ns") & summary.process.isna()]
+    assert set(builds.case) == set(summary.loc[summary.process.isna(), "case"])
+    assert (builds.value > 0).all()
+
+
+def test_a_torch_compile_that_fails_is_a_result_row_not_a_crash(tmp_path: Path):
+    """torch.compile with no working C++ compiler (Inductor's CPU code needs one) fails as
+    a compile does: the fused case is an error row with the message and a warning, the
+    eager case beside it is measured, and the run ends well."""
+    pytest.importorskip("torch")
+    suite = write_suite(tmp_path, """
+defaults: {n_sweep: [1, 2], budget_s: 0.1, min_rounds: 3, warmup_max_rounds: 1,
+           torch_compile_max_n: 4}
+benchmarks:
+  - {name: chain, fusion: chain, k_sweep: [3], elements: 1000}
+""")
+    out = tmp_path / "out"
+    proc = gpuoverhead("run", "--suite", str(suite), "--implementation", "torch",
+                       "--processes", "1", "--out", str(out),
+                       env={"CXX": str(tmp_path / "no-such-c++")})
+    assert proc.returncode == 0, proc.stderr
+    assert "left out, its build failed: InductorError" in proc.stderr
+    _, summary, _ = read_run(only_run_folder(out))
+    failed = summary[summary.metric == "error"]
+    assert list(failed.implementation) == ["torch-compile"]
+    assert "C++ compiler" in failed.estimator.iat[0]
+    measured = summary[summary.metric == "per_unit_ns"]
+    assert set(measured.implementation) == {"torch-eager"}
 
 
 def test_decode_step_reports_tokens_cpu_gpu_and_the_overhead_share(ci_run):
