@@ -30,6 +30,8 @@ METRICS = {
                      "per_unit_ns", "cpu_per_unit_ns", "overlapped_ns", "token_ns",
                      "cpu_per_token_ns", "per_op_ns", "step_ns", "cpu_per_step_ns"), _TIME),
     "python_ns": Metric("ns", "difference", "lower"),
+    "bind_group_ns": Metric("ns", "difference", "lower"),
+    "bind_group_ratio": Metric("ratio", "ratio", "lower"),
     "ffi_check_ns": Metric("ns", "difference", "none"),
     "closure_ns": Metric("ns", "difference", "none"),
     "inflation": Metric("ratio", "ratio", "none"),

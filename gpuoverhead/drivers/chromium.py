@@ -29,7 +29,7 @@ import numpy as np
 
 from gpuoverhead.browser import launcher, server
 from gpuoverhead.browser.cdp import BrowserError, Page
-from gpuoverhead.cases import TIMESTAMPS, Case, Group, Suite
+from gpuoverhead.cases import BIND_PER_DISPATCH, TIMESTAMPS, Case, Group, Suite
 from gpuoverhead.drivers.base import (
     Job,
     Offer,
@@ -209,8 +209,8 @@ def operations(group: Group, tab: Page) -> tuple[dict[Case, Callable[[int], Any]
                                                  Callable[[dict[Case, int]], None], bool]:
     """Each case's op (a sample timed in the page), the output check, and whether the page
     got GPU timestamps."""
-    specs = [{"methodology": c.methodology, "encoding": c.encoding, "sync": c.sync}
-             for c in group.cases]
+    specs = [{"methodology": c.methodology, "encoding": c.encoding, "sync": c.sync,
+              "freshBindGroup": c.variant == BIND_PER_DISPATCH} for c in group.cases]
     spec = {"shader": "kernel.wgsl", "elements": group.elements, "cases": specs,
             "workgroupSize": group.workgroup_size,
             "grid": list(grid_for(group.elements, group.workgroup_size)),
