@@ -2,10 +2,11 @@
 and page per worker process.
 
 The page runs the wrapper layer only (the JS API: what a web app pays, binding and browser
-together; nothing below it can be told apart from a page), in the naive, sequential and
-GPU-timestamp cases of a kernel group. Its N sweep is the suite's, scaled so the largest N
-is at least MIN_LARGEST_N: a browser's completion (`onSubmittedWorkDone`) costs
-milliseconds, and a short sweep's slope would be that floor's noise.
+together; nothing below it can be told apart from a page), in the naive, sequential (the
+per-dispatch bind group twins included) and GPU-timestamp cases of a kernel group. Its N
+sweep is the suite's, scaled so the largest N is at least MIN_LARGEST_N: a browser's
+completion (`onSubmittedWorkDone`) costs milliseconds, and a short sweep's slope would be
+that floor's noise.
 
 The fusion patterns of PATTERNS run in the page too: their workload builds its Work through
 a `PageContext` exactly as natively, which records the buffers, pipelines and bind groups as
