@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import BACKEND, in_process, read_run, write_suite
+from conftest import BACKEND, CONFIGS, in_process, read_run, write_suite
 
 from gpuoverhead import encodings
 from gpuoverhead.cases import BIND_PER_DISPATCH, Case, Group, Kernel, Sampling
@@ -21,6 +21,7 @@ from gpuoverhead.gpu.targets import build_targets, compile_pipeline
 from gpuoverhead.gpu.wait import waiter
 from gpuoverhead.methods import sequential
 from gpuoverhead.resources import SHADERS_DIR
+from gpuoverhead.suite.expand import load_suite
 
 #: Estimates that are times or ratios: never below zero, their interval neither.
 POSITIVE = ("per_dispatch_ns", "cpu_per_dispatch_ns", "fixed_ns", "bind_group_ratio")
@@ -122,3 +123,13 @@ benchmarks:
     assert "per_dispatch runs in the wrapper layer only" in said
     assert "per_dispatch is measured against reused: list both" in said
     assert "a fusion benchmark has no bind_group variant" in said
+
+
+def test_only_suites_that_ask_get_the_variant_and_only_in_the_wrapper_layer():
+    """The default suite's cases are as before; ci.yaml's add_one has a twin per encoding."""
+    default = [c for g in load_suite(CONFIGS / "default.yaml").groups for c in g.cases]
+    assert default and not [c for c in default if c.variant]
+    ci = {g.benchmark: g.cases for g in load_suite(CONFIGS / "ci.yaml").groups}
+    twins = [c for c in ci["add_one"] if c.variant == BIND_PER_DISPATCH]
+    assert sorted(c.encoding for c in twins) == sorted(encodings.NAMES)
+    assert {c.layer for c in twins} == {"wrapper"} and not any(c.variant for c in ci["empty"])
