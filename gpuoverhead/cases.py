@@ -41,6 +41,10 @@ TIMESTAMPS = "timestamps"
 #: Variant of the cases of the reference loop: the native layer's sequential cases alone,
 #: on a device with nothing else on it.
 REFERENCE = "reference"
+#: Variant of the sequential cases that create their bind group before each dispatch (the
+#: suite's `bind_group: [reused, per_dispatch]`), as engines that allocate per op do; the
+#: plain cases reuse one. The wrapper layer runs it, natively and in the page.
+BIND_PER_DISPATCH = "bind_per_dispatch"
 #: Methodology of fusion cases (fused vs unfused forms of the same work).
 FUSION = "fusion"
 #: The decode step's kernel file (shaders/fusion_decode.wgsl), by its name in a Case.
@@ -83,7 +87,8 @@ class Case:
     implementation: str | None = None
     #: Fusion: `unfused`, `fused`, (matmul) `single` or (recurrent) HYBRID; the pattern's K,
     #: L or M is `k`.
-    #: `reference`: a sequential case of the minimal reference loop (run/plan.py).
+    #: `reference`: a sequential case of the minimal reference loop (run/plan.py);
+    #: BIND_PER_DISPATCH: a sequential case that creates its bind group per dispatch.
     variant: str = ""
     k: int = 0
 

@@ -31,6 +31,8 @@ METRICS = {
                      "cpu_per_token_ns", "per_op_ns", "step_ns", "cpu_per_step_ns",
                      "build_ns"), _TIME),
     "python_ns": Metric("ns", "difference", "lower"),
+    "bind_group_ns": Metric("ns", "difference", "lower"),
+    "bind_group_ratio": Metric("ratio", "ratio", "lower"),
     "ffi_check_ns": Metric("ns", "difference", "none"),
     "closure_ns": Metric("ns", "difference", "none"),
     "inflation": Metric("ratio", "ratio", "none"),

@@ -62,6 +62,11 @@ class Series:
 
 
 
+#: Per (encoding, layer, implementation, variant): case, wall slopes, CPU (issue) slopes and
+#: round times of a sequential case.
+Slopes = dict[tuple[str, str, str | None, str], tuple[Case, np.ndarray, np.ndarray, np.ndarray]]
+
+
 @dataclass
 class View:
     """One process's samples as arrays, and what the per-methodology functions share."""
@@ -72,9 +77,7 @@ class View:
     rec: np.ndarray = field(init=False)
     timer: GpuTimer | None = field(init=False)
     naive: np.ndarray | None = None
-    #: Per (encoding, layer, implementation): case, wall slopes, CPU (issue) slopes, times.
-    slopes: dict[tuple[str, str, str | None], tuple[Case, np.ndarray, np.ndarray, np.ndarray]] \
-        = field(default_factory=dict)
+    slopes: Slopes = field(default_factory=dict)
     floor: np.ndarray | None = None
     #: GPU time per dispatch (timestamps' slopes) per round, where a timer ran.
     gpu_slopes: np.ndarray | None = None

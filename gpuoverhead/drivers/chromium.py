@@ -2,10 +2,11 @@
 and page per worker process.
 
 The page runs the wrapper layer only (the JS API: what a web app pays, binding and browser
-together; nothing below it can be told apart from a page), in the naive, sequential and
-GPU-timestamp cases of a kernel group. Its N sweep is the suite's, scaled so the largest N
-is at least MIN_LARGEST_N: a browser's completion (`onSubmittedWorkDone`) costs
-milliseconds, and a short sweep's slope would be that floor's noise.
+together; nothing below it can be told apart from a page), in the naive, sequential (the
+per-dispatch bind group twins included) and GPU-timestamp cases of a kernel group. Its N
+sweep is the suite's, scaled so the largest N is at least MIN_LARGEST_N: a browser's
+completion (`onSubmittedWorkDone`) costs milliseconds, and a short sweep's slope would be
+that floor's noise.
 
 The fusion patterns of PATTERNS run in the page too: their workload builds its Work through
 a `PageContext` exactly as natively, which records the buffers, pipelines and bind groups as
@@ -29,7 +30,7 @@ import numpy as np
 
 from gpuoverhead.browser import launcher, server
 from gpuoverhead.browser.cdp import BrowserError, Page
-from gpuoverhead.cases import TIMESTAMPS, Case, Group, Suite
+from gpuoverhead.cases import BIND_PER_DISPATCH, TIMESTAMPS, Case, Group, Suite
 from gpuoverhead.drivers.base import (
     Job,
     Offer,
@@ -209,8 +210,8 @@ def operations(group: Group, tab: Page) -> tuple[dict[Case, Callable[[int], Any]
                                                  Callable[[dict[Case, int]], None], bool]:
     """Each case's op (a sample timed in the page), the output check, and whether the page
     got GPU timestamps."""
-    specs = [{"methodology": c.methodology, "encoding": c.encoding, "sync": c.sync}
-             for c in group.cases]
+    specs = [{"methodology": c.methodology, "encoding": c.encoding, "sync": c.sync,
+              "freshBindGroup": c.variant == BIND_PER_DISPATCH} for c in group.cases]
     spec = {"shader": "kernel.wgsl", "elements": group.elements, "cases": specs,
             "workgroupSize": group.workgroup_size,
             "grid": list(grid_for(group.elements, group.workgroup_size)),

@@ -24,12 +24,15 @@ MAX_WORKGROUPS_PER_DIM = 65535
 
 @dataclass
 class Target:
-    """What one case dispatches into; `dispatched` counts every dispatch issued to it."""
+    """What one case dispatches into; `dispatched` counts every dispatch issued to it.
+    `bind` is the bind group's descriptor (create_bind_group's arguments), for the loops
+    that create one per dispatch."""
 
     device: Any
     queue: Any
     pipeline: Any
     bind_group: Any
+    bind: dict[str, Any]
     grid: tuple[int, int]
     data: Any
     staging: Any
@@ -115,12 +118,11 @@ def build_targets(device: Any, pipeline: Any, group: Group, rng: np.random.Gener
         staging = device.create_buffer(
             size=4, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
         )
-        bind_group = device.create_bind_group(
-            layout=pipeline.get_bind_group_layout(0),
-            entries=[{"binding": 0, "resource": {"buffer": data, "offset": 0, "size": data.size}}],
-        )
-        targets[case] = Target(device, device.queue, pipeline, bind_group, grid, data, staging,
-                               initial, group.kernel.writes, binding, wait)
+        bind = {"layout": pipeline.get_bind_group_layout(0), "entries": [
+            {"binding": 0, "resource": {"buffer": data, "offset": 0, "size": data.size}}]}
+        targets[case] = Target(device, device.queue, pipeline, device.create_bind_group(**bind),
+                               bind, grid, data, staging, initial, group.kernel.writes, binding,
+                               wait)
     return targets
 
 

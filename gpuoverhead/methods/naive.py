@@ -87,9 +87,9 @@ def derive(out: Out, view: View) -> None:
     """Naive latency over each wrapper-layer slope (rounds paired by index for the CI)."""
     if view.naive is None:
         return
-    for (_, layer, _), (case, s, _, t) in view.slopes.items():
+    for (_, layer, _, variant), (case, s, _, t) in view.slopes.items():
         # A fused chain (torch-compile) has no per-dispatch cost to inflate.
-        if layer == "wrapper" and np.median(s) > FUSED_NS:
+        if layer == "wrapper" and not variant and np.median(s) > FUSED_NS:
             r = min(len(view.naive), len(s))
             out[Key(case, "inflation", "ratio", "median naive / median slope")] = Series(
                 view.naive[:r], t[:r], r, denominator=s[:r])

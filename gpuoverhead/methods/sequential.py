@@ -8,6 +8,9 @@ per dispatch the slope of issue time, read before the wait. Encodings:
 Pipeline and bind group are set for every dispatch in every encoding, as a real workload
 whose dispatches differ would do, so encodings differ only in encoder, pass and submit calls.
 The layer (wrapper, raw, native) decides what issues the calls; the wait is always the same.
+With `bind_group: [reused, per_dispatch]` each wrapper case has a BIND_PER_DISPATCH twin
+that creates the bind group before each dispatch (as engines that allocate per op do); the
+difference of their issue slopes, rounds paired, is the cost of that per op (`bind_group_ns`).
 """
 
 from __future__ import annotations
@@ -20,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from gpuoverhead.analysis.samples import by_round
-from gpuoverhead.analysis.series import Key, Out, Series, View, add_fits
+from gpuoverhead.analysis.series import Key, Out, Series, Slopes, View, add_fits
 from gpuoverhead.analysis.stats import round_fits
-from gpuoverhead.cases import TIMESTAMPS, Case
+from gpuoverhead.cases import BIND_PER_DISPATCH, TIMESTAMPS, Case
 from gpuoverhead.gpu.layers import issuer
 from gpuoverhead.gpu.layers.raw import CALLS_PER_OP
 from gpuoverhead.gpu.targets import Target
@@ -32,11 +35,15 @@ SUITE_NAME = "sequential"
 
 
 def cases(base: Case, cfg: dict[str, Any]) -> list[Case]:
-    """Every encoding through every layer, over the N sweep, where the suite asks for it."""
+    """Every encoding through every layer, over the N sweep, where the suite asks for it;
+    then the wrapper's per-dispatch bind group twins, where asked."""
     if SUITE_NAME not in cfg["methodologies"]:
         return []
-    return [replace(base, methodology=SUITE_NAME, encoding=e, layer=layer)
-            for layer in dict.fromkeys(cfg["layers"]) for e in dict.fromkeys(cfg["encodings"])]
+    plain = [replace(base, methodology=SUITE_NAME, encoding=e, layer=layer)
+             for layer in dict.fromkeys(cfg["layers"]) for e in dict.fromkeys(cfg["encodings"])]
+    fresh = "per_dispatch" in cfg["bind_group"]
+    return plain + [replace(c, variant=BIND_PER_DISPATCH) for c in plain
+                    if fresh and c.layer == "wrapper"]
 
 
 def claims(case: Case) -> bool:
@@ -46,8 +53,8 @@ def claims(case: Case) -> bool:
 def operation(target: Target, case: Case, native: Any) -> Callable[[int], tuple[int]]:
     """`op(n)`: issue n operations, read the clock, wait. The clock read between the last
     submit and the wait is the sample's issue time (CPU cost), apart from its completion."""
-    issue, wait, clock = issuer(target, case.layer, case.encoding, native), target.wait, \
-        perf_counter_ns
+    issue = issuer(target, case.layer, case.encoding, native, case.variant == BIND_PER_DISPATCH)
+    wait, clock = target.wait, perf_counter_ns
 
     def op(n: int) -> tuple[int]:
         issue(n)
@@ -69,8 +76,8 @@ def series(view: View, index: int, case: Case, out: Out) -> None:
     cpu = add_fits(out, case, n, view.issue(pos, index), round_times,
                     ("cpu_per_dispatch_ns",),
                     "round-median theil-sen of issue time (clock read before the wait)")
-    view.slopes[(case.encoding, case.layer, case.implementation)] = (case, slope, cpu,
-                                                                     round_times)
+    view.slopes[(case.encoding, case.layer, case.implementation, case.variant)] = (
+        case, slope, cpu, round_times)
     first = view.first_round(index)
     if first is not None:
         out[Key(case, "first_round_per_dispatch_ns", "ns",
@@ -78,16 +85,14 @@ def series(view: View, index: int, case: Case, out: Out) -> None:
             round_fits(np.array(n), first[None, :])[0], round_times[:1], 1)
 
 
-def _layers(out: Out, slopes: dict[tuple[str, str, str | None],
-                                       tuple[Case, np.ndarray, np.ndarray, np.ndarray]],
-                floor: np.ndarray | None) -> None:
+def _layers(out: Out, slopes: Slopes, floor: np.ndarray | None) -> None:
     """CPU cost per dispatch split into api (the native implementation) and python (the
     binding), from issue-time slopes paired round by round, and the FFI check."""
-    for (encoding, layer, impl), (case, _, wrapper, times) in slopes.items():
-        if layer != "wrapper" or impl is not None:
+    for (encoding, layer, impl, variant), (case, _, wrapper, times) in slopes.items():
+        if layer != "wrapper" or impl is not None or variant:
             continue
-        raw = slopes.get((encoding, "raw", None), (None, None, None, None))[2]
-        native = slopes.get((encoding, "native", None), (None, None, None, None))[2]
+        raw = slopes.get((encoding, "raw", None, ""), (None, None, None, None))[2]
+        native = slopes.get((encoding, "native", None, ""), (None, None, None, None))[2]
         calls = CALLS_PER_OP[encoding]
         corrected = raw - calls * floor[: len(raw)] if raw is not None and floor is not None \
             else None
@@ -102,14 +107,31 @@ def _layers(out: Out, slopes: dict[tuple[str, str, str | None],
         out[Key(case, "python_ns", "ns", "wrapper issue slope - api")] = Series(
             wrapper - api, times, n)
         if native is not None and corrected is not None:
-            raw_case = slopes[(encoding, "raw", None)][0]
+            raw_case = slopes[(encoding, "raw", None, "")][0]
             out[Key(raw_case, "ffi_check_ns", "ns",
                     f"(raw issue slope - {calls} x ffi floor) - native issue slope")] = Series(
                 corrected - native, times, n)
 
 
+def _bind_groups(out: Out, slopes: Slopes) -> None:
+    """Per encoding, what creating the bind group costs per op: the issue slope of the
+    per-dispatch twin minus the reused case's, rounds paired (negative where the reused one
+    is the slower: a difference, never clipped), and their ratio of medians."""
+    for (encoding, layer, impl, variant), (case, _, fresh, times) in slopes.items():
+        reused = slopes.get((encoding, layer, impl, ""))
+        if variant != BIND_PER_DISPATCH or reused is None:
+            continue
+        r = min(len(fresh), len(reused[2]))
+        out[Key(case, "bind_group_ns", "ns", "per-dispatch bind group issue slope - reused "
+                "one's, rounds paired")] = Series(fresh[:r] - reused[2][:r], times[:r], r)
+        out[Key(case, "bind_group_ratio", "ratio", "median per-dispatch bind group issue "
+                "slope / median reused one's")] = Series(fresh[:r], times[:r], r,
+                                                          denominator=reused[2][:r])
+
+
 def derive(out: Out, view: View) -> None:
     _layers(out, view.slopes, view.floor)
+    _bind_groups(out, view.slopes)
     _overlapped(out, view)
 
 
@@ -120,8 +142,9 @@ def _overlapped(out: Out, view: View) -> None:
     submit), so it is no throughput figure on its own."""
     if view.gpu_slopes is None:
         return
-    for (_, layer, impl), (case, _, cpu, times) in view.slopes.items():
-        if layer == "wrapper" and impl is None and (r := min(len(cpu), len(view.gpu_slopes))):
+    for (_, layer, impl, variant), (case, _, cpu, times) in view.slopes.items():
+        if layer == "wrapper" and impl is None and not variant \
+                and (r := min(len(cpu), len(view.gpu_slopes))):
             out[Key(case, "overlapped_ns", "ns", "max(CPU issue slope, GPU-time slope), "
                     "rounds paired")] = Series(np.maximum(cpu[:r], view.gpu_slopes[:r]),
                                                times[:r], r)

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gpuoverhead import encodings
-from gpuoverhead.cases import HYBRID, NEVER, PIPELINED, SYNCED
+from gpuoverhead.cases import BIND_PER_DISPATCH, HYBRID, NEVER, PIPELINED, SYNCED
 from gpuoverhead.present import format as fmt
 from gpuoverhead.records import AdapterInfo
 from gpuoverhead.results.columns import ERROR
@@ -91,6 +91,7 @@ def implementations_grid(summary: pd.DataFrame) -> Table | None:
     rows = summary[summary["metric"].isin(("latency_ns", "per_dispatch_ns"))
                    & (summary["layer"] == "wrapper") & summary["process"].isna()
                    & (summary["methodology"] != "breakdown")]
+    rows = rows[rows["variant"].fillna("") != BIND_PER_DISPATCH] if "variant" in rows else rows
     table = Table(title="Implementations side by side (µs; ratio to the fastest)")
     for name in ("benchmark", "measure", "implementation", "encoding", "median", "vs fastest"):
         table.add_column(name, justify="right" if name in ("median", "vs fastest") else "left")
@@ -104,6 +105,35 @@ def implementations_grid(summary: pd.DataFrame) -> Table | None:
                               fmt.value(r.value, r.hint),
                               f"{ratio:.2f}x" if ratio == ratio else "≈0: fused")
                 label, title = "", ""
+        table.add_section()
+    return table
+
+
+def bind_group_grid(summary: pd.DataFrame) -> Table | None:
+    """Per encoding where the per-dispatch bind group twin ran: CPU per op with the bind
+    group created per dispatch, the difference to the reused one's and their ratio."""
+    if "variant" not in summary:
+        return None
+    rows = summary[(summary["variant"] == BIND_PER_DISPATCH) & summary["process"].isna()]
+    if rows.empty:
+        return None
+    table = Table(title="Bind group created per dispatch against one reused (CPU per op, µs)")
+    for name in ("benchmark", "impl.", "encoding", "cpu", "bind group", "interval", "ratio",
+                 "95% CI"):
+        table.add_column(name, justify="left" if name in ("benchmark", "impl.", "encoding")
+                         else "right")
+    for (bench, elements, impl), part in rows.groupby(["benchmark", "elements",
+                                                       "implementation"], sort=False):
+        label = f"{bench} {elements:,} el."
+        for _, one in part.groupby("encoding", sort=False):
+            cpu, cost = _pick(one, BIND_PER_DISPATCH, "cpu_per_dispatch_ns"), \
+                _pick(one, BIND_PER_DISPATCH, "bind_group_ns")
+            table.add_row(label, str(impl), str(one.encoding.iloc[0]),
+                          fmt.value(cpu.value, cpu.hint) if cpu is not None else "",
+                          *((fmt.value(cost.value, cost.hint), fmt.interval(cost))
+                            if cost is not None else ("", "")),
+                          *_ratio_cells(_pick(one, BIND_PER_DISPATCH, "bind_group_ratio")))
+            label, impl = "", ""
         table.add_section()
     return table
 
@@ -346,7 +376,8 @@ def print_summary(summary: pd.DataFrame) -> None:
     plain = summary[summary["methodology"] != "fusion"]
     if not plain.empty:
         out.print(summary_grid(plain))
-    for extra in (implementations_grid(plain), breakdown_grid(plain), fusion_grid(summary),
+    for extra in (implementations_grid(plain), bind_group_grid(plain), breakdown_grid(plain),
+                  fusion_grid(summary),
                   tax_grid(summary), token_loop_grid(summary), host_read_grid(summary),
                   crossover_grid(summary)):
         if extra is not None:

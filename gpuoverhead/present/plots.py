@@ -20,7 +20,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from gpuoverhead.encodings import NAMES as ENCODINGS  # noqa: E402
-from gpuoverhead.present.report import ROW_KEYS  # noqa: E402
+from gpuoverhead.present.report import APART, ROW_KEYS  # noqa: E402
 from gpuoverhead.results.read import ResultSet  # noqa: E402
 
 
@@ -40,7 +40,7 @@ def decomposition(summary: pd.DataFrame) -> Figure | None:
     the GPU's own time per dispatch as a marker."""
     rows = summary[summary["metric"].isin(["api_ns", "python_ns", "gpu_ns"])
                    | ((summary["metric"] == "cpu_per_dispatch_ns")
-                      & (summary["layer"] == "wrapper") & (summary["variant"] != "reference"))]
+                      & (summary["layer"] == "wrapper") & ~summary["variant"].isin(APART))]
     split = rows[rows["metric"] != "cpu_per_dispatch_ns"]  # PyTorch has a CPU cost, no split
     if split.empty:
         return None

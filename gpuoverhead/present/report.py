@@ -18,9 +18,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from gpuoverhead.cases import BIND_PER_DISPATCH, REFERENCE
 from gpuoverhead.errors import UserError
 from gpuoverhead.results.columns import RUN_JSON, SAMPLES, SUMMARY
 from gpuoverhead.results.read import ResultSet
+
+#: Variants of sequential cases that the report's figures leave out.
+APART = (REFERENCE, BIND_PER_DISPATCH)
 
 ROW_KEYS = ["vendor", "adapter", "backend", "implementation"]
 #: The footnote of a row that merges several runs.
@@ -218,8 +222,9 @@ def row_notes(report: Report, i: int) -> list[str]:
 
 
 def pick(rows: pd.DataFrame, f: Figure) -> pd.DataFrame:
-    """The rows that figure `f` shows (the reference loop's never)."""
-    mask = (rows["metric"] == f.metric) & (rows["variant"].fillna("") != "reference")
+    """The rows that figure `f` shows (never the reference loop's, nor the per-dispatch bind
+    group twins': the figures are of the reused cases)."""
+    mask = (rows["metric"] == f.metric) & ~rows["variant"].fillna("").isin(APART)
     for column in ("methodology", "encoding", "sync", "layer"):
         if column in rows and getattr(f, column) is not None:
             mask &= rows[column] == getattr(f, column)

@@ -18,6 +18,7 @@ from gpuoverhead.suite.schema import (
     BATCH_MESSAGE,
     HOST_READS_MESSAGE,
     SuiteModel,
+    bind_group_problem,
     describe,
     error_text,
     fusion_problems,
@@ -77,6 +78,8 @@ def suite_problems(path: Path, outside_shaders: bool = False) -> list[str]:
                 resolve_kernel(doc.path, bench.kernel, outside_shaders)
             except UserError as exc:
                 problems.append(describe(doc, loc + ("kernel",), str(exc)))
+        if bench.fusion is None and (bind := bind_group_problem(cfg)):
+            problems.append(describe(doc, loc + ("bind_group",), bind))
         if cfg["min_rounds"] > cfg["max_rounds"]:
             problems.append(describe(doc, loc, "min_rounds is larger than max_rounds"))
     return problems

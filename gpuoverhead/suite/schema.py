@@ -15,6 +15,7 @@ Methodology = Literal[SUITE_NAMES]  # type: ignore[valid-type]
 Encoding = Literal[encodings.NAMES]  # type: ignore[valid-type]
 Sync = Literal["wait", "readback"]
 Layer = Literal["wrapper", "raw", "native"]
+BindGroup = Literal["reused", "per_dispatch"]
 Pattern = Literal[tuple(WORKLOADS)]  # type: ignore[valid-type]
 PosInt = Annotated[int, Field(gt=0)]
 #: Most operations in one sample: more would take longer than any stall timeout allows.
@@ -37,6 +38,9 @@ class _Settings(BaseModel):
     naive_sync: list[Sync] | None = Field(None, min_length=1)
     encodings: list[Encoding] | None = Field(None, min_length=1)
     layers: list[Layer] | None = Field(None, min_length=1)
+    #: Sequential cases with one bind group reused (every layer), and, with `per_dispatch`,
+    #: wrapper-layer twins that create theirs before each dispatch (`bind_group_ns`).
+    bind_group: list[BindGroup] | None = Field(None, min_length=1)
     gpu_timestamps: bool | None = None
     n_sweep: list[Annotated[int, Field(gt=0, le=MAX_N)]] | None = Field(None, min_length=2)
     budget_s: Annotated[float, Field(gt=0, le=3600, allow_inf_nan=False)] | None = None
@@ -98,6 +102,7 @@ BUILTIN_DEFAULTS: dict[str, Any] = {
     "naive_sync": ["wait", "readback"],
     "encodings": list(encodings.NAMES),
     "layers": ["wrapper"],
+    "bind_group": ["reused"],
     "gpu_timestamps": True,
     "n_sweep": [1, 4, 16, 64, 256],
     "budget_s": 2.0,
@@ -125,6 +130,9 @@ def fusion_problems(bench: _Benchmark, cfg: dict[str, Any]) -> list[tuple[str, s
         found.append(("precision", precision_message(bench.precision)))
     if cfg["batch"] != 1 and not getattr(workload, "BATCHED", False):
         found.append(("batch", BATCH_MESSAGE))
+    if bench.bind_group is not None:
+        found.append(("bind_group", "a fusion benchmark has no bind_group variant "
+                                    "(it is the sequential methodology's): remove it"))
     if cfg["host_reads"] and not getattr(workload, "HOST_READS", False):
         found.append(("host_reads", HOST_READS_MESSAGE))
     return found + workload.problems(cfg)
@@ -134,6 +142,18 @@ def fusion_problems(bench: _Benchmark, cfg: dict[str, Any]) -> list[tuple[str, s
 BATCH_MESSAGE = "a batch exists for the `recurrent` workload only (remove `batch`)"
 HOST_READS_MESSAGE = ("host-read loops are the `recurrent` workload's (the decode step has "
                       "its token loop): remove `host_reads`")
+
+
+def bind_group_problem(cfg: dict[str, Any]) -> str | None:
+    """Why a kernel benchmark's `bind_group` cannot be run as asked, or None (without
+    `sequential` in its methodologies it asks for nothing, as `encodings` does)."""
+    if "per_dispatch" not in cfg["bind_group"]:
+        return None
+    if "reused" not in cfg["bind_group"]:
+        return "per_dispatch is measured against reused: list both"
+    if "wrapper" not in cfg["layers"]:
+        return "per_dispatch runs in the wrapper layer only: list `wrapper` in `layers`"
+    return None
 
 
 def precision_message(precision: str) -> str:

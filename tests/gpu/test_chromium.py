@@ -15,6 +15,7 @@ from conftest import CONFIGS, ROOT, gpuoverhead, in_process, only_run_folder, re
 
 from gpuoverhead.browser import launcher
 from gpuoverhead.browser.cdp import BrowserError
+from gpuoverhead.cases import BIND_PER_DISPATCH
 from gpuoverhead.drivers import chromium as page
 from gpuoverhead.errors import UserError
 
@@ -63,6 +64,9 @@ def test_ci_suite_in_chromium_checks_outputs_and_writes_rows(chromium_run):
         mine = rows[(rows.methodology == "sequential") & (rows.encoding == encoding)
                     & (rows.layer == "wrapper")]
         assert {"per_dispatch_ns", "cpu_per_dispatch_ns"} <= set(mine.metric), encoding
+        # ci.yaml's add_one creates a bind group per dispatch too: the page runs that twin.
+        fresh = mine[mine.variant == BIND_PER_DISPATCH]
+        assert {"cpu_per_dispatch_ns", "bind_group_ns"} <= set(fresh.metric), encoding
     browser = next(a for a in info["adapters"] if a["implementation"] == "chromium")
     assert browser["browser_version"].startswith("Chrome/")
     assert browser["cross_origin_isolated"] is True and browser["timer_resolution_us"] <= 20

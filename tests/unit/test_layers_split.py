@@ -1,14 +1,15 @@
 """The layer split without the native layer: api is the raw issue slope less the FFI floor
-per native call, round by round (synthetic slopes, so the arithmetic is exact)."""
+per native call, round by round; and a bind group's cost per op, the per-dispatch twin's
+issue slope less the reused case's (synthetic slopes, so the arithmetic is exact)."""
 
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from gpuoverhead.cases import Case
+from gpuoverhead.cases import BIND_PER_DISPATCH, Case
 from gpuoverhead.gpu.layers.raw import CALLS_PER_OP
-from gpuoverhead.methods.sequential import _layers
+from gpuoverhead.methods.sequential import _bind_groups, _layers
 
 BASE = Case("unit", "empty", 1024, 64, "sequential", "submit", "wait", (1, 8, 32))
 
@@ -18,9 +19,12 @@ def test_api_is_raw_less_its_calls_times_the_floor_in_every_round(encoding):
     rng = np.random.default_rng(7)
     raw, wrapper = rng.uniform(2e3, 7e4, 9), rng.uniform(8e4, 9e4, 9)
     floor, times = rng.uniform(100, 160, 9), np.arange(9.0)
-    slopes = {(encoding, layer, None): (replace(BASE, encoding=encoding, layer=layer), None,
-                                        cpu, times)
+    slopes = {(encoding, layer, None, ""): (replace(BASE, encoding=encoding, layer=layer),
+                                            None, cpu, times)
               for layer, cpu in (("wrapper", wrapper), ("raw", raw))}
+    # A per-dispatch bind group twin is no layer: the split ignores it.
+    twin = replace(BASE, encoding=encoding, variant=BIND_PER_DISPATCH)
+    slopes[(encoding, "wrapper", None, BIND_PER_DISPATCH)] = (twin, None, wrapper * 2, times)
     out: dict = {}
     _layers(out, slopes, floor)
     by_metric = {key.metric: (key, series) for key, series in out.items()}
@@ -30,3 +34,23 @@ def test_api_is_raw_less_its_calls_times_the_floor_in_every_round(encoding):
     assert f"{calls} x ffi floor" in key.estimator
     np.testing.assert_allclose(api.values, raw - calls * floor)
     np.testing.assert_allclose(by_metric["python_ns"][1].values, wrapper - api.values)
+
+
+def test_bind_group_cost_is_the_twin_s_issue_slope_less_the_reused_one_s_round_by_round():
+    """Signed (a round where the reused case was the slower stays negative), with the ratio
+    of medians beside it; a twin without its reused case, and the reused cases, get none."""
+    reused, times = np.array([10e3, 12e3, 11e3, 30e3]), np.arange(4.0)
+    fresh = np.array([25e3, 24e3, 26e3, 20e3])
+    twin = replace(BASE, variant=BIND_PER_DISPATCH)
+    slopes = {("submit", "wrapper", None, ""): (BASE, None, reused, times),
+              ("submit", "wrapper", None, BIND_PER_DISPATCH): (twin, None, fresh, times),
+              ("pass", "wrapper", None, BIND_PER_DISPATCH): (
+                  replace(twin, encoding="pass"), None, fresh, times)}
+    out: dict = {}
+    _bind_groups(out, slopes)
+    by_metric = {key.metric: (key, series) for key, series in out.items()}
+    assert set(by_metric) == {"bind_group_ns", "bind_group_ratio"}
+    assert all(key.case == twin for key, _ in by_metric.values())
+    np.testing.assert_allclose(by_metric["bind_group_ns"][1].values, fresh - reused)
+    ratio = by_metric["bind_group_ratio"][1]
+    assert ratio.point() == pytest.approx(np.median(fresh) / np.median(reused))

@@ -66,9 +66,9 @@ const gpuo = {
         GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST});
       const staging = device.createBuffer({size: 4, usage: GPUBufferUsage.MAP_READ |
         GPUBufferUsage.COPY_DST});
-      const bindGroup = device.createBindGroup({layout: pipeline.getBindGroupLayout(0),
-        entries: [{binding: 0, resource: {buffer: data}}]});
-      return {data, staging, bindGroup, bytes};
+      const bind = {layout: pipeline.getBindGroupLayout(0),
+        entries: [{binding: 0, resource: {buffer: data}}]};
+      return {data, staging, bind, bindGroup: device.createBindGroup(bind), bytes};
     });
     Object.assign(this, {pipeline, specs: spec.cases, grid: spec.grid});
     // One dispatch on a scratch buffer: the first one pays for compiling the pipeline in
@@ -87,9 +87,11 @@ const gpuo = {
   },
 
   // One sample of case i at N = n: [wall ns, issue ns (clock read before the wait), GPU ns
-  // or -1]. The clock reads bracket the WebGPU calls and the wait, nothing else.
+  // or -1]. The clock reads bracket the WebGPU calls and the wait, nothing else. A case
+  // with `freshBindGroup` creates its bind group before each dispatch (the test of a
+  // constant is what the reused loops pay for sharing the code: well under a ns, JIT'd).
   async run(i, n) {
-    const c = this.cases[i], spec = this.specs[i];
+    const c = this.cases[i], spec = this.specs[i], fresh = spec.freshBindGroup;
     const {device, pipeline} = this, queue = device.queue, [x, y] = this.grid;
     if (spec.methodology === "naive" && spec.sync === "readback") {
       const t0 = performance.now();
@@ -112,7 +114,8 @@ const gpuo = {
       for (let k = 0; k < n; k++) {
         const encoder = device.createCommandEncoder();
         const pass = encoder.beginComputePass();
-        pass.setPipeline(pipeline); pass.setBindGroup(0, c.bindGroup);
+        pass.setPipeline(pipeline);
+        pass.setBindGroup(0, fresh ? device.createBindGroup(c.bind) : c.bindGroup);
         pass.dispatchWorkgroups(x, y, 1); pass.end();
         queue.submit([encoder.finish()]);
       }
@@ -120,7 +123,8 @@ const gpuo = {
       const encoder = device.createCommandEncoder();
       for (let k = 0; k < n; k++) {
         const pass = encoder.beginComputePass();
-        pass.setPipeline(pipeline); pass.setBindGroup(0, c.bindGroup);
+        pass.setPipeline(pipeline);
+        pass.setBindGroup(0, fresh ? device.createBindGroup(c.bind) : c.bindGroup);
         pass.dispatchWorkgroups(x, y, 1); pass.end();
       }
       queue.submit([encoder.finish()]);
@@ -128,7 +132,8 @@ const gpuo = {
       const encoder = device.createCommandEncoder();
       const pass = encoder.beginComputePass();
       for (let k = 0; k < n; k++) {
-        pass.setPipeline(pipeline); pass.setBindGroup(0, c.bindGroup);
+        pass.setPipeline(pipeline);
+        pass.setBindGroup(0, fresh ? device.createBindGroup(c.bind) : c.bindGroup);
         pass.dispatchWorkgroups(x, y, 1);
       }
       pass.end();

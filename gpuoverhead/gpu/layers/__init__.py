@@ -20,11 +20,15 @@ if TYPE_CHECKING:
 Issue = Callable[[int], None]
 
 
-def issuer(target: Target, layer: str, encoding: str, native: NativeLoop | None) -> Issue:
-    """`issue(n)`: n operations in `encoding` driven by `layer`, without waiting."""
+def issuer(target: Target, layer: str, encoding: str, native: NativeLoop | None,
+           fresh: bool = False) -> Issue:
+    """`issue(n)`: n operations in `encoding` driven by `layer`, without waiting; `fresh`:
+    each creates its bind group (the wrapper layer's loops only: the suite offers no other)."""
     if layer == "wrapper":
-        issue = wrapper.ISSUERS[encoding]
+        issue = (wrapper.FRESH_ISSUERS if fresh else wrapper.ISSUERS)[encoding]
         return lambda n: issue(target, n)
+    if fresh:
+        raise ValueError(f"layer {layer!r} has no per-dispatch bind group")
     if layer == "raw":
         return raw.build(target)[0][encoding]
     if layer == "native" and native is not None:

@@ -2,7 +2,10 @@
 
 This is what a Python user pays: the binding's argument handling, error checks and object
 lifetimes on top of the native calls. Per encoding (see methods/sequential.py):
-`submit_each`, `pass_each` and `one_pass` issue `n` operations without waiting.
+`submit_each`, `pass_each` and `one_pass` issue `n` operations without waiting; their
+`_fresh` twins create the bind group before each dispatch (from the same layout and buffer)
+instead of reusing one. The twins are spelled out rather than made by a flag in one loop:
+a test per dispatch would be time in the reused loops that they do not mean to measure.
 """
 
 from __future__ import annotations
@@ -51,7 +54,50 @@ def one_pass(t: Target, n: int) -> None:
     t.queue.submit([encoder.finish()])
 
 
+def submit_each_fresh(t: Target, n: int) -> None:
+    device, queue, pipeline, create, bind = t.device, t.queue, t.pipeline, \
+        t.device.create_bind_group, t.bind
+    x, y = t.grid
+    for _ in range(n):
+        encoder = device.create_command_encoder()
+        compute = encoder.begin_compute_pass()
+        compute.set_pipeline(pipeline)
+        compute.set_bind_group(0, create(**bind))
+        compute.dispatch_workgroups(x, y, 1)
+        compute.end()
+        queue.submit([encoder.finish()])
+
+
+def pass_each_fresh(t: Target, n: int) -> None:
+    pipeline, create, bind = t.pipeline, t.device.create_bind_group, t.bind
+    x, y = t.grid
+    encoder = t.device.create_command_encoder()
+    for _ in range(n):
+        compute = encoder.begin_compute_pass()
+        compute.set_pipeline(pipeline)
+        compute.set_bind_group(0, create(**bind))
+        compute.dispatch_workgroups(x, y, 1)
+        compute.end()
+    t.queue.submit([encoder.finish()])
+
+
+def one_pass_fresh(t: Target, n: int) -> None:
+    pipeline, create, bind = t.pipeline, t.device.create_bind_group, t.bind
+    x, y = t.grid
+    encoder = t.device.create_command_encoder()
+    compute = encoder.begin_compute_pass()
+    for _ in range(n):
+        compute.set_pipeline(pipeline)
+        compute.set_bind_group(0, create(**bind))
+        compute.dispatch_workgroups(x, y, 1)
+    compute.end()
+    t.queue.submit([encoder.finish()])
+
+
 ISSUERS = {"submit": submit_each, "pass": pass_each, "dispatch": one_pass}
+#: The loops that create the bind group per dispatch (the BIND_PER_DISPATCH variant).
+FRESH_ISSUERS = {"submit": submit_each_fresh, "pass": pass_each_fresh,
+                 "dispatch": one_pass_fresh}
 
 
 def breakdown(t: Target) -> tuple[int, ...]:
