@@ -10,7 +10,7 @@ from multiprocessing import get_context
 import numpy as np
 from conftest import BACKEND, CONFIGS, read_run
 
-from gpuoverhead.cases import TIMESTAMPS
+from gpuoverhead.cases import BIND_PER_DISPATCH, TIMESTAMPS
 from gpuoverhead.drivers import webgpu
 from gpuoverhead.drivers.base import Request
 from gpuoverhead.suite.expand import load_suite
@@ -30,14 +30,16 @@ def test_the_full_suite_s_submit_cases_never_share_a_device_with_large_encoders(
     groups = [g for g in load_suite(CONFIGS / "full.yaml").groups if g.fusion is None]
     assert groups
     for group in groups:
-        sets = [{(c.methodology, c.encoding) for c in cases}
+        sets = [{(c.methodology, c.encoding, c.variant) for c in cases}
                 for cases in webgpu.device_sets(group.cases)]
         assert sum(map(len, webgpu.device_sets(group.cases))) == len(group.cases)
-        small = next(s for s in sets if ("sequential", "submit") in s)
-        assert ("naive", "submit") in small
-        assert not {("sequential", "pass"), ("sequential", "dispatch")} & small
+        small = next(s for s in sets if ("sequential", "submit", "") in s)
+        assert ("naive", "submit", "") in small
+        assert not {("sequential", "pass", ""), ("sequential", "dispatch", "")} & small
+        # The bind-group-per-dispatch twins (the full suite asks for them) apart as well.
         assert sorted(sorted(s) for s in sets if s is not small) == [
-            [("sequential", "dispatch")], [("sequential", "pass")]]
+            [("sequential", e, v)] for e in ("dispatch", "pass", "submit")
+            for v in ("", BIND_PER_DISPATCH) if (e, v) != ("submit", "")]
 
 
 def test_prepare_puts_submit_targets_on_another_device_than_pass_and_dispatch():
@@ -108,7 +110,9 @@ def test_a_ci_run_checks_every_output_and_reports_every_estimate_with_its_device
                for b in info["benchmarks"] if b["processes"]}
     kernels = {("empty", "wgpu-native"), ("empty", "wgpu-native reference"),
                ("add_one", "wgpu-native"), ("add_one", "wgpu-native reference")}
-    assert {k: v for k, v in devices.items() if k in kernels} == dict.fromkeys(kernels, {3})
+    # add_one's bind-group-per-dispatch twins (ci.yaml) have three devices of their own.
+    assert {k: v for k, v in devices.items() if k in kernels} == {
+        **dict.fromkeys(kernels, {3}), ("add_one", "wgpu-native"): {6}}
     assert {k for k, v in devices.items() if v == {1}} == set(devices) - kernels
     pooled = summary[summary.process.isna()]
     for bench in ("empty", "add_one"):
