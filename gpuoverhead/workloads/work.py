@@ -44,6 +44,9 @@ class Work:
     #: (read_loop); None: a unit is waited for instead. The hybrid recurrent step's "read"
     #: is its host stage, so a unit is whole only after it: checks run it after each unit.
     readback: tuple[Callable[[], object], int] | None = None
+    #: A unit that is a host call and no dispatch of `sequences` (the readback workload's
+    #: reads): it ends with its data on the host, so nothing waits after it.
+    host: Callable[[], object] | None = None
 
     @property
     def segmented(self) -> list[tuple[tuple[Step, ...], ...]]:
@@ -176,6 +179,20 @@ def read_loop(step: Callable[[], None], readback: tuple[Callable[[], object], in
                 read()
                 waited += perf_counter_ns() - start
         return (perf_counter_ns() - waited,)
+
+    return op
+
+
+def units_op(unit: Callable[[], object], sync: Callable[[], None]
+             ) -> Callable[[int], tuple[int]]:
+    """The timed op of units issued one call each: N calls, the clock read (issue time),
+    then `sync`."""
+    def op(n: int) -> tuple[int]:
+        for _ in range(n):
+            unit()
+        launched = perf_counter_ns()
+        sync()
+        return (launched,)
 
     return op
 
