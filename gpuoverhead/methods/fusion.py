@@ -214,7 +214,8 @@ def _token_series(view: View, index: int, case: Case, out: Out, pos: np.ndarray,
 #: (numerator's variant, denominator's variant), then per ratio its metric, the sync of the
 #: series it pairs, and which of their values. The fusion speedups: unfused over fused;
 #: sampling's: all logits read back and their argmax taken on the CPU over the argmax on
-#: the GPU and its 4 bytes read back.
+#: the GPU and its 4 bytes read back, one unit each (N = 1: a sampled token's latency, and
+#: a ratio of positive times, where a noisy slope's could cross zero).
 _RATIOS = ((("unfused", "fused"),
             (("fusion_speedup", "wait", 1, "median unfused slope / median fused slope"),
              ("fusion_speedup_synced", "wait", 2,
@@ -222,8 +223,8 @@ _RATIOS = ((("unfused", "fused"),
              ("fusion_gpu_speedup", TIMESTAMPS, 1,
               "median unfused / median fused GPU-time slope"))),
            ((CPU_ARGMAX, GPU_ARGMAX),
-            (("cpu_over_gpu", "wait", 1, f"median {CPU_ARGMAX} slope / median {GPU_ARGMAX} "
-              "slope"),)))
+            (("cpu_over_gpu", "wait", 2, f"median {CPU_ARGMAX} / median {GPU_ARGMAX} wall "
+              "at N=1"),)))
 
 
 #: The wall figure a GPU share divides by, per sync: a slope, or a token loop's per token.

@@ -24,9 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from gpuoverhead.cases import GPU_ARGMAX, HOST_UNITS, READ, Case, Group
+from gpuoverhead.cases import DECODE_KERNEL, GPU_ARGMAX, HOST_UNITS, READ, Case, Group, Kernel
 from gpuoverhead.gpu.targets import grid_for
-from gpuoverhead.suite.shaders import fusion_kernel
 from gpuoverhead.torch_forms import EAGER
 from gpuoverhead.workloads import decode
 from gpuoverhead.workloads.groups import Request
@@ -91,7 +90,7 @@ def webgpu(ctx: Context, group: Group, rng: np.random.Generator) -> dict[Case, W
     n, wg = group.elements, group.workgroup_size
     scores = logits(n, rng)
     shared, want = ctx.buffer(scores), int(np.argmax(scores))
-    argmax_ctx = Context(ctx.device, replace(group, kernel=fusion_kernel("decode")))
+    argmax_ctx = Context(ctx.device, replace(group, kernel=_argmax_kernel(group)))
     works = {}
     for case in group.cases:
         if case.variant == READ:
@@ -107,6 +106,12 @@ def webgpu(ctx: Context, group: Group, rng: np.random.Generator) -> dict[Case, W
             works[case] = _token_work(rng, lambda read=every: np.argmax(
                 read().view(np.float32)), want)
     return works
+
+
+def _argmax_kernel(group: Group) -> Kernel:
+    """The decode step's kernel, shipped beside this workload's (its argmax entry points)."""
+    path = group.kernel.path.with_name(f"{DECODE_KERNEL}.wgsl")
+    return replace(group.kernel, name=DECODE_KERNEL, path=path, source=path.read_text())
 
 
 def _read_work(ctx: Context, n: int, wg: int, held: _Held) -> Work:
