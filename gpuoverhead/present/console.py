@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gpuoverhead import encodings
-from gpuoverhead.cases import HYBRID, NEVER, PIPELINED, SYNCED
+from gpuoverhead.cases import GPU_ARGMAX, HOST_UNITS, HYBRID, NEVER, PIPELINED, SYNCED
 from gpuoverhead.present import format as fmt
 from gpuoverhead.records import AdapterInfo
 from gpuoverhead.results.columns import ERROR
@@ -247,6 +247,27 @@ def host_read_grid(summary: pd.DataFrame) -> Table | None:
     return table
 
 
+def readback_grid(summary: pd.DataFrame) -> Table | None:
+    """Per size (the readback workload): one readback's latency, a token sampled on the GPU
+    (4 bytes read) and on the CPU (every logit read), and the CPU's over the GPU's."""
+    rows = _fusion_rows(summary)
+    rows = rows[rows.variant.isin(HOST_UNITS)] if not rows.empty else rows
+    if rows.empty:
+        return None
+    table = Table(title="Readback and sampling: µs a unit (N = 1); CPU argmax over GPU's")
+    for name in ("benchmark", "bytes", "impl.", *HOST_UNITS, "cpu/gpu (95% CI)"):
+        table.add_column(name, justify="left" if name in ("benchmark", "impl.") else "right")
+    for (bench, elements, impl), part in rows.groupby(["benchmark", "elements",
+                                                      "implementation"], sort=False):
+        picks = [_pick(part, v, "latency_ns") for v in HOST_UNITS]
+        ratio = _pick(part, GPU_ARGMAX, "cpu_over_gpu")
+        table.add_row(str(bench), f"{4 * elements:,}", str(impl),
+                      *(fmt.value(r.value, "time") if r is not None else "—" for r in picks),
+                      fmt.with_ci(ratio.value, ratio.ci_low, ratio.ci_high, "ratio")
+                      if ratio is not None else "—")
+    return table
+
+
 def crossover_grid(summary: pd.DataFrame) -> Table | None:
     """Matmul per size M: issuing cost, synced latency and GPU time of one matmul (µs), then
     the size M where GPU time reaches the overhead."""
@@ -348,7 +369,7 @@ def print_summary(summary: pd.DataFrame) -> None:
         out.print(summary_grid(plain))
     for extra in (implementations_grid(plain), breakdown_grid(plain), fusion_grid(summary),
                   tax_grid(summary), token_loop_grid(summary), host_read_grid(summary),
-                  crossover_grid(summary)):
+                  readback_grid(summary), crossover_grid(summary)):
         if extra is not None:
             out.print(extra)
     print_crossovers(summary)

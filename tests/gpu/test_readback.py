@@ -90,7 +90,7 @@ def test_gpu_timestamps_are_refused(tmp_path):
 def test_the_readback_ci_suite_gives_each_size_and_form_in_each_implementation(tmp_path):
     """configs/readback-ci.yaml on lavapipe and PyTorch on the CPU (each checked in the
     run): per size and form a time per unit and a latency, per size the CPU argmax over the
-    GPU's, intervals never below zero (no speed asserted)."""
+    GPU's, intervals never below zero (no speed asserted), and their table."""
     proc = gpuoverhead("run", "--suite", str(CONFIGS / "readback-ci.yaml"), "--backend",
                        BACKEND, "--implementation", "wgpu-native,torch", "--processes", "1",
                        "--seed", "3", "--out", str(tmp_path), timeout=120)
@@ -112,3 +112,4 @@ def test_the_readback_ci_suite_gives_each_size_and_form_in_each_implementation(t
     latencies = combined[combined.metric.isin(("latency_ns", "cpu_over_gpu"))]
     assert ((latencies.ci_low >= 0) & (latencies.ci_low <= latencies.value)
             & (latencies.value <= latencies.ci_high)).all()
+    assert "Readback and sampling" in proc.stdout
