@@ -1,6 +1,6 @@
 """The readback workload (issue 29): the map+read of each size and argmax sampling on the
-GPU against on the CPU, on lavapipe and PyTorch on the CPU; the checks see zeros, a stale
-read and a wrong argmax."""
+GPU against on the CPU, on lavapipe, PyTorch on the CPU and Chromium where one is here;
+the checks see a stale read and a wrong argmax."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from gpuoverhead.methods import fusion as fusion_method
 from gpuoverhead.suite.expand import load_suite
 from gpuoverhead.workloads import decode, readback
 from gpuoverhead.workloads import registry as workloads
-from gpuoverhead.workloads.work import verify_outputs
+from gpuoverhead.workloads.work import Context, verify_outputs
 
 SUITE = """
 defaults: {n_sweep: [1, 2], gpu_timestamps: false}
@@ -41,9 +41,9 @@ def _group(tmp_path, elements: int):
 
 def test_each_form_reads_what_the_gpu_holds_and_a_stale_read_fails(tmp_path, device,
                                                                    monkeypatch):
-    """After timed units each form matches numpy (the pattern of the seed written after the
-    check before sampling; numpy's argmax); with the kernels no longer run, the values read
-    after a reset are those of the earlier seed, and the check says so."""
+    """After timed units each form matches numpy (the pattern of the seed the kernel wrote
+    after the check before sampling; numpy's argmax); with the kernel no longer run, the
+    values read after a reset are those of the earlier seed, and the check says so."""
     group = _group(tmp_path, 3000)
     wait = waiter(device)
     works = workloads.build(device, group, np.random.default_rng(1), wait)
@@ -52,21 +52,11 @@ def test_each_form_reads_what_the_gpu_holds_and_a_stale_read_fails(tmp_path, dev
         fusion_method.operation(work, device, wait, False)(3)
     assert verify_outputs(works, dict.fromkeys(works, 3)) == []
     case, read = next((c, w) for c, w in works.items() if c.variant == READ)
-    monkeypatch.setattr(readback, "_encoded", lambda device, steps: device
-                        .create_command_encoder())
+    monkeypatch.setattr(Context, "submit", lambda self, steps: None)
     read.reset()  # the next seed's pattern is not written: the buffer keeps the old one
     read.host()
-    with pytest.raises(IntegrityError, match="output check failed"):
-        verify_outputs({case: read}, {case: 1})
-
-
-def test_a_read_of_values_no_kernel_wrote_fails_before_sampling(tmp_path, device,
-                                                                 monkeypatch):
-    monkeypatch.setattr(readback, "_encoded", lambda device, steps: device
-                        .create_command_encoder())
     with pytest.raises(IntegrityError, match="read: output check failed"):
-        workloads.build(device, _group(tmp_path, 64), np.random.default_rng(1),
-                        waiter(device))
+        verify_outputs({case: read}, {case: 1})
 
 
 def test_an_argmax_that_misses_logits_fails_its_check(tmp_path, device, monkeypatch):
