@@ -4,10 +4,13 @@ the checks see a stale read and a wrong argmax."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from conftest import BACKEND, CONFIGS, gpuoverhead, only_run_folder, read_run, write_suite
 
+from gpuoverhead.browser import launcher
 from gpuoverhead.cases import CPU_ARGMAX, GPU_ARGMAX, HOST_UNITS, READ
 from gpuoverhead.drivers import webgpu
 from gpuoverhead.errors import IntegrityError, UserError
@@ -18,6 +21,11 @@ from gpuoverhead.suite.expand import load_suite
 from gpuoverhead.workloads import decode, readback
 from gpuoverhead.workloads import registry as workloads
 from gpuoverhead.workloads.work import Context, verify_outputs
+
+try:
+    BROWSER: str | None = launcher.find(None)
+except UserError:
+    BROWSER = None
 
 SUITE = """
 defaults: {n_sweep: [1, 2], gpu_timestamps: false}
@@ -79,17 +87,19 @@ def test_gpu_timestamps_are_refused(tmp_path):
 
 def test_the_readback_ci_suite_gives_each_size_and_form_in_each_implementation(tmp_path):
     """configs/readback-ci.yaml on lavapipe and PyTorch on the CPU (each checked in the
-    run): per size and form a time per unit and a latency, per size the CPU argmax over the
-    GPU's, intervals never below zero (no speed asserted), and their table."""
+    run; Chromium adds 11 s of browser start-ups, so its page is tested below): per size
+    and form a time per unit and a latency, per size the CPU argmax over the GPU's,
+    intervals never below zero (no speed asserted), and their table."""
+    names = ["wgpu-native", "torch"]
     proc = gpuoverhead("run", "--suite", str(CONFIGS / "readback-ci.yaml"), "--backend",
-                       BACKEND, "--implementation", "wgpu-native,torch", "--processes", "1",
+                       BACKEND, "--implementation", ",".join(names), "--processes", "1",
                        "--seed", "3", "--out", str(tmp_path), timeout=120)
     assert proc.returncode == 0, proc.stderr
     _, summary, info = read_run(only_run_folder(tmp_path))
     assert info["status"] == "complete" and not info["errors"]
     combined = summary[summary.process.isna()]
     implementations = set(combined.implementation)
-    assert len(implementations) == 2 and "wgpu-native" in implementations
+    assert len(implementations) == len(names) and "wgpu-native" in implementations
     for metric in ("per_unit_ns", "latency_ns"):
         rows = combined[combined.metric == metric]
         assert sorted(zip(rows.implementation, rows.variant, rows.elements, strict=True)) == \
@@ -103,3 +113,32 @@ def test_the_readback_ci_suite_gives_each_size_and_form_in_each_implementation(t
     assert ((latencies.ci_low >= 0) & (latencies.ci_low <= latencies.value)
             & (latencies.value <= latencies.ci_high)).all()
     assert "Readback and sampling" in proc.stdout
+
+
+@pytest.mark.skipif(BROWSER is None, reason="no Chromium here")
+def test_in_the_page_each_form_is_checked_and_a_stale_read_or_wrong_argmax_fails(
+        tmp_path, monkeypatch):
+    """In one page (a browser's start-up is seconds; the CLI run above leaves it out for
+    that): each form's staged reads replayed there and checked; with the kernel no longer
+    run, the read after a reset is the earlier seed's; with the reduction over half the
+    logits (the largest last), the GPU's token is wrong."""
+    from gpuoverhead.drivers import chromium
+
+    group = _group(tmp_path, 2 * decode.ARGMAX_ROWS)
+    group = replace(group, cases=chromium.cases(group))
+    assert {c.variant for c in group.cases} == set(HOST_UNITS)
+    monkeypatch.setattr(readback, "logits", lambda n, rng: np.arange(n, dtype=np.float32))
+    with chromium.page(BROWSER, group.kernel.source) as (_, tab):
+        ops, verify, _ = chromium.workload_operations(group, tab, np.random.default_rng(3))
+        for op in ops.values():
+            assert op(2).wall_ns > 0
+        assert verify(dict.fromkeys(ops, 2)) == []
+        monkeypatch.setattr(chromium.PageContext, "submit", lambda self, steps: None)
+        ops, verify, _ = chromium.workload_operations(group, tab, np.random.default_rng(3))
+        for op in ops.values():
+            op(2)
+        with pytest.raises(IntegrityError, match="read: output check failed"):
+            verify(dict.fromkeys(ops, 2))
+        monkeypatch.setattr(decode, "ARGMAX_ROWS", 2 * decode.ARGMAX_ROWS)
+        with pytest.raises(IntegrityError, match=f"{GPU_ARGMAX}: output check failed"):
+            chromium.workload_operations(group, tab, np.random.default_rng(3))
