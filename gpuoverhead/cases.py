@@ -64,6 +64,11 @@ READBACK_EVERY = 16
 #: Variant of the recurrent step with every other stage on the host: the product on the
 #: GPU, the pointwise ops in numpy, the state copied down and up each step (a SYNCED loop).
 HYBRID = "hybrid"
+#: Forms of the readback workload, each unit a host call that ends with its data in numpy
+#: (workloads/readback.py): values read back; their argmax on the GPU and its 4 bytes read
+#: back; all of them read back and their argmax taken on the CPU.
+READ, GPU_ARGMAX, CPU_ARGMAX = "read", "argmax-gpu", "argmax-cpu"
+HOST_UNITS = (READ, GPU_ARGMAX, CPU_ARGMAX)
 
 
 @dataclass(frozen=True)
@@ -85,8 +90,8 @@ class Case:
     layer: str = "wrapper"
     #: Set where the case names its own implementation (the PyTorch baselines).
     implementation: str | None = None
-    #: Fusion: `unfused`, `fused`, (matmul) `single` or (recurrent) HYBRID; the pattern's K,
-    #: L or M is `k`.
+    #: Fusion: `unfused`, `fused`, (matmul) `single`, (recurrent) HYBRID or (readback) one
+    #: of HOST_UNITS; the pattern's K, L or M is `k`.
     #: `reference`: a sequential case of the minimal reference loop (run/plan.py);
     #: BIND_PER_DISPATCH: a sequential case that creates its bind group per dispatch.
     variant: str = ""

@@ -39,6 +39,7 @@ METRICS = {
     "fusion_speedup": _SPEEDUP,
     "fusion_speedup_synced": _SPEEDUP,
     "fusion_gpu_speedup": _SPEEDUP,
+    "cpu_over_gpu": _SPEEDUP,
     "paired_ratio": Metric("ratio", "ratio", "lower"),
     "reference_ratio": Metric("ratio", "ratio", "none"),
     "cpu_ratio": Metric("ratio", "ratio", "lower"),

@@ -9,15 +9,18 @@ completion (`onSubmittedWorkDone`) costs milliseconds, and a short sweep's slope
 that floor's noise.
 
 The fusion patterns of PATTERNS run in the page too: their workload builds its Work through
-a `PageContext` exactly as natively, which records the buffers, pipelines and bind groups as
-data; the page replays each case's units in the native `dispatch` encoding (one pass, one
-submit) and the workload's numpy checks read the buffers back. Their per-unit time over
-wgpu-native's and Dawn's is the browser tax (`browser_tax`, run/finish.py).
+a `PageContext` exactly as natively, which records the buffers, pipelines, bind groups and
+staged reads (the readback workload's units, `PageStaged`) as data; the page replays each
+case's units in the native `dispatch` encoding (one pass, one submit), or its staged
+reads, and the workload's numpy checks read the buffers (or the last read) back. Their
+per-unit time over wgpu-native's and Dawn's is the browser tax (`browser_tax`,
+run/finish.py).
 """
 
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import math
 import signal
@@ -30,7 +33,7 @@ import numpy as np
 
 from gpuoverhead.browser import launcher, server
 from gpuoverhead.browser.cdp import BrowserError, Page
-from gpuoverhead.cases import BIND_PER_DISPATCH, TIMESTAMPS, Case, Group, Suite
+from gpuoverhead.cases import BIND_PER_DISPATCH, HOST_UNITS, TIMESTAMPS, Case, Group, Kernel, Suite
 from gpuoverhead.drivers.base import (
     Job,
     Offer,
@@ -52,7 +55,7 @@ COMPARED = True
 #: browser tax (`browser_tax`, run/finish.py), over each native WebGPU, not only the first.
 TAX_OVER = ("wgpu-native", "dawn")
 #: The fusion patterns the page runs (their Work uses only what PageContext records).
-PATTERNS = ("chain", "loop")
+PATTERNS = ("chain", "loop", "readback")
 
 MIN_LARGEST_N = 512
 #: The same for a fusion pattern, whose N counts units of up to K dispatches each: at the
@@ -142,9 +145,11 @@ def _interrupted(*_: Any) -> None:
 def cases(group: Group) -> tuple[Case, ...]:
     """The group's cases a page runs, with the browser's N sweep (a fusion pattern's: the
     `dispatch` encoding, its sweep scaled to MIN_LARGEST_UNITS with its first N kept, the
-    synced latency's N = 1)."""
+    synced latency's N = 1; a host unit's, the suite's: each unit waits for itself, there
+    is no completion to amortize)."""
     if group.fusion is not None:
-        return tuple(replace(c, n_values=_units(c.n_values)) for c in group.cases
+        return tuple(replace(c, n_values=c.n_values if c.variant in HOST_UNITS else
+                             _units(c.n_values)) for c in group.cases
                      if group.fusion in PATTERNS and c.encoding == "dispatch"
                      and c.implementation is None)
     kept = [c for c in group.cases if c.layer == "wrapper" and c.methodology in (
@@ -247,12 +252,31 @@ class PageContext:
     def __init__(self, tab: Page) -> None:
         self.tab = tab
         self.buffers: list[dict[str, Any]] = []
-        self.pipelines: dict[tuple[str, tuple[tuple[str, int], ...]], int] = {}
+        self.pipelines: dict[tuple[int, str, tuple[tuple[str, int], ...]], int] = {}
         self.bind_groups: list[tuple[int, list[tuple[int, int]]]] = []
+        #: Kernels beside the page's own (module 0), and the staged reads (PageStaged).
+        self.modules: list[str] = []
+        self.hosts: list[dict[str, Any]] = []
+        self.module = 0
 
     def pipeline(self, entry: str, **constants: int) -> int:
-        return self.pipelines.setdefault((entry, tuple(sorted(constants.items()))),
+        return self.pipelines.setdefault((self.module, entry, tuple(sorted(constants.items()))),
                                          len(self.pipelines))
+
+    def with_kernel(self, kernel: Kernel) -> PageContext:
+        other = copy.copy(self)  # the same lists: one plan
+        self.modules.append(kernel.source)
+        other.module = len(self.modules)
+        return other
+
+    def submit(self, steps: tuple[Step, ...]) -> None:
+        self.tab.evaluate(f"gpuo.submit({json.dumps([list(s) for s in steps])})")
+
+    def staged(self, src: int, size: int, steps: tuple[Step, ...] = (), argmax: bool = False
+               ) -> PageStaged:
+        self.hosts.append({"src": src, "size": size, "steps": [list(s) for s in steps],
+                           "argmax": argmax})
+        return PageStaged(self.tab, len(self.hosts) - 1)
 
     def buffer(self, data: np.ndarray, uniform: bool = False) -> int:
         self.buffers.append({"data": _b64(data), "uniform": uniform})
@@ -276,11 +300,30 @@ class PageContext:
     def plan(self, works: dict[Case, Work], timestamps: bool) -> dict[str, Any]:
         """What `gpuo.load` builds: the objects recorded, each case's unit sequences."""
         return {"shader": "kernel.wgsl", "timestamps": timestamps, "buffers": self.buffers,
-                "pipelines": [[entry, dict(constants)] for entry, constants in self.pipelines],
+                "modules": self.modules, "hosts": self.hosts,
+                "pipelines": [[entry, dict(constants), m]
+                              for m, entry, constants in self.pipelines],
                 "bindGroups": self.bind_groups,
                 "cases": [{"sequences": [list(map(list, s)) for s in work.sequences],
-                           "timestamps": case.sync == TIMESTAMPS}
+                           "timestamps": case.sync == TIMESTAMPS,
+                           "host": getattr(work.host, "index", None)}
                           for case, work in works.items()]}
+
+
+class PageStaged:
+    """work.Staged in the page: its units run there (`gpuo.reads`, timed in the page), what
+    the last one got is read from there; `unit` only names it in the plan."""
+
+    def __init__(self, tab: Page, index: int) -> None:
+        self.tab, self.index = tab, index
+        self.unit = self  # the Work's host: the plan's `host` is its index
+
+    def result(self) -> np.ndarray:
+        return np.frombuffer(base64.b64decode(self.tab.evaluate(f"gpuo.last({self.index})")),
+                             np.uint32)
+
+    def forget(self) -> None:
+        self.tab.evaluate(f"gpuo.forget({self.index})")
 
 
 def _b64(data: np.ndarray) -> str:
@@ -309,6 +352,9 @@ def workload_operations(group: Group, tab: Page, rng: np.random.Generator
 
 def _replay(tab: Page, index: int, case: Case, work: Work) -> Callable[[int], SelfTimed]:
     evaluate, timed, done = tab.evaluate, case.sync == TIMESTAMPS, work.units_done
+    if work.host is not None:  # staged reads, timed in the page: no issue time of their own
+        host = work.host.index  # type: ignore[attr-defined]
+        return lambda n: SelfTimed(*evaluate(f"gpuo.reads({host}, {n})")[:2], None)
 
     def op(n: int) -> SelfTimed:
         wall, issue, gpu = evaluate(f"gpuo.replay({index}, {n}, {done[0]})")

@@ -29,8 +29,11 @@ import numpy as np
 from gpuoverhead.analysis.samples import by_round
 from gpuoverhead.analysis.series import Key, Out, Series, View, add_fits
 from gpuoverhead.cases import (
+    CPU_ARGMAX,
     DECODE_KERNEL,
     FUSION,
+    GPU_ARGMAX,
+    HOST_UNITS,
     HYBRID,
     NEVER,
     READ_LOOPS,
@@ -40,7 +43,7 @@ from gpuoverhead.cases import (
 )
 from gpuoverhead.methods.timestamps import PassTimer
 from gpuoverhead.workloads.decode_model import MODELS, bytes_per_token
-from gpuoverhead.workloads.work import Work, read_loop
+from gpuoverhead.workloads.work import Work, read_loop, units_op
 
 #: Not a suite's methodology: a benchmark names a `fusion` workload instead of a kernel,
 #: and the workload lays out its cases (workloads/groups.py).
@@ -71,6 +74,8 @@ def operation(work: Work, device: Any, wait: Callable[[], None], timestamps: boo
 
         return timed
 
+    if work.host is not None:  # a host call that ends with its data read: nothing to wait
+        return units_op(work.host, lambda: None)
     issue = _issuer(work, device, encoding, one_pass)
     if work.readback is not None:  # a host-read loop: a step issued at a time
         return read_loop(lambda: issue(1), work.readback)
@@ -159,8 +164,9 @@ def series(view: View, index: int, case: Case, out: Out) -> None:
         metrics: tuple[str, ...] = ("gpu_ns", "gpu_fixed_ns")
     else:
         matrix, metrics = by_round(walls, n), ("per_unit_ns", "fixed_ns")
-        add_fits(out, case, n, view.issue(pos, index), round_times, ("cpu_per_unit_ns",),
-                  "round-median theil-sen of issue time (clock read before the wait)")
+        if case.variant not in HOST_UNITS:  # a host unit's issue time is its wall
+            add_fits(out, case, n, view.issue(pos, index), round_times, ("cpu_per_unit_ns",),
+                     "round-median theil-sen of issue time (clock read before the wait)")
     slope = add_fits(out, case, n, matrix, round_times, metrics, "round-median theil-sen")
     if case.sync == TIMESTAMPS:
         _floor_multiple(view, case, out, slope, round_times)
@@ -204,12 +210,21 @@ def _token_series(view: View, index: int, case: Case, out: Out, pos: np.ndarray,
     view.units[case] = (case, wall[whole], None, round_times[whole])
 
 
-#: Fusion ratios: metric, the sync of the series they pair, and which of its values.
-_FUSION_RATIOS = (("fusion_speedup", "wait", 1, "median unfused slope / median fused slope"),
-                  ("fusion_speedup_synced", "wait", 2,
-                   "median unfused / median fused wall at N=1"),
-                  ("fusion_gpu_speedup", TIMESTAMPS, 1,
-                   "median unfused / median fused GPU-time slope"))
+#: Ratios of one form over another of the same K, sync and encoding, on the second form:
+#: (numerator's variant, denominator's variant), then per ratio its metric, the sync of the
+#: series it pairs, and which of their values. The fusion speedups: unfused over fused;
+#: sampling's: all logits read back and their argmax taken on the CPU over the argmax on
+#: the GPU and its 4 bytes read back, one unit each (N = 1: a sampled token's latency, and
+#: a ratio of positive times, where a noisy slope's could cross zero).
+_RATIOS = ((("unfused", "fused"),
+            (("fusion_speedup", "wait", 1, "median unfused slope / median fused slope"),
+             ("fusion_speedup_synced", "wait", 2,
+              "median unfused / median fused wall at N=1"),
+             ("fusion_gpu_speedup", TIMESTAMPS, 1,
+              "median unfused / median fused GPU-time slope"))),
+           ((CPU_ARGMAX, GPU_ARGMAX),
+            (("cpu_over_gpu", "wait", 2, f"median {CPU_ARGMAX} / median {GPU_ARGMAX} wall "
+              "at N=1"),)))
 
 
 #: The wall figure a GPU share divides by, per sync: a slope, or a token loop's per token.
@@ -227,21 +242,22 @@ def _twin(units: Units, case: Case, **fields: Any) -> tuple | None:
 
 
 def _ratios(out: dict[Key, Series], units: Units) -> None:
-    """Fusion speedups, on the fused case: unfused (of the same K, sync and encoding) over
-    fused, rounds paired for the CI; and each form's GPU share (GPU time of its one-pass
+    """The _RATIOS (the fusion speedups on the fused case, sampling's on the GPU argmax),
+    rounds paired for the CI; and each form's GPU share (GPU time of its one-pass
     timestamps twin over its wall slope)."""
-    for case, fused in units.items():
-        unfused = _twin(units, case, variant="unfused", sync=case.sync, encoding=case.encoding)
-        if case.variant != "fused" or unfused is None:
-            continue
-        for metric, wanted, part, estimator in _FUSION_RATIOS:
-            top, bottom = unfused[part], fused[part]
-            if case.sync != wanted or top is None or bottom is None:
+    for (over, under), ratios in _RATIOS:
+        for case, mine in units.items():
+            other = _twin(units, case, variant=over, sync=case.sync, encoding=case.encoding)
+            if case.variant != under or other is None:
                 continue
-            r = min(len(top), len(bottom))
-            if r:
-                out[Key(case, metric, "ratio", estimator)] = Series(
-                    top[:r], fused[3][:r], r, denominator=bottom[:r])
+            for metric, wanted, part, estimator in ratios:
+                top, bottom = other[part], mine[part]
+                if case.sync != wanted or top is None or bottom is None:
+                    continue
+                r = min(len(top), len(bottom))
+                if r:
+                    out[Key(case, metric, "ratio", estimator)] = Series(
+                        top[:r], mine[3][:r], r, denominator=bottom[:r])
     for case, wall in units.items():
         gpu = _twin(units, case, variant=case.variant, implementation=case.implementation,
                    sync=TIMESTAMPS)

@@ -12,8 +12,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from gpuoverhead import encodings
-from gpuoverhead.cases import BIND_PER_DISPATCH, HYBRID, NEVER, PIPELINED, SYNCED
+from gpuoverhead.cases import (
+    BIND_PER_DISPATCH,
+)
 from gpuoverhead.present import format as fmt
+from gpuoverhead.present import workload_grids
 from gpuoverhead.records import AdapterInfo
 from gpuoverhead.results.columns import ERROR
 
@@ -126,179 +129,14 @@ def bind_group_grid(summary: pd.DataFrame) -> Table | None:
                                                        "implementation"], sort=False):
         label = f"{bench} {elements:,} el."
         for _, one in part.groupby("encoding", sort=False):
-            cpu, cost = _pick(one, BIND_PER_DISPATCH, "cpu_per_dispatch_ns"), \
-                _pick(one, BIND_PER_DISPATCH, "bind_group_ns")
+            cpu, cost, ratio = (workload_grids.pick(one, BIND_PER_DISPATCH, metric) for metric
+                                in ("cpu_per_dispatch_ns", "bind_group_ns", "bind_group_ratio"))
             table.add_row(label, str(impl), str(one.encoding.iloc[0]),
                           fmt.value(cpu.value, cpu.hint) if cpu is not None else "",
                           *((fmt.value(cost.value, cost.hint), fmt.interval(cost))
                             if cost is not None else ("", "")),
-                          *_ratio_cells(_pick(one, BIND_PER_DISPATCH, "bind_group_ratio")))
+                          *workload_grids.ratio_cells(ratio))
             label, impl = "", ""
-        table.add_section()
-    return table
-
-
-def _fusion_rows(summary: pd.DataFrame) -> pd.DataFrame:
-    if "variant" not in summary:
-        return summary.iloc[0:0]
-    return summary[(summary["methodology"] == "fusion") & summary["process"].isna()]
-
-
-def _pick(part: pd.DataFrame, variant: str, metric: str) -> Any:
-    hit = part[(part.variant == variant) & (part.metric == metric)]
-    return hit.iloc[0] if not hit.empty else None
-
-
-def _ratio_cells(r: Any) -> list[str]:
-    if r is None:
-        return ["", ""]
-    return [fmt.value(r.value, "ratio"),
-            f"{fmt.value(r.ci_low, 'ratio')}–{fmt.value(r.ci_high, 'ratio')}"]
-
-
-def fusion_grid(summary: pd.DataFrame) -> Table | None:
-    """Per fusion case: one unit of work unfused and fused (slopes: the wait amortized), the
-    speedup with its CI, and the speedups when each unit is synced and on the GPU."""
-    rows = _fusion_rows(summary)
-    rows = rows[rows.variant.isin(("fused", "unfused"))]
-    if rows.empty:
-        return None
-    table = Table(title="Fusion: one unit of work (µs), unfused / fused speedups")
-    for name in ("benchmark", "impl.", "k", "encoding", "unfused", "fused", "speedup",
-                 "95% CI", "synced", "GPU"):
-        table.add_column(name, justify="left" if name in ("benchmark", "impl.", "encoding")
-                         else "right")
-    for (bench, elements), group in rows.groupby(["benchmark", "elements"], sort=False):
-        label = f"{bench} {elements:,} el."
-        # A family's unfused and fused forms may be two implementations (PyTorch: eager,
-        # and a CUDA graph or torch.compile). GPU time (a timestamps twin) is measured in
-        # one encoding and shown with it.
-        for (_, k, encoding), both in group.groupby(["family", "k", "encoding"], sort=False):
-            unfused_rows = both[both.variant == "unfused"]
-            fused_rows = both[both.variant == "fused"]
-            # A row per fused form (PyTorch has two: a CUDA graph and torch.compile).
-            for _, fused_part in (fused_rows.groupby("implementation", sort=False, dropna=False)
-                                  if not fused_rows.empty else [(None, fused_rows)]):
-                part = pd.concat([unfused_rows, fused_part])
-                impl = " / ".join(dict.fromkeys(part["implementation"]))
-                unfused, fused = (_pick(part, v, "per_unit_ns") for v in ("unfused", "fused"))
-                table.add_row(label, str(impl), str(k), str(encoding),
-                              *(fmt.value(r.value, "time") if r is not None else "—"
-                                for r in (unfused, fused)),
-                              *_ratio_cells(_pick(part, "fused", "fusion_speedup")),
-                              *(_ratio_cells(_pick(part, "fused", m))[0]
-                                for m in ("fusion_speedup_synced", "fusion_gpu_speedup")))
-                label = ""
-        table.add_section()
-    return table
-
-
-def tax_grid(summary: pd.DataFrame) -> Table | None:
-    """Per fusion case the browser ran: its per-unit time over each native WebGPU
-    implementation's (`browser_tax`, the row's `call`), with the interval over pairs."""
-    rows = _fusion_rows(summary)
-    rows = rows[rows.metric == "browser_tax"] if not rows.empty else rows
-    if rows.empty:
-        return None
-    table = Table(title="Browser tax: one unit of work in the browser over native WebGPU")
-    for name in ("benchmark", "impl.", "k", "form", "over", "tax", "95% CI"):
-        table.add_column(name, justify="left" if name in ("benchmark", "impl.", "form",
-                                                          "over") else "right")
-    for (bench, elements), part in rows.groupby(["benchmark", "elements"], sort=False):
-        label = f"{bench} {elements:,} el."
-        for r in part.itertuples():
-            table.add_row(label, str(r.implementation), str(r.k), str(r.variant), str(r.call),
-                          *_ratio_cells(r))
-            label = ""
-        table.add_section()
-    return table
-
-
-def token_loop_grid(summary: pd.DataFrame) -> Table | None:
-    """Per decode form and encoding: tokens per second of the token loop (synced, pipelined)
-    and from the slope, CPU per token in each loop, GPU per token and its floor multiple."""
-    rows = _fusion_rows(summary)
-    looped = rows[rows.sync.isin((SYNCED, PIPELINED)) & (rows.metric == "tokens_per_s")] \
-        if not rows.empty else rows  # the recurrent step's loops give no tokens
-    if looped.empty:
-        return None
-    rows = rows[rows.benchmark.isin(set(looped.benchmark))]
-    table = Table(title="Decode token loop: tokens/s, CPU and GPU per token (µs)")
-    columns = ("benchmark", "impl.", "k", "form", "encoding", "synced", "pipelined", "slope",
-               "cpu synced", "cpu pipel.", "GPU", "floor x")
-    for name in columns:
-        table.add_column(name, justify="left" if name in columns[:5] else "right")
-    cells = (("synced", "tokens_per_s", "rate"), ("pipelined", "tokens_per_s", "rate"),
-             ("wait", "tokens_per_s", "rate"), ("synced", "cpu_per_token_ns", "time"),
-             ("pipelined", "cpu_per_token_ns", "time"), ("timestamps", "gpu_ns", "time"),
-             ("timestamps", "floor_multiple", "ratio"))
-    for keys, part in rows.groupby(["benchmark", "elements", "implementation", "k",
-                                    "variant"], sort=False):
-        gpu = part[part.sync == "timestamps"]
-        for encoding, mine in part[part.sync != "timestamps"].groupby("encoding", sort=False):
-            mine = pd.concat([mine, gpu])
-            picked = [mine[(mine.sync == sync) & (mine.metric == metric)]
-                      for sync, metric, _ in cells]
-            table.add_row(f"{keys[0]} {keys[1]:,} el.", str(keys[2]), str(keys[3]),
-                          str(keys[4]), str(encoding),
-                          *(fmt.value(hit.value.iloc[0], hint) if not hit.empty else "—"
-                            for hit, (_, _, hint) in zip(picked, cells, strict=True)))
-    return table
-
-
-def host_read_grid(summary: pd.DataFrame) -> Table | None:
-    """Per form with host-read loops (the recurrent step's `host_reads`): its step in the
-    loop that reads only after its last (µs), each read form's slowdown over that, and the
-    hybrid step's over the unfused one's, each with its interval."""
-    rows = _fusion_rows(summary)
-    rows = rows[rows.metric.isin(("step_ns", "sync_slowdown", "hybrid_slowdown"))] \
-        if not rows.empty else rows
-    if rows.empty:
-        return None
-    table = Table(title="Host reads in a loop: µs a step unread; slowdown reading "
-                        "every step, every 16, and the hybrid step (95% CI)")
-    for name in ("benchmark", "impl.", "form", "unread", "synced", "pipelined", "hybrid"):
-        table.add_column(name, justify="left" if name in ("benchmark", "impl.", "form")
-                         else "right")
-    for (bench, elements, impl), part in rows.groupby(["benchmark", "elements",
-                                                      "implementation"], sort=False):
-        for variant in ("unfused", "fused"):
-            base = _pick(part[part.sync == NEVER], variant, "step_ns")
-            if base is None:
-                continue
-            picks = [_pick(part[part.sync == s], variant, "sync_slowdown")
-                     for s in (SYNCED, PIPELINED)]
-            picks.append(_pick(part, HYBRID, "hybrid_slowdown") if variant == "unfused"
-                         else None)
-            table.add_row(f"{bench} {elements:,} el.", str(impl), variant,
-                          fmt.value(base.value, "time"),
-                          *(fmt.with_ci(r.value, r.ci_low, r.ci_high, "ratio")
-                            if r is not None else "—" for r in picks))
-    return table
-
-
-def crossover_grid(summary: pd.DataFrame) -> Table | None:
-    """Matmul per size M: issuing cost, synced latency and GPU time of one matmul (µs), then
-    the size M where GPU time reaches the overhead."""
-    rows = _fusion_rows(summary)
-    rows = rows[rows.variant.isin(("single", "crossover"))]
-    if rows.empty:
-        return None
-    table = Table(title="Matmul: where GPU time overtakes dispatch overhead (µs)")
-    for name in ("benchmark", "impl.", "M", "per dispatch", "synced", "GPU"):
-        table.add_column(name, justify="left" if name in ("benchmark", "impl.") else "right")
-    for (bench, impl), group in rows.groupby(["benchmark", "implementation"], sort=False):
-        label = str(bench)
-        for k, part in group[group.variant == "single"].groupby("k", sort=True):
-            cells = [_pick(part, "single", m) for m in ("per_unit_ns", "latency_ns", "gpu_ns")]
-            table.add_row(label, str(impl), str(k),
-                          *(fmt.value(r.value, "time") if r is not None else "—" for r in cells))
-            label = ""
-        for r in group[group.variant == "crossover"].itertuples():
-            size = f"{r.value:.0f} [{r.ci_low:.0f}–{r.ci_high:.0f}]" \
-                if math.isfinite(r.value) else "not reached"
-            table.add_row("", str(impl), "crossover" if r.metric == "crossover_size"
-                          else "crossover, synced", size, "", "")
         table.add_section()
     return table
 
@@ -377,9 +215,7 @@ def print_summary(summary: pd.DataFrame) -> None:
     if not plain.empty:
         out.print(summary_grid(plain))
     for extra in (implementations_grid(plain), bind_group_grid(plain), breakdown_grid(plain),
-                  fusion_grid(summary),
-                  tax_grid(summary), token_loop_grid(summary), host_read_grid(summary),
-                  crossover_grid(summary)):
+                  *workload_grids.grids(summary)):
         if extra is not None:
             out.print(extra)
     print_crossovers(summary)

@@ -41,7 +41,7 @@ from gpuoverhead.workloads.decode_model import (
 )
 from gpuoverhead.workloads.groups import Request
 from gpuoverhead.workloads.torch_ops import graph_of
-from gpuoverhead.workloads.work import Context, Work, counted, reads_every
+from gpuoverhead.workloads.work import Context, Step, Work, counted, reads_every
 
 #: Whether PyTorch's forms get GPU times (CUDA events) on CUDA.
 GPU_TIMES = True
@@ -201,15 +201,7 @@ class Engine:
                 for (a, b), weights in zip(self.chunks, self.head, strict=True)]
 
     def _argmax(self, logits: Any, token: Any) -> list[Any]:
-        """The greedy choice of the next token into `token`: each workgroup's best of
-        ARGMAX_ROWS logits, then the best of those."""
-        vocab, ctx = self.w.shape.vocab, self.ctx
-        blocks = -(-vocab // ARGMAX_ROWS)
-        best = ctx.buffer(np.zeros(2 * blocks, np.float32))
-        return [ctx.step(self._p("argmax_part", ROWS=vocab, WG=DECODE_WG),
-                         {0: logits, 3: best}, (blocks, 1)),
-                ctx.step(self._p("argmax", NB=blocks, WG=DECODE_WG), {0: best, 11: token},
-                         (1, 1))]
+        return argmax_steps(self.ctx, logits, token, self.w.shape.vocab)
 
     def _matvec(self, w: Any, v: Any, bias: Any, y: Any, rows: int, cols: int) -> Any:
         return self._mv("matvec", {W: w, 8: v, 2: bias, 3: y}, rows, cols)
@@ -259,6 +251,18 @@ class Engine:
                      f, h),
             self._mv("matvec_add", {W: layer["wdown"], 8: b["a"], 3: b["x"]}, h, f),
         ]
+
+
+def argmax_steps(ctx: Context, logits: Any, token: Any, vocab: int) -> list[Step]:
+    """The greedy choice over `vocab` logits into `token` (one u32), in a Context of this
+    kernel: each workgroup's best of ARGMAX_ROWS logits, then the best of those (the token
+    loop's, and the readback workload's sampling on the GPU)."""
+    blocks = -(-vocab // ARGMAX_ROWS)
+    best = ctx.buffer(np.zeros(2 * blocks, np.float32))
+    return [ctx.step(ctx.pipeline("argmax_part", ROWS=vocab, WG=DECODE_WG),
+                     {0: logits, 3: best}, (blocks, 1)),
+            ctx.step(ctx.pipeline("argmax", NB=blocks, WG=DECODE_WG), {0: best, 11: token},
+                     (1, 1))]
 
 
 def rope_table(head_dim: int, position: int) -> np.ndarray:

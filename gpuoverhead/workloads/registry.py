@@ -22,11 +22,21 @@ from gpuoverhead.analysis.combine import Row
 from gpuoverhead.analysis.series import Key
 from gpuoverhead.cases import HYBRID, READ_LOOPS, TIMESTAMPS, Case, Group
 from gpuoverhead.torch_forms import EAGER
-from gpuoverhead.workloads import chain, decode, loop, matmul, recurrent, rmsnorm, torch_ops
+from gpuoverhead.workloads import (
+    chain,
+    decode,
+    loop,
+    matmul,
+    readback,
+    recurrent,
+    rmsnorm,
+    torch_ops,
+)
 from gpuoverhead.workloads.work import Context, Work, check, issue
 
 WORKLOADS: dict[str, ModuleType] = {"chain": chain, "loop": loop, "rmsnorm": rmsnorm,
-                                    "matmul": matmul, "decode": decode, "recurrent": recurrent}
+                                    "matmul": matmul, "decode": decode, "recurrent": recurrent,
+                                    "readback": readback}
 
 
 def build(device: Any, group: Group, rng: np.random.Generator, wait: Callable[[], None]
@@ -36,8 +46,11 @@ def build(device: Any, group: Group, rng: np.random.Generator, wait: Callable[[]
     works = WORKLOADS[group.fusion].webgpu(ctx, group, rng)  # type: ignore[index]
 
     def one(_: Case, work: Work) -> None:
-        issue(ctx, work, 1)
-        wait()
+        if work.host is not None:
+            work.host()
+        else:
+            issue(ctx, work, 1)
+            wait()
         if work.readback is not None:
             work.readback[0]()  # a unit ends with its read (the hybrid's host stage)
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from time import perf_counter_ns
 from typing import Any
 
 import numpy as np
 
 from gpuoverhead.cases import TIMESTAMPS, Case, Group
 from gpuoverhead.torch_forms import COMPILE, device_name
-from gpuoverhead.workloads.work import Work, check, read_loop, verify_outputs
+from gpuoverhead.workloads.work import Work, check, read_loop, units_op, verify_outputs
 
 #: A workload's PyTorch build: (group, rng, device, torch) -> per case a maker of its unit
 #: (called once: it compiles or captures), and per case its output as a Work.
@@ -76,7 +75,7 @@ def built(group: Group, units: dict, outputs: dict, sync: Callable[[], None],
         timings[case.id] = round(time.perf_counter() - start, 6)
         check(case, outputs[case], 1, "before sampling, one unit")
         ops[case] = (timed(unit) if timed and case.sync == TIMESTAMPS else
-                     _op(unit, sync) if readback is None else read_loop(unit, readback))
+                     units_op(unit, sync) if readback is None else read_loop(unit, readback))
         kept.append(case)
     for case in kept:
         outputs[case].reset()
@@ -85,17 +84,6 @@ def built(group: Group, units: dict, outputs: dict, sync: Callable[[], None],
         return verify_outputs({case: outputs[case] for case in kept}, counts)
 
     return replace(group, cases=tuple(kept)), ops, verify
-
-
-def _op(unit: Callable[[], None], sync: Callable[[], None]) -> Callable[[int], tuple[int]]:
-    def op(n: int) -> tuple[int]:
-        for _ in range(n):
-            unit()
-        launched = perf_counter_ns()
-        sync()
-        return (launched,)
-
-    return op
 
 
 def _timed(unit: Callable[[], None], sync: Callable[[], None], torch: Any

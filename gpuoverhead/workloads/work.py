@@ -5,6 +5,7 @@ inputs; after: what the timed units left behind, and the fused form against the 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from time import perf_counter_ns
@@ -12,12 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from gpuoverhead.cases import PIPELINED, READBACK_EVERY, SYNCED, Case, Group
+from gpuoverhead.cases import PIPELINED, READBACK_EVERY, SYNCED, Case, Group, Kernel
 from gpuoverhead.errors import IntegrityError, UserError
 from gpuoverhead.gpu.targets import binding_of, shader_message
 
 #: One dispatch of a unit: pipeline, bind group (made for that pipeline), grid x and y.
 Step = tuple[Any, Any, int, int]
+#: What an argmax readback holds before its first unit (no vocabulary reaches 2^32).
+NO_TOKEN = 0xFFFFFFFF
 
 
 @dataclass
@@ -44,6 +47,9 @@ class Work:
     #: (read_loop); None: a unit is waited for instead. The hybrid recurrent step's "read"
     #: is its host stage, so a unit is whole only after it: checks run it after each unit.
     readback: tuple[Callable[[], object], int] | None = None
+    #: A unit that is a host call and no dispatch of `sequences` (the readback workload's
+    #: reads): it ends with its data on the host, so nothing waits after it.
+    host: Callable[[], object] | None = None
 
     @property
     def segmented(self) -> list[tuple[tuple[Step, ...], ...]]:
@@ -95,6 +101,68 @@ class Context:
 
     def writer(self, buf: Any, data: np.ndarray) -> Callable[[], None]:
         return lambda: self.queue.write_buffer(buf, 0, np.ascontiguousarray(data))
+
+    def with_kernel(self, kernel: Kernel) -> Context:
+        """A Context on the same device compiling another shipped kernel (the readback
+        workload's argmax is the decode step's)."""
+        other = copy.copy(self)
+        other.kernel, other.module, other.pipelines = kernel, None, {}
+        return other
+
+    def submit(self, steps: tuple[Step, ...]) -> None:
+        """`steps` in one pass and submit, outside any timed region (not waited for)."""
+        self.queue.submit([encoded(self.device, steps).finish()])
+
+    def staged(self, src: Any, size: int, steps: tuple[Step, ...] = (), argmax: bool = False
+               ) -> Staged:
+        return Staged(self, src, size, steps, argmax)
+
+
+class Staged:
+    """A readback as an engine makes it, one per `unit()`: `steps` (if any) and the copy of
+    `src`'s first `size` bytes into a MAP_READ buffer made once, one submit; the map, the
+    bytes copied out, the unmap; with `argmax`, numpy's argmax of them as f32. `result()`
+    is what the last unit got, as u32 values (after `forget`, NO_TOKEN in each)."""
+
+    def __init__(self, ctx: Context, src: Any, size: int, steps: tuple[Step, ...],
+                 argmax: bool) -> None:
+        usage, mode = ctx.api.BufferUsage, ctx.api.MapMode.READ
+        staging = ctx.device.create_buffer(size=size, usage=usage.MAP_READ | usage.COPY_DST)
+        device, queue, self.argmax = ctx.device, ctx.queue, argmax
+        self.forget()
+
+        def unit() -> None:
+            encoder = encoded(device, steps)
+            encoder.copy_buffer_to_buffer(src, 0, staging, 0, size)
+            queue.submit([encoder.finish()])
+            staging.map_sync(mode)
+            out = np.frombuffer(staging.read_mapped(0, size), np.uint8)
+            staging.unmap()
+            self.last = np.argmax(out.view(np.float32)) if argmax else out
+
+        self.unit, self.size = unit, size
+
+    def forget(self) -> None:
+        self.last: Any = NO_TOKEN if self.argmax else None
+
+    def result(self) -> np.ndarray:
+        if self.argmax:
+            return np.array([self.last], np.uint32)
+        return np.full(self.size // 4, NO_TOKEN, np.uint32) if self.last is None else \
+            self.last.view(np.uint32)
+
+
+def encoded(device: Any, steps: tuple[Step, ...]) -> Any:
+    """A command encoder with `steps` in one compute pass (none: no pass)."""
+    encoder = device.create_command_encoder()
+    if steps:
+        compute = encoder.begin_compute_pass()
+        for pipeline, bind_group, x, y in steps:
+            compute.set_pipeline(pipeline)
+            compute.set_bind_group(0, bind_group)
+            compute.dispatch_workgroups(x, y, 1)
+        compute.end()
+    return encoder
 
 
 def verify_outputs(works: dict[Case, Work], counts: dict[Case, int]) -> list[str]:
@@ -176,6 +244,20 @@ def read_loop(step: Callable[[], None], readback: tuple[Callable[[], object], in
                 read()
                 waited += perf_counter_ns() - start
         return (perf_counter_ns() - waited,)
+
+    return op
+
+
+def units_op(unit: Callable[[], object], sync: Callable[[], None]
+             ) -> Callable[[int], tuple[int]]:
+    """The timed op of units issued one call each: N calls, the clock read (issue time),
+    then `sync`."""
+    def op(n: int) -> tuple[int]:
+        for _ in range(n):
+            unit()
+        launched = perf_counter_ns()
+        sync()
+        return (launched,)
 
     return op
 

@@ -10,8 +10,8 @@ from rich.console import Console
 
 from gpuoverhead import metrics
 from gpuoverhead.present import format as fmt
-from gpuoverhead.present.console import host_read_grid, token_loop_grid
 from gpuoverhead.present.report import CROSSOVER_FIGURES, FIGURES
+from gpuoverhead.present.workload_grids import host_read_grid, token_loop_grid
 
 
 @pytest.mark.parametrize(("v", "hint", "want"), [

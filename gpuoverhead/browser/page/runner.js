@@ -185,18 +185,61 @@ const gpuo = {
       device.queue.writeBuffer(buffer, 0, bytes);
       return buffer;
     });
+    const modules = [module, ...plan.modules.map((code) => device.createShaderModule({code}))];
     const pipelines = [];
-    for (const [entry, constants] of plan.pipelines) {
-      pipelines.push(await this.pipelineOf(module, entry, constants));
+    for (const [entry, constants, m] of plan.pipelines) {
+      pipelines.push(await this.pipelineOf(modules[m], entry, constants));
     }
     const groups = plan.bindGroups.map(([p, entries]) => device.createBindGroup({
       layout: pipelines[p].getBindGroupLayout(0),
       entries: entries.map(([binding, b]) => ({binding, resource: {buffer: this.buffers[b]}}))}));
+    this.steps = (s) => s.map(([p, g, x, y]) => [pipelines[p], groups[g], x, y]);
     this.works = plan.cases.map(({sequences, timestamps: stamped}) => ({stamped,
-      sequences: sequences.map((s) => s.map(([p, g, x, y]) => [pipelines[p], groups[g], x, y]))}));
+      sequences: sequences.map(this.steps)}));
+    this.hosts = plan.hosts.map(({src, size, steps, argmax}) => ({src: this.buffers[src], size,
+      argmax, steps: this.steps(steps), last: null, staging: device.createBuffer({size,
+        usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST})}));
     await device.queue.onSubmittedWorkDone();
     return {timestamps};
   },
+
+  // Dispatches [pipeline, bind group, x, y] in one pass and submit, outside any timed region.
+  async submit(steps) {
+    const encoder = this.device.createCommandEncoder();
+    encode(encoder, this.steps(steps));
+    this.device.queue.submit([encoder.finish()]);
+    await this.device.queue.onSubmittedWorkDone();
+  },
+
+  // N units of staged read h (work.Staged): its dispatches and the copy into its MAP_READ
+  // buffer in one submit, the map, the bytes copied out, the unmap, and with `argmax` the
+  // index of the largest f32. [wall ns, the same as issue ns, -1]: each unit waits itself.
+  async reads(h, n) {
+    const r = this.hosts[h], device = this.device;
+    const t0 = performance.now();
+    for (let k = 0; k < n; k++) {
+      const encoder = device.createCommandEncoder();
+      encode(encoder, r.steps);
+      encoder.copyBufferToBuffer(r.src, 0, r.staging, 0, r.size);
+      device.queue.submit([encoder.finish()]);
+      await r.staging.mapAsync(GPUMapMode.READ);
+      const bytes = r.staging.getMappedRange().slice(0);
+      r.staging.unmap();
+      r.last = r.argmax ? argmax(new Float32Array(bytes)) : bytes;
+    }
+    const wall = ns(performance.now() - t0);
+    return [wall, wall, -1];
+  },
+
+  // What staged read h's last unit got, as base64 u32 values (NO_TOKEN in each before one).
+  last(h) {
+    const r = this.hosts[h];
+    const values = r.last === null ? new Uint32Array(r.argmax ? 1 : r.size / 4).fill(0xFFFFFFFF)
+      : r.argmax ? Uint32Array.of(r.last) : new Uint32Array(r.last);
+    return toBase64(new Uint8Array(values.buffer));
+  },
+
+  forget(h) { this.hosts[h].last = null; },
 
   // Units u .. u + n of work i (unit k runs its sequence k % period) in one compute pass and
   // one submit, as the native fusion issuer's `dispatch` encoding does; waited for, or read
@@ -263,6 +306,24 @@ const gpuo = {
 };
 
 function ns(ms) { return Math.round(ms * 1e6); }
+
+// `steps` ([pipeline, bind group, x, y]) in one compute pass of `encoder` (none: no pass).
+function encode(encoder, steps) {
+  if (!steps.length) return;
+  const pass = encoder.beginComputePass();
+  for (const [pipeline, group, x, y] of steps) {
+    pass.setPipeline(pipeline); pass.setBindGroup(0, group);
+    pass.dispatchWorkgroups(x, y, 1);
+  }
+  pass.end();
+}
+
+// The index of the largest value (the first of equals, as numpy's argmax).
+function argmax(values) {
+  let best = 0;
+  for (let k = 1; k < values.length; k++) if (values[k] > values[best]) best = k;
+  return best;
+}
 
 function fromBase64(text) { return Uint8Array.from(atob(text), (ch) => ch.charCodeAt(0)); }
 
