@@ -22,11 +22,21 @@ from gpuoverhead.analysis.combine import Row
 from gpuoverhead.analysis.series import Key
 from gpuoverhead.cases import HYBRID, READ_LOOPS, TIMESTAMPS, Case, Group
 from gpuoverhead.torch_forms import EAGER
-from gpuoverhead.workloads import chain, decode, loop, matmul, recurrent, rmsnorm, torch_ops
+from gpuoverhead.workloads import (
+    chain,
+    decode,
+    loop,
+    matmul,
+    population,
+    recurrent,
+    rmsnorm,
+    torch_ops,
+)
 from gpuoverhead.workloads.work import Context, Work, check, issue
 
-WORKLOADS: dict[str, ModuleType] = {"chain": chain, "loop": loop, "rmsnorm": rmsnorm,
-                                    "matmul": matmul, "decode": decode, "recurrent": recurrent}
+WORKLOADS: dict[str, ModuleType] = {"chain": chain, "loop": loop, "population": population,
+                                    "rmsnorm": rmsnorm, "matmul": matmul, "decode": decode,
+                                    "recurrent": recurrent}
 
 
 def build(device: Any, group: Group, rng: np.random.Generator, wait: Callable[[], None]
