@@ -55,7 +55,7 @@ COMPARED = True
 #: browser tax (`browser_tax`, run/finish.py), over each native WebGPU, not only the first.
 TAX_OVER = ("wgpu-native", "dawn")
 #: The fusion patterns the page runs (their Work uses only what PageContext records).
-PATTERNS = ("chain", "loop", "readback")
+PATTERNS = ("chain", "loop", "population", "readback")
 
 MIN_LARGEST_N = 512
 #: The same for a fusion pattern, whose N counts units of up to K dispatches each: at the

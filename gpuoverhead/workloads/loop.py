@@ -6,7 +6,6 @@ as one CUDA graph.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -14,7 +13,7 @@ import numpy as np
 from gpuoverhead.cases import Case, Group
 from gpuoverhead.torch_forms import EAGER, GRAPH
 from gpuoverhead.workloads.groups import Request, per_elements
-from gpuoverhead.workloads.torch_ops import graph_of, work
+from gpuoverhead.workloads.torch_ops import graph_in_place, work
 from gpuoverhead.workloads.work import Context, Step, Work, read_state_half
 
 _MASK = 0xFFFFFFFF
@@ -95,13 +94,8 @@ def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) ->
                 mixed = torch.roll(x, 1) ^ (((right << 5) & _MASK) | (right >> 27))
                 x.copy_((mixed * mult + x) & _MASK)
 
-        def graph(steps: Any = steps, x: Any = x) -> Callable[[], None]:
-            saved = x.clone()
-            replay = graph_of(steps, torch)
-            x.copy_(saved)  # the warm-up ran a unit: undo it, the check counts units
-            return replay
-
-        units[case] = (lambda steps=steps: steps) if case.implementation == EAGER else graph
+        units[case] = (lambda steps=steps: steps) if case.implementation == EAGER else \
+            (lambda steps=steps, x=x: graph_in_place(steps, x, torch))
         outputs[case] = work(lambda x=x: x.cpu().numpy().astype(np.uint32),
                               lambda x=x, i=initial: x.copy_(torch.from_numpy(
                                   i.astype(np.int64))),

@@ -27,6 +27,7 @@ from gpuoverhead.workloads import (
     decode,
     loop,
     matmul,
+    population,
     readback,
     recurrent,
     rmsnorm,
@@ -34,9 +35,9 @@ from gpuoverhead.workloads import (
 )
 from gpuoverhead.workloads.work import Context, Work, check, issue
 
-WORKLOADS: dict[str, ModuleType] = {"chain": chain, "loop": loop, "rmsnorm": rmsnorm,
-                                    "matmul": matmul, "decode": decode, "recurrent": recurrent,
-                                    "readback": readback}
+WORKLOADS: dict[str, ModuleType] = {"chain": chain, "loop": loop, "population": population,
+                                    "rmsnorm": rmsnorm, "matmul": matmul, "decode": decode,
+                                    "recurrent": recurrent, "readback": readback}
 
 
 def build(device: Any, group: Group, rng: np.random.Generator, wait: Callable[[], None]

@@ -123,3 +123,12 @@ def graph_of(steps: Callable[[], None], torch: Any) -> Callable[[], None]:
     with torch.cuda.graph(captured):
         steps()
     return captured.replay
+
+
+def graph_in_place(steps: Callable[[], None], x: Any, torch: Any) -> Callable[[], None]:
+    """`steps`, which update the tensor `x` in place, as one CUDA graph's replay; `x` as it
+    was before (capturing runs a unit, and the checks count units)."""
+    saved = x.clone()
+    replay = graph_of(steps, torch)
+    x.copy_(saved)
+    return replay

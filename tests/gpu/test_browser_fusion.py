@@ -1,7 +1,8 @@
-"""The chain and the loop in headless Chromium (SwiftShader here) beside wgpu-native (lavapipe):
-one small run gives both forms in the browser with their outputs checked against numpy,
-and the browser tax with an interval over process pairs; a fused dispatch one step short
-fails its check."""
+"""The chain, the loop and the population in headless Chromium (SwiftShader here) beside
+wgpu-native (lavapipe): one small run gives both forms in the browser with their outputs
+checked against numpy, and the browser tax with an interval over process pairs; a fused
+loop's dispatch one step short fails its check (the population's: tests/gpu/test_fusion.py,
+through the same check)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,8 @@ defaults:
 benchmarks:
   - {name: chain, fusion: chain, k_sweep: [5], elements: 4096}
   - {name: loop, fusion: loop, k_sweep: [16], elements: 64}
+  - {name: population, fusion: population, k_sweep: [16], elements: 4096,
+     gpu_timestamps: false}  # the others test the page's timestamps; this halves its time
 """
 
 
@@ -42,7 +45,7 @@ def suite_path(tmp_path_factory):
     return write_suite(tmp_path_factory.mktemp("browser-fusion"), SUITE)
 
 
-def test_chain_and_loop_in_the_browser_beside_wgpu_native_with_the_tax(suite_path, tmp_path):
+def test_fusion_patterns_in_the_browser_beside_wgpu_native_with_the_tax(suite_path, tmp_path):
     proc = gpuoverhead("run", "--suite", str(suite_path), "--implementation",
                        "wgpu-native,chromium", "--backend", BACKEND, "--out", str(tmp_path),
                        "--seed", "3", "--processes", "2", "--time-limit", "150")
@@ -50,14 +53,18 @@ def test_chain_and_loop_in_the_browser_beside_wgpu_native_with_the_tax(suite_pat
     _, summary, info = read_run(only_run_folder(tmp_path))
     assert info["status"] == "complete" and not info["errors"]
     rows = summary[summary.process.isna()]
-    for bench in ("chain", "loop"):
+    for bench in ("chain", "loop", "population"):
         mine = rows[rows.benchmark == bench]
         for impl in ("chromium", "wgpu-native"):
             units = mine[(mine.implementation == impl) & (mine.metric == "per_unit_ns")]
             assert set(units.variant) == {"unfused", "fused"}, (bench, impl)
+            assert (units.ci_low >= 0).all() and (units.ci_low <= units.value).all(), units
+            speedup = mine[(mine.implementation == impl) & (mine.metric == "fusion_speedup")]
+            assert len(speedup) == 1 and (speedup.ci_low >= 0).all(), (bench, impl)
         tax = mine[mine.metric == "browser_tax"]
         assert set(tax.variant) == {"unfused", "fused"} and set(tax.call) == {"wgpu-native"}
-        assert (tax.value > 0).all() and (tax.ci_low <= tax.value).all() \
+        assert (tax.value > 0).all() and (tax.ci_low >= 0).all() \
+            and (tax.ci_low <= tax.value).all() \
             and (tax.value <= tax.ci_high).all(), tax
     assert "Browser tax" in proc.stdout
 

@@ -21,7 +21,7 @@ from gpuoverhead.methods import fusion as fusion_method
 from gpuoverhead.suite.expand import load_suite
 from gpuoverhead.suite.shaders import f16_kernel
 from gpuoverhead.workloads import decode_model as decode
-from gpuoverhead.workloads import loop
+from gpuoverhead.workloads import loop, population
 from gpuoverhead.workloads import registry as fusion
 from gpuoverhead.workloads.decode import Engine
 from gpuoverhead.workloads.decode_model import MODELS, Shape
@@ -34,6 +34,7 @@ defaults:
 benchmarks:
   - {name: chain, fusion: chain, k_sweep: [1, 5, 7], elements: 5000}
   - {name: loop, fusion: loop, k_sweep: [1, 6, 33], elements: 48}
+  - {name: population, fusion: population, k_sweep: [1, 7], elements: 70000, workgroup_size: 64}
   - {name: rmsnorm, fusion: rmsnorm, elements: 2688, workgroup_size: 64}
   - {name: matmul, fusion: matmul, k_sweep: [16, 48]}
 """
@@ -59,7 +60,7 @@ def _run(device, wait, works, units: dict) -> dict:
     return {case: units.get(case, 3) for case in works}
 
 
-@pytest.mark.parametrize("pattern", ["chain", "loop", "rmsnorm", "matmul"])
+@pytest.mark.parametrize("pattern", ["chain", "loop", "population", "rmsnorm", "matmul"])
 def test_fused_and_unfused_outputs_equal_numpy_after_timed_units(built, pattern):
     device, wait, groups = built
     group, works = groups[pattern]
@@ -97,6 +98,50 @@ def test_a_missing_unit_fails_the_check(built):
     counts[fused] = 3  # claims 3 units; only 2 ran
     with pytest.raises(IntegrityError, match="output check failed"):
         verify_outputs(works, counts)
+
+
+def test_population_steps_every_cell_as_numpy_does(built):
+    """All 70,000 cells, not only the 256 the check replays, hold numpy's values after two
+    units of each form (the same steps: 2 L)."""
+    device, wait, groups = built
+    _, works = groups["population"]
+    for case, work in works.items():
+        work.reset()
+        work.units_done[0] = 0
+        start = work.read()
+        fusion_method.operation(work, device, wait, False)(2)
+        assert np.array_equal(work.read(), population.reference(start, 2 * case.k)), case.id
+        work.reset()
+        work.units_done[0] = 0
+
+
+def test_a_fused_population_one_step_short_fails_its_check(built, monkeypatch):
+    device, wait, groups = built
+    group, _ = groups["population"]
+    make = Context.pipeline
+
+    def short(self, entry, **constants):
+        constants["STEPS"] -= constants["STEPS"] > 1
+        return make(self, entry, **constants)
+
+    monkeypatch.setattr(Context, "pipeline", short)
+    with pytest.raises(IntegrityError, match="fused: output check failed"):
+        fusion.build(device, group, np.random.default_rng(3), wait)
+
+
+def test_population_reference_is_the_rastrigin_like_step():
+    """One step by hand: the point (a, b) = (0x5678, 0x1234) evaluated as a^2 + b^2 plus
+    10 (wave(a) + wave(b)), the triangle wave standing for 1 - cos, then the move."""
+    x, a, b = 0x12345678, 0x5678, 0x1234
+
+    def wave(v):
+        return min(v & 255, 255 - (v & 255))
+
+    f = (a * a + b * b + 10 * (wave(a) + wave(b))) & 0xFFFFFFFF
+    want = ((x ^ (((f << 13) | (f >> 19)) & 0xFFFFFFFF)) * 0x9E3779B1 + 1) & 0xFFFFFFFF
+    cells = np.array([x], dtype=np.uint32)
+    assert population.reference(cells, 1)[0] == want
+    assert np.array_equal(population.reference(cells, 0), cells)
 
 
 def test_loop_reference_is_the_stencil():
