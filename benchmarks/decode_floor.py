@@ -55,7 +55,7 @@ from gpuoverhead.workloads.decode_model import (  # noqa: E402
     bytes_per_token,
     reference,
 )
-from gpuoverhead.workloads.work import Context, read_loop  # noqa: E402
+from gpuoverhead.workloads.work import Context, encoded, read_loop  # noqa: E402
 
 FORMS = ("unfused", "fused")
 #: The fused kernels of a layer, in order, and the layer's weight each reads (None: none).
@@ -153,14 +153,7 @@ def token_loop_figures(device: Any, engine: Any, form: str, args: argparse.Names
     sequence = sum(engine.steps(form, count, token)[0], ())
 
     def step() -> None:
-        encoder = device.create_command_encoder()
-        compute = encoder.begin_compute_pass()
-        for pipeline, bind_group, x, y in sequence:
-            compute.set_pipeline(pipeline)
-            compute.set_bind_group(0, bind_group)
-            compute.dispatch_workgroups(x, y, 1)
-        compute.end()
-        device.queue.submit([encoder.finish()])
+        device.queue.submit([encoded(device, sequence).finish()])
 
     read = ctx.reader(token, np.uint32)
     figures: dict[str, Any] = {}

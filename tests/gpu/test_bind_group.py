@@ -39,12 +39,16 @@ def test_ci_run_gives_every_encoding_its_bind_group_cost_with_sane_intervals(ci_
     for encoding in encodings.NAMES:
         mine = rows[rows.encoding == encoding].set_index("metric")
         assert set(POSITIVE) | {"bind_group_ns"} <= set(mine.index), encoding
-        for metric in POSITIVE:
+        for metric in POSITIVE:  # an interval over both processes, bounded
             r = mine.loc[metric]
-            assert 0 <= r.ci_low <= r.value <= r.ci_high < math.inf, (encoding, metric)
+            assert r.ci_kind.startswith("between processes: median of 2"), (encoding, metric)
+            assert math.isfinite(r.ci_high) and r.value > 0, (encoding, metric)
         cost = mine.loc["bind_group_ns"]
-        assert cost.hint == "difference" and math.isfinite(cost.value)
-        assert cost.ci_low <= cost.value <= cost.ci_high, encoding
+        assert cost.hint == "difference" and cost.ci_kind.startswith("between processes")
+        if encoding == "dispatch":
+            # Creating a bind group (13-19 us on lavapipe) against a reused one's few us per
+            # dispatch: measurably above zero, and a twin that did not create one is not.
+            assert cost.ci_low > 0 and mine.loc["bind_group_ratio", "value"] > 1.5, cost
         assert cost.case.endswith(f"/sequential/{encoding}/wrapper/{BIND_PER_DISPATCH}")
     # The reused cases keep their own rows, and no derived figure of theirs is doubled.
     reused = summary[summary.process.isna() & (summary.variant == "")
