@@ -6,7 +6,8 @@ weights), and for caches of 128 and 2048, unfused and fused, runs `--steps` step
 compute pass, timed by timestamp queries at the pass's start and end (and by the wall
 clock from submit to the end of the work, one wait), and prints per implementation, shape,
 cache and form: GPU ms per token, bytes read per token (every weight once, norms, biases,
-the KV cache) and GPU time as a multiple of the memory floor (bytes / `--bandwidth`). Both
+the KV cache) and GPU time as a multiple of the memory floor (bytes / `--bandwidth`, and
+bytes / the read bandwidth of a stream kernel on the same device: workloads/read_floor.py). Both
 caches run on one upload of the weights (Engine.at): the cache of 128 attends to the first
 128 positions of the 2048 one (and writes its token at 128, so it runs second). The logits
 of the weights' own cache (2048) are checked against the numpy step, so a fast kernel is
@@ -43,9 +44,9 @@ from gpuoverhead.cases import READBACK_EVERY  # noqa: E402
 from gpuoverhead.drivers.webgpu import BINDINGS  # noqa: E402
 from gpuoverhead.gpu import adapters  # noqa: E402
 from gpuoverhead.gpu.wait import waiter  # noqa: E402
-from gpuoverhead.methods.timestamps import PassTimer  # noqa: E402
+from gpuoverhead.methods.timestamps import PassTimer, timed_pass  # noqa: E402
 from gpuoverhead.suite.shaders import fusion_kernel  # noqa: E402
-from gpuoverhead.workloads import decode  # noqa: E402
+from gpuoverhead.workloads import decode, read_floor  # noqa: E402
 from gpuoverhead.workloads.decode_model import (  # noqa: E402
     MODELS,
     TOKEN,
@@ -68,31 +69,6 @@ class Group:
     """What Context needs of a group: the kernel."""
 
     kernel: Any
-
-
-def timed_pass(device: Any, sequence: tuple, steps: int, timer: PassTimer | None,
-               tick_ns: float, wait: Any) -> tuple[float | None, float]:
-    """GPU ns (timestamps; None without) and wall ns (submit to done) of `steps` times
-    `sequence` in one compute pass."""
-    encoder = device.create_command_encoder()
-    compute = encoder.begin_compute_pass(timestamp_writes=timer.writes if timer else None)
-    for _ in range(steps):
-        for pipeline, bind_group, x, y in sequence:
-            compute.set_pipeline(pipeline)
-            compute.set_bind_group(0, bind_group)
-            compute.dispatch_workgroups(x, y, 1)
-    compute.end()
-    if timer:
-        timer.resolve(encoder)
-    command = encoder.finish()
-    start = perf_counter_ns()
-    device.queue.submit([command])
-    wait()
-    wall = perf_counter_ns() - start
-    if timer is None:
-        return None, wall
-    begin, end = timer.read(device.queue)
-    return (end - begin) * tick_ns, wall
 
 
 def open_device(binding: Any) -> tuple[Any, Any, PassTimer | None, float, dict]:
@@ -203,12 +179,17 @@ def record(base: dict, weights: Weights, cache: int, form: str, gpu: float | Non
             "wall_ms_per_token": wall / args.steps / 1e6, "bytes_per_token": read,
             "floor_ms": floor_ms,
             "floor_multiple": None if gpu_ms is None else gpu_ms / floor_ms,
+            "read_floor_ms": None if not base["read_gb_s"] else read / base["read_gb_s"] / 1e6,
+            "floor_multiple_read": None if gpu_ms is None or not base["read_gb_s"]
+            else gpu_ms / (read / base["read_gb_s"] / 1e6),
             "steps_counted": counted, "logits_match_numpy": logits_ok}
 
 
 def line(r: dict) -> str:
     gpu = "  —  " if r["gpu_ms_per_token"] is None else f"{r['gpu_ms_per_token']:7.3f}"
     multiple = "—" if r["floor_multiple"] is None else f"{r['floor_multiple']:5.2f}x"
+    if r["floor_multiple_read"] is not None:
+        multiple += f" ({r['floor_multiple_read']:5.2f}x the stream's)"
     ok = {None: "", True: " logits ok", False: " LOGITS WRONG"}[r["logits_match_numpy"]]
     ok += "" if r["steps_counted"] else " STEPS MISSING"
     return (f"{r['implementation']:12} {r['shape']:13} cache {r['cache']:5} {r['form']:8} "
@@ -276,9 +257,11 @@ def summary(rows: list[dict]) -> list[str]:
             continue
         longest = max(c for i, s, c in fused if (i, s) == (impl, shape))
         ratio = fused[(impl, shape, longest)]["gpu_ms_per_token"] / r["gpu_ms_per_token"]
+        read = "" if r["floor_multiple_read"] is None else \
+            f" ({r['floor_multiple_read']:.2f}x at the stream's {r['read_gb_s']:.0f} GB/s)"
         out.append(f"{impl:12} {shape:13} fused: {r['floor_multiple']:.2f}x the floor at "
-                   f"cache {cache} (goal <= 2.0), cache {longest} / {cache}: {ratio:.2f}x "
-                   f"(goal <= 1.3)")
+                   f"cache {cache}{read} (goal <= 2.0), cache {longest} / {cache}: "
+                   f"{ratio:.2f}x (goal <= 1.3)")
     return out
 
 
@@ -319,13 +302,17 @@ def main() -> None:
             print(missing, flush=True)
             continue
         try:
-            device, _, timer, tick, info = open_device(binding)
+            device, best, timer, tick, info = open_device(binding)
         except RuntimeError as exc:
             notes.append(str(exc))
             print(exc, flush=True)
             continue
-        base = {"implementation": binding.name, **info}
-        print(f"{binding.name}: {info['adapter']}", flush=True)
+        read_gb_s = read_floor.read_gb_s(
+            Context(device, Group(fusion_kernel("decode"))), tick, waiter(device),
+            best.info.is_software) if timer else None
+        base = {"implementation": binding.name, **info, "read_gb_s": read_gb_s}
+        print(f"{binding.name}: {info['adapter']}, a stream reads "
+              f"{read_gb_s or float('nan'):.0f} GB/s", flush=True)
         for hidden in args.shapes:
             rows += run_shape(device, timer, tick, *models[hidden], args, base)
             gc.collect()

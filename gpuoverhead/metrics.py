@@ -48,6 +48,7 @@ METRICS = {
     "hybrid_slowdown": Metric("ratio", "ratio", "lower"),
     "gpu_share": Metric("ratio", "share", "none"),
     "floor_multiple": Metric("ratio", "ratio", "lower"),
+    "floor_multiple_read": Metric("ratio", "ratio", "lower"),
     "overhead_share": Metric("ratio", "share", "lower"),
     "tokens_per_s": Metric("1/s", "rate", "higher"),
     "crossover_size": Metric("M", "size", "none"),

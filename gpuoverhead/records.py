@@ -19,6 +19,10 @@ CALLS = ("create_encoder", "begin_pass", "set_pipeline", "set_bind_group", "disp
 MEMORY_BANDWIDTH_GB_S = (("H100 80GB HBM3", 3350.0), ("H100 PCIe", 2000.0),
                          ("H100 NVL", 3900.0), ("H200", 4800.0))
 
+#: A worker's note (run.json) of the read bandwidth its stream kernel measured, GB/s
+#: (workloads/read_floor.py): the memory floor as the adapter reaches it.
+READ_GB_S = "read_gb_s"
+
 
 @dataclass(frozen=True)
 class AdapterInfo:

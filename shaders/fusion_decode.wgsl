@@ -708,3 +708,38 @@ fn norm_matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
         out0[BASE + r] = red[lid].x * inv_rms(red[lid].z);
     }
 }
+
+// The memory floor measured (workloads/read_floor.py): stream_fill gives every f32 of out0
+// a hashed value in [0, 1) (no zero pages that a memory could compress); stream_read reads
+// x4 once, each thread ROWS vec4 at a stride of all threads (consecutive threads, consecutive
+// addresses), four loads in flight, and writes only where the sum is below zero (never: the
+// reads cannot be left out). ROWS: a multiple of 4.
+@compute @workgroup_size(WG)
+fn stream_fill(@builtin(global_invocation_id) gid: vec3<u32>,
+               @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if (i < arrayLength(&out0)) {
+        out0[i] = f32((i * 2654435761u) >> 8u) / 16777216.0;
+    }
+}
+
+@compute @workgroup_size(WG)
+fn stream_read(@builtin(global_invocation_id) gid: vec3<u32>,
+               @builtin(num_workgroups) nwg: vec3<u32>) {
+    let threads = nwg.x * nwg.y * WG;
+    let i = gid.x + gid.y * nwg.x * WG;
+    var a = vec4<f32>(0.0);
+    var b = vec4<f32>(0.0);
+    for (var r = 0u; r < ROWS; r = r + 4u) {
+        let w0 = x4[i + r * threads];
+        let w1 = x4[i + (r + 1u) * threads];
+        let w2 = x4[i + (r + 2u) * threads];
+        let w3 = x4[i + (r + 3u) * threads];
+        a = a + w0 + w2;
+        b = b + w1 + w3;
+    }
+    let s = total(a + b);
+    if (s < 0.0) {
+        out1[0] = s;
+    }
+}

@@ -40,11 +40,13 @@ class GroupSamples:
 @dataclass(frozen=True)
 class Calibration:
     """Facts of the run that estimates need: the clock's own cost, the GPU tick and the
-    adapter's memory bandwidth (GB/s, where known: records.AdapterInfo.bandwidth_gb_s)."""
+    adapter's memory bandwidth (GB/s, where known: records.AdapterInfo.bandwidth_gb_s) and
+    the read bandwidth measured in the worker (GB/s, workloads/read_floor.py)."""
 
     timer_ns: float
     tick_ns: float | None
     bandwidth_gb_s: float | None = None
+    read_gb_s: float | None = None
 
 
 

@@ -180,16 +180,22 @@ def series(view: View, index: int, case: Case, out: Out) -> None:
 def _floor_multiple(view: View, case: Case, out: Out, slope: np.ndarray,
                     round_times: np.ndarray) -> None:
     """A decode step's GPU time per token over its memory floor (the bytes a step must read
-    over the adapter's bandwidth), where the bandwidth is known."""
-    bandwidth = view.cal.bandwidth_gb_s
-    if bandwidth is None or not case.kernel.startswith(DECODE_KERNEL):
+    over a bandwidth): the data sheet's where the adapter's is known (`floor_multiple`),
+    the worker's measured read stream where it ran one (`floor_multiple_read`)."""
+    if not case.kernel.startswith(DECODE_KERNEL):
         return
     precision = "f16" if case.kernel.endswith("_f16") else "f32"
-    floor_ns = bytes_per_token(MODELS[case.elements], case.k, precision) / bandwidth
+    needed = bytes_per_token(MODELS[case.elements], case.k, precision)
     whole = np.isfinite(slope)
-    out[Key(case, "floor_multiple", "ratio", f"median GPU-time slope / memory floor "
-            f"({floor_ns / 1e3:.1f} us at {bandwidth:g} GB/s)")] = Series(
-        slope[whole] / floor_ns, round_times[whole], int(whole.sum()))
+    for metric, bandwidth, source in (
+            ("floor_multiple", view.cal.bandwidth_gb_s, "data-sheet bandwidth"),
+            ("floor_multiple_read", view.cal.read_gb_s, "read bandwidth of a stream kernel "
+                                                        "in the worker")):
+        if bandwidth:
+            floor_ns = needed / bandwidth
+            out[Key(case, metric, "ratio", f"median GPU-time slope / memory floor "
+                    f"({floor_ns / 1e3:.1f} us at {bandwidth:.4g} GB/s, {source})")] = Series(
+                slope[whole] / floor_ns, round_times[whole], int(whole.sum()))
 
 
 def _token_series(view: View, index: int, case: Case, out: Out, pos: np.ndarray,

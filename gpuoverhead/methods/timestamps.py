@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from time import perf_counter_ns
 from typing import Any
 
 import numpy as np
@@ -53,6 +54,33 @@ class PassTimer:
         """The pass's begin and end ticks, once its submission has run."""
         begin, end = np.frombuffer(queue.read_buffer(self.resolved), dtype=np.uint64)
         return int(begin), int(end)
+
+
+def timed_pass(device: Any, sequence: tuple, repeats: int, timer: PassTimer | None,
+               tick_ns: float, wait: Callable[[], None]) -> tuple[float | None, float]:
+    """GPU ns (timestamps; None without a timer) and wall ns (submit to done) of `repeats`
+    times `sequence` (steps: pipeline, bind group, grid x, grid y) in one compute pass: a
+    figure for a sequence of kernels outside the sampled cases (the read floor, the decode
+    step in benchmarks/decode_floor.py)."""
+    encoder = device.create_command_encoder()
+    compute = encoder.begin_compute_pass(timestamp_writes=timer.writes if timer else None)
+    for _ in range(repeats):
+        for pipeline, bind_group, x, y in sequence:
+            compute.set_pipeline(pipeline)
+            compute.set_bind_group(0, bind_group)
+            compute.dispatch_workgroups(x, y, 1)
+    compute.end()
+    if timer:
+        timer.resolve(encoder)
+    command = encoder.finish()
+    start = perf_counter_ns()
+    device.queue.submit([command])
+    wait()
+    wall = perf_counter_ns() - start
+    if timer is None:
+        return None, wall
+    begin, end = timer.read(device.queue)
+    return (end - begin) * tick_ns, wall
 
 
 def operation(target: Target, case: Case, native: object = None

@@ -92,7 +92,8 @@ def tax_grid(summary: pd.DataFrame) -> Table | None:
 
 def token_loop_grid(summary: pd.DataFrame) -> Table | None:
     """Per decode form and encoding: tokens per second of the token loop (synced, pipelined)
-    and from the slope, CPU per token in each loop, GPU per token and its floor multiple."""
+    and from the slope, CPU per token in each loop, GPU per token and its floor multiples
+    (data sheet, measured read stream)."""
     rows = _fusion_rows(summary)
     looped = rows[rows.sync.isin((SYNCED, PIPELINED)) & (rows.metric == "tokens_per_s")] \
         if not rows.empty else rows  # the recurrent step's loops give no tokens
@@ -101,13 +102,14 @@ def token_loop_grid(summary: pd.DataFrame) -> Table | None:
     rows = rows[rows.benchmark.isin(set(looped.benchmark))]
     table = Table(title="Decode token loop: tokens/s, CPU and GPU per token (µs)")
     columns = ("benchmark", "impl.", "k", "form", "encoding", "synced", "pipelined", "slope",
-               "cpu synced", "cpu pipel.", "GPU", "floor x")
+               "cpu synced", "cpu pipel.", "GPU", "floor x", "read x")
     for name in columns:
         table.add_column(name, justify="left" if name in columns[:5] else "right")
     cells = (("synced", "tokens_per_s", "rate"), ("pipelined", "tokens_per_s", "rate"),
              ("wait", "tokens_per_s", "rate"), ("synced", "cpu_per_token_ns", "time"),
              ("pipelined", "cpu_per_token_ns", "time"), ("timestamps", "gpu_ns", "time"),
-             ("timestamps", "floor_multiple", "ratio"))
+             ("timestamps", "floor_multiple", "ratio"),
+             ("timestamps", "floor_multiple_read", "ratio"))
     for keys, part in rows.groupby(["benchmark", "elements", "implementation", "k",
                                     "variant"], sort=False):
         gpu = part[part.sync == "timestamps"]

@@ -28,6 +28,7 @@ from gpuoverhead.drivers import registry
 from gpuoverhead.drivers.base import Job, Prepared
 from gpuoverhead.errors import IntegrityError, UserError
 from gpuoverhead.methods import worst_rel_ci
+from gpuoverhead.records import READ_GB_S
 from gpuoverhead.run import telemetry
 from gpuoverhead.run.budget import Budget
 from gpuoverhead.run.quick_types import quick_types
@@ -91,7 +92,8 @@ def _sample(task: Task, prepared: Prepared, rng: np.random.Generator, send: Any)
     """Interleaved sampling with progress sent to the parent, then the output check."""
     group = prepared.group
     cal = Calibration(timer_ns=timer_cost_ns(), tick_ns=prepared.tick_ns,
-                      bandwidth_gb_s=task.job.adapter.bandwidth_gb_s)
+                      bandwidth_gb_s=task.job.adapter.bandwidth_gb_s,
+                      read_gb_s=prepared.notes.get(READ_GB_S))
     counts = dict.fromkeys(group.cases, 0)
 
     def progress(samples: GroupSamples, elapsed: float, budget: float) -> None:

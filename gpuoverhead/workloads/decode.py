@@ -47,6 +47,8 @@ from gpuoverhead.workloads.work import Context, Step, Work, counted, reads_every
 GPU_TIMES = True
 #: Weight precisions the suite may ask for (f16: read as f16, computed in f32).
 PRECISIONS = ("f32", "f16")
+#: A step's GPU time has a memory floor: its worker measures the read bandwidth too.
+MEMORY_FLOOR = True
 #: Threads per workgroup of the matrix-vector kernels whose rows need fewer lanes, and the
 #: most vec4 loads a lane makes per row (longer rows get more lanes, up to DECODE_WG, so a
 #: lane's loads are in flight together): on the H100 (benchmarks/decode_floor.py --sweep)

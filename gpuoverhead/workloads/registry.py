@@ -5,7 +5,9 @@ Work on a device), `torch_units(group, rng, dev, torch)` (its PyTorch forms),
 `torch_fused(case, kind, group)` (which PyTorch forms its fused case has) and `GPU_TIMES`
 (whether PyTorch's forms are timed with CUDA events); optionally `numpy_units(group, rng)`
 (its step in plain numpy: the workload then has CPU references, `host_cases`) and
-`ops_issued(case)` (ops issued per unit: the sequential throughput, `per_op_rows`); adding
+`ops_issued(case)` (ops issued per unit: the sequential throughput, `per_op_rows`) and
+`MEMORY_FLOOR` (its GPU time has a memory floor: the worker measures the read bandwidth,
+`read_floor_notes`); adding
 one is its module, its shader and one line in WORKLOADS.
 """
 
@@ -21,6 +23,7 @@ import numpy as np
 from gpuoverhead.analysis.combine import Row
 from gpuoverhead.analysis.series import Key
 from gpuoverhead.cases import HYBRID, READ_LOOPS, TIMESTAMPS, Case, Group
+from gpuoverhead.records import READ_GB_S
 from gpuoverhead.torch_forms import EAGER
 from gpuoverhead.workloads import (
     chain,
@@ -28,6 +31,7 @@ from gpuoverhead.workloads import (
     loop,
     matmul,
     population,
+    read_floor,
     readback,
     recurrent,
     rmsnorm,
@@ -56,6 +60,15 @@ def build(device: Any, group: Group, rng: np.random.Generator, wait: Callable[[]
             work.readback[0]()  # a unit ends with its read (the hybrid's host stage)
 
     return checked(works, one)
+
+
+def read_floor_notes(device: Any, group: Group, wait: Callable[[], None],
+                     tick_ns: float | None, software: bool) -> dict[str, float]:
+    """The read bandwidth measured on the group's device (records.READ_GB_S), where its
+    workload's GPU time has a memory floor and is timestamped (the decode step)."""
+    if tick_ns is None or not getattr(WORKLOADS[group.fusion], "MEMORY_FLOOR", False):  # type: ignore[index]
+        return {}
+    return {READ_GB_S: read_floor.read_gb_s(Context(device, group), tick_ns, wait, software)}
 
 
 def checked(works: dict[Case, Work], one: Callable[[Case, Work], None]) -> dict[Case, Work]:

@@ -279,6 +279,24 @@ def test_decode_step_reports_tokens_cpu_gpu_and_the_overhead_share(ci_run):
     assert sorted(speedups.encoding) == ["dispatch", "pass", "submit"]
 
 
+def test_decode_gpu_time_is_measured_against_the_read_stream_of_its_worker(ci_run):
+    """Lavapipe has no data-sheet bandwidth, so the floor multiple is the measured one: the
+    stream kernel's bandwidth in run.json is a memory's (a grid that read 64 KB instead of
+    the stream gave 1,096 GB/s here), and each form's GPU time per token over the floor
+    at that bandwidth is `floor_multiple_read`, above 1 (a step cannot read its bytes
+    faster than a stream reads memory)."""
+    _, folder = ci_run
+    _, summary, info = read_run(folder)
+    measured = [p["read_gb_s"] for entry in info["benchmarks"]
+                if entry["benchmark"] == "decode" for p in entry["processes"]]
+    assert measured and all(0.5 < gb_s < 200 for gb_s in measured), measured
+    rows = summary[summary.process.isna() & (summary.benchmark == "decode")
+                   & (summary.metric == "floor_multiple_read")]
+    assert set(rows.variant) == {"fused", "unfused"}
+    assert (rows.ci_low > 1).all(), rows[["variant", "value", "ci_low"]]
+    assert summary[summary.metric == "floor_multiple"].empty  # no data sheet: no guess
+
+
 def test_decode_token_loop_reports_tokens_per_second_from_runs_of_real_steps(ci_run):
     """Each form and encoding's token loop, synced and pipelined: wall and CPU per token,
     tokens per second and the overhead share. A token's wall is a run's wall over its

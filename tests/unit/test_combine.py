@@ -131,7 +131,7 @@ def test_the_variance_components_say_whether_processes_or_rounds_set_the_width()
 def test_a_decode_steps_floor_multiple_is_its_gpu_time_over_bytes_by_bandwidth():
     """GPU ns per token (a timestamps slope) over the memory floor: the bytes one step must
     read (f16 weights: fewer) over the adapter's bandwidth (bytes / GB/s is ns); none
-    without a bandwidth."""
+    without a bandwidth. Over the measured read stream's bandwidth, a row of its own."""
     case = Case("decode", DECODE_KERNEL, 896, 256, FUSION, "dispatch", TIMESTAMPS, (1, 2),
                 variant="fused", k=128)
     f16 = replace(case, kernel=f"{DECODE_KERNEL}_f16")
