@@ -45,10 +45,19 @@
 #   bash benchmarks/h100_session.sh crossover5  # the same after the recurrent product
 #                                            # kernel's change, WebGPU and the CPU
 #                                            # references only, limit 270 s
+#   bash benchmarks/h100_session.sh round5a  # issues 28, 29: the crossover suite (host syncs
+#                                            # and the hybrid step included), all forms, limit
+#                                            # 300 s; the engine suite (bind groups, readback,
+#                                            # sampling, the mega-kernel), limit 120 s
+#   bash benchmarks/h100_session.sh round5b  # issues 27, 29: Qwen2.5-1.5B's decode suite, all
+#                                            # implementations, limit 300 s; torch.compile of
+#                                            # the dependent loop up to its failure
+#   bash benchmarks/h100_session.sh round5c  # issues 27, 25: Qwen2.5-0.5B's decode suite, all
+#                                            # implementations, limit 230 s; the A/A selftest
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
-step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4, decode4, crossover4, crossover5 or telemetry4}
+step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4, decode4, crossover4, crossover5, telemetry4, round5a, round5b or round5c}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
 setup() {
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -66,6 +75,11 @@ plain_loop() {
   inc="$(python3 -c 'import wgpu,os;print(os.path.dirname(wgpu.__file__))')/resources"
   (cd .repro && { [ -f plain_loop.so ] || gcc -O2 -shared -fPIC -I"$inc" plain_loop.c \
     -o plain_loop.so; } && python3 plain_loop.py)
+}
+bounded() {  # bounded SECONDS RUN_ID [RUN OPTIONS...]: timed under a timeout, results re-packed
+  local limit=$1; shift
+  timeout "$limit" bash -c "$(declare -f timed); timed $*"
+  tar -C /tmp/results -czf "$out/results-$step.tgz" .
 }
 good_cpus() {  # the CPUs on which the plain loop's submit is not slow (cpu_probe.py), as a list
   (cd .repro && gcc -O2 -shared -fPIC -I"$(python3 -c 'import wgpu,os;print(os.path.dirname(wgpu.__file__))')/resources" \
@@ -195,6 +209,34 @@ round4)  # within one device call: 600 s; the results are re-packed after each s
   tar -C /tmp/results -czf "$out/results-$step.tgz" .
   t0=$(date +%s%N)
   timeout 190 python3 -m gpuoverhead selftest --affinity "$good" --out /tmp/results \
+    > /tmp/results/selftest.log 2>&1
+  echo "selftest: $(( ($(date +%s%N) - t0) / 1000000 )) ms wall" | tee -a /tmp/results/times.txt
+  ;;
+round5a)
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt"
+  good=$(good_cpus)
+  echo "affinity: $good" | tee -a /tmp/results/times.txt
+  bounded 330 h100-crossover --suite crossover --implementation wgpu-native,dawn,torch,cpu-ref \
+    --time-limit 300 --affinity "$good"
+  bounded 150 h100-engine --suite engine --implementation wgpu-native,dawn,torch \
+    --time-limit 120 --affinity "$good"
+  ;;
+round5b)
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt"
+  good=$(good_cpus)
+  echo "affinity: $good" | tee -a /tmp/results/times.txt
+  bounded 330 h100-decode-1.5b --suite decode-1.5b --implementation all --time-limit 300 \
+    --affinity "$good"
+  bounded 200 h100-compile --suite compile --implementation torch --processes 1 \
+    --affinity "$good"
+  ;;
+round5c)
+  good=$(good_cpus)
+  echo "affinity: $good" | tee -a /tmp/results/times.txt
+  bounded 260 h100-decode --suite decode --implementation all --time-limit 230 \
+    --affinity "$good"
+  t0=$(date +%s%N)
+  timeout 230 python3 -m gpuoverhead selftest --affinity "$good" --out /tmp/results \
     > /tmp/results/selftest.log 2>&1
   echo "selftest: $(( ($(date +%s%N) - t0) / 1000000 )) ms wall" | tee -a /tmp/results/times.txt
   ;;
