@@ -151,6 +151,30 @@ def test_a_wrong_mlp_kernel_fails_its_check(built, wrong):
         fusion.build(device, replace(group, kernel=kernel), np.random.default_rng(3), wait)
 
 
+def test_torch_mlp_matches_numpy_and_its_check_sees_the_relu(built, monkeypatch):
+    """PyTorch's eager MLP (addmv, relu, addmv; on the CPU, compiling off) passes the check
+    before and after timed units, and fails it against a reference without the relu."""
+    pytest.importorskip("torch")
+    from gpuoverhead.workloads import mlp
+
+    group, _ = built[2]["mlp"]
+    group = replace(group, torch_compile_max_n=0)
+    group = replace(group, cases=fusion.torch_cases(group, "cpu"))
+    assert {c.implementation for c in group.cases} == {"torch-eager"}
+    kept, ops, verify, _ = fusion.torch_operations(group, np.random.default_rng(0), {}, "cpu")
+    assert kept.cases == group.cases
+    for op in ops.values():
+        op(3)
+    assert verify(dict.fromkeys(ops, 3)) == []
+
+    def linear(x, w1, b1, w2, b2):
+        return w2.astype(np.float64) @ (w1.astype(np.float64) @ x + b1) + b2
+
+    monkeypatch.setattr(mlp, "reference", linear)
+    with pytest.raises(IntegrityError, match="output check failed"):
+        fusion.torch_operations(group, np.random.default_rng(0), {}, "cpu")
+
+
 def test_population_reference_is_the_rastrigin_like_step():
     """One step by hand: the point (a, b) = (0x5678, 0x1234) evaluated as a^2 + b^2 plus
     10 (wave(a) + wave(b)), the triangle wave standing for 1 - cos, then the move."""
