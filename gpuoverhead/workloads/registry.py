@@ -30,6 +30,7 @@ from gpuoverhead.workloads import (
     decode,
     loop,
     matmul,
+    mlp,
     population,
     read_floor,
     readback,
@@ -40,8 +41,9 @@ from gpuoverhead.workloads import (
 from gpuoverhead.workloads.work import Context, Work, check, issue
 
 WORKLOADS: dict[str, ModuleType] = {"chain": chain, "loop": loop, "population": population,
-                                    "rmsnorm": rmsnorm, "matmul": matmul, "decode": decode,
-                                    "recurrent": recurrent, "readback": readback}
+                                    "rmsnorm": rmsnorm, "mlp": mlp, "matmul": matmul,
+                                    "decode": decode, "recurrent": recurrent,
+                                    "readback": readback}
 
 
 def build(device: Any, group: Group, rng: np.random.Generator, wait: Callable[[], None]

@@ -36,6 +36,7 @@ benchmarks:
   - {name: loop, fusion: loop, k_sweep: [1, 6, 33], elements: 48}
   - {name: population, fusion: population, k_sweep: [1, 7], elements: 70000, workgroup_size: 64}
   - {name: rmsnorm, fusion: rmsnorm, elements: 2688, workgroup_size: 64}
+  - {name: mlp, fusion: mlp, elements: 52, workgroup_size: 256}
   - {name: matmul, fusion: matmul, k_sweep: [16, 48]}
 """
 
@@ -60,7 +61,8 @@ def _run(device, wait, works, units: dict) -> dict:
     return {case: units.get(case, 3) for case in works}
 
 
-@pytest.mark.parametrize("pattern", ["chain", "loop", "population", "rmsnorm", "matmul"])
+@pytest.mark.parametrize("pattern", ["chain", "loop", "population", "rmsnorm", "mlp",
+                                     "matmul"])
 def test_fused_and_unfused_outputs_equal_numpy_after_timed_units(built, pattern):
     device, wait, groups = built
     group, works = groups[pattern]
@@ -69,7 +71,7 @@ def test_fused_and_unfused_outputs_equal_numpy_after_timed_units(built, pattern)
     for work in works.values():  # the kernels did something to random (nonzero) inputs
         start = np.asarray(work.reference(0))
         assert start.any() and not np.array_equal(work.read()[: start.size], start) \
-            or pattern in ("rmsnorm", "matmul")  # these write outputs, not their inputs
+            or pattern in ("rmsnorm", "mlp", "matmul")  # these write outputs, not inputs
 
 
 def test_dependent_loop_matches_a_cpu_reference_for_small_l(built):
@@ -127,6 +129,50 @@ def test_a_fused_population_one_step_short_fails_its_check(built, monkeypatch):
     monkeypatch.setattr(Context, "pipeline", short)
     with pytest.raises(IntegrityError, match="fused: output check failed"):
         fusion.build(device, group, np.random.default_rng(3), wait)
+
+
+#: Wrong MLP kernels, as edits of the shipped one, and the case whose check must fail first:
+#: a mega-kernel whose layer 2 reads a hidden vector it never computed (the part the
+#: barrier orders), and a hidden layer without its relu.
+WRONG_MLP = {"fused skips layer 1": ("hidden_rows(first, lid);", "", "fused"),
+             "no relu": ("max(red[lid] + bias[row], 0.0)", "red[lid] + bias[row]", "unfused")}
+
+
+@pytest.mark.parametrize("wrong", WRONG_MLP)
+def test_a_wrong_mlp_kernel_fails_its_check(built, wrong):
+    """D = 52 at 8 rows a workgroup: a last workgroup with rows past the end, lanes past
+    a row's 13 vec4s in layer 1 and two blocks a lane in layer 2."""
+    device, wait, groups = built
+    group, _ = groups["mlp"]
+    old, new, first = WRONG_MLP[wrong]
+    assert group.kernel.source.count(old) == 1
+    kernel = replace(group.kernel, source=group.kernel.source.replace(old, new))
+    with pytest.raises(IntegrityError, match=f"/{first}: output check failed"):
+        fusion.build(device, replace(group, kernel=kernel), np.random.default_rng(3), wait)
+
+
+def test_torch_mlp_matches_numpy_and_its_check_sees_the_relu(built, monkeypatch):
+    """PyTorch's eager MLP (addmv, relu, addmv; on the CPU, compiling off) passes the check
+    before and after timed units, and fails it against a reference without the relu."""
+    pytest.importorskip("torch")
+    from gpuoverhead.workloads import mlp
+
+    group, _ = built[2]["mlp"]
+    group = replace(group, torch_compile_max_n=0)
+    group = replace(group, cases=fusion.torch_cases(group, "cpu"))
+    assert {c.implementation for c in group.cases} == {"torch-eager"}
+    kept, ops, verify, _ = fusion.torch_operations(group, np.random.default_rng(0), {}, "cpu")
+    assert kept.cases == group.cases
+    for op in ops.values():
+        op(3)
+    assert verify(dict.fromkeys(ops, 3)) == []
+
+    def linear(x, w1, b1, w2, b2):
+        return w2.astype(np.float64) @ (w1.astype(np.float64) @ x + b1) + b2
+
+    monkeypatch.setattr(mlp, "reference", linear)
+    with pytest.raises(IntegrityError, match="output check failed"):
+        fusion.torch_operations(group, np.random.default_rng(0), {}, "cpu")
 
 
 def test_population_reference_is_the_rastrigin_like_step():

@@ -90,6 +90,10 @@ BAD_SUITES = {
                        "workgroup: at most 256"),
     "rmsnorm rows": ("benchmarks:\n  - {name: a, fusion: rmsnorm, elements: 1000}\n",
                      "elements must be multiples of 896, not 1000"),
+    "mlp too large": ("benchmarks:\n  - {name: a, fusion: mlp, elements: [64, 4096]}\n",
+                      "benchmarks[0].elements: the MLP reads its weights (2 x 4 D^2 f32, D = "
+                      "elements) as vec4 from one binding of at most 128 MiB: D must be a "
+                      "multiple of 4 up to 2048, not 4096"),
     "matmul size": ("benchmarks:\n  - {name: a, fusion: matmul, k_sweep: [64, 100]}\n",
                     "benchmarks[0].k_sweep: matmul sizes (k_sweep) must be multiples of 16"),
     "f16 off the decode step": ("benchmarks:\n  - {name: a, kernel: empty, precision: f16}\n",
