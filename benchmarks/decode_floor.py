@@ -43,8 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from gpuoverhead.cases import READBACK_EVERY  # noqa: E402
 from gpuoverhead.drivers.webgpu import BINDINGS  # noqa: E402
 from gpuoverhead.gpu import adapters  # noqa: E402
+from gpuoverhead.gpu.pass_timer import PassTimer, timed_pass  # noqa: E402
 from gpuoverhead.gpu.wait import waiter  # noqa: E402
-from gpuoverhead.methods.timestamps import PassTimer, timed_pass  # noqa: E402
 from gpuoverhead.suite.shaders import fusion_kernel  # noqa: E402
 from gpuoverhead.workloads import decode, read_floor  # noqa: E402
 from gpuoverhead.workloads.decode_model import (  # noqa: E402

@@ -41,7 +41,7 @@ from gpuoverhead.cases import (
     TOKEN_LOOPS,
     Case,
 )
-from gpuoverhead.methods.timestamps import PassTimer
+from gpuoverhead.gpu.pass_timer import PassTimer
 from gpuoverhead.workloads.decode_model import MODELS, bytes_per_token
 from gpuoverhead.workloads.work import Work, read_loop, units_op
 

@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from gpuoverhead.gpu.pass_timer import PassTimer, timed_pass
 from gpuoverhead.gpu.targets import grid_for
-from gpuoverhead.methods.timestamps import PassTimer, timed_pass
 from gpuoverhead.workloads.work import Context
 
 #: Bytes streamed per read: five times an H100's L2 on a GPU, so that the reads come from
