@@ -96,6 +96,7 @@ class CompileTimeout(BaseException):
     as KeyboardInterrupt is: the import machinery and the compilers catch Exception (and
     OSError, TimeoutError's base) in many places and would swallow it, compiling on."""
 
+
 #: Seconds between further alarms where the first was swallowed all the same.
 _REPEAT_S = 1.0
 
@@ -106,15 +107,15 @@ def deadline(seconds: float) -> Iterator[None]:
     after until it ends: an unrolled compile that would run for half an hour becomes its
     case's error row, not a worker stopped as stalled. Where Dynamo or Inductor catch it
     and fail otherwise (wrapped as BackendCompilerFailed, InductorError), the failure is
-    still the time limit's. SIGALRM
-    interrupts the main thread only (Inductor's compile workers run on; they are not what
-    waits), and exists on POSIX only: on another thread, or on Windows, there is no limit."""
+    still the time limit's. SIGALRM interrupts the main thread only (Inductor's compile
+    workers run on; they are not what waits), and exists on POSIX only: on another
+    thread, or on Windows, there is no limit."""
     if not hasattr(signal, "setitimer") or threading.current_thread() is not \
             threading.main_thread():
         yield
         return
     message = f"torch.compile did not finish within {seconds:g} s (compile_limit_s)"
-    fired = []
+    fired: list[int] = []
 
     def expire(signum: int, frame: Any) -> None:
         fired.append(signum)
@@ -124,8 +125,8 @@ def deadline(seconds: float) -> Iterator[None]:
     signal.setitimer(signal.ITIMER_REAL, seconds, _REPEAT_S)
     try:
         yield
-    except Exception as exc:
-        if fired and not isinstance(exc, CompileTimeout):
+    except Exception as exc:  # CompileTimeout itself is no Exception: it goes on as it is
+        if fired:
             raise CompileTimeout(message) from exc
         raise
     finally:
