@@ -143,6 +143,9 @@ class Group:
     precision: str = "f32"
     #: States stepped side by side (the recurrent step's B; 1 elsewhere).
     batch: int = 1
+    #: Seconds one torch.compile build may take before it is stopped and recorded as failed
+    #: (workloads/torch_ops.deadline).
+    compile_limit_s: float = 120.0
 
     @property
     def id(self) -> str:

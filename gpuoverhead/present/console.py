@@ -207,15 +207,17 @@ def adapters_table(found: list[AdapterInfo]) -> Table:
 
 
 def print_summary(summary: pd.DataFrame) -> None:
-    """Every grid that the estimates of a run fill (errors are printed as such, elsewhere)."""
+    """Every grid that the estimates of a run fill (errors are printed as such, elsewhere;
+    a torch.compile that failed is also a line of the compile grid)."""
     if summary.empty:
         return
+    builds = workload_grids.compile_grid(summary)  # a failed compile's row is its figure
     summary = summary[summary["metric"] != ERROR]
     plain = summary[summary["methodology"] != "fusion"]
     if not plain.empty:
         out.print(summary_grid(plain))
     for extra in (implementations_grid(plain), bind_group_grid(plain), breakdown_grid(plain),
-                  *workload_grids.grids(summary)):
+                  *workload_grids.grids(summary), builds):
         if extra is not None:
             out.print(extra)
     print_crossovers(summary)

@@ -1,6 +1,6 @@
 """The terminal's grids of the fusion workloads' estimates: speedups, the browser tax, the
-token and host-read loops, readback and sampling, the crossover (console.print_summary
-prints them after the kernel benchmarks' grids)."""
+token and host-read loops, readback and sampling, the crossover, torch.compile's builds
+(console.print_summary prints them after the kernel benchmarks' grids)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from rich.table import Table
 
 from gpuoverhead.cases import GPU_ARGMAX, HOST_UNITS, HYBRID, NEVER, PIPELINED, SYNCED
 from gpuoverhead.present import format as fmt
+from gpuoverhead.results.columns import ERROR
+from gpuoverhead.torch_forms import COMPILE
 
 
 def _fusion_rows(summary: pd.DataFrame) -> pd.DataFrame:
@@ -199,6 +201,32 @@ def crossover_grid(summary: pd.DataFrame) -> Table | None:
             table.add_row("", str(impl), "crossover" if r.metric == "crossover_size"
                           else "crossover, synced", size, "", "")
         table.add_section()
+    return table
+
+
+def compile_grid(summary: pd.DataFrame) -> Table | None:
+    """Per torch.compile case of a workload: its build in seconds (the compile and one
+    unit; over processes, with the interval where there are several), or the message of
+    the build that failed (RecursionError, the suite's compile_limit_s): `summary` with its
+    error rows."""
+    rows = _fusion_rows(summary)
+    rows = rows[(rows.implementation == COMPILE) & rows.metric.isin(("build_ns", ERROR))] \
+        if not rows.empty else rows
+    if rows.empty:
+        return None
+    table = Table(title="torch.compile: seconds to compile and run one unit, or its failure")
+    for name in ("benchmark", "k", "build (s)", "interval", "failed"):
+        table.add_column(name, justify="right" if name in ("k", "build (s)", "interval")
+                         else "left")
+    for (bench, elements), part in rows.groupby(["benchmark", "elements"], sort=False):
+        label = f"{bench} {elements:,} el."
+        for r in part.sort_values("k").itertuples():
+            built = r.metric != ERROR
+            table.add_row(label, str(r.k), f"{r.value / 1e9:.1f}" if built else "—",
+                          f"{r.ci_low / 1e9:.1f}–{r.ci_high / 1e9:.1f}"
+                          if built and math.isfinite(r.ci_low) else "",
+                          "" if built else str(r.estimator)[:160])
+            label = ""
     return table
 
 

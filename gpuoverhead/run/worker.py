@@ -33,6 +33,7 @@ from gpuoverhead.run import telemetry
 from gpuoverhead.run.budget import Budget
 from gpuoverhead.run.quick_types import quick_types
 from gpuoverhead.run.rounds import sample_group, timer_cost_ns
+from gpuoverhead.torch_forms import COMPILE
 
 #: How long the parent waits for a worker's next message before it checks that it lives.
 _POLL_S = 0.2
@@ -163,7 +164,8 @@ def run(task: Task, on_round: Any, stall_timeout_s: float = float("inf"),
 
     A worker that finishes no round for `stall_timeout_s` (a GPU wait that never returns,
     a kernel that runs far too long) is stopped and its task reported as failed; the clock
-    starts when it has set up (start-up, device and pipelines get STARTUP_S more). A
+    starts when it has set up (start-up, device and pipelines get STARTUP_S more, and each
+    torch.compile its `compile_limit_s`: `startup_allowance_s`). A
     KeyboardInterrupt in the parent (Ctrl-C, SIGTERM) stops the worker before it goes on.
     One still running at `deadline` (monotonic; the run's time limit) is stopped and `cut`.
     """
@@ -173,13 +175,22 @@ def run(task: Task, on_round: Any, stall_timeout_s: float = float("inf"),
     return outcome
 
 
+def startup_allowance_s(job: Job) -> float:
+    """Seconds a worker may take beyond --stall-timeout before its first round: STARTUP_S,
+    and each torch.compile case's time limit (each may take that long and still be a
+    result, its case's error row, rather than the whole worker stopped as stalled)."""
+    group = job.group
+    return STARTUP_S + group.compile_limit_s * sum(c.implementation == COMPILE
+                                                   for c in group.cases)
+
+
 def _run(task: Task, on_round: Any, stall_timeout_s: float, deadline: float) -> Outcome:
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(task, child), daemon=True)
     proc.start()
     child.close()
-    last, limit = time.monotonic(), stall_timeout_s + STARTUP_S
+    last, limit = time.monotonic(), stall_timeout_s + startup_allowance_s(task.job)
     try:
         while True:
             interrupts.check()

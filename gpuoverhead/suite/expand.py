@@ -119,7 +119,8 @@ def _expand(path: Path, doc: YamlDocument, outside_shaders: bool) -> Suite:
                         "submit", "wait", tuple(sorted(set(cfg["n_sweep"]))))
             cases = tuple(c for method in METHODS for c in method.cases(base, cfg))
             groups.append(Group(bench.name, kernel, elements, cfg["workgroup_size"],
-                                sampling, cases, cfg["torch_compile_max_n"]))
+                                sampling, cases, cfg["torch_compile_max_n"],
+                                compile_limit_s=cfg["compile_limit_s"]))
     return Suite(path=path, name=model.name or path.stem, sha256=doc.sha256, groups=tuple(groups),
                  time_limit_s=model.time_limit_s)
 

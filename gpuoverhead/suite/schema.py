@@ -49,6 +49,8 @@ class _Settings(BaseModel):
     max_rounds: Annotated[int, Field(ge=3)] | None = None
     warmup_max_rounds: Annotated[int, Field(ge=1)] | None = None
     torch_compile_max_n: Annotated[int, Field(ge=0)] | None = None
+    #: Seconds one torch.compile build may take before it is a failed case's row.
+    compile_limit_s: Annotated[float, Field(gt=0, le=3600, allow_inf_nan=False)] | None = None
     k_sweep: list[PosInt] | None = Field(None, min_length=1)
     precision: Literal["f32", "f16"] | None = None
     #: Steps of one sample of a host-read loop (the decode step's token loop, the recurrent
@@ -64,7 +66,8 @@ class _Settings(BaseModel):
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, int) and not isinstance(value, bool) else value
 
-    _floats = field_validator("budget_s", "target_rel_ci", mode="before")(_int_is_float)
+    _floats = field_validator("budget_s", "target_rel_ci", "compile_limit_s",
+                              mode="before")(_int_is_float)
 
     @field_validator("n_sweep")
     @classmethod
@@ -111,6 +114,7 @@ BUILTIN_DEFAULTS: dict[str, Any] = {
     "max_rounds": 100_000,
     "warmup_max_rounds": 30,
     "torch_compile_max_n": 64,
+    "compile_limit_s": 120.0,
     "k_sweep": [1, 2, 5, 8, 16, 32, 64],
     "precision": "f32",
     "loop_tokens": 256,

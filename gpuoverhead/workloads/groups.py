@@ -32,7 +32,7 @@ class Request:
     def group(self, elements: int, workgroup_size: int, cases: Iterable[Case]) -> Group:
         return Group(self.base.benchmark, self.kernel, elements, workgroup_size, self.sampling,
                      tuple(cases), self.cfg["torch_compile_max_n"], self.pattern,
-                     self.cfg["precision"], self.cfg["batch"])
+                     self.cfg["precision"], self.cfg["batch"], self.cfg["compile_limit_s"])
 
 
 def per_elements(req: Request, ks: Iterable[int], size: Callable[[int], int]) -> list[Group]:

@@ -1,19 +1,20 @@
 """The dependent loop: L steps of a stencil on a ring of cells held by one workgroup; unfused
 a dispatch per step, fused one dispatch that loops inside the shader, as a simulation fused
-into one dispatch does (shaders/fusion_loop.wgsl). PyTorch: the steps eagerly, or captured
-as one CUDA graph.
+into one dispatch does (shaders/fusion_loop.wgsl). PyTorch: the steps eagerly, captured as
+one CUDA graph, or unrolled by torch.compile (for L up to `torch_compile_max_n`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from gpuoverhead.cases import Case, Group
-from gpuoverhead.torch_forms import EAGER, GRAPH
+from gpuoverhead.torch_forms import COMPILE, EAGER, GRAPH
 from gpuoverhead.workloads.groups import Request, per_elements
-from gpuoverhead.workloads.torch_ops import graph_in_place, work
+from gpuoverhead.workloads.torch_ops import compiled, graph_in_place, work
 from gpuoverhead.workloads.work import Context, Step, Work, read_state_half
 
 _MASK = 0xFFFFFFFF
@@ -83,19 +84,36 @@ def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) ->
     units, outputs = {}, {}
     inputs: dict[int, np.ndarray] = {}
     mult = int(LOOP_MULTIPLIER)
+
+    def step(t: Any) -> Any:
+        """One step on the ring in int64, wrapped to u32 (torch has no u32 shifts)."""
+        right = torch.roll(t, -1)
+        mixed = torch.roll(t, 1) ^ (((right << 5) & _MASK) | (right >> 27))
+        return (mixed * mult + t) & _MASK
+
     for case in group.cases:
         initial = inputs.setdefault(case.k, rng.integers(0, 1 << 32, group.elements,
                                                          dtype=np.uint32))
         x = torch.from_numpy(initial.astype(np.int64)).to(dev)
 
-        def steps(x: Any = x, k: int = case.k) -> None:
+        def eager(x: Any = x, k: int = case.k) -> None:
             for _ in range(k):
-                right = torch.roll(x, -1)
-                mixed = torch.roll(x, 1) ^ (((right << 5) & _MASK) | (right >> 27))
-                x.copy_((mixed * mult + x) & _MASK)
+                x.copy_(step(x))
 
-        units[case] = (lambda steps=steps: steps) if case.implementation == EAGER else \
-            (lambda steps=steps, x=x: graph_in_place(steps, x, torch))
+        def steps(t: Any, k: int = case.k) -> Any:
+            """The L steps as one function: Dynamo unrolls the loop into one graph."""
+            for _ in range(k):
+                t = step(t)
+            return t
+
+        def fused(x: Any = x, eager: Any = eager, steps: Any = steps,
+                  form: str | None = case.implementation) -> Callable[[], None]:
+            if form == GRAPH:
+                return graph_in_place(eager, x, torch)
+            fn = compiled(steps, torch)
+            return lambda: x.copy_(fn(x))
+
+        units[case] = (lambda eager=eager: eager) if case.implementation == EAGER else fused
         outputs[case] = work(lambda x=x: x.cpu().numpy().astype(np.uint32),
                               lambda x=x, i=initial: x.copy_(torch.from_numpy(
                                   i.astype(np.int64))),
@@ -105,6 +123,9 @@ def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) ->
 
 
 def torch_fused(case: Case, kind: str, group: Group) -> tuple[str, ...]:
-    """The fused loop is its L eager steps captured once as a CUDA graph (CUDA only):
-    torch.compile cannot take L unrolled steps."""
-    return (GRAPH,) if kind == "cuda" else ()
+    """The fused loop is its L eager steps captured once as a CUDA graph (CUDA only), and
+    torch.compile of the L steps for L up to the suite's `torch_compile_max_n`: Dynamo
+    unrolls the loop, so compile time grows with L until it fails (RecursionError, or the
+    suite's `compile_limit_s`), which is a result too."""
+    return ((GRAPH,) if kind == "cuda" else ()) + \
+        ((COMPILE,) if case.k <= group.torch_compile_max_n else ())

@@ -6,8 +6,11 @@ a compile or capture that fails is recorded as data and its case left out, never
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from typing import Any
 
@@ -63,13 +66,15 @@ def built(group: Group, units: dict, outputs: dict, sync: Callable[[], None],
     for case in group.cases:
         start = time.perf_counter()
         try:
-            unit = units[case]()  # captures (a capture's warm-up runs a unit)
-            outputs[case].reset()
-            unit()  # compiles (torch.compile), and runs one unit on fresh inputs
-            sync()
+            with deadline(group.compile_limit_s) if case.implementation == COMPILE \
+                    else nullcontext():
+                unit = units[case]()  # captures (a capture's warm-up runs a unit)
+                outputs[case].reset()
+                unit()  # compiles (torch.compile), and runs one unit on fresh inputs
+                sync()
             if (readback := outputs[case].readback) is not None:
                 readback[0]()  # a unit ends with its read (the hybrid's host stage)
-        except Exception as exc:  # compile or capture failures are data, not a crash
+        except (Exception, CompileTimeout) as exc:  # compile, capture failures are data
             timings[case.id] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
             continue
         timings[case.id] = round(time.perf_counter() - start, 6)
@@ -84,6 +89,49 @@ def built(group: Group, units: dict, outputs: dict, sync: Callable[[], None],
         return verify_outputs({case: outputs[case] for case in kept}, counts)
 
     return replace(group, cases=tuple(kept)), ops, verify
+
+
+class CompileTimeout(BaseException):
+    """A torch.compile build that ran past the suite's `compile_limit_s`. A BaseException,
+    as KeyboardInterrupt is: the import machinery and the compilers catch Exception (and
+    OSError, TimeoutError's base) in many places and would swallow it, compiling on."""
+
+
+#: Seconds between further alarms where the first was swallowed all the same.
+_REPEAT_S = 1.0
+
+
+@contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Raise CompileTimeout in the block once `seconds` have passed, and each `_REPEAT_S`
+    after until it ends: an unrolled compile that would run for half an hour becomes its
+    case's error row, not a worker stopped as stalled. Where Dynamo or Inductor catch it
+    and fail otherwise (wrapped as BackendCompilerFailed, InductorError), the failure is
+    still the time limit's. SIGALRM interrupts the main thread only (Inductor's compile
+    workers run on; they are not what waits), and exists on POSIX only: on another
+    thread, or on Windows, there is no limit."""
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not \
+            threading.main_thread():
+        yield
+        return
+    message = f"torch.compile did not finish within {seconds:g} s (compile_limit_s)"
+    fired: list[int] = []
+
+    def expire(signum: int, frame: Any) -> None:
+        fired.append(signum)
+        raise CompileTimeout(message)
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds, _REPEAT_S)
+    try:
+        yield
+    except Exception as exc:  # CompileTimeout itself is no Exception: it goes on as it is
+        if fired:
+            raise CompileTimeout(message) from exc
+        raise
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
 
 
 def _timed(unit: Callable[[], None], sync: Callable[[], None], torch: Any

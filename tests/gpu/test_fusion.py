@@ -298,6 +298,40 @@ benchmarks:
     assert set(measured.implementation) == {"torch-eager"}
 
 
+@pytest.mark.slow
+def test_torch_compile_of_the_loop_is_timed_and_one_past_its_limit_is_a_row(tmp_path: Path):
+    """The dependent loop's L steps through torch.compile on the CPU: measured, its output
+    checked against numpy, its build a `build_ns` figure; with `compile_limit_s` far below
+    what a compile takes, that case is an error row naming the limit, the eager steps
+    beside it are measured and the run ends well. The console lists both builds."""
+    pytest.importorskip("torch")
+    suite = write_suite(tmp_path, """
+defaults: {n_sweep: [1, 2], budget_s: 0.1, min_rounds: 3, warmup_max_rounds: 1,
+           gpu_timestamps: false, torch_compile_max_n: 8}
+benchmarks:
+  - {name: loop, fusion: loop, k_sweep: [4], elements: 32}
+  - {name: limited, fusion: loop, k_sweep: [4], elements: 32, compile_limit_s: 0.01}
+""")
+    out = tmp_path / "out"
+    proc = gpuoverhead("run", "--suite", str(suite), "--implementation", "torch",
+                       "--processes", "1", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "left out, its build failed: CompileTimeout" in proc.stderr
+    assert "torch.compile: seconds to compile" in proc.stdout
+    _, summary, info = read_run(only_run_folder(out))
+    assert not info["errors"]  # the outputs matched numpy before and after sampling
+    rows = summary[summary.process.isna()]
+    units = rows[rows.metric == "per_unit_ns"]
+    assert set(zip(units.benchmark, units.implementation, strict=True)) == {
+        ("loop", "torch-eager"), ("loop", "torch-compile"), ("limited", "torch-eager")}
+    build = rows[(rows.metric == "build_ns") & (rows.implementation == "torch-compile")]
+    assert list(build.benchmark) == ["loop"] and build.value.iat[0] > 0
+    failed = rows[rows.metric == "error"]
+    assert list(zip(failed.benchmark, failed.implementation, strict=True)) == [
+        ("limited", "torch-compile")]
+    assert "did not finish within 0.01 s (compile_limit_s)" in failed.estimator.iat[0]
+
+
 def test_decode_step_reports_tokens_cpu_gpu_and_the_overhead_share(ci_run):
     _, folder = ci_run
     samples, summary, _ = read_run(folder)
