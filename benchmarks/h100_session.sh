@@ -49,15 +49,16 @@
 #                                            # and the hybrid step included), all forms, limit
 #                                            # 300 s; the engine suite (bind groups, readback,
 #                                            # sampling, the mega-kernel), limit 120 s
-#   bash benchmarks/h100_session.sh round5b  # issues 27, 29: Qwen2.5-1.5B's decode suite, all
-#                                            # implementations, limit 300 s; torch.compile of
-#                                            # the dependent loop up to its failure
-#   bash benchmarks/h100_session.sh round5c  # issues 27, 25: Qwen2.5-0.5B's decode suite, all
-#                                            # implementations, limit 230 s; the A/A selftest
+#   bash benchmarks/h100_session.sh round5b  # issue 27: Qwen2.5-1.5B's decode suite, all
+#                                            # implementations, limit 420 s
+#   bash benchmarks/h100_session.sh round5c  # issues 29, 25: torch.compile of the dependent
+#                                            # loop up to its failure; the A/A selftest
+#   bash benchmarks/h100_session.sh round5d  # issue 27: Qwen2.5-0.5B's decode suite, all
+#                                            # implementations, limit 420 s
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
-step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4, decode4, crossover4, crossover5, telemetry4, round5a, round5b or round5c}
+step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4, decode4, crossover4, crossover5, telemetry4, round5a, round5b, round5c or round5d}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
 setup() {
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -222,23 +223,26 @@ round5a)
     --time-limit 120 --affinity "$good"
   ;;
 round5b)
-  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt"
   good=$(good_cpus)
   echo "affinity: $good" | tee -a /tmp/results/times.txt
-  bounded 330 h100-decode-1.5b --suite decode-1.5b --implementation all --time-limit 300 \
-    --affinity "$good"
-  bounded 200 h100-compile --suite compile --implementation torch --processes 1 \
+  bounded 450 h100-decode-1.5b --suite decode-1.5b --implementation all --time-limit 420 \
     --affinity "$good"
   ;;
 round5c)
   good=$(good_cpus)
   echo "affinity: $good" | tee -a /tmp/results/times.txt
-  bounded 260 h100-decode --suite decode --implementation all --time-limit 230 \
+  bounded 300 h100-compile --suite compile --implementation torch --processes 1 \
     --affinity "$good"
   t0=$(date +%s%N)
   timeout 230 python3 -m gpuoverhead selftest --affinity "$good" --out /tmp/results \
     > /tmp/results/selftest.log 2>&1
   echo "selftest: $(( ($(date +%s%N) - t0) / 1000000 )) ms wall" | tee -a /tmp/results/times.txt
+  ;;
+round5d)
+  good=$(good_cpus)
+  echo "affinity: $good" | tee -a /tmp/results/times.txt
+  bounded 450 h100-decode --suite decode --implementation all --time-limit 420 \
+    --affinity "$good"
   ;;
 aa4)
   good=$(good_cpus)

@@ -70,7 +70,11 @@ def read_floor_notes(device: Any, group: Group, wait: Callable[[], None],
     workload's GPU time has a memory floor and is timestamped (the decode step)."""
     if tick_ns is None or not getattr(WORKLOADS[group.fusion], "MEMORY_FLOOR", False):  # type: ignore[index]
         return {}
-    return {READ_GB_S: read_floor.read_gb_s(Context(device, group), tick_ns, wait, software)}
+    try:
+        return {READ_GB_S: read_floor.read_gb_s(Context(device, group), tick_ns, wait,
+                                                software)}
+    except Exception as exc:  # the floor is a second figure: its failure stops no step
+        return {f"{READ_GB_S}_error": f"{type(exc).__name__}: {str(exc)[:200]}"}
 
 
 def checked(works: dict[Case, Work], one: Callable[[Case, Work], None]) -> dict[Case, Work]:
