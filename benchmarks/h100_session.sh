@@ -53,7 +53,8 @@
 #                                            # implementations, limit 420 s
 #   bash benchmarks/h100_session.sh round5c  # issues 29, 25: torch.compile of the dependent
 #                                            # loop up to its failure; the A/A selftest
-#   bash benchmarks/h100_session.sh round5d  # issue 27: Qwen2.5-0.5B's decode suite, all
+#   bash benchmarks/h100_session.sh round5d  # issue 27: each read stream's bandwidth, then
+#                                            # Qwen2.5-0.5B's decode suite, all
 #                                            # implementations, limit 420 s
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
@@ -241,6 +242,7 @@ round5c)
 round5d)
   good=$(good_cpus)
   echo "affinity: $good" | tee -a /tmp/results/times.txt
+  timeout 60 python3 benchmarks/read_streams.py > /tmp/results/read_streams.txt 2>&1
   bounded 450 h100-decode --suite decode --implementation all --time-limit 420 \
     --affinity "$good"
   ;;

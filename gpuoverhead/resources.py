@@ -21,8 +21,10 @@ DEFAULT_SUITE = CONFIGS_DIR / "default.yaml"
 
 
 def suite_path(value: Path) -> Path:
-    """A suite given by its path, or by the name of a shipped one (`full`: configs/full.yaml)."""
+    """A suite given by its path, or by the name of a shipped one (`full`: configs/full.yaml;
+    `decode-1.5b`, whose dot is not a suffix: configs/decode-1.5b.yaml)."""
     shipped = CONFIGS_DIR / f"{value}.yaml"
-    if not value.exists() and value.suffix == "" and len(value.parts) == 1 and shipped.is_file():
+    if not value.exists() and value.suffix not in (".yaml", ".yml") and len(value.parts) == 1 \
+            and shipped.is_file():
         return shipped
     return value

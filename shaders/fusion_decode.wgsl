@@ -711,9 +711,12 @@ fn norm_matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
 
 // The memory floor measured (workloads/read_floor.py): stream_fill gives every f32 of out0
 // a hashed value in [0, 1) (no zero pages that a memory could compress); stream_read reads
-// x4 once, each thread ROWS vec4 at a stride of all threads (consecutive threads, consecutive
-// addresses), four loads in flight, and writes only where the sum is below zero (never: the
-// reads cannot be left out). ROWS: a multiple of 4.
+// x4 once, each thread ROWS vec4, four loads in flight, and writes only where the sum is
+// below zero (never: the reads cannot be left out). BLOCKED = 0: a thread's vec4 lie a
+// stride of all threads apart (a grid-stride loop); 1: each workgroup reads one contiguous
+// span of WG * ROWS vec4, as a matrix-vector kernel reads its rows. ROWS: a multiple of 4.
+override BLOCKED: u32 = 1;
+
 @compute @workgroup_size(WG)
 fn stream_fill(@builtin(global_invocation_id) gid: vec3<u32>,
                @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -723,18 +726,26 @@ fn stream_fill(@builtin(global_invocation_id) gid: vec3<u32>,
     }
 }
 
+fn stream_at(i: u32, lid: u32, r: u32, threads: u32) -> u32 {
+    if (BLOCKED == 1u) {
+        return (i - lid) * ROWS + r * WG + lid;
+    }
+    return i + r * threads;
+}
+
 @compute @workgroup_size(WG)
 fn stream_read(@builtin(global_invocation_id) gid: vec3<u32>,
+               @builtin(local_invocation_index) lid: u32,
                @builtin(num_workgroups) nwg: vec3<u32>) {
     let threads = nwg.x * nwg.y * WG;
     let i = gid.x + gid.y * nwg.x * WG;
     var a = vec4<f32>(0.0);
     var b = vec4<f32>(0.0);
     for (var r = 0u; r < ROWS; r = r + 4u) {
-        let w0 = x4[i + r * threads];
-        let w1 = x4[i + (r + 1u) * threads];
-        let w2 = x4[i + (r + 2u) * threads];
-        let w3 = x4[i + (r + 3u) * threads];
+        let w0 = x4[stream_at(i, lid, r, threads)];
+        let w1 = x4[stream_at(i, lid, r + 1u, threads)];
+        let w2 = x4[stream_at(i, lid, r + 2u, threads)];
+        let w3 = x4[stream_at(i, lid, r + 3u, threads)];
         a = a + w0 + w2;
         b = b + w1 + w3;
     }

@@ -11,6 +11,7 @@ memory, shared). The decode step reports its GPU time over both (`floor_multiple
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -22,29 +23,34 @@ from gpuoverhead.workloads.work import Context
 #: Bytes streamed per read: five times an H100's L2 on a GPU, so that the reads come from
 #: memory; less on a software adapter, whose streams are slow and whose figure is loose.
 STREAM_BYTES, SOFTWARE_STREAM_BYTES = 256 << 20, 16 << 20
-#: vec4 per thread and threads per workgroup of the stream (their product x 16 bytes must
-#: divide the stream), reads per timed pass, and passes (the fastest counts: a pass slowed
-#: by something else is not the floor).
-ROWS, WG, REPEATS, PASSES = 16, 256, 8, 3
+#: The stream's read kernels, (BLOCKED, ROWS): a workgroup reading one contiguous span
+#: (BLOCKED = 1) or a grid-stride loop (0), ROWS vec4 a thread; the fastest sets the floor
+#: (on the H100 a grid-stride read of 16 gave 1.75 TB/s, slower than the decode step).
+STREAMS = ((1, 16), (1, 64), (0, 16))
+#: Threads per workgroup, reads per timed pass, and passes per kernel (the fastest counts: a
+#: pass slowed by something else is not the floor).
+WG, REPEATS, PASSES = 256, 8, 3
 
 
 def read_gb_s(ctx: Context, tick_ns: float, wait: Callable[[], None], software: bool) -> float:
-    """The fastest of PASSES passes of REPEATS full reads of a fresh stream, in GB/s (bytes
-    per ns), within the device's binding and buffer limits."""
+    """The fastest of the STREAMS kernels' passes of REPEATS full reads of a fresh stream, in
+    GB/s (bytes per ns), within the device's binding and buffer limits."""
     limits = ctx.device.limits
-    chunk = ROWS * WG * 16
+    chunk = max(rows for _, rows in STREAMS) * WG * 16
     size = min(SOFTWARE_STREAM_BYTES if software else STREAM_BYTES,
                limits["max-storage-buffer-binding-size"], limits["max-buffer-size"])
     size -= size % chunk
-    usage = ctx.api.BufferUsage
-    stream = ctx.device.create_buffer(size=size, usage=usage.STORAGE)
+    stream = ctx.device.create_buffer(size=size, usage=ctx.api.BufferUsage.STORAGE)
     sink = ctx.buffer(np.zeros(4, np.float32))
-    fill = ctx.step(ctx.pipeline("stream_fill", WG=WG), {3: stream}, grid_for(size // 4, WG))
-    read = ctx.step(ctx.pipeline("stream_read", WG=WG, ROWS=ROWS), {8: stream, 4: sink},
-                    grid_for(size // (ROWS * 16), WG))
     timer = PassTimer(ctx.device)
-    timed_pass(ctx.device, (fill, read), 1, None, tick_ns, wait)
-    best = min(timed_pass(ctx.device, (read,), REPEATS, timer, tick_ns, wait)[0]
-               for _ in range(PASSES))
+    fill = ctx.step(ctx.pipeline("stream_fill", WG=WG), {3: stream}, grid_for(size // 4, WG))
+    timed_pass(ctx.device, (fill,), 1, None, tick_ns, wait)
+    best = math.inf
+    for blocked, rows in STREAMS:
+        read = ctx.step(ctx.pipeline("stream_read", WG=WG, ROWS=rows, BLOCKED=blocked),
+                        {8: stream, 4: sink}, grid_for(size // (rows * 16), WG))
+        timed_pass(ctx.device, (read,), 1, None, tick_ns, wait)
+        best = min(best, *(timed_pass(ctx.device, (read,), REPEATS, timer, tick_ns, wait)[0]
+                           for _ in range(PASSES)))
     stream.destroy()
     return REPEATS * size / best
