@@ -56,10 +56,15 @@
 #   bash benchmarks/h100_session.sh round5d  # issue 27: each read stream's bandwidth, then
 #                                            # Qwen2.5-0.5B's decode suite, all
 #                                            # implementations, limit 420 s
+#   bash benchmarks/h100_session.sh round5e  # issues 27, 29: the read streams by size and
+#                                            # kernel; torch.compile of the dependent loop
+#                                            # up to its failure, on its own (300 s was short)
+#   bash benchmarks/h100_session.sh round5f  # issue 28: the crossover suite again with
+#                                            # 64-token host-read loops, limit 480 s
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
-step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4, decode4, crossover4, crossover5, telemetry4, round5a, round5b, round5c or round5d}
+step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4, decode4, crossover4, crossover5, telemetry4, round5a, round5b, round5c, round5d, round5e or round5f}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
 setup() {
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -245,6 +250,19 @@ round5d)
   timeout 60 python3 benchmarks/read_streams.py > /tmp/results/read_streams.txt 2>&1
   bounded 450 h100-decode --suite decode --implementation all --time-limit 420 \
     --affinity "$good"
+  ;;
+round5e)
+  timeout 90 python3 benchmarks/read_streams.py > /tmp/results/read_streams.txt 2>&1
+  good=$(good_cpus)
+  echo "affinity: $good" | tee -a /tmp/results/times.txt
+  bounded 500 h100-compile --suite compile --implementation torch --processes 1 \
+    --affinity "$good"
+  ;;
+round5f)
+  good=$(good_cpus)
+  echo "affinity: $good" | tee -a /tmp/results/times.txt
+  bounded 520 h100-crossover-b --suite crossover --implementation wgpu-native,dawn,torch,cpu-ref \
+    --time-limit 480 --affinity "$good"
   ;;
 aa4)
   good=$(good_cpus)

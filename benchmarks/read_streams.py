@@ -1,6 +1,8 @@
 """The read bandwidth of each stream kernel of workloads/read_floor.py (STREAMS), one line each,
-on the best adapter of each WebGPU implementation here: which kernel sets the decode step's
-measured floor (the worker keeps only the fastest), and how far each is from the others.
+at streams of 64 MiB to 512 MiB, on the best adapter of each WebGPU implementation here
+(its binding limits raised as a decode worker's are), and once more after the GPU sat idle
+for 3 s: which kernel and size set the decode step's measured floor (the worker keeps only
+the fastest), and what moves it.
 
     python benchmarks/read_streams.py
 """
@@ -8,6 +10,7 @@ measured floor (the worker keeps only the fastest), and how far each is from the
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -20,9 +23,14 @@ from gpuoverhead.suite.shaders import fusion_kernel  # noqa: E402
 from gpuoverhead.workloads import read_floor  # noqa: E402
 from gpuoverhead.workloads.work import Context  # noqa: E402
 
+#: Stream sizes, and the limits raised to the adapter's so that the largest binds.
+SIZES = (64 << 20, 128 << 20, 256 << 20, 512 << 20)
+LIMITS = ("max-storage-buffer-binding-size", "max-buffer-size")
+
 
 def main() -> None:
     streams = read_floor.STREAMS
+    saved = (streams, read_floor.STREAM_BYTES, read_floor.SOFTWARE_STREAM_BYTES)
     for binding in BINDINGS:
         if (missing := binding.missing()) is not None:
             print(missing)
@@ -32,17 +40,27 @@ def main() -> None:
             print(f"{binding.name}: no adapter with timestamp queries")
             continue
         best = found[0]
-        device, _ = binding.request_device(best.adapter, ["timestamp-query"], {})
+        raised = {k: best.adapter.limits[k] for k in LIMITS}
+        device, _ = binding.request_device(best.adapter, ["timestamp-query"], raised)
         ctx = Context(device, SimpleNamespace(kernel=fusion_kernel("decode")))
         tick, wait = binding.tick_ns(device.queue), waiter(device)
-        for blocked, rows in streams:
-            read_floor.STREAMS = ((blocked, rows),)
-            gb_s = read_floor.read_gb_s(ctx, tick, wait, best.info.is_software)
-            print(f"{binding.name:12} {best.info.device}: "
-                  f"{'blocked' if blocked else 'grid-stride'} {rows:3} vec4 a thread: "
-                  f"{gb_s:8.1f} GB/s", flush=True)
-        read_floor.STREAMS = streams
+        for size in SIZES:
+            read_floor.STREAM_BYTES = read_floor.SOFTWARE_STREAM_BYTES = size
+            for blocked, rows in streams:
+                read_floor.STREAMS = ((blocked, rows),)
+                line(binding.name, best.info.device, size, blocked, rows,
+                     read_floor.read_gb_s(ctx, tick, wait, best.info.is_software))
+        time.sleep(3.0)
+        line(binding.name, best.info.device, size, blocked, rows,
+             read_floor.read_gb_s(ctx, tick, wait, best.info.is_software), " after 3 s idle")
+        read_floor.STREAMS, read_floor.STREAM_BYTES, read_floor.SOFTWARE_STREAM_BYTES = saved
         device.destroy()
+
+
+def line(name: str, device: str, size: int, blocked: int, rows: int, gb_s: float,
+         note: str = "") -> None:
+    print(f"{name:12} {device}: {size >> 20:4} MiB, {'blocked' if blocked else 'grid-stride'}"
+          f" {rows:3} vec4 a thread: {gb_s:8.1f} GB/s{note}", flush=True)
 
 
 if __name__ == "__main__":
