@@ -82,6 +82,19 @@ def test_a_cost_within_one_process_is_held_at_zero_where_single_rounds_are_not()
     assert est.kind.startswith("within one process")
 
 
+def test_a_cost_whose_median_falls_below_zero_is_held_at_zero_and_says_it_is_not_resolved():
+    """A slope lost in the wait's noise (the H100 crossover run: Dawn's fused step -27.5 us
+    with an interval [0, 7.4 us]) is never a negative cost outside its own interval; a
+    difference keeps its sign."""
+    rounds = [{_key("per_dispatch_ns"): _series([-80.0, -60.0, -40.0, -30.0, -10.0, 5.0, 20.0]),
+               _key("python_ns"): _series([-80.0, -60.0, -40.0, -30.0, -10.0, 5.0, 20.0])}]
+    rows = _rows(rounds)[0]
+    cost, difference = rows["per_dispatch_ns"].estimate, rows["python_ns"].estimate
+    assert cost.value == 0.0 and cost.ci_low == 0.0 <= cost.ci_high
+    assert "not resolved" in cost.kind and "-30" in cost.kind
+    assert difference.value == -30.0 and "not resolved" not in difference.kind
+
+
 def test_a_ratio_is_the_median_of_the_process_ratios_of_medians():
     key = Key(CASE, "fusion_speedup", "ratio", "synthetic")
     shifts = np.arange(-3, 4)
