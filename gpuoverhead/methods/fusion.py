@@ -187,15 +187,18 @@ def _floor_multiple(view: View, case: Case, out: Out, slope: np.ndarray,
     precision = "f16" if case.kernel.endswith("_f16") else "f32"
     needed = bytes_per_token(MODELS[case.elements], case.k, precision)
     whole = np.isfinite(slope)
+    sheet = view.cal.bandwidth_gb_s
     for metric, bandwidth, source in (
-            ("floor_multiple", view.cal.bandwidth_gb_s, "data-sheet bandwidth"),
-            ("floor_multiple_read", view.cal.read_gb_s, "read bandwidth of a stream kernel "
-                                                        "in the worker")):
+            ("floor_multiple", sheet, f"{needed / sheet / 1e3:.1f} us at the data sheet's "
+                                      f"{sheet:g} GB/s" if sheet else ""),
+            # each worker measures its own: the key must not differ between processes
+            ("floor_multiple_read", view.cal.read_gb_s, "the read bandwidth of a stream "
+                                                        "kernel in each worker, run.json's "
+                                                        "read_gb_s")):
         if bandwidth:
-            floor_ns = needed / bandwidth
             out[Key(case, metric, "ratio", f"median GPU-time slope / memory floor "
-                    f"({floor_ns / 1e3:.1f} us at {bandwidth:.4g} GB/s, {source})")] = Series(
-                slope[whole] / floor_ns, round_times[whole], int(whole.sum()))
+                    f"({source})")] = Series(slope[whole] * bandwidth / needed,
+                                             round_times[whole], int(whole.sum()))
 
 
 def _token_series(view: View, index: int, case: Case, out: Out, pos: np.ndarray,
