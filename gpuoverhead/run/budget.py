@@ -153,6 +153,8 @@ class Schedule:
     _pass0_left: float | None = None
     #: Per kind, the start-ups of the processes that sampled (kept for later runs).
     startups: dict[str, list[float]] = field(default_factory=dict)
+    #: Seconds of the limit left when passes were last dropped (for the warning).
+    left_at_drop_s: float = 0.0
 
     def __post_init__(self) -> None:
         self.most = self.most or self.processes
@@ -171,6 +173,7 @@ class Schedule:
             # Chosen once, on the start-ups pass 0 measured.
             self.processes, fit = self._choose(done=1)
             self.dropped = 0 if self.chosen else self.most - fit  # those that did not fit
+            self.left_at_drop_s = self.left_s()
         p = 1 if self.most > 1 else 0
         while p < self.processes:
             if p > 0 and not self._holds(self.processes - p):
@@ -287,13 +290,17 @@ class Schedule:
                                                            slot.job):
                         yield s
 
+    def pass_s(self) -> float:
+        """Seconds one more pass is expected to take: each process its start-up and least
+        sampling."""
+        return sum(self.setup_s(s) + self._least.get(s.kind, MIN_PROCESS_S)
+                   for b in range(len(self.jobs)) for s in self.pass_of(b, 0))
+
     def _holds(self, passes: int) -> bool:
-        """Whether the time left holds `passes` more passes, each process its start-up and
-        least sampling."""
-        one = sum(self.setup_s(s) + self._least.get(s.kind, MIN_PROCESS_S)
-                  for b in range(len(self.jobs)) for s in self.pass_of(b, 0))
-        return passes * one <= self.left_s() - FINISH_S
+        """Whether the time left holds `passes` more passes."""
+        return passes * self.pass_s() <= self.left_s() - FINISH_S
 
     def _drop(self) -> None:
         self.processes -= 1
         self.dropped += 1
+        self.left_at_drop_s = self.left_s()

@@ -224,7 +224,9 @@ def _measure(plan: Plan, schedule: Schedule, folders: list[RunFolder], reporter:
     for files in folders if schedule.dropped else ():
         files.start.warnings.append(
             f"{schedule.processes} of {plan.processes} processes per job ran: the time left "
-            f"after start-up could not hold the other {schedule.dropped} passes (every process "
+            f"after start-up could not hold the other {schedule.dropped} passes "
+            f"({schedule.left_at_drop_s:.0f} s left, a pass expected to take about "
+            f"{schedule.pass_s():.0f} s: its start-ups and least sampling; every process "
             "that ran measured at least its minimum rounds)")
 
 

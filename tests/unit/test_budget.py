@@ -148,6 +148,9 @@ def test_passes_beyond_a_chosen_count_are_not_called_dropped():
     chosen, _, _ = _simulated(5.0, 60.0, chosen=True)
     assert asked.processes == chosen.processes <= 4
     assert asked.dropped == MOST_PROCESSES - asked.processes and chosen.dropped == 0
+    # The warning's figures: what was left when passes were dropped did not hold one more
+    # than ran (pass 0 was over by then).
+    assert 0 < asked.left_at_drop_s < asked.processes * asked.pass_s()
 
 
 def test_the_choice_is_the_narrowest_expected_interval_among_passes_that_fit():
