@@ -47,8 +47,10 @@
 #                                            # references only, limit 270 s
 #   bash benchmarks/h100_session.sh round5a  # issues 28, 29: the crossover suite (host syncs
 #                                            # and the hybrid step included), all forms, limit
-#                                            # 300 s; the engine suite (bind groups, readback,
-#                                            # sampling, the mega-kernel), limit 120 s
+#                                            # 300 s (run with 256-step loops then:
+#                                            # results/round5-h100-crossover-256); the engine
+#                                            # suite (bind groups, readback, sampling, the
+#                                            # mega-kernel), limit 220 s
 #   bash benchmarks/h100_session.sh round5b  # issue 27: Qwen2.5-1.5B's decode suite, all
 #                                            # implementations, limit 420 s
 #   bash benchmarks/h100_session.sh round5c  # issues 29, 25: torch.compile of the dependent
@@ -225,8 +227,10 @@ round5a)
   echo "affinity: $good" | tee -a /tmp/results/times.txt
   bounded 330 h100-crossover --suite crossover --implementation wgpu-native,dawn,torch,cpu-ref \
     --time-limit 300 --affinity "$good"
-  bounded 150 h100-engine --suite engine --implementation wgpu-native,dawn,torch \
-    --time-limit 120 --affinity "$good"
+  # asked with --time-limit 120 first: refused before measuring (start-up alone 116 s);
+  # results/round5-h100-engine is this line with 220, run in a call of its own
+  bounded 250 h100-engine --suite engine --implementation wgpu-native,dawn,torch \
+    --time-limit 220 --affinity "$good"
   ;;
 round5b)
   good=$(good_cpus)
