@@ -62,8 +62,7 @@ def webgpu(ctx: Context, group: Group, rng: np.random.Generator) -> dict[Case, W
         sequences = [_loop_sequence(ctx, case, {0: state}, parity)
                      for parity in ((0, 1) if case.k % 2 else (0,))]
         work = Work(sequences, lambda: np.empty(0), ctx.writer(state, both),
-                    lambda units, x=initial, k=case.k: reference(x, units * k)
-                    if units * k <= LOOP_REPLAY_MAX else None, exact=True)
+                    _checked(initial, case.k), exact=True)
         read_state_half(ctx, work, state, np.uint32, cells, case.k)
         works[case] = work
     return works
@@ -81,8 +80,6 @@ def _loop_sequence(ctx: Context, case: Case, buffers: dict[int, Any], parity: in
 
 
 def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) -> tuple[dict, dict]:
-    units, outputs = {}, {}
-    inputs: dict[int, np.ndarray] = {}
     mult = int(LOOP_MULTIPLIER)
 
     def step(t: Any) -> Any:
@@ -91,6 +88,23 @@ def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) ->
         mixed = torch.roll(t, 1) ^ (((right << 5) & _MASK) | (right >> 27))
         return (mixed * mult + t) & _MASK
 
+    return stepped_units(group, rng, dev, torch, step, _checked)
+
+
+def _checked(initial: np.ndarray, k: int) -> Callable[[int], np.ndarray | None]:
+    """The numpy reference after n units of L = k steps, where replaying it is affordable."""
+    return lambda n: reference(initial, n * k) if n * k <= LOOP_REPLAY_MAX else None
+
+
+def stepped_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any,
+                  step: Callable[[Any], Any],
+                  checked: Callable[[np.ndarray, int], Callable[[int], np.ndarray | None]]
+                  ) -> tuple[dict, dict]:
+    """The PyTorch forms of a unit of L = k applications of `step` to u32 state held in
+    int64 (the loop, the population): the steps eagerly, captured as one CUDA graph, or
+    compiled as one function (Dynamo unrolls the L steps); outputs against `checked`."""
+    units, outputs = {}, {}
+    inputs: dict[int, np.ndarray] = {}
     for case in group.cases:
         initial = inputs.setdefault(case.k, rng.integers(0, 1 << 32, group.elements,
                                                          dtype=np.uint32))
@@ -101,7 +115,6 @@ def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) ->
                 x.copy_(step(x))
 
         def steps(t: Any, k: int = case.k) -> Any:
-            """The L steps as one function: Dynamo unrolls the loop into one graph."""
             for _ in range(k):
                 t = step(t)
             return t
@@ -117,8 +130,7 @@ def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) ->
         outputs[case] = work(lambda x=x: x.cpu().numpy().astype(np.uint32),
                               lambda x=x, i=initial: x.copy_(torch.from_numpy(
                                   i.astype(np.int64))),
-                              lambda n, i=initial, k=case.k: reference(i, n * k)
-                              if n * k <= LOOP_REPLAY_MAX else None, exact=True)
+                              checked(initial, case.k), exact=True)
     return units, outputs
 
 

@@ -2,7 +2,7 @@
 for L steps; unfused a dispatch per step, fused one dispatch whose threads loop L steps
 (shaders/fusion_population.wgsl). Beside the dependent loop it shows fusion where no step
 waits on another cell: the work is parallel, only the dispatches are removed. PyTorch: the
-steps eagerly, or captured as one CUDA graph, as for the loop.
+steps eagerly, captured as one CUDA graph, or through torch.compile, as for the loop.
 
 The evaluation is integer (u32, wrapping) rather than Rastrigin's f32 cosine so that the
 unfused and fused forms, numpy and PyTorch agree bit for bit after any number of steps: an
@@ -19,9 +19,7 @@ import numpy as np
 
 from gpuoverhead.cases import Case, Group
 from gpuoverhead.gpu.targets import grid_for
-from gpuoverhead.torch_forms import EAGER
 from gpuoverhead.workloads import chain, loop
-from gpuoverhead.workloads.torch_ops import graph_in_place, work
 from gpuoverhead.workloads.work import Context, Work
 
 _MASK = 0xFFFFFFFF
@@ -34,7 +32,8 @@ PRECISIONS = ("f32",)
 
 # A thread a cell in workgroups of the suite's size, as the chain's; any sizes will do.
 groups, problems = chain.groups, chain.problems
-# The fused form in PyTorch is the loop's: the L eager steps as one CUDA graph (CUDA only).
+# The fused forms in PyTorch are the loop's: the L eager steps as one CUDA graph (CUDA only),
+# and torch.compile of them up to the suite's torch_compile_max_n.
 torch_fused = loop.torch_fused
 
 
@@ -86,21 +85,4 @@ def webgpu(ctx: Context, group: Group, rng: np.random.Generator) -> dict[Case, W
 
 
 def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) -> tuple[dict, dict]:
-    units, outputs = {}, {}
-    inputs: dict[int, np.ndarray] = {}
-    for case in group.cases:
-        initial = inputs.setdefault(case.k, rng.integers(0, 1 << 32, group.elements,
-                                                         dtype=np.uint32))
-        x = torch.from_numpy(initial.astype(np.int64)).to(dev)
-
-        def steps(x: Any = x, k: int = case.k) -> None:
-            for _ in range(k):
-                x.copy_(step(x))
-
-        units[case] = (lambda steps=steps: steps) if case.implementation == EAGER else \
-            (lambda steps=steps, x=x: graph_in_place(steps, x, torch))
-        outputs[case] = work(lambda x=x: x.cpu().numpy().astype(np.uint32),
-                             lambda x=x, i=initial: x.copy_(torch.from_numpy(
-                                 i.astype(np.int64))),
-                             _checked(initial, case.k), exact=True)
-    return units, outputs
+    return loop.stepped_units(group, rng, dev, torch, step, _checked)
