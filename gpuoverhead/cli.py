@@ -277,14 +277,17 @@ def selftest(
     suite: SuiteOption = DEFAULT_SUITE,
     backend: BackendOption = None,
     adapter: AdapterOption = None,
-    processes: ProcessesOption = 3,
+    processes: Annotated[int, typer.Option(
+        help="Worker processes per job in each half (6: from six on the comparison is the "
+             "Hodges-Lehmann shift's, which one odd process does not move).")] = 6,
     implementation: ImplementationOption = "all",
     out: OutOption = Path("results"),
     threshold: Annotated[float, typer.Option(help="As for compare, in percent.")] = 5.0,
     affinity: AffinityOption = None,
 ) -> None:
     """A/A test: the same suite measured twice, interleaved, and compared; at least 95% of
-    the headline estimates must be `same`."""
+    the headline estimates must be `same`. Each process gets what one of a plain run's
+    three gets, so six a half take four times the suite's time limit."""
     from gpuoverhead.drivers import registry
     from gpuoverhead.present import compare as comparing
     from gpuoverhead.present import console

@@ -52,33 +52,48 @@ BALANCE = 1.0
 #: Student's t at P - 1 degrees of freedom below six processes, above it the median's
 #: order-statistic interval, 1.96 x 1.2533 (docs/methodology.md, "Interval coverage").
 _T975 = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776}
+#: Student's t (97.5%) at 2k - 2 degrees of freedom: Welch's over two halves of k processes.
+_WELCH = {2: 4.303, 3: 2.776, 4: 2.447, 5: 2.306}
 _ORDER = 1.96 * 1.2533
+#: The Hodges-Lehmann shift's interval against the mean's: its efficiency is 3/pi of it.
+_HL = 1.96 * (math.pi / 3) ** 0.5
 
 
-def expected_width(passes: int, sampling_s: float, balance_s: float) -> float:
+def expected_width(passes: int, sampling_s: float, balance_s: float, halves: int = 1
+                   ) -> float:
     """An interval's expected half-width over `passes` processes of `sampling_s` each, in
     units of the spread between processes: its quantile over sqrt(passes), times the spread
-    widened by each process's own noise (as large as the spread at `balance_s`)."""
-    if passes < 2 or sampling_s <= 0:
+    widened by each process's own noise (as large as the spread at `balance_s`). With two
+    `halves` (an A/A run) the interval is the ratio of the halves' (analysis/runs.py):
+    Welch's t at 2k - 2 degrees of freedom over k processes a half below six, the
+    Hodges-Lehmann shift's (about normal) from six, times sqrt(2 / k)."""
+    if passes < 2 * halves or sampling_s <= 0:
         return float("inf")
-    quantile = _T975.get(passes, _ORDER)
-    return quantile / passes ** 0.5 * (1 + balance_s / sampling_s) ** 0.5
+    noise = (1 + balance_s / sampling_s) ** 0.5
+    if halves == 1:
+        return _T975.get(passes, _ORDER) / passes ** 0.5 * noise
+    k = passes // halves
+    quantile = _WELCH.get(k, _HL)
+    return quantile * (2 / k) ** 0.5 * noise
 
 
 def best_passes(time_s: float, startup_s: float, least_s: float, done: int, most: int,
-                cap_s: float = float("inf")) -> tuple[int, int]:
+                cap_s: float = float("inf"), halves: int = 1) -> tuple[int, int]:
     """How many passes in all (`done` of them already run) spend `time_s` best, and how many
     would fit: each pass costs `startup_s` of start-up and at least `least_s` of sampling
     (never a pass that cannot reach it), at most `cap_s` of sampling shared by all passes
     (the suite's budget). The choice is the narrowest `expected_width`, the fewer passes
-    among equals; where no further pass fits, both are `done` (at least 1)."""
+    among equals, and with `halves` a multiple of them (each half as many processes);
+    where no further pass fits, both are `done` (at least 1)."""
     best, fit, width = max(done, 1), max(done, 1), float("inf")
     for passes in range(done + 1, most + 1):
         sampling = min(time_s / (passes - done) - startup_s, cap_s / passes)
         if sampling < least_s:
             break
-        fit, found = passes, expected_width(passes, sampling, BALANCE * least_s)
-        if found < width * (1 - 1e-9):
+        if passes % halves:
+            continue
+        fit, found = passes, expected_width(passes, sampling, BALANCE * least_s, halves)
+        if found < width * (1 - 1e-9) or best % halves:  # halves: one a half beats none
             best, width = passes, found
     return best, fit
 
@@ -155,6 +170,9 @@ class Schedule:
     startups: dict[str, list[float]] = field(default_factory=dict)
     #: Seconds of the limit left when passes were last dropped (for the warning).
     left_at_drop_s: float = 0.0
+    #: How many runs the passes are dealt to in turn (2: an A/A run's halves): passes are
+    #: chosen and dropped in multiples of it, so that the halves stay as many.
+    halves: int = 1
 
     def __post_init__(self) -> None:
         self.most = self.most or self.processes
@@ -176,7 +194,7 @@ class Schedule:
             self.left_at_drop_s = self.left_s()
         p = 1 if self.most > 1 else 0
         while p < self.processes:
-            if p > 0 and not self._holds(self.processes - p):
+            if p > 0 and p % self.halves == 0 and not self._holds(self.processes - p):
                 self._drop()
                 continue
             for b in range(len(self.jobs)):
@@ -278,7 +296,8 @@ class Schedule:
             else self.left_s()
         return best_passes(left - FINISH_S, sum(self.setup_s(s) for s in pass0),
                            sum(self._least.get(s.kind, MIN_PROCESS_S) for s in pass0),
-                           done, self.most, sum(s.cap for s in pass0) * self.most)
+                           done, self.most, sum(s.cap for s in pass0) * self.most,
+                           self.halves)
 
     def _remaining(self, slot: Slot, passes: int) -> Iterator[Slot]:
         """`slot` and those after it up to pass `passes`, in the order of a run under a time
@@ -301,6 +320,6 @@ class Schedule:
         return passes * self.pass_s() <= self.left_s() - FINISH_S
 
     def _drop(self) -> None:
-        self.processes -= 1
-        self.dropped += 1
+        self.processes -= self.halves
+        self.dropped += self.halves
         self.left_at_drop_s = self.left_s()

@@ -24,6 +24,9 @@ from gpuoverhead.run.budget import MOST_PROCESSES
 from gpuoverhead.run.quick_types import quick_types
 from gpuoverhead.suite.expand import load_suite, quick
 
+#: Worker processes per job without a time limit, where none are asked for.
+DEFAULT_PROCESSES = 3
+
 
 @dataclass
 class RunOptions:
@@ -51,9 +54,11 @@ class RunOptions:
     #: When the command started (monotonic): a time limit counts from here.
     started: float = field(default_factory=time.monotonic)
     #: An A/A run (selftest): `processes` per job in each of two halves whose processes
-    #: alternate in time (even ones written as `<run_id>-a`, odd ones as `<run_id>-b`),
-    #: under twice the time limit, so that drift of the machine between two runs made one
-    #: after the other cannot pass for a difference between them.
+    #: alternate in time (even ones written as `<run_id>-a`, odd ones as `<run_id>-b`), so
+    #: that drift of the machine between two runs made one after the other cannot pass for
+    #: a difference between them. Each process gets what one of a DEFAULT_PROCESSES run
+    #: gets, the time limit scaled alike: more processes a half buy precision, not
+    #: shorter processes.
     halves: bool = False
 
 
@@ -77,6 +82,8 @@ class Plan:
     #: How many runs the processes are dealt to in turn (2: an A/A run, RunOptions.halves):
     #: each gets the suite's budget as a run of its own would.
     halves: int = 1
+    #: How many processes of a job share the suite's budget (`budget_s` a case).
+    sharing: int = DEFAULT_PROCESSES
 
 
 def prepare(options: RunOptions) -> Plan:
@@ -102,17 +109,25 @@ def prepare(options: RunOptions) -> Plan:
     limit = suite.time_limit_s if options.time_limit_s is None else options.time_limit_s
     layers = {k: v for _, o in offered for k, v in o.settings.get("layers", {}).items()}
     described = [{**o.info.__dict__, **o.details} for _, o in offered]
-    processes = 1 if options.quick else options.processes or (
-        MOST_PROCESSES if limit else DEFAULT_PROCESSES)
-    if options.halves:
-        processes, limit = 2 * processes, 2 * limit if limit else limit
+    processes, sharing, limit = _counts(options, limit)
     return Plan(suite, described, benchmarks, processes, layers or {"native": None}, notes,
                 limit or None, chosen=not options.quick and options.processes is None
-                and bool(limit), halves=2 if options.halves else 1)
+                and not options.halves and bool(limit), halves=2 if options.halves else 1,
+                sharing=sharing)
 
 
-#: Worker processes per job without a time limit, where none are asked for.
-DEFAULT_PROCESSES = 3
+def _counts(options: RunOptions, limit: float | None) -> tuple[int, int, float | None]:
+    """Processes per job in all, how many of them share the suite's budget, and the time
+    limit: an A/A run's halves are each `processes` (DEFAULT_PROCESSES unless asked) whose
+    every process gets what one of a run of DEFAULT_PROCESSES gets, the limit scaled alike."""
+    if options.quick:
+        return (2, 1, 2 * limit if limit else limit) if options.halves else (1, 1, limit)
+    if not options.halves:
+        processes = options.processes or (MOST_PROCESSES if limit else DEFAULT_PROCESSES)
+        return processes, processes, limit
+    half = options.processes or DEFAULT_PROCESSES
+    return 2 * half, DEFAULT_PROCESSES, limit * 2 * half / DEFAULT_PROCESSES if limit else limit
+
 
 #: A run id is one plain path component: it names a folder under --out, nothing else.
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")

@@ -146,9 +146,10 @@ def _schedule(plan: Plan, started: float, recorded: dict[str, list[float]]) -> S
 
     jobs = [[(startups.key(j),
               process_cap_s(j.group.sampling.budget_per_case_s, len(j.group.cases),
-                            plan.processes // plan.halves), hint(j))
+                            plan.sharing), hint(j))
              for j in benchmark] for benchmark in plan.benchmarks]
-    schedule = Schedule(jobs, plan.processes, plan.time_limit_s, started, chosen=plan.chosen)
+    schedule = Schedule(jobs, plan.processes, plan.time_limit_s, started, chosen=plan.chosen,
+                        halves=plan.halves)
     least = schedule.minimum_s()
     if plan.time_limit_s is not None and least > schedule.left_s():
         spent = plan.time_limit_s - schedule.left_s()
@@ -169,9 +170,10 @@ def _what_runs(plan: Plan, folder: Path, schedule: Schedule) -> list[str]:
     adapters = sorted({f"{a.get('device')} ({a.get('backend')}, {a.get('implementation')})"
                        for a in plan.adapters})
     jobs = sum(len(j) for j in plan.benchmarks)
-    p = plan.processes
+    p = plan.processes // plan.halves
     if plan.time_limit_s:
-        how = (f"up to {p} process{'es' if p > 1 else ''} per job, {jobs} jobs: at most "
+        how = (f"up to {p} process{'es' if p > 1 else ''} per job"
+               f"{' in each half' if plan.halves > 1 else ''}, {jobs} jobs: at most "
                f"{schedule.most_s():.0f} s (its time limit; fewer processes where start-up "
                "leaves no time for all)")
     else:

@@ -38,10 +38,11 @@ def test_selftest_compares_the_even_and_odd_processes_of_one_interleaved_run(tmp
     assert [h.name[-2:] for h in halves] == ["-a", "-b"]
     infos = [json.loads((h / "run.json").read_text()) for h in halves]
     assert [i["processes"] for i in infos] == [2, 2]
-    assert infos[0]["time_limit_s"] == 80  # twice the suite's: each half holds a run's
-    # ... and each process its budget as in a run of 2 processes: 2 cases x 0.2 s / 2.
+    # Each process its budget as in a run of 3 (the default): 4 cases x 0.2 s / 3, and the
+    # time limit the suite's for each half, scaled to 2 processes of that budget.
+    assert infos[0]["time_limit_s"] == pytest.approx(2 * 40 * 2 / 3)
     budgets = [p["budget_s"] for i in infos for b in i["benchmarks"] for p in b["processes"]]
-    assert max(budgets) == pytest.approx(0.2 * 4 / 2)
+    assert max(budgets) == pytest.approx(0.2 * 4 / 3, abs=1e-3)  # run.json: ms
     ran = [[p["process"] for b in i["benchmarks"] for p in b["processes"]] for i in infos]
     assert ran[0] and all(p % 2 == 0 for p in ran[0]) and all(p % 2 == 1 for p in ran[1])
     # A per-process estimate names its process as run.json and the samples do.
