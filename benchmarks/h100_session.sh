@@ -63,10 +63,17 @@
 #                                            # up to its failure, on its own (300 s was short)
 #   bash benchmarks/h100_session.sh round5f  # issue 28: the crossover suite again with
 #                                            # 64-token host-read loops, limit 480 s
+#   bash benchmarks/h100_session.sh round6a  # issues 25, 29: the A/A selftest at default
+#                                            # settings (six processes a half); readback and
+#                                            # sampling at 16 KiB-1 MiB and the vocabulary
+#                                            # (benchmarks/suites/readback-large.yaml)
+#   bash benchmarks/h100_session.sh round6b  # issues 27, 28: the decode kernels' variants,
+#                                            # interleaved; PyTorch's crossover with two
+#                                            # processes a job (suites/crossover-torch.yaml)
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
-step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4, decode4, crossover4, crossover5, telemetry4, round5a, round5b, round5c, round5d, round5e or round5f}
+step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4, decode4, crossover4, crossover5, telemetry4, round5a, round5b, round5c, round5d, round5e, round5f, round6a or round6b}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
 setup() {
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -220,6 +227,27 @@ round4)  # within one device call: 600 s; the results are re-packed after each s
   timeout 190 python3 -m gpuoverhead selftest --affinity "$good" --out /tmp/results \
     > /tmp/results/selftest.log 2>&1
   echo "selftest: $(( ($(date +%s%N) - t0) / 1000000 )) ms wall" | tee -a /tmp/results/times.txt
+  ;;
+round6a)
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt"
+  good=$(good_cpus)
+  echo "affinity: $good" | tee -a /tmp/results/times.txt
+  t0=$(date +%s%N)
+  timeout 380 python3 -m gpuoverhead selftest --affinity "$good" --out /tmp/results \
+    > /tmp/results/selftest.log 2>&1
+  echo "selftest: $(( ($(date +%s%N) - t0) / 1000000 )) ms wall" | tee -a /tmp/results/times.txt
+  tar -C /tmp/results -czf "$out/results-$step.tgz" .
+  bounded 170 h100-readback-large --suite benchmarks/suites/readback-large.yaml \
+    --implementation wgpu-native,dawn,torch --processes 2 --time-limit 150 --affinity "$good"
+  ;;
+round6b)
+  good=$(good_cpus)
+  echo "affinity: $good" | tee -a /tmp/results/times.txt
+  timeout 200 python3 benchmarks/decode_floor.py --bandwidth 3350 --variants \
+    --json /tmp/results/decode_variants.json > /tmp/results/decode_variants.txt 2>&1
+  tar -C /tmp/results -czf "$out/results-$step.tgz" .
+  bounded 270 h100-crossover-torch --suite benchmarks/suites/crossover-torch.yaml \
+    --implementation torch,cpu-ref --processes 2 --time-limit 240 --affinity "$good"
   ;;
 round5a)
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt"
