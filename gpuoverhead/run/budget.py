@@ -290,14 +290,18 @@ class Schedule:
     def _choose(self, done: int) -> tuple[int, int]:
         """`best_passes` on the time left (in pass 0: as it began, so that the choice
         changes only as start-ups are measured), each pass's expected start-up and least
-        sampling, and the suite's budget for every pass asked."""
+        sampling, and, where the count is chosen, the suite's budget for every pass. A count
+        asked for (--processes) is run whole where the time holds it, even where the suite's
+        budget is less than the processes' least sampling (they overrun it to min_rounds):
+        the readback suite on the H100 ran one of two processes with 94 s of 150 left."""
         pass0 = [s for b in range(len(self.jobs)) for s in self.pass_of(b, 0)]
         left = self._pass0_left if done == 0 and self._pass0_left is not None \
             else self.left_s()
-        return best_passes(left - FINISH_S, sum(self.setup_s(s) for s in pass0),
-                           sum(self._least.get(s.kind, MIN_PROCESS_S) for s in pass0),
-                           done, self.most, sum(s.cap for s in pass0) * self.most,
-                           self.halves)
+        cap = sum(s.cap for s in pass0) * self.most if self.chosen else math.inf
+        best, fit = best_passes(left - FINISH_S, sum(self.setup_s(s) for s in pass0),
+                                sum(self._least.get(s.kind, MIN_PROCESS_S) for s in pass0),
+                                done, self.most, cap, self.halves)
+        return (best, fit) if self.chosen else (fit, fit)
 
     def _remaining(self, slot: Slot, passes: int) -> Iterator[Slot]:
         """`slot` and those after it up to pass `passes`, in the order of a run under a time
