@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import shutil
+from itertools import combinations
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 from conftest import ROOT
 from typer.testing import CliRunner
 
+from gpuoverhead.analysis.runs import ORDER_MIN
 from gpuoverhead.cli import app
 from gpuoverhead.present import compare as comparing
 from gpuoverhead.results import read
@@ -44,11 +46,25 @@ def _slowed(folder: Path, to: Path) -> Path:
     return to
 
 
+def _hodges_lehmann_half(logs: np.ndarray) -> float:
+    """Half-width of the Mann-Whitney interval of the shift between `logs` and themselves
+    moved (any shift: the differences only move with it), its rank found by enumerating
+    every split of the 2m ranks (U's exact null distribution), not as compare does."""
+    m = len(logs)
+    us = np.sort([sum(r) - m * (m - 1) // 2 for r in combinations(range(2 * m), m)])
+    k = 1
+    while np.mean(us <= k) <= 0.025:  # P(U <= k) within 2.5%: d_(k + 1) still covers
+        k += 1
+    d = np.sort((logs[:, None] - logs[None, :]).ravel())
+    return (d[m * m - k] - d[k - 1]) / 2
+
+
 def _half_widths(folder: Path, table: pd.DataFrame) -> pd.Series:
     """Half-width on logs of each compared row's NEW/BASE interval, found without compare:
-    where the set has two or more processes of the estimate, Welch's interval of their log
-    values against the same values moved by the row's factor (scipy's), nan where one is
-    not above zero or unbounded; otherwise sqrt(2) x the set's own half-width on logs
+    where the set has ORDER_MIN or more processes of the estimate, the Hodges-Lehmann
+    shift's Mann-Whitney interval (`_hodges_lehmann_half`); two to five, Welch's interval of
+    their log values against the same values moved by the row's factor (scipy's), nan where
+    one is not above zero or unbounded; otherwise sqrt(2) x the set's own half-width on logs
     (both sets have the same relative widths)."""
     from scipy import stats as sps
 
@@ -65,6 +81,8 @@ def _half_widths(folder: Path, table: pd.DataFrame) -> pd.Series:
                 halves.append(math.nan)
             elif np.ptp(np.log(values)) == 0:
                 halves.append(0.0)
+            elif len(values) >= ORDER_MIN:
+                halves.append(_hodges_lehmann_half(np.log(values)))
             else:
                 logs = np.log(values)
                 shift = math.log(FACTOR) if row["unit"] == "ns" else 0.0
