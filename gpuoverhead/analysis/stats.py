@@ -314,11 +314,15 @@ def drift(values: np.ndarray, times: np.ndarray) -> Drift | None:
 
 
 def _change(ordered: np.ndarray) -> float:
-    """Median of the last quarter of time-ordered values less that of the first, over the
-    median of all."""
+    """The median of the last quarter of time-ordered values over that of the first, less 1
+    (a time that falls cannot fall by more than all of it: over the median of all, a
+    torch-cpu process whose first rounds were slow read -288%); where the first quarter's
+    median is not above zero, the difference over the median of all, in size."""
     quarter = max(1, ordered.size // 4)
     first, last = np.median(ordered[:quarter]), np.median(ordered[-quarter:])
-    return float((last - first) / np.median(ordered))
+    if first > 0:
+        return float(last / first - 1)
+    return float((last - first) / abs(np.median(ordered)))
 
 
 def _rank_trend(ranks: np.ndarray) -> float:

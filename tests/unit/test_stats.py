@@ -164,3 +164,11 @@ def test_drift_shared_by_short_processes_is_found_where_none_shows_it_alone():
     stationary = sum(drift_within([100 + rng.normal(0, 4, 6) for _ in range(12)]) is not None
                      for _ in range(200))
     assert stationary <= 2
+
+
+def test_a_falling_time_changes_by_no_more_than_all_of_it():
+    """Slow first rounds (4x) then steady: the change first to last quarter is -75%, not
+    the -288% that dividing by the median of all gave."""
+    values = np.r_[np.full(10, 4.0), np.ones(30)] * np.linspace(1.01, 1.0, 40)
+    found = drift(values, np.arange(values.size))
+    assert found is not None and found.change == pytest.approx(-0.75, abs=0.01)
