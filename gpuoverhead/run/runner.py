@@ -223,9 +223,11 @@ def _measure(plan: Plan, schedule: Schedule, folders: list[RunFolder], reporter:
     for b in range(len(plan.benchmarks)):
         if b not in finished and outcomes[b][0]:
             finish_all(b)
+    each = " in each half" if plan.halves > 1 else ""
     for files in folders if schedule.dropped else ():
         files.start.warnings.append(
-            f"{schedule.processes} of {plan.processes} processes per job ran: the time left "
+            f"{schedule.processes // plan.halves} of {plan.processes // plan.halves} "
+            f"processes per job{each} ran: the time left "
             f"after start-up could not hold the other {schedule.dropped} passes "
             f"({schedule.left_at_drop_s:.0f} s left, a pass expected to take about "
             f"{schedule.pass_s():.0f} s: its start-ups and least sampling; every process "
