@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -31,16 +30,16 @@ from gpuoverhead.workloads.decode_model import (
     MAX_CACHE,
     MAX_HEAD_BLOCKS,
     MODELS,
-    ROPE_THETA,
     TOKEN,
     TOLERANCE,
     Greedy,
     W,
     Weights,
     reference,
+    rope_table,
 )
 from gpuoverhead.workloads.groups import Request
-from gpuoverhead.workloads.torch_ops import graph_of
+from gpuoverhead.workloads.torch_ops import compiled_step, graph_of
 from gpuoverhead.workloads.work import Context, Step, Work, counted, reads_every
 
 #: Whether PyTorch's forms get GPU times (CUDA events) on CUDA.
@@ -186,7 +185,7 @@ class Engine:
                                                  2: self.zeros[b - a], 3: logits}, b - a, h,
                                       BASE=a))
         if token is not None:
-            steps += self._argmax(logits, token)
+            steps += argmax_steps(ctx, logits, token, s.vocab)
         steps.append(ctx.step(self._p("count"), {6: count}, (1, 1)))
         return tuple(map(tuple, [*segments, steps])), logits
 
@@ -201,9 +200,6 @@ class Engine:
         return [ctx.step(self._p("embed", BASE=a, ROWS=b - a), {W: weights, 3: x, 11: token},
                          _flat(h // 4))
                 for (a, b), weights in zip(self.chunks, self.head, strict=True)]
-
-    def _argmax(self, logits: Any, token: Any) -> list[Any]:
-        return argmax_steps(self.ctx, logits, token, self.w.shape.vocab)
 
     def _matvec(self, w: Any, v: Any, bias: Any, y: Any, rows: int, cols: int) -> Any:
         return self._mv("matvec", {W: w, 8: v, 2: bias, 3: y}, rows, cols)
@@ -265,12 +261,6 @@ def argmax_steps(ctx: Context, logits: Any, token: Any, vocab: int) -> list[Step
                      {0: logits, 3: best}, (blocks, 1)),
             ctx.step(ctx.pipeline("argmax", NB=blocks, WG=DECODE_WG), {0: best, 11: token},
                      (1, 1))]
-
-
-def rope_table(head_dim: int, position: int) -> np.ndarray:
-    """cos then sin of the rotary angles of `position`, computed in f64 (as numpy's step)."""
-    angle = position * ROPE_THETA ** (-2 * np.arange(head_dim // 2) / head_dim)
-    return np.concatenate([np.cos(angle), np.sin(angle)]).astype(np.float32)
 
 
 def _flat(invocations: int) -> tuple[int, int]:
@@ -362,8 +352,8 @@ def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) ->
                  *(t for pair in caches for t in pair), *([] if token is None else [token])]
         units[case] = {EAGER: lambda mine=mine: mine,
                        GRAPH: lambda mine=mine: graph_of(mine, torch),
-                       COMPILE: lambda mine=mine, fixed=fixed: _compiled_step(mine, fixed,
-                                                                              torch)
+                       COMPILE: lambda mine=mine, fixed=fixed: compiled_step(mine, fixed,
+                                                                             torch)
                        }[case.implementation]
         outputs[case] = _torch_output(case, logits, token, expected, greedy)
     return units, outputs
@@ -379,18 +369,6 @@ def _torch_output(case: Case, logits: Any, token: Any, expected: np.ndarray, gre
     return Work([], lambda: token.cpu().numpy().astype(np.uint32),
                 lambda: token.fill_(TOKEN), greedy.output,
                 exact=True, readback=(token.item, reads_every(case.sync)))
-
-
-def _compiled_step(step: Callable[[], None], fixed: list[Any], torch: Any
-                   ) -> Callable[[], None]:
-    """The whole step through torch.compile: Inductor's fused kernels, replayed as CUDA
-    graphs on CUDA (`reduce-overhead`), as an engine built on torch.compile runs it. The
-    step writes its KV caches and logits in place; their addresses are marked static (as
-    a static KV cache is) or CUDA graphs would be skipped for the mutated inputs."""
-    for tensor in fixed:
-        torch._dynamo.mark_static_address(tensor)
-    return torch.compile(step, mode="reduce-overhead" if torch.cuda.is_available() else None,
-                         dynamic=False, fullgraph=True)
 
 
 def torch_fused(case: Case, kind: str, group: Group) -> tuple[str, ...]:

@@ -187,6 +187,12 @@ class Greedy:
         return None if token is None else np.array([token], np.uint32)
 
 
+def rope_table(head_dim: int, position: int) -> np.ndarray:
+    """cos then sin of the rotary angles of `position`, computed in f64 (as numpy's step)."""
+    angle = position * ROPE_THETA ** (-2 * np.arange(head_dim // 2) / head_dim)
+    return np.concatenate([np.cos(angle), np.sin(angle)]).astype(np.float32)
+
+
 def _rmsnorm(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
     return x / np.sqrt(np.mean(x * x) + EPS) * weight
 
