@@ -26,7 +26,6 @@ from gpuoverhead.workloads.decode_model import (
     DECODE_WG,
     EPS,
     MATRICES,
-    MAX_BINDING,
     MAX_CACHE,
     MAX_HEAD_BLOCKS,
     MODELS,
@@ -35,6 +34,7 @@ from gpuoverhead.workloads.decode_model import (
     Greedy,
     W,
     Weights,
+    head_chunks,
     reference,
     rope_table,
 )
@@ -95,16 +95,18 @@ class Engine:
     `ctx` is the group's Context (workloads/work.py: pipelines by entry point and constants,
     buffers, bind groups); `steps(form)` returns the step's dispatches and the logits'
     buffers; `at(cache)` the same engine attending to a shorter cache (a benchmark's two
-    cache lengths on one upload)."""
+    cache lengths on one upload); the LM head in chunks of at most `head_binding` bytes
+    (None: the device's limits)."""
 
-    def __init__(self, ctx: Any, weights: Weights, precision: str = "f32") -> None:
+    def __init__(self, ctx: Any, weights: Weights, precision: str = "f32",
+                 head_binding: int | None = None) -> None:
         self.ctx, self.w, s = ctx, weights, weights.shape
         assert s.q_size <= 1536 and s.head_dim <= 128 and s.head_dim % 16 == 0, s
         self.consts = {"H": s.hidden, "NH": s.heads, "NKV": s.kv_heads, "F": s.mlp,
                        "D": s.head_dim}
         self.cache = weights.cache
         up = ctx.buffer
-        dtype = np.float16 if precision == "f16" else np.float32
+        self.dtype = dtype = np.float16 if precision == "f16" else np.float32
 
         def matrix(values: np.ndarray) -> Any:
             return up(values.astype(dtype))
@@ -119,12 +121,18 @@ class Engine:
                        "bk": up(layer["bqkv"][q:q + kv]), "bv": up(layer["bqkv"][q + kv:]),
                        "wg": matrix(layer["wgu"][:s.mlp]), "wu": matrix(layer["wgu"][s.mlp:])}
                       for layer in weights.layers]
-        rows = max(64, MAX_BINDING // (s.hidden * 4) // 64 * 64)
-        self.chunks = [(r, min(r + rows, s.vocab)) for r in range(0, s.vocab, rows)]
-        assert self.chunks[0][1] > TOKEN
-        self.head = [matrix(weights.head[a:b]) for a, b in self.chunks]
-        self.zeros = {n: up(np.zeros(n, np.float32))
-                      for n in {s.hidden, q, kv, s.mlp, *(b - a for a, b in self.chunks)}}
+        self.zeros = {n: up(np.zeros(n, np.float32)) for n in {s.hidden, q, kv, s.mlp}}
+        self._upload_head(head_binding)
+
+    def _upload_head(self, head_binding: int | None) -> None:
+        """The LM head in chunks of at most `head_binding` bytes or the device's limits (for
+        f32 rows, f16 too), and a zero bias as long as a chunk."""
+        limits = self.ctx.device.limits
+        self.chunks = head_chunks(self.w.shape, head_binding or min(
+            limits["max-storage-buffer-binding-size"], limits["max-buffer-size"]))
+        self.head = [self.ctx.buffer(self.w.head[a:b].astype(self.dtype))
+                     for a, b in self.chunks]
+        self.head_zeros = self.ctx.buffer(np.zeros(self.chunks[0][1], np.float32))
 
     def at(self, cache: int) -> Engine:
         """This engine attending to the first `cache` positions of its caches (and writing
@@ -182,7 +190,7 @@ class Engine:
                                       BASE=a))
             else:
                 steps.append(self._mv("matvec", {W: weights, 8: buf["n"],
-                                                 2: self.zeros[b - a], 3: logits}, b - a, h,
+                                                 2: self.head_zeros, 3: logits}, b - a, h,
                                       BASE=a))
         if token is not None:
             steps += argmax_steps(ctx, logits, token, s.vocab)

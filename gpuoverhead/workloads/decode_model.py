@@ -10,8 +10,8 @@ weights and caches; the new token is written at position K every step, so each s
 the same work and leaves the same logits, which are compared with a numpy step. As in
 Qwen2.5, the LM head is the embedding (tied): the step's input is row TOKEN of it (the
 token loop's: the row of the token its previous step chose, `Greedy`). The
-head is split into row chunks of at most 128 MiB, WebGPU's default largest storage
-binding, instead of asking the adapter for more.
+head is split into row chunks as large as the device's storage bindings and buffers allow
+(128 MiB by WebGPU's default limits).
 """
 
 from __future__ import annotations
@@ -185,6 +185,15 @@ class Greedy:
         """The loop's output after `steps` steps as a Work's reference: the token id."""
         token = self.after(steps)
         return None if token is None else np.array([token], np.uint32)
+
+
+def head_chunks(shape: Shape, largest: int) -> list[tuple[int, int]]:
+    """The LM head's row chunks (first row, end): 64 rows a unit, each chunk's f32 values in
+    at most `largest` bytes (a storage binding's and a buffer's limit)."""
+    rows = max(64, largest // (shape.hidden * 4) // 64 * 64)
+    chunks = [(r, min(r + rows, shape.vocab)) for r in range(0, shape.vocab, rows)]
+    assert chunks[0][1] > TOKEN
+    return chunks
 
 
 def rope_table(head_dim: int, position: int) -> np.ndarray:

@@ -528,6 +528,35 @@ def _greedy_tokens(weights: decode.Weights, steps: int) -> list[int]:
     return tokens
 
 
+def test_decode_with_the_head_in_small_chunks_matches_numpy_in_logits_and_tokens():
+    """A device whose bindings hold less of the LM head gets more chunks of it: both
+    engines' logits still agree with numpy, and so do the token loop's tokens, whose
+    embeddings lie in several chunks."""
+    suite = load_suite(CONFIGS / "ci.yaml")
+    group = next(g for g in suite.groups if g.fusion == "decode")
+    found = adapters.select(adapters.discover([webgpu.binding("wgpu-native")])[0], BACKEND, None)[0]
+    ctx = Context(found.adapter.request_device_sync(), group)
+    weights = decode.Weights.of(MODELS[group.elements], group.cases[0].k)
+    rows = 192
+    engine = Engine(ctx, weights, head_binding=rows * weights.shape.hidden * 4)
+    assert len(engine.chunks) == -(-weights.shape.vocab // rows)
+    want, tokens = decode.reference(weights), _greedy_tokens(weights, 4)
+    assert len({t // rows for t in tokens}) > 1, tokens
+    for form in ("unfused", "fused"):
+        count = ctx.buffer(np.zeros(1, np.uint32))
+        segments, logits = engine.steps(form, count)
+        ctx.submit(sum(segments, ()))
+        assert np.allclose(ctx.reader(logits, np.float32)(), want, rtol=decode.TOLERANCE,
+                           atol=decode.TOLERANCE / 10 * np.abs(want).max()), form
+        token = ctx.buffer(np.array([decode.TOKEN], np.uint32))
+        loop = sum(engine.steps(form, count, token)[0], ())
+        got = []
+        for _ in range(4):
+            ctx.submit(loop)
+            got.append(int(ctx.reader(token, np.uint32)()[0]))
+        assert got == tokens[1:], form
+
+
 def test_decode_token_loop_feeds_each_token_to_the_next_step_as_numpy_greedy_does():
     """The token loop's step reads the embedding of the token its previous step chose on the
     GPU: in both engines, synced and pipelined, through the timed op, the token after each
