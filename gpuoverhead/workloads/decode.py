@@ -22,7 +22,7 @@ from gpuoverhead.cases import TIMESTAMPS, TOKEN_LOOPS, Case, Group
 from gpuoverhead.gpu.targets import grid_for
 from gpuoverhead.torch_forms import COMPILE, EAGER, GRAPH
 from gpuoverhead.workloads.decode_model import (
-    ATTENTION_BLOCK,
+    ATTENTION_WORKGROUPS,
     DECODE_WG,
     EPS,
     MATRICES,
@@ -34,6 +34,7 @@ from gpuoverhead.workloads.decode_model import (
     Greedy,
     W,
     Weights,
+    attention_block,
     head_chunks,
     reference,
     rope_table,
@@ -82,10 +83,11 @@ def problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
         found.append(("k_sweep", f"the KV cache (k_sweep) holds at most {MAX_CACHE} "
                                  f"positions, not {bad[0]}"))
     elif bad := [k for k in cfg["k_sweep"] for e in cfg["elements"] if e in MODELS
-                 and MODELS[e].heads * -(-(k + 1) // ATTENTION_BLOCK) > MAX_HEAD_BLOCKS]:
+                 and MODELS[e].heads * -(-(k + 1) // attention_block(MODELS[e], k))
+                 > MAX_HEAD_BLOCKS]:
         found.append(("k_sweep", f"the fused attention combines at most {MAX_HEAD_BLOCKS} "
-                                 f"blocks of {ATTENTION_BLOCK} positions over all heads: "
-                                 f"a cache of {bad[0]} is too long for these heads"))
+                                 f"blocks over all heads: a cache of {bad[0]} is too long "
+                                 f"for these heads"))
     return found
 
 
@@ -104,7 +106,7 @@ class Engine:
         assert s.q_size <= 1536 and s.head_dim <= 128 and s.head_dim % 16 == 0, s
         self.consts = {"H": s.hidden, "NH": s.heads, "NKV": s.kv_heads, "F": s.mlp,
                        "D": s.head_dim}
-        self.cache = weights.cache
+        self.cache, self.attention_workgroups = weights.cache, ATTENTION_WORKGROUPS
         up = ctx.buffer
         self.dtype = dtype = np.float16 if precision == "f16" else np.float32
 
@@ -142,10 +144,13 @@ class Engine:
         other.cache = cache
         return other
 
+    def _block(self) -> int:
+        return attention_block(self.w.shape, self.cache, self.attention_workgroups)
+
     def _p(self, entry: str, **extra: int) -> Any:
         t = self.cache + 1
         return self.ctx.pipeline(entry, **{**self.consts, "T": t,
-                                           "NB": -(-t // ATTENTION_BLOCK), "WG": 64, **extra})
+                                           "NB": -(-t // self._block()), "WG": 64, **extra})
 
     def _mv(self, entry: str, buffers: dict[int, Any], rows: int, cols: int,
             least: int = 0, **extra: int) -> Any:
@@ -167,7 +172,7 @@ class Engine:
         token's embedding and its end the argmax of its logits written back there."""
         s, ctx, t = self.w.shape, self.ctx, self.cache + 1
         h, q, kv, f = s.hidden, s.q_size, s.kv_size, s.mlp
-        blocks = s.heads * -(-t // ATTENTION_BLOCK)
+        blocks = s.heads * -(-t // self._block())
         assert blocks <= MAX_HEAD_BLOCKS, (s, t)
         buf = {n: ctx.buffer(np.zeros(size, np.float32)) for n, size in
                (("x", h), ("n", h), ("q", q), ("k", kv), ("v", kv), ("o", q), ("y", h),
@@ -242,15 +247,15 @@ class Engine:
 
     def _fused_layer(self, layer: dict, split: dict, b: dict) -> list[Any]:
         s, h, q, f = self.w.shape, self.w.shape.hidden, self.w.shape.q_size, self.w.shape.mlp
-        blocks = -(-(self.cache + 1) // ATTENTION_BLOCK)
+        block = self._block()
         return [
             self._mv("qkv_rope", {W: layer["wqkv"], 8: b["x"], 9: layer["norm1"],
                                   1: b["rope"], 2: layer["bqkv"], 3: b["q"],
                                   4: layer["kcache"], 5: layer["vcache"]},
                      (q + 2 * s.kv_size) // 2, h),
-            self.ctx.step(self._p("attn_part", WG=ATTENTION_BLOCK),
+            self.ctx.step(self._p("attn_part", WG=DECODE_WG, AB=block),
                           {8: b["q"], 9: layer["kcache"], 10: layer["vcache"], 3: b["ml"],
-                           4: b["part"]}, (blocks, s.heads)),
+                           4: b["part"]}, (-(-(self.cache + 1) // block), s.heads)),
             self._mv("attn_out", {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"]}, h, q,
                      least=DECODE_WG),  # fewer workgroups, each combining every head
             self._mv("gate_up", {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]},

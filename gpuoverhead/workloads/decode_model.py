@@ -51,8 +51,16 @@ MODELS = {896: Shape("qwen2.5-0.5b", 24, 896, 14, 2, 4864, 151_936),
           128: Shape("tiny", 2, 128, 2, 1, 256, 1024)}
 #: The longest KV cache (the unfused scores of one head fit a binding many times over).
 MAX_CACHE = 8191
-#: Cache positions per workgroup of the fused attention (its threads, one per position).
+#: Cache positions per workgroup of the fused attention at most (its threads, one per
+#: position), and at least (a position's dimensions shared by up to 16 threads; and the
+#: shader's values need a block of DECODE_WG / (head_dim / 4) positions or more).
 ATTENTION_BLOCK = 256
+SMALLEST_BLOCK = 16
+#: Workgroups the fused attention aims at over all heads: a short cache is split into
+#: smaller blocks until heads x blocks would pass this (at 128 positions, 14 workgroups of
+#: 256 left most of an H100's 132 SMs idle and each thread a long chain of loads). 0: every
+#: block ATTENTION_BLOCK positions (the first fused engine's choice).
+ATTENTION_WORKGROUPS = 128
 #: Attention blocks of all heads the fused combine step holds in workgroup memory (16
 #: heads up to MAX_CACHE).
 MAX_HEAD_BLOCKS = 512
@@ -185,6 +193,16 @@ class Greedy:
         """The loop's output after `steps` steps as a Work's reference: the token id."""
         token = self.after(steps)
         return None if token is None else np.array([token], np.uint32)
+
+
+def attention_block(shape: Shape, cache: int, workgroups: int = ATTENTION_WORKGROUPS) -> int:
+    """Positions per block of the fused attention over `cache` earlier positions: halved
+    from ATTENTION_BLOCK while heads x blocks stays within `workgroups`."""
+    block, t = ATTENTION_BLOCK, cache + 1
+    least = max(SMALLEST_BLOCK, 4 * DECODE_WG // shape.head_dim)
+    while block > least and shape.heads * -(-t // (block // 2)) <= workgroups:
+        block //= 2
+    return block
 
 
 def head_chunks(shape: Shape, largest: int) -> list[tuple[int, int]]:

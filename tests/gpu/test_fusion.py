@@ -20,6 +20,7 @@ from gpuoverhead.gpu.wait import waiter
 from gpuoverhead.methods import fusion as fusion_method
 from gpuoverhead.suite.expand import load_suite
 from gpuoverhead.suite.shaders import f16_kernel
+from gpuoverhead.workloads import decode as engine_module
 from gpuoverhead.workloads import decode_model as decode
 from gpuoverhead.workloads import loop, population
 from gpuoverhead.workloads import registry as fusion
@@ -496,16 +497,20 @@ def test_f16_decode_reads_half_the_weight_bytes_and_matches_numpy_on_its_weights
 
 
 #: Heads of 128 dimensions (as Qwen2.5-1.5B's), more query dimensions than hidden ones, and
-#: a cache of three attention blocks: the fused attention's combine step has work to do.
+#: a cache of three attention blocks of 256 (19 of 32 where blocks shrink to give about 128
+#: workgroups): the fused attention's combine step has work to do.
 WIDE = Shape("test-wide", 2, 128, 4, 2, 256, 1024, head_dim=128)
 
 
+@pytest.mark.parametrize("workgroups", [decode.ATTENTION_WORKGROUPS, 0])
 @pytest.mark.parametrize("cache", [600, 255])
-def test_decode_over_several_attention_blocks_and_wide_heads_matches_numpy(monkeypatch, cache):
+def test_decode_over_several_attention_blocks_and_wide_heads_matches_numpy(monkeypatch, cache,
+                                                                          workgroups):
     """Both engines agree with numpy where the cache spans several attention blocks (the
-    partial softmaxes must be combined) or exactly one block (cache + 1 = 256 positions),
-    with heads of 128 dimensions."""
+    partial softmaxes must be combined) or exactly one block of 256 (cache + 1 = 256
+    positions; 16 of 16 where blocks shrink), with heads of 128 dimensions."""
     monkeypatch.setitem(MODELS, 128, WIDE)
+    monkeypatch.setattr(engine_module, "ATTENTION_WORKGROUPS", workgroups)
     suite = load_suite(CONFIGS / "ci.yaml")
     group = next(g for g in suite.groups if g.fusion == "decode")
     group = replace(group, cases=tuple(replace(c, k=cache) for c in group.cases
