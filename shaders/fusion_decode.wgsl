@@ -32,6 +32,7 @@ override T: u32 = 129;        // positions attended: the cache and the new token
 override AB: u32 = 256;       // attention: positions per block, a power of two from
                               // WG / (D / 4) up to WG
 override NB: u32 = 1;         // attention blocks: ceil(T / AB)
+override AHEAD: u32 = 1;      // attn_out: 1, its first weights loaded before the combine
 override ROWS: u32 = 896;     // matvec: output rows (rope: heads; elementwise: length)
 override COLS: u32 = 896;     // matvec: input length, a multiple of 4
 override TOKEN: u32 = 0;      // copy: the token's row in the first chunk of the LM head
@@ -128,9 +129,19 @@ fn dot_share(row: u32, lane: u32, cols4: u32) -> f32 {
     return total(a + b);
 }
 
-// dot_share against os (the combined attention output in workgroup memory).
-fn dot_share_os(row: u32, lane: u32, cols4: u32) -> f32 {
+// The weights of dot_share's first batch of row `row` (cols4 vec4 columns), loaded ahead.
+fn first_batch(row: u32, lane: u32, cols4: u32) -> array<vec4<f32>, 4> {
     let base = row * cols4;
+    let last = cols4 - 1u;
+    return array<vec4<f32>, 4>(vec4<f32>(weights[base + min(lane, last)]),
+                               vec4<f32>(weights[base + min(lane + LANES, last)]),
+                               vec4<f32>(weights[base + min(lane + 2u * LANES, last)]),
+                               vec4<f32>(weights[base + min(lane + 3u * LANES, last)]));
+}
+
+// dot_share against os (the combined attention output in workgroup memory), the first
+// batch's weights given (`first_batch`, loaded before os was).
+fn dot_share_os(row: u32, lane: u32, cols4: u32, first: array<vec4<f32>, 4>) -> f32 {
     let last = cols4 - 1u;
     var a = vec4<f32>(0.0);
     var b = vec4<f32>(0.0);
@@ -138,14 +149,14 @@ fn dot_share_os(row: u32, lane: u32, cols4: u32) -> f32 {
         let c1 = min(c + LANES, last);
         let c2 = min(c + 2u * LANES, last);
         let c3 = min(c + 3u * LANES, last);
-        let w0 = vec4<f32>(weights[base + c]);
-        let w1 = vec4<f32>(weights[base + c1]);
-        let w2 = vec4<f32>(weights[base + c2]);
-        let w3 = vec4<f32>(weights[base + c3]);
-        a = fma(w0, os[c], a);
-        b = fma(w1, select(vec4<f32>(0.0), os[c1], c + LANES < cols4), b);
-        a = fma(w2, select(vec4<f32>(0.0), os[c2], c + 2u * LANES < cols4), a);
-        b = fma(w3, select(vec4<f32>(0.0), os[c3], c + 3u * LANES < cols4), b);
+        var w = first;
+        if (c != lane) {
+            w = first_batch(row, c, cols4);
+        }
+        a = fma(w[0], os[c], a);
+        b = fma(w[1], select(vec4<f32>(0.0), os[c1], c + LANES < cols4), b);
+        a = fma(w[2], select(vec4<f32>(0.0), os[c2], c + 2u * LANES < cols4), a);
+        b = fma(w[3], select(vec4<f32>(0.0), os[c3], c + 3u * LANES < cols4), b);
     }
     return total(a + b);
 }
@@ -612,17 +623,25 @@ fn attn_values(b: u32, h: u32, g: u32, lid: u32, vs: array<vec4<f32>, 4>) {
 
 // Flash-decoding's second half and the output projection with its residual add: every
 // workgroup combines the blocks (in0: attn_part's out0, z4: its out1) into the heads'
-// outputs in workgroup memory, then out0[r] += w[r, :] . o for its rows.
+// outputs in workgroup memory, then out0[r] += w[r, :] . o for its rows. With AHEAD, a
+// lane's first weights are loaded before the combine, so their wait overlaps it.
 @compute @workgroup_size(WG)
 fn attn_out(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
             @builtin(local_invocation_index) lid: u32) {
-    combine(lid);
-    let d4 = D / 4u;
     let r = row_of(wid, nwg) * (WG / LANES) + lid / LANES;
     let lane = lid % LANES;
+    let cols4 = NH * (D / 4u);
+    var first = array<vec4<f32>, 4>();
+    if (AHEAD == 1u) {
+        first = first_batch(min(r, H - 1u), lane, cols4);
+    }
+    combine(lid);
+    if (AHEAD != 1u) {
+        first = first_batch(min(r, H - 1u), lane, cols4);
+    }
     var s = 0.0;
     if (r < H) {
-        s = dot_share_os(r, lane, NH * d4);
+        s = dot_share_os(r, lane, cols4, first);
     }
     red[lid] = vec4<f32>(s, 0.0, 0.0, 0.0);
     reduce_runs(lid, LANES);

@@ -106,7 +106,7 @@ class Engine:
         assert s.q_size <= 1536 and s.head_dim <= 128 and s.head_dim % 16 == 0, s
         self.consts = {"H": s.hidden, "NH": s.heads, "NKV": s.kv_heads, "F": s.mlp,
                        "D": s.head_dim}
-        self.cache, self.attention_workgroups = weights.cache, ATTENTION_WORKGROUPS
+        self.cache, self.attention_workgroups, self.ahead = weights.cache, ATTENTION_WORKGROUPS, 1
         up = ctx.buffer
         self.dtype = dtype = np.float16 if precision == "f16" else np.float32
 
@@ -257,7 +257,7 @@ class Engine:
                           {8: b["q"], 9: layer["kcache"], 10: layer["vcache"], 3: b["ml"],
                            4: b["part"]}, (-(-(self.cache + 1) // block), s.heads)),
             self._mv("attn_out", {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"]}, h, q,
-                     least=DECODE_WG),  # fewer workgroups, each combining every head
+                     least=DECODE_WG, AHEAD=self.ahead),  # fewer workgroups, each combining
             self._mv("gate_up", {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]},
                      f, h),
             self._mv("matvec_add", {W: layer["wdown"], 8: b["a"], 3: b["x"]}, h, f),
