@@ -97,8 +97,8 @@ class Engine:
     `ctx` is the group's Context (workloads/work.py: pipelines by entry point and constants,
     buffers, bind groups); `steps(form)` returns the step's dispatches and the logits'
     buffers; `at(cache)` the same engine attending to a shorter cache (a benchmark's two
-    cache lengths on one upload); the LM head in chunks of at most `head_binding` bytes
-    (None: the device's limits)."""
+    cache lengths on one upload), `tuned(...)` with other choices (a benchmark's variants);
+    the LM head in chunks of at most `head_binding` bytes (None: the device's limits)."""
 
     def __init__(self, ctx: Any, weights: Weights, precision: str = "f32",
                  head_binding: int | None = None) -> None:
@@ -129,7 +129,7 @@ class Engine:
     def _upload_head(self, head_binding: int | None) -> None:
         """The LM head in chunks of at most `head_binding` bytes or the device's limits (for
         f32 rows, f16 too), and a zero bias as long as a chunk."""
-        limits = self.ctx.device.limits
+        limits, self.head_binding = self.ctx.device.limits, head_binding
         self.chunks = head_chunks(self.w.shape, head_binding or min(
             limits["max-storage-buffer-binding-size"], limits["max-buffer-size"]))
         self.head = [self.ctx.buffer(self.w.head[a:b].astype(self.dtype))
@@ -142,6 +142,15 @@ class Engine:
         assert 0 < cache <= self.w.cache
         other = copy.copy(self)
         other.cache = cache
+        return other
+
+    def tuned(self, attention_workgroups: int, head_binding: int | None, ahead: int) -> Engine:
+        """This engine with its attention's workgroups (attention_block), its LM head's
+        chunks (uploaded again where they differ) and attn_out's AHEAD chosen otherwise."""
+        other = copy.copy(self)
+        other.attention_workgroups, other.ahead = attention_workgroups, ahead
+        if head_binding != self.head_binding:
+            other._upload_head(head_binding)
         return other
 
     def _block(self) -> int:
