@@ -54,7 +54,6 @@ from gpuoverhead.gpu.wait import waiter  # noqa: E402
 from gpuoverhead.suite.shaders import fusion_kernel  # noqa: E402
 from gpuoverhead.workloads import decode, read_floor  # noqa: E402
 from gpuoverhead.workloads.decode_model import (  # noqa: E402
-    ATTENTION_WORKGROUPS,
     MAX_BINDING,
     MODELS,
     TOKEN,
@@ -70,11 +69,13 @@ FORMS = ("unfused", "fused")
 #: The fused kernels of a layer, in order, and the layer's weight each reads (None: none).
 FUSED = (("qkv_rope", "wqkv"), ("attn_part", None), ("attn_out", "wo"), ("gate_up", "wgu"),
          ("matvec_add", "wdown"))
-#: --variants: (name, the attention's workgroups (ATTENTION_WORKGROUPS; 0: blocks of 256),
-#: bytes of an LM head chunk at most (None: the device's limits), attn_out's AHEAD), each
-#: one change on the one before: "old", the first fused engine; "new", the defaults.
-VARIANTS = (("old", 0, MAX_BINDING, 0), ("head", 0, None, 0), ("ahead", 0, None, 1),
-            ("blocks-64", 64, None, 1), ("new", ATTENTION_WORKGROUPS, None, 1))
+#: --variants: (name, an LM head chunk's bytes at most (None: the device's limits), Engine
+#: choices (attention_workgroups 0: blocks of 256)), each one change on the one before:
+#: "old", the first fused engine; "new", the defaults.
+OLD = {"attention_workgroups": 0, "ahead": 0, "one_batch": 0}
+VARIANTS = (("old", MAX_BINDING, OLD), ("head", None, OLD), ("ahead", None, {**OLD, "ahead": 1}),
+            ("one-batch", None, {"attention_workgroups": 0}),
+            ("blocks-64", None, {"attention_workgroups": 64}), ("new", None, {}))
 #: The device limits asked for as large as the adapter has them (the LM head's chunks).
 WIDE_LIMITS = ("max-storage-buffer-binding-size", "max-buffer-size")
 
@@ -150,11 +151,11 @@ def compare_variants(device: Any, timer: PassTimer | None, tick: float, weights:
     order. A record per variant and cache (GPU ms per token: the rounds' median)."""
     ctx = Context(device, Group(fusion_kernel("decode")))
     engine, wait = decode.Engine(ctx, weights), waiter(device)
-    chunked = engine.tuned(ATTENTION_WORKGROUPS, MAX_BINDING, 1)  # one upload of 128 MiB chunks
+    chunked = engine.tuned(MAX_BINDING)  # one upload of 128 MiB chunks
     runs = {}
     for cache in args.caches:
-        for name, workgroups, head, ahead in VARIANTS:
-            at = (chunked if head else engine).tuned(workgroups, head, ahead).at(cache)
+        for name, head, choices in VARIANTS:
+            at = (chunked if head else engine).tuned(head, **choices).at(cache)
             count = ctx.buffer(np.zeros(1, np.uint32))
             segments, logits = at.steps("fused", count)
             sequence = sum(segments, ())
@@ -341,9 +342,8 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--sweep", action="store_true", help="matvec workgroup sweep")
     parser.add_argument("--loop", action="store_true",
                         help="the token loop's tokens/s, synced and pipelined, per form")
-    parser.add_argument("--variants", action="store_true",
-                        help="only the fused step under each of VARIANTS, interleaved")
-    parser.add_argument("--rounds", type=int, default=6, help="--variants: rounds (6)")
+    parser.add_argument("--variants", action="store_true", help="the fused step's VARIANTS")
+    parser.add_argument("--rounds", type=int, default=5, help="--variants: rounds (5)")
     args = parser.parse_args()
     args.shapes = [128] if args.tiny else [896, 1536]
     args.caches = (2048, 128)  # the weights' own cache first: a shorter one overwrites it

@@ -37,9 +37,11 @@ override ROWS: u32 = 896;     // matvec: output rows (rope: heads; elementwise: 
 override COLS: u32 = 896;     // matvec: input length, a multiple of 4
 override TOKEN: u32 = 0;      // copy: the token's row in the first chunk of the LM head
 override BASE: u32 = 0;       // matvec, norm_matvec, embed: the chunk's first row of the head
+override BATCH: u32 = 4;      // dot_share, norm_dot2: columns of a row a lane loads at once
 const EPS: f32 = 1e-6;
 const MAX_Q4: u32 = 384u;     // NH * D / 4 at most (the attention output in workgroup memory)
 const MAX_HB: u32 = 512u;     // NH * NB at most
+const MAX_BATCH: u32 = 16u;   // BATCH at most
 alias W = f32;
 
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
@@ -105,31 +107,34 @@ fn reduce_sum(lid: u32) {
     }
 }
 
-// A lane's share of w[row, :] . x4 over `cols4` vec4 columns (lane, lane + LANES, ...), four
-// columns a batch whose loads are issued together (a column past the row reads the row's
-// last one, weighted 0): a lane waits for memory once per batch, not once per column.
+// A lane's share of w[row, :] . x4 over `cols4` vec4 columns (lane, lane + LANES, ...),
+// BATCH columns a batch whose loads are issued together (a column past the row reads the
+// row's last one, weighted 0): a lane waits for memory once per batch, not once per column.
 fn dot_share(row: u32, lane: u32, cols4: u32) -> f32 {
     let base = row * cols4;
     let last = cols4 - 1u;
     var a = vec4<f32>(0.0);
     var b = vec4<f32>(0.0);
-    for (var c = lane; c < cols4; c = c + 4u * LANES) {
-        let c1 = min(c + LANES, last);
-        let c2 = min(c + 2u * LANES, last);
-        let c3 = min(c + 3u * LANES, last);
-        let w0 = vec4<f32>(weights[base + c]);
-        let w1 = vec4<f32>(weights[base + c1]);
-        let w2 = vec4<f32>(weights[base + c2]);
-        let w3 = vec4<f32>(weights[base + c3]);
-        a = fma(w0, x4[c], a);
-        b = fma(w1, select(vec4<f32>(0.0), x4[c1], c + LANES < cols4), b);
-        a = fma(w2, select(vec4<f32>(0.0), x4[c2], c + 2u * LANES < cols4), a);
-        b = fma(w3, select(vec4<f32>(0.0), x4[c3], c + 3u * LANES < cols4), b);
+    for (var c = lane; c < cols4; c = c + BATCH * LANES) {
+        var w: array<vec4<f32>, MAX_BATCH>;
+        var x: array<vec4<f32>, MAX_BATCH>;
+        for (var i = 0u; i < BATCH; i = i + 1u) {
+            let ci = min(c + i * LANES, last);
+            w[i] = vec4<f32>(weights[base + ci]);
+            x[i] = select(vec4<f32>(0.0), x4[ci], c + i * LANES < cols4);
+        }
+        for (var i = 0u; i < BATCH; i = i + 2u) {
+            a = fma(w[i], x[i], a);
+            if (i + 1u < BATCH) {
+                b = fma(w[i + 1u], x[i + 1u], b);
+            }
+        }
     }
     return total(a + b);
 }
 
-// The weights of dot_share's first batch of row `row` (cols4 vec4 columns), loaded ahead.
+// The weights of a lane's first four columns of row `row` (cols4 vec4 columns, one LANES
+// apart, the row's last past its end), loaded ahead of dot_share_os.
 fn first_batch(row: u32, lane: u32, cols4: u32) -> array<vec4<f32>, 4> {
     let base = row * cols4;
     let last = cols4 - 1u;
@@ -163,26 +168,31 @@ fn dot_share_os(row: u32, lane: u32, cols4: u32, first: array<vec4<f32>, 4>) -> 
 
 // A lane's shares of w[r0, :] . n and w[r1, :] . n, n = x4 * y4 (the residual stream times
 // the norm's weight, not yet divided by its RMS), and of x4 . x4 (for the RMS): (a, b, ss,
-// 0). Two columns of each row a batch: four weight loads issued together.
+// 0). BATCH columns of each row a batch: 2 x BATCH weight loads issued together.
 fn norm_dot2(r0: u32, r1: u32, lane: u32) -> vec4<f32> {
     let h4 = H / 4u;
     let last = h4 - 1u;
     var a = vec4<f32>(0.0);
     var b = vec4<f32>(0.0);
     var q = vec4<f32>(0.0);
-    for (var c = lane; c < h4; c = c + 2u * LANES) {
-        let c1 = min(c + LANES, last);
-        let wa0 = vec4<f32>(weights[r0 * h4 + c]);
-        let wb0 = vec4<f32>(weights[r1 * h4 + c]);
-        let wa1 = vec4<f32>(weights[r0 * h4 + c1]);
-        let wb1 = vec4<f32>(weights[r1 * h4 + c1]);
-        let x0 = x4[c];
-        let x1 = select(vec4<f32>(0.0), x4[c1], c + LANES < h4);
-        let n0 = x0 * y4[c];
-        let n1 = x1 * y4[c1];
-        a = fma(wa1, n1, fma(wa0, n0, a));
-        b = fma(wb1, n1, fma(wb0, n0, b));
-        q = fma(x1, x1, fma(x0, x0, q));
+    for (var c = lane; c < h4; c = c + BATCH * LANES) {
+        var wa: array<vec4<f32>, MAX_BATCH>;
+        var wb: array<vec4<f32>, MAX_BATCH>;
+        var x: array<vec4<f32>, MAX_BATCH>;
+        var y: array<vec4<f32>, MAX_BATCH>;
+        for (var i = 0u; i < BATCH; i = i + 1u) {
+            let ci = min(c + i * LANES, last);
+            wa[i] = vec4<f32>(weights[r0 * h4 + ci]);
+            wb[i] = vec4<f32>(weights[r1 * h4 + ci]);
+            x[i] = select(vec4<f32>(0.0), x4[ci], c + i * LANES < h4);
+            y[i] = y4[ci];
+        }
+        for (var i = 0u; i < BATCH; i = i + 1u) {
+            let n = x[i] * y[i];
+            a = fma(wa[i], n, a);
+            b = fma(wb[i], n, b);
+            q = fma(x[i], x[i], q);
+        }
     }
     return vec4<f32>(total(a), total(b), total(q), 0.0);
 }

@@ -52,6 +52,9 @@ MEMORY_FLOOR = True
 #: 64 and 4 gave the fastest fused 0.5B step in both implementations, 3-4% under 128 and 8.
 MATVEC_WG = 64
 LANE_LOADS = 4
+#: Kernels whose lanes read two rows (norm_dot2), and the most columns of a row a lane
+#: loads at once (the shader's MAX_BATCH).
+PAIRED, MAX_BATCH = ("qkv_rope", "gate_up"), 16
 #: Logits per workgroup of the token loop's argmax (its threads, 16 logits each).
 ARGMAX_ROWS = DECODE_WG * 16
 
@@ -103,7 +106,8 @@ class Engine:
         assert s.q_size <= 1536 and s.head_dim <= 128 and s.head_dim % 16 == 0, s
         self.consts = {"H": s.hidden, "NH": s.heads, "NKV": s.kv_heads, "F": s.mlp,
                        "D": s.head_dim}
-        self.cache, self.attention_workgroups, self.ahead = weights.cache, ATTENTION_WORKGROUPS, 1
+        self.cache, self.attention_workgroups = weights.cache, ATTENTION_WORKGROUPS
+        self.ahead, self.one_batch = 1, 1  # the shader's AHEAD; a lane's loads in one batch
         up = ctx.buffer
         self.dtype = dtype = np.float16 if precision == "f16" else np.float32
 
@@ -141,11 +145,13 @@ class Engine:
         other.cache = cache
         return other
 
-    def tuned(self, attention_workgroups: int, head_binding: int | None, ahead: int) -> Engine:
-        """This engine with its attention's workgroups (attention_block), its LM head's
-        chunks (uploaded again where they differ) and attn_out's AHEAD chosen otherwise."""
+    def tuned(self, head_binding: int | None, **choices: int) -> Engine:
+        """This engine with its LM head's chunks (uploaded again where they differ) and
+        `choices` (attention_workgroups, ahead, one_batch) made otherwise."""
         other = copy.copy(self)
-        other.attention_workgroups, other.ahead = attention_workgroups, ahead
+        for name, value in choices.items():
+            assert name in ("attention_workgroups", "ahead", "one_batch"), name
+            setattr(other, name, value)
         if head_binding != self.head_binding:
             other._upload_head(head_binding)
         return other
@@ -161,14 +167,17 @@ class Engine:
     def _mv(self, entry: str, buffers: dict[int, Any], rows: int, cols: int,
             least: int = 0, **extra: int) -> Any:
         """A dispatch of a matrix-vector kernel: `rows` rows (or pairs) of `cols` columns, one
-        per lane group, enough lanes that each reads at most LANE_LOADS vec4s of each row;
-        workgroups of MATVEC_WG threads, or `least`."""
+        per lane group, enough lanes that each reads at most LANE_LOADS vec4s of each row,
+        all in one batch (one_batch; else 4 weight loads a batch, as at first); workgroups
+        of MATVEC_WG threads, or `least`."""
         lanes = 32
         while lanes < DECODE_WG and cols // 4 > LANE_LOADS * lanes:
             lanes *= 2
         wg = max(lanes, MATVEC_WG, least)
-        return self.ctx.step(self._p(entry, ROWS=rows, COLS=cols, LANES=lanes, WG=wg, **extra),
-                             buffers, grid_for(rows, wg // lanes))
+        batch = min(MAX_BATCH, -(-cols // 4 // lanes)) if self.one_batch else \
+            2 if entry in PAIRED else 4
+        return self.ctx.step(self._p(entry, ROWS=rows, COLS=cols, LANES=lanes, WG=wg,
+                                     BATCH=batch, **extra), buffers, grid_for(rows, wg // lanes))
 
     def steps(self, form: str, count: Any, token: Any = None
               ) -> tuple[tuple[tuple[Any, ...], ...], Any]:
