@@ -70,10 +70,15 @@
 #   bash benchmarks/h100_session.sh round6b  # issues 27, 28: the decode kernels' variants,
 #                                            # interleaved; PyTorch's crossover with two
 #                                            # processes a job (suites/crossover-torch.yaml)
+#   bash benchmarks/h100_session.sh round6c  # issue 27: which of the decode branch's commits
+#                                            # made the fused step 5x slower (.revs/: each
+#                                            # revision's tree, its decode_floor.py at 0.5B,
+#                                            # cache 128); the readback sizes again, with the
+#                                            # schedule that runs both processes asked for
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
-step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4, decode4, crossover4, crossover5, telemetry4, round5a, round5b, round5c, round5d, round5e, round5f, round6a or round6b}
+step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4, decode4, crossover4, crossover5, telemetry4, round5a, round5b, round5c, round5d, round5e, round5f, round6a, round6b or round6c}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
 setup() {
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -248,6 +253,17 @@ round6b)
   tar -C /tmp/results -czf "$out/results-$step.tgz" .
   bounded 270 h100-crossover-torch --suite benchmarks/suites/crossover-torch.yaml \
     --implementation torch,cpu-ref --processes 2 --time-limit 240 --affinity "$good"
+  ;;
+round6c)
+  good=$(good_cpus)
+  echo "affinity: $good" | tee -a /tmp/results/times.txt
+  for rev in 7fb7ef8 41ea91a 4a6f7a0 5169579 f7bcbe7 aa2c899; do
+    timeout 75 taskset -c "$good" python3 .revs/diag.py ".revs/$rev" wgpu-native,dawn \
+      > "/tmp/results/diag-$rev.txt" 2>&1
+    tar -C /tmp/results -czf "$out/results-$step.tgz" .
+  done
+  bounded 140 h100-readback-large --suite benchmarks/suites/readback-large.yaml \
+    --implementation wgpu-native,dawn,torch --processes 2 --time-limit 120 --affinity "$good"
   ;;
 round5a)
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt"
