@@ -6,7 +6,7 @@
 // Unfused, one dispatch per operation (18 per layer): rmsnorm, matvec (q, k, v), rope (q,
 // k), kv_store, scores, softmax, attend, matvec (o), add, rmsnorm, matvec (gate, up),
 // silu_mul, matvec (down), add. Fused, 5 per layer: qkv_rope (norm folded in), attn_part
-// (flash-decoding: a workgroup per head and block of WG cache positions, its partial max,
+// (flash-decoding: a workgroup per head and block of AB cache positions, its partial max,
 // sum and weighted values), attn_out (the blocks combined, o + residual), gate_up (norm
 // folded in, SiLU x up), matvec_add (down + residual). Both: copy (the token's row of the
 // tied embedding into the residual stream) first, the final norm and the LM head
@@ -29,13 +29,15 @@ override NKV: u32 = 2;        // key/value heads
 override D: u32 = 64;         // head dimension, a multiple of 16 up to 128
 override F: u32 = 4864;       // MLP size
 override T: u32 = 129;        // positions attended: the cache and the new token
-override NB: u32 = 1;         // attention blocks of WG positions: ceil(T / WG)
+override AB: u32 = 256;       // attention: positions per block, a power of two from
+                              // WG / (D / 4) up to WG
+override NB: u32 = 1;         // attention blocks: ceil(T / AB)
+override AHEAD: u32 = 1;      // attn_out: 1, its first weights loaded before the combine
 override ROWS: u32 = 896;     // matvec: output rows (rope: heads; elementwise: length)
 override COLS: u32 = 896;     // matvec: input length, a multiple of 4
 override TOKEN: u32 = 0;      // copy: the token's row in the first chunk of the LM head
 override BASE: u32 = 0;       // matvec, norm_matvec, embed: the chunk's first row of the head
 const EPS: f32 = 1e-6;
-const MAX_D4: u32 = 32u;      // D / 4 at most
 const MAX_Q4: u32 = 384u;     // NH * D / 4 at most (the attention output in workgroup memory)
 const MAX_HB: u32 = 512u;     // NH * NB at most
 alias W = f32;
@@ -55,7 +57,6 @@ alias W = f32;
 
 var<workgroup> red: array<vec4<f32>, 256>;
 var<workgroup> redm: array<f32, 256>;
-var<workgroup> qs: array<vec4<f32>, MAX_D4>;
 var<workgroup> ps: array<f32, 256>;
 var<workgroup> os: array<vec4<f32>, MAX_Q4>;
 var<workgroup> hw: array<f32, MAX_HB>;
@@ -128,9 +129,19 @@ fn dot_share(row: u32, lane: u32, cols4: u32) -> f32 {
     return total(a + b);
 }
 
-// dot_share against os (the combined attention output in workgroup memory).
-fn dot_share_os(row: u32, lane: u32, cols4: u32) -> f32 {
+// The weights of dot_share's first batch of row `row` (cols4 vec4 columns), loaded ahead.
+fn first_batch(row: u32, lane: u32, cols4: u32) -> array<vec4<f32>, 4> {
     let base = row * cols4;
+    let last = cols4 - 1u;
+    return array<vec4<f32>, 4>(vec4<f32>(weights[base + min(lane, last)]),
+                               vec4<f32>(weights[base + min(lane + LANES, last)]),
+                               vec4<f32>(weights[base + min(lane + 2u * LANES, last)]),
+                               vec4<f32>(weights[base + min(lane + 3u * LANES, last)]));
+}
+
+// dot_share against os (the combined attention output in workgroup memory), the first
+// batch's weights given (`first_batch`, loaded before os was).
+fn dot_share_os(row: u32, lane: u32, cols4: u32, first: array<vec4<f32>, 4>) -> f32 {
     let last = cols4 - 1u;
     var a = vec4<f32>(0.0);
     var b = vec4<f32>(0.0);
@@ -138,14 +149,14 @@ fn dot_share_os(row: u32, lane: u32, cols4: u32) -> f32 {
         let c1 = min(c + LANES, last);
         let c2 = min(c + 2u * LANES, last);
         let c3 = min(c + 3u * LANES, last);
-        let w0 = vec4<f32>(weights[base + c]);
-        let w1 = vec4<f32>(weights[base + c1]);
-        let w2 = vec4<f32>(weights[base + c2]);
-        let w3 = vec4<f32>(weights[base + c3]);
-        a = fma(w0, os[c], a);
-        b = fma(w1, select(vec4<f32>(0.0), os[c1], c + LANES < cols4), b);
-        a = fma(w2, select(vec4<f32>(0.0), os[c2], c + 2u * LANES < cols4), a);
-        b = fma(w3, select(vec4<f32>(0.0), os[c3], c + 3u * LANES < cols4), b);
+        var w = first;
+        if (c != lane) {
+            w = first_batch(row, c, cols4);
+        }
+        a = fma(w[0], os[c], a);
+        b = fma(w[1], select(vec4<f32>(0.0), os[c1], c + LANES < cols4), b);
+        a = fma(w[2], select(vec4<f32>(0.0), os[c2], c + 2u * LANES < cols4), a);
+        b = fma(w[3], select(vec4<f32>(0.0), os[c3], c + 3u * LANES < cols4), b);
     }
     return total(a + b);
 }
@@ -502,104 +513,135 @@ fn qkv_rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
     }
 }
 
-// Flash-decoding's first half: head wid.y over cache block wid.x (positions WG * wid.x ..),
-// a thread per position for the scores. x4: q, y4: key cache, z4: value cache. out0[2i],
-// out0[2i + 1]: the block's largest score and its sum of exp(score - largest); out1[i * D
-// ..]: its values weighted by exp(score - largest), i = head * NB + block.
+// Flash-decoding's first half: head wid.y over cache block wid.x (positions AB * wid.x ..).
+// Scores: WG / AB threads per position, each its share of the head's dimensions; values:
+// thread lid takes dimensions 4 (lid % (D / 4)) .. + 3 over every (WG / (D / 4))-th position.
+// Every load of q and K, and the first four of V, is issued before the first barrier, so
+// a short block waits for memory about once. x4: q, y4: key cache, z4: value cache.
+// out0[2i], out0[2i + 1]: the block's largest score and its sum of exp(score - largest);
+// out1[i * D ..]: its values weighted by exp(score - largest), i = head * NB + block.
 @compute @workgroup_size(WG)
 fn attn_part(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let b = wid.x;
     let h = wid.y;
     let g = h / (NH / NKV);
     let d4 = D / 4u;
-    if (lid < d4) {
-        qs[lid] = x4[h * d4 + lid] / sqrt(f32(D));
+    let split = WG / AB;          // threads per position (a power of two up to D / 4)
+    let ks = d4 / split;          // vec4 of q . k per thread
+    let p = lid / split;
+    let t = b * AB + p;
+    let k = (min(t, T - 1u) * NKV + g) * d4 + (lid % split) * ks;
+    let q = h * d4 + (lid % split) * ks;
+    let dl = lid % d4;
+    let pl = lid / d4;
+    let runs = WG / d4;           // at most AB
+    var vs: array<vec4<f32>, 4>;
+    for (var i = 0u; i < min(AB / runs, 4u); i = i + 1u) {
+        vs[i] = z4[value_row(b * AB + pl + i * runs, g) + dl];
     }
-    workgroupBarrier();
-    let t = b * WG + lid;
-    let k = (min(t, T - 1u) * NKV + g) * d4;
     var acc = vec4<f32>(0.0);
-    for (var d = 0u; d < d4; d = d + 4u) {
-        let k0 = y4[k + d];
-        let k1 = y4[k + d + 1u];
-        let k2 = y4[k + d + 2u];
-        let k3 = y4[k + d + 3u];
-        acc = fma(k0, qs[d], fma(k1, qs[d + 1u], acc));
-        acc = fma(k2, qs[d + 2u], fma(k3, qs[d + 3u], acc));
+    for (var d = 0u; d < ks; d = d + 1u) {
+        acc = fma(y4[k + d], x4[q + d], acc);
     }
-    let s = select(-3.0e38, total(acc), t < T);
-    redm[lid] = s;
-    reduce_max(lid);
-    let top = redm[0];
-    var e = 0.0;
-    if (t < T) {
-        e = exp(s - top);
-    }
-    ps[lid] = e;
+    ps[lid] = total(acc);
     workgroupBarrier();
-    attn_values(b, h, g, lid);
+    var s = -3.0e38;
+    if (lid % split == 0u) {
+        var dot = 0.0;
+        for (var j = 0u; j < split; j = j + 1u) {
+            dot = dot + ps[lid + j];
+        }
+        s = select(-3.0e38, dot / sqrt(f32(D)), t < T);
+        redm[p] = s;
+    }
+    for (var st = AB / 2u; st > 0u; st = st / 2u) {
+        workgroupBarrier();
+        if (lid < st) {
+            redm[lid] = max(redm[lid], redm[lid + st]);
+        }
+    }
+    workgroupBarrier();
+    let top = redm[0];
+    if (lid % split == 0u) {
+        ps[p] = select(0.0, exp(s - top), t < T);
+    }
+    workgroupBarrier();
+    attn_values(b, h, g, lid, vs);
     if (lid == 0u) {
+        var sum = 0.0;
+        for (var r = 0u; r < runs; r = r + 1u) {
+            sum = sum + redm[r];
+        }
         out0[2u * (h * NB + b)] = top;
-        out0[2u * (h * NB + b) + 1u] = redm[0];
+        out0[2u * (h * NB + b) + 1u] = sum;
     }
 }
 
-// attn_part's weighted values: thread lid takes dimensions 4 (lid % (D / 4)) .. + 3 over
-// every (WG / (D / 4))-th position of the block; out1 gets their sums, redm[0] the sum of ps.
-fn attn_values(b: u32, h: u32, g: u32, lid: u32) {
+// The value cache's offset (in vec4) of position t (past the cache: the last one, which
+// ps weighs 0) for key/value head g.
+fn value_row(t: u32, g: u32) -> u32 {
+    return (min(t, T - 1u) * NKV + g) * (D / 4u);
+}
+
+// attn_part's weighted values (vs: the thread's first four values, loaded early): out1
+// gets their sums over the block, redm[0 .. WG / (D / 4)) the sums of ps in parts.
+fn attn_values(b: u32, h: u32, g: u32, lid: u32, vs: array<vec4<f32>, 4>) {
     let d4 = D / 4u;
     let dl = lid % d4;
     let pl = lid / d4;
     let runs = WG / d4;
-    let end = T - 1u;
     var o = vec4<f32>(0.0);
     var e = 0.0;
-    for (var i = 0u; i < d4; i = i + 4u) {  // ps is 0 past the cache: those rows weigh 0
-        let p = pl + i * runs;
-        let v0 = z4[(min(b * WG + p, end) * NKV + g) * d4 + dl];
-        let v1 = z4[(min(b * WG + p + runs, end) * NKV + g) * d4 + dl];
-        let v2 = z4[(min(b * WG + p + 2u * runs, end) * NKV + g) * d4 + dl];
-        let v3 = z4[(min(b * WG + p + 3u * runs, end) * NKV + g) * d4 + dl];
-        let e0 = ps[p];
-        let e1 = ps[p + runs];
-        let e2 = ps[p + 2u * runs];
-        let e3 = ps[p + 3u * runs];
-        o = fma(vec4<f32>(e0), v0, fma(vec4<f32>(e1), v1, o));
-        o = fma(vec4<f32>(e2), v2, fma(vec4<f32>(e3), v3, o));
-        e = e + e0 + e1 + e2 + e3;
+    for (var i = 0u; i < AB / runs; i = i + 1u) {
+        var v = vec4<f32>(0.0);
+        if (i < 4u) {
+            v = vs[i];
+        } else {
+            v = z4[value_row(b * AB + pl + i * runs, g) + dl];
+        }
+        let w = ps[pl + i * runs];
+        o = fma(vec4<f32>(w), v, o);
+        e = e + w;
     }
     red[lid] = o;
-    redm[lid] = e;
-    workgroupBarrier();
-    for (var st = runs / 2u; st > 0u; st = st / 2u) {
-        if (pl < st) {
-            red[lid] = red[lid] + red[lid + st * d4];
-            redm[lid] = redm[lid] + redm[lid + st * d4];
-        }
-        workgroupBarrier();
+    if (dl == 0u) {
+        redm[pl] = e;
     }
-    if (pl == 0u) {
-        let at = (h * NB + b) * D + 4u * dl;
-        out1[at] = red[lid].x;
-        out1[at + 1u] = red[lid].y;
-        out1[at + 2u] = red[lid].z;
-        out1[at + 3u] = red[lid].w;
+    workgroupBarrier();
+    if (lid < d4) {
+        var sum = vec4<f32>(0.0);
+        for (var r = 0u; r < runs; r = r + 1u) {
+            sum = sum + red[lid + r * d4];
+        }
+        let at = (h * NB + b) * D + 4u * lid;
+        out1[at] = sum.x;
+        out1[at + 1u] = sum.y;
+        out1[at + 2u] = sum.z;
+        out1[at + 3u] = sum.w;
     }
 }
 
 // Flash-decoding's second half and the output projection with its residual add: every
 // workgroup combines the blocks (in0: attn_part's out0, z4: its out1) into the heads'
-// outputs in workgroup memory, then out0[r] += w[r, :] . o for its rows.
+// outputs in workgroup memory, then out0[r] += w[r, :] . o for its rows. With AHEAD, a
+// lane's first weights are loaded before the combine, so their wait overlaps it.
 @compute @workgroup_size(WG)
 fn attn_out(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
             @builtin(local_invocation_index) lid: u32) {
-    combine(lid);
-    let d4 = D / 4u;
     let r = row_of(wid, nwg) * (WG / LANES) + lid / LANES;
     let lane = lid % LANES;
+    let cols4 = NH * (D / 4u);
+    var first = array<vec4<f32>, 4>();
+    if (AHEAD == 1u) {
+        first = first_batch(min(r, H - 1u), lane, cols4);
+    }
+    combine(lid);
+    if (AHEAD != 1u) {
+        first = first_batch(min(r, H - 1u), lane, cols4);
+    }
     var s = 0.0;
     if (r < H) {
-        s = dot_share_os(r, lane, NH * d4);
+        s = dot_share_os(r, lane, cols4, first);
     }
     red[lid] = vec4<f32>(s, 0.0, 0.0, 0.0);
     reduce_runs(lid, LANES);

@@ -6,14 +6,12 @@ every step, so each step does the same work and leaves the same logits, which ar
 with the numpy step; the token loop feeds each step the token its predecessor chose on
 the GPU (docs/methodology.md). PyTorch: the same step and loop eagerly, captured as one
 CUDA graph (CUDA only), and through torch.compile (where `torch_compile_max_n` > 0), GPU
-time from CUDA events on CUDA.
+time from CUDA events on CUDA (decode_torch.py, this workload's `torch_units`).
 """
 
 from __future__ import annotations
 
 import copy
-import functools
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -21,26 +19,25 @@ import numpy as np
 
 from gpuoverhead.cases import TIMESTAMPS, TOKEN_LOOPS, Case, Group
 from gpuoverhead.gpu.targets import grid_for
-from gpuoverhead.torch_forms import COMPILE, EAGER, GRAPH
 from gpuoverhead.workloads.decode_model import (
-    ATTENTION_BLOCK,
+    ATTENTION_WORKGROUPS,
     DECODE_WG,
-    EPS,
     MATRICES,
-    MAX_BINDING,
     MAX_CACHE,
     MAX_HEAD_BLOCKS,
     MODELS,
-    ROPE_THETA,
     TOKEN,
     TOLERANCE,
     Greedy,
     W,
     Weights,
+    attention_block,
+    head_chunks,
     reference,
+    rope_table,
 )
+from gpuoverhead.workloads.decode_torch import torch_fused, torch_units  # noqa: F401
 from gpuoverhead.workloads.groups import Request
-from gpuoverhead.workloads.torch_ops import graph_of
 from gpuoverhead.workloads.work import Context, Step, Work, counted, reads_every
 
 #: Whether PyTorch's forms get GPU times (CUDA events) on CUDA.
@@ -83,10 +80,11 @@ def problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
         found.append(("k_sweep", f"the KV cache (k_sweep) holds at most {MAX_CACHE} "
                                  f"positions, not {bad[0]}"))
     elif bad := [k for k in cfg["k_sweep"] for e in cfg["elements"] if e in MODELS
-                 and MODELS[e].heads * -(-(k + 1) // ATTENTION_BLOCK) > MAX_HEAD_BLOCKS]:
+                 and MODELS[e].heads * -(-(k + 1) // attention_block(MODELS[e], k))
+                 > MAX_HEAD_BLOCKS]:
         found.append(("k_sweep", f"the fused attention combines at most {MAX_HEAD_BLOCKS} "
-                                 f"blocks of {ATTENTION_BLOCK} positions over all heads: "
-                                 f"a cache of {bad[0]} is too long for these heads"))
+                                 f"blocks over all heads: a cache of {bad[0]} is too long "
+                                 f"for these heads"))
     return found
 
 
@@ -96,16 +94,18 @@ class Engine:
     `ctx` is the group's Context (workloads/work.py: pipelines by entry point and constants,
     buffers, bind groups); `steps(form)` returns the step's dispatches and the logits'
     buffers; `at(cache)` the same engine attending to a shorter cache (a benchmark's two
-    cache lengths on one upload)."""
+    cache lengths on one upload), `tuned(...)` with other choices (a benchmark's variants);
+    the LM head in chunks of at most `head_binding` bytes (None: the device's limits)."""
 
-    def __init__(self, ctx: Any, weights: Weights, precision: str = "f32") -> None:
+    def __init__(self, ctx: Any, weights: Weights, precision: str = "f32",
+                 head_binding: int | None = None) -> None:
         self.ctx, self.w, s = ctx, weights, weights.shape
         assert s.q_size <= 1536 and s.head_dim <= 128 and s.head_dim % 16 == 0, s
         self.consts = {"H": s.hidden, "NH": s.heads, "NKV": s.kv_heads, "F": s.mlp,
                        "D": s.head_dim}
-        self.cache = weights.cache
+        self.cache, self.attention_workgroups, self.ahead = weights.cache, ATTENTION_WORKGROUPS, 1
         up = ctx.buffer
-        dtype = np.float16 if precision == "f16" else np.float32
+        self.dtype = dtype = np.float16 if precision == "f16" else np.float32
 
         def matrix(values: np.ndarray) -> Any:
             return up(values.astype(dtype))
@@ -120,12 +120,18 @@ class Engine:
                        "bk": up(layer["bqkv"][q:q + kv]), "bv": up(layer["bqkv"][q + kv:]),
                        "wg": matrix(layer["wgu"][:s.mlp]), "wu": matrix(layer["wgu"][s.mlp:])}
                       for layer in weights.layers]
-        rows = max(64, MAX_BINDING // (s.hidden * 4) // 64 * 64)
-        self.chunks = [(r, min(r + rows, s.vocab)) for r in range(0, s.vocab, rows)]
-        assert self.chunks[0][1] > TOKEN
-        self.head = [matrix(weights.head[a:b]) for a, b in self.chunks]
-        self.zeros = {n: up(np.zeros(n, np.float32))
-                      for n in {s.hidden, q, kv, s.mlp, *(b - a for a, b in self.chunks)}}
+        self.zeros = {n: up(np.zeros(n, np.float32)) for n in {s.hidden, q, kv, s.mlp}}
+        self._upload_head(head_binding)
+
+    def _upload_head(self, head_binding: int | None) -> None:
+        """The LM head in chunks of at most `head_binding` bytes or the device's limits (for
+        f32 rows, f16 too), and a zero bias as long as a chunk."""
+        limits, self.head_binding = self.ctx.device.limits, head_binding
+        self.chunks = head_chunks(self.w.shape, head_binding or min(
+            limits["max-storage-buffer-binding-size"], limits["max-buffer-size"]))
+        self.head = [self.ctx.buffer(self.w.head[a:b].astype(self.dtype))
+                     for a, b in self.chunks]
+        self.head_zeros = self.ctx.buffer(np.zeros(self.chunks[0][1], np.float32))
 
     def at(self, cache: int) -> Engine:
         """This engine attending to the first `cache` positions of its caches (and writing
@@ -135,10 +141,22 @@ class Engine:
         other.cache = cache
         return other
 
+    def tuned(self, attention_workgroups: int, head_binding: int | None, ahead: int) -> Engine:
+        """This engine with its attention's workgroups (attention_block), its LM head's
+        chunks (uploaded again where they differ) and attn_out's AHEAD chosen otherwise."""
+        other = copy.copy(self)
+        other.attention_workgroups, other.ahead = attention_workgroups, ahead
+        if head_binding != self.head_binding:
+            other._upload_head(head_binding)
+        return other
+
+    def _block(self) -> int:
+        return attention_block(self.w.shape, self.cache, self.attention_workgroups)
+
     def _p(self, entry: str, **extra: int) -> Any:
         t = self.cache + 1
         return self.ctx.pipeline(entry, **{**self.consts, "T": t,
-                                           "NB": -(-t // ATTENTION_BLOCK), "WG": 64, **extra})
+                                           "NB": -(-t // self._block()), "WG": 64, **extra})
 
     def _mv(self, entry: str, buffers: dict[int, Any], rows: int, cols: int,
             least: int = 0, **extra: int) -> Any:
@@ -160,7 +178,7 @@ class Engine:
         token's embedding and its end the argmax of its logits written back there."""
         s, ctx, t = self.w.shape, self.ctx, self.cache + 1
         h, q, kv, f = s.hidden, s.q_size, s.kv_size, s.mlp
-        blocks = s.heads * -(-t // ATTENTION_BLOCK)
+        blocks = s.heads * -(-t // self._block())
         assert blocks <= MAX_HEAD_BLOCKS, (s, t)
         buf = {n: ctx.buffer(np.zeros(size, np.float32)) for n, size in
                (("x", h), ("n", h), ("q", q), ("k", kv), ("v", kv), ("o", q), ("y", h),
@@ -183,10 +201,10 @@ class Engine:
                                       BASE=a))
             else:
                 steps.append(self._mv("matvec", {W: weights, 8: buf["n"],
-                                                 2: self.zeros[b - a], 3: logits}, b - a, h,
+                                                 2: self.head_zeros, 3: logits}, b - a, h,
                                       BASE=a))
         if token is not None:
-            steps += self._argmax(logits, token)
+            steps += argmax_steps(ctx, logits, token, s.vocab)
         steps.append(ctx.step(self._p("count"), {6: count}, (1, 1)))
         return tuple(map(tuple, [*segments, steps])), logits
 
@@ -201,9 +219,6 @@ class Engine:
         return [ctx.step(self._p("embed", BASE=a, ROWS=b - a), {W: weights, 3: x, 11: token},
                          _flat(h // 4))
                 for (a, b), weights in zip(self.chunks, self.head, strict=True)]
-
-    def _argmax(self, logits: Any, token: Any) -> list[Any]:
-        return argmax_steps(self.ctx, logits, token, self.w.shape.vocab)
 
     def _matvec(self, w: Any, v: Any, bias: Any, y: Any, rows: int, cols: int) -> Any:
         return self._mv("matvec", {W: w, 8: v, 2: bias, 3: y}, rows, cols)
@@ -238,17 +253,17 @@ class Engine:
 
     def _fused_layer(self, layer: dict, split: dict, b: dict) -> list[Any]:
         s, h, q, f = self.w.shape, self.w.shape.hidden, self.w.shape.q_size, self.w.shape.mlp
-        blocks = -(-(self.cache + 1) // ATTENTION_BLOCK)
+        block = self._block()
         return [
             self._mv("qkv_rope", {W: layer["wqkv"], 8: b["x"], 9: layer["norm1"],
                                   1: b["rope"], 2: layer["bqkv"], 3: b["q"],
                                   4: layer["kcache"], 5: layer["vcache"]},
                      (q + 2 * s.kv_size) // 2, h),
-            self.ctx.step(self._p("attn_part", WG=ATTENTION_BLOCK),
+            self.ctx.step(self._p("attn_part", WG=DECODE_WG, AB=block),
                           {8: b["q"], 9: layer["kcache"], 10: layer["vcache"], 3: b["ml"],
-                           4: b["part"]}, (blocks, s.heads)),
+                           4: b["part"]}, (-(-(self.cache + 1) // block), s.heads)),
             self._mv("attn_out", {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"]}, h, q,
-                     least=DECODE_WG),  # fewer workgroups, each combining every head
+                     least=DECODE_WG, AHEAD=self.ahead),  # fewer workgroups, each combining
             self._mv("gate_up", {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]},
                      f, h),
             self._mv("matvec_add", {W: layer["wdown"], 8: b["a"], 3: b["x"]}, h, f),
@@ -265,12 +280,6 @@ def argmax_steps(ctx: Context, logits: Any, token: Any, vocab: int) -> list[Step
                      {0: logits, 3: best}, (blocks, 1)),
             ctx.step(ctx.pipeline("argmax", NB=blocks, WG=DECODE_WG), {0: best, 11: token},
                      (1, 1))]
-
-
-def rope_table(head_dim: int, position: int) -> np.ndarray:
-    """cos then sin of the rotary angles of `position`, computed in f64 (as numpy's step)."""
-    angle = position * ROPE_THETA ** (-2 * np.arange(head_dim // 2) / head_dim)
-    return np.concatenate([np.cos(angle), np.sin(angle)]).astype(np.float32)
 
 
 def _flat(invocations: int) -> tuple[int, int]:
@@ -307,93 +316,3 @@ def _loop_work(ctx: Context, engine: Engine, case: Case, count: Any, greedy: Gre
                 greedy.output, exact=True,
                 segments=[segments],
                 readback=(lambda: ctx.queue.read_buffer(token), reads_every(case.sync)))
-
-
-def torch_units(group: Group, rng: np.random.Generator, dev: Any, torch: Any) -> tuple[dict, dict]:
-    w = Weights.of(MODELS[group.elements], group.cases[0].k)
-    expected, s = reference(w), w.shape
-    t, d, cache = (lambda a: torch.from_numpy(a).to(dev)), s.head_dim, w.cache
-    half, q_size, kv_size, per_kv = d // 2, s.q_size, s.kv_size, s.heads // s.kv_heads
-    layers = [{k: t(v) for k, v in layer.items() if not k.endswith("cache")}
-              for layer in w.layers]
-    # Tensors of their own (not views): torch.compile's static addresses are per tensor.
-    caches = [(t(layer["kcache"].reshape(cache + 1, s.kv_heads, d)),
-               t(layer["vcache"].reshape(cache + 1, s.kv_heads, d)))
-              for layer in w.layers]
-    final_norm, head = t(w.final_norm), t(w.head)
-    emb = head[TOKEN]  # tied: the embedding is a row of the head
-    cos, sin = t(rope_table(d, cache)).split(half)
-
-    def norm(x: Any, weight: Any) -> Any:
-        return x * torch.rsqrt(x.pow(2).mean() + EPS) * weight
-
-    def rope(v: Any) -> Any:
-        a, b = v[:, :half], v[:, half:]
-        return torch.cat([a * cos - b * sin, b * cos + a * sin], dim=1)
-
-    def step(logits: Any, token: Any = None) -> None:
-        """One step; with a `token` tensor, the token loop's: its input that token's row
-        of the head, its end the argmax of the logits written back there."""
-        x = emb.clone() if token is None else head.index_select(0, token)[0]
-        for layer, (keys, values) in zip(layers, caches, strict=True):
-            qkv = layer["wqkv"] @ norm(x, layer["norm1"]) + layer["bqkv"]
-            q = rope(qkv[:q_size].view(s.heads, d))
-            keys[cache] = rope(qkv[q_size:q_size + kv_size].view(s.kv_heads, d))
-            values[cache] = qkv[q_size + kv_size:].view(s.kv_heads, d)
-            scores = torch.einsum("gqd,tgd->gqt", q.view(s.kv_heads, per_kv, d),
-                                  keys) / d ** 0.5
-            out = torch.einsum("gqt,tgd->gqd", torch.softmax(scores, dim=-1), values)
-            x = x + layer["wo"] @ out.reshape(-1)
-            gate, up = (layer["wgu"] @ norm(x, layer["norm2"])).split(s.mlp)
-            x = x + layer["wdown"] @ (torch.nn.functional.silu(gate) * up)
-        logits.copy_(head @ norm(x, final_norm))
-        if token is not None:
-            token.copy_(torch.argmax(logits))
-
-    units, outputs = {}, {}
-    greedy = Greedy(w, expected)
-    for case in group.cases:  # each its own logits: the forms are compared with each other
-        logits = torch.zeros(s.vocab, device=dev)
-        token = torch.full((1,), TOKEN, dtype=torch.int64, device=dev) \
-            if case.sync in TOKEN_LOOPS else None
-        mine = functools.partial(step, logits, token)
-        fixed = [logits, final_norm, head, cos, sin,
-                 *(t for layer in layers for t in layer.values()),
-                 *(t for pair in caches for t in pair), *([] if token is None else [token])]
-        units[case] = {EAGER: lambda mine=mine: mine,
-                       GRAPH: lambda mine=mine: graph_of(mine, torch),
-                       COMPILE: lambda mine=mine, fixed=fixed: _compiled_step(mine, fixed,
-                                                                              torch)
-                       }[case.implementation]
-        outputs[case] = _torch_output(case, logits, token, expected, greedy)
-    return units, outputs
-
-
-def _torch_output(case: Case, logits: Any, token: Any, expected: np.ndarray, greedy: Greedy
-                  ) -> Work:
-    """A PyTorch form's output: its logits against numpy's, or (the token loop) its token
-    against numpy's greedy tokens, read back with `.item()`."""
-    if token is None:
-        return Work([], lambda: logits.cpu().numpy(), lambda: None, lambda n: expected,
-                    exact=False, tolerance=TOLERANCE)
-    return Work([], lambda: token.cpu().numpy().astype(np.uint32),
-                lambda: token.fill_(TOKEN), greedy.output,
-                exact=True, readback=(token.item, reads_every(case.sync)))
-
-
-def _compiled_step(step: Callable[[], None], fixed: list[Any], torch: Any
-                   ) -> Callable[[], None]:
-    """The whole step through torch.compile: Inductor's fused kernels, replayed as CUDA
-    graphs on CUDA (`reduce-overhead`), as an engine built on torch.compile runs it. The
-    step writes its KV caches and logits in place; their addresses are marked static (as
-    a static KV cache is) or CUDA graphs would be skipped for the mutated inputs."""
-    for tensor in fixed:
-        torch._dynamo.mark_static_address(tensor)
-    return torch.compile(step, mode="reduce-overhead" if torch.cuda.is_available() else None,
-                         dynamic=False, fullgraph=True)
-
-
-def torch_fused(case: Case, kind: str, group: Group) -> tuple[str, ...]:
-    """The fused step: one CUDA graph (CUDA only), and torch.compile where the suite allows."""
-    return ((GRAPH,) if kind == "cuda" else ()) + \
-        ((COMPILE,) if group.torch_compile_max_n > 0 else ())

@@ -10,8 +10,8 @@ weights and caches; the new token is written at position K every step, so each s
 the same work and leaves the same logits, which are compared with a numpy step. As in
 Qwen2.5, the LM head is the embedding (tied): the step's input is row TOKEN of it (the
 token loop's: the row of the token its previous step chose, `Greedy`). The
-head is split into row chunks of at most 128 MiB, WebGPU's default largest storage
-binding, instead of asking the adapter for more.
+head is split into row chunks as large as the device's storage bindings and buffers allow
+(128 MiB by WebGPU's default limits).
 """
 
 from __future__ import annotations
@@ -51,8 +51,16 @@ MODELS = {896: Shape("qwen2.5-0.5b", 24, 896, 14, 2, 4864, 151_936),
           128: Shape("tiny", 2, 128, 2, 1, 256, 1024)}
 #: The longest KV cache (the unfused scores of one head fit a binding many times over).
 MAX_CACHE = 8191
-#: Cache positions per workgroup of the fused attention (its threads, one per position).
+#: Cache positions per workgroup of the fused attention at most (its threads, one per
+#: position), and at least (a position's dimensions shared by up to 16 threads; and the
+#: shader's values need a block of DECODE_WG / (head_dim / 4) positions or more).
 ATTENTION_BLOCK = 256
+SMALLEST_BLOCK = 16
+#: Workgroups the fused attention aims at over all heads: a short cache is split into
+#: smaller blocks until heads x blocks would pass this (at 128 positions, 14 workgroups of
+#: 256 left most of an H100's 132 SMs idle and each thread a long chain of loads). 0: every
+#: block ATTENTION_BLOCK positions (the first fused engine's choice).
+ATTENTION_WORKGROUPS = 128
 #: Attention blocks of all heads the fused combine step holds in workgroup memory (16
 #: heads up to MAX_CACHE).
 MAX_HEAD_BLOCKS = 512
@@ -185,6 +193,31 @@ class Greedy:
         """The loop's output after `steps` steps as a Work's reference: the token id."""
         token = self.after(steps)
         return None if token is None else np.array([token], np.uint32)
+
+
+def attention_block(shape: Shape, cache: int, workgroups: int = ATTENTION_WORKGROUPS) -> int:
+    """Positions per block of the fused attention over `cache` earlier positions: halved
+    from ATTENTION_BLOCK while heads x blocks stays within `workgroups`."""
+    block, t = ATTENTION_BLOCK, cache + 1
+    least = max(SMALLEST_BLOCK, 4 * DECODE_WG // shape.head_dim)
+    while block > least and shape.heads * -(-t // (block // 2)) <= workgroups:
+        block //= 2
+    return block
+
+
+def head_chunks(shape: Shape, largest: int) -> list[tuple[int, int]]:
+    """The LM head's row chunks (first row, end): 64 rows a unit, each chunk's f32 values in
+    at most `largest` bytes (a storage binding's and a buffer's limit)."""
+    rows = max(64, largest // (shape.hidden * 4) // 64 * 64)
+    chunks = [(r, min(r + rows, shape.vocab)) for r in range(0, shape.vocab, rows)]
+    assert chunks[0][1] > TOKEN
+    return chunks
+
+
+def rope_table(head_dim: int, position: int) -> np.ndarray:
+    """cos then sin of the rotary angles of `position`, computed in f64 (as numpy's step)."""
+    angle = position * ROPE_THETA ** (-2 * np.arange(head_dim // 2) / head_dim)
+    return np.concatenate([np.cos(angle), np.sin(angle)]).astype(np.float32)
 
 
 def _rmsnorm(x: np.ndarray, weight: np.ndarray) -> np.ndarray:

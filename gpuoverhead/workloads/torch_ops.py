@@ -159,6 +159,18 @@ def compiled(fn: Callable[..., Any], torch: Any) -> Callable[..., Any]:
     return torch.compile(fn, dynamic=False)
 
 
+def compiled_step(step: Callable[[], None], fixed: list[Any], torch: Any
+                  ) -> Callable[[], None]:
+    """A whole decode step through torch.compile: Inductor's fused kernels, replayed as CUDA
+    graphs on CUDA (`reduce-overhead`), as an engine built on torch.compile runs it. The
+    step writes its KV caches and logits in place; their addresses are marked static (as
+    a static KV cache is) or CUDA graphs would be skipped for the mutated inputs."""
+    for tensor in fixed:
+        torch._dynamo.mark_static_address(tensor)
+    return torch.compile(step, mode="reduce-overhead" if torch.cuda.is_available() else None,
+                         dynamic=False, fullgraph=True)
+
+
 def graph_of(steps: Callable[[], None], torch: Any) -> Callable[[], None]:
     """`steps` captured as one CUDA graph (after a warm-up run on a side stream, as torch
     asks); returns its replay."""

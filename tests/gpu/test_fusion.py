@@ -20,6 +20,7 @@ from gpuoverhead.gpu.wait import waiter
 from gpuoverhead.methods import fusion as fusion_method
 from gpuoverhead.suite.expand import load_suite
 from gpuoverhead.suite.shaders import f16_kernel
+from gpuoverhead.workloads import decode as engine_module
 from gpuoverhead.workloads import decode_model as decode
 from gpuoverhead.workloads import loop, population
 from gpuoverhead.workloads import registry as fusion
@@ -496,16 +497,20 @@ def test_f16_decode_reads_half_the_weight_bytes_and_matches_numpy_on_its_weights
 
 
 #: Heads of 128 dimensions (as Qwen2.5-1.5B's), more query dimensions than hidden ones, and
-#: a cache of three attention blocks: the fused attention's combine step has work to do.
+#: a cache of three attention blocks of 256 (19 of 32 where blocks shrink to give about 128
+#: workgroups): the fused attention's combine step has work to do.
 WIDE = Shape("test-wide", 2, 128, 4, 2, 256, 1024, head_dim=128)
 
 
+@pytest.mark.parametrize("workgroups", [decode.ATTENTION_WORKGROUPS, 0])
 @pytest.mark.parametrize("cache", [600, 255])
-def test_decode_over_several_attention_blocks_and_wide_heads_matches_numpy(monkeypatch, cache):
+def test_decode_over_several_attention_blocks_and_wide_heads_matches_numpy(monkeypatch, cache,
+                                                                          workgroups):
     """Both engines agree with numpy where the cache spans several attention blocks (the
-    partial softmaxes must be combined) or exactly one block (cache + 1 = 256 positions),
-    with heads of 128 dimensions."""
+    partial softmaxes must be combined) or exactly one block of 256 (cache + 1 = 256
+    positions; 16 of 16 where blocks shrink), with heads of 128 dimensions."""
     monkeypatch.setitem(MODELS, 128, WIDE)
+    monkeypatch.setattr(engine_module, "ATTENTION_WORKGROUPS", workgroups)
     suite = load_suite(CONFIGS / "ci.yaml")
     group = next(g for g in suite.groups if g.fusion == "decode")
     group = replace(group, cases=tuple(replace(c, k=cache) for c in group.cases
@@ -526,6 +531,35 @@ def _greedy_tokens(weights: decode.Weights, steps: int) -> list[int]:
     for _ in range(steps):
         tokens.append(int(np.argmax(decode.reference(weights, tokens[-1]))))
     return tokens
+
+
+def test_decode_with_the_head_in_small_chunks_matches_numpy_in_logits_and_tokens():
+    """A device whose bindings hold less of the LM head gets more chunks of it: both
+    engines' logits still agree with numpy, and so do the token loop's tokens, whose
+    embeddings lie in several chunks."""
+    suite = load_suite(CONFIGS / "ci.yaml")
+    group = next(g for g in suite.groups if g.fusion == "decode")
+    found = adapters.select(adapters.discover([webgpu.binding("wgpu-native")])[0], BACKEND, None)[0]
+    ctx = Context(found.adapter.request_device_sync(), group)
+    weights = decode.Weights.of(MODELS[group.elements], group.cases[0].k)
+    rows = 192
+    engine = Engine(ctx, weights, head_binding=rows * weights.shape.hidden * 4)
+    assert len(engine.chunks) == -(-weights.shape.vocab // rows)
+    want, tokens = decode.reference(weights), _greedy_tokens(weights, 4)
+    assert len({t // rows for t in tokens}) > 1, tokens
+    for form in ("unfused", "fused"):
+        count = ctx.buffer(np.zeros(1, np.uint32))
+        segments, logits = engine.steps(form, count)
+        ctx.submit(sum(segments, ()))
+        assert np.allclose(ctx.reader(logits, np.float32)(), want, rtol=decode.TOLERANCE,
+                           atol=decode.TOLERANCE / 10 * np.abs(want).max()), form
+        token = ctx.buffer(np.array([decode.TOKEN], np.uint32))
+        loop = sum(engine.steps(form, count, token)[0], ())
+        got = []
+        for _ in range(4):
+            ctx.submit(loop)
+            got.append(int(ctx.reader(token, np.uint32)()[0]))
+        assert got == tokens[1:], form
 
 
 def test_decode_token_loop_feeds_each_token_to_the_next_step_as_numpy_greedy_does():
