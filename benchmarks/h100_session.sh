@@ -75,10 +75,15 @@
 #                                            # revision's tree, its decode_floor.py at 0.5B,
 #                                            # cache 128); the readback sizes again, with the
 #                                            # schedule that runs both processes asked for
+#   bash benchmarks/h100_session.sh round6d  # issue 27: Qwen2.5-0.5B's decode suite with the
+#                                            # bisected kernels, all implementations, 420 s
+#   bash benchmarks/h100_session.sh round6e  # issue 28: PyTorch's crossover at four sizes,
+#                                            # two processes a job, 330 s
+#   bash benchmarks/h100_session.sh round6f  # issue 27: Qwen2.5-1.5B's decode suite, 420 s
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
-step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4, decode4, crossover4, crossover5, telemetry4, round5a, round5b, round5c, round5d, round5e, round5f, round6a, round6b or round6c}
+step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4, decode4, crossover4, crossover5, telemetry4, round5a, round5b, round5c, round5d, round5e, round5f, round6a, round6b, round6c, round6d, round6e or round6f}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
 setup() {
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -264,6 +269,24 @@ round6c)
   done
   bounded 140 h100-readback-large --suite benchmarks/suites/readback-large.yaml \
     --implementation wgpu-native,dawn,torch --processes 2 --time-limit 120 --affinity "$good"
+  ;;
+round6d)
+  good=$(good_cpus)
+  echo "affinity: $good" | tee -a /tmp/results/times.txt
+  bounded 450 h100-decode --suite decode --implementation all --time-limit 420 \
+    --affinity "$good"
+  ;;
+round6e)
+  good=$(good_cpus)
+  echo "affinity: $good" | tee -a /tmp/results/times.txt
+  bounded 360 h100-crossover-torch --suite benchmarks/suites/crossover-torch.yaml \
+    --implementation torch,cpu-ref --processes 2 --time-limit 330 --affinity "$good"
+  ;;
+round6f)
+  good=$(good_cpus)
+  echo "affinity: $good" | tee -a /tmp/results/times.txt
+  bounded 450 h100-decode-1.5b --suite decode-1.5b --implementation all --time-limit 420 \
+    --affinity "$good"
   ;;
 round5a)
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt"
