@@ -38,6 +38,7 @@ override COLS: u32 = 896;     // matvec: input length, a multiple of 4
 override TOKEN: u32 = 0;      // copy: the token's row in the first chunk of the LM head
 override BASE: u32 = 0;       // matvec, norm_matvec, embed: the chunk's first row of the head
 const EPS: f32 = 1e-6;
+const MAX_D4: u32 = 32u;      // D / 4 at most
 const MAX_Q4: u32 = 384u;     // NH * D / 4 at most (the attention output in workgroup memory)
 const MAX_HB: u32 = 512u;     // NH * NB at most
 alias W = f32;
@@ -57,6 +58,7 @@ alias W = f32;
 
 var<workgroup> red: array<vec4<f32>, 256>;
 var<workgroup> redm: array<f32, 256>;
+var<workgroup> qs: array<vec4<f32>, MAX_D4>;
 var<workgroup> ps: array<f32, 256>;
 var<workgroup> os: array<vec4<f32>, MAX_Q4>;
 var<workgroup> hw: array<f32, MAX_HB>;
@@ -618,6 +620,92 @@ fn attn_values(b: u32, h: u32, g: u32, lid: u32, vs: array<vec4<f32>, 4>) {
         out1[at + 1u] = sum.y;
         out1[at + 2u] = sum.z;
         out1[at + 3u] = sum.w;
+    }
+}
+
+// attn_part for blocks of WG positions (AB = WG, long caches), a thread per position for
+// the scores: on the H100 at a cache of 2048 attn_part's split form took the fused 0.5B
+// token from 1.34 to 1.54 ms (results/round6-h100-decode), this one did not. x4: q, y4: key cache, z4: value cache. out0[2i],
+// out0[2i + 1]: the block's largest score and its sum of exp(score - largest); out1[i * D
+// ..]: its values weighted by exp(score - largest), i = head * NB + block.
+@compute @workgroup_size(WG)
+fn attn_part_wide(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let b = wid.x;
+    let h = wid.y;
+    let g = h / (NH / NKV);
+    let d4 = D / 4u;
+    if (lid < d4) {
+        qs[lid] = x4[h * d4 + lid] / sqrt(f32(D));
+    }
+    workgroupBarrier();
+    let t = b * WG + lid;
+    let k = (min(t, T - 1u) * NKV + g) * d4;
+    var acc = vec4<f32>(0.0);
+    for (var d = 0u; d < d4; d = d + 4u) {
+        let k0 = y4[k + d];
+        let k1 = y4[k + d + 1u];
+        let k2 = y4[k + d + 2u];
+        let k3 = y4[k + d + 3u];
+        acc = fma(k0, qs[d], fma(k1, qs[d + 1u], acc));
+        acc = fma(k2, qs[d + 2u], fma(k3, qs[d + 3u], acc));
+    }
+    let s = select(-3.0e38, total(acc), t < T);
+    redm[lid] = s;
+    reduce_max(lid);
+    let top = redm[0];
+    var e = 0.0;
+    if (t < T) {
+        e = exp(s - top);
+    }
+    ps[lid] = e;
+    workgroupBarrier();
+    attn_values_wide(b, h, g, lid);
+    if (lid == 0u) {
+        out0[2u * (h * NB + b)] = top;
+        out0[2u * (h * NB + b) + 1u] = redm[0];
+    }
+}
+
+// attn_part_wide's weighted values: thread lid takes dimensions 4 (lid % (D / 4)) .. + 3 over
+// every (WG / (D / 4))-th position of the block; out1 gets their sums, redm[0] the sum of ps.
+fn attn_values_wide(b: u32, h: u32, g: u32, lid: u32) {
+    let d4 = D / 4u;
+    let dl = lid % d4;
+    let pl = lid / d4;
+    let runs = WG / d4;
+    let end = T - 1u;
+    var o = vec4<f32>(0.0);
+    var e = 0.0;
+    for (var i = 0u; i < d4; i = i + 4u) {  // ps is 0 past the cache: those rows weigh 0
+        let p = pl + i * runs;
+        let v0 = z4[(min(b * WG + p, end) * NKV + g) * d4 + dl];
+        let v1 = z4[(min(b * WG + p + runs, end) * NKV + g) * d4 + dl];
+        let v2 = z4[(min(b * WG + p + 2u * runs, end) * NKV + g) * d4 + dl];
+        let v3 = z4[(min(b * WG + p + 3u * runs, end) * NKV + g) * d4 + dl];
+        let e0 = ps[p];
+        let e1 = ps[p + runs];
+        let e2 = ps[p + 2u * runs];
+        let e3 = ps[p + 3u * runs];
+        o = fma(vec4<f32>(e0), v0, fma(vec4<f32>(e1), v1, o));
+        o = fma(vec4<f32>(e2), v2, fma(vec4<f32>(e3), v3, o));
+        e = e + e0 + e1 + e2 + e3;
+    }
+    red[lid] = o;
+    redm[lid] = e;
+    workgroupBarrier();
+    for (var st = runs / 2u; st > 0u; st = st / 2u) {
+        if (pl < st) {
+            red[lid] = red[lid] + red[lid + st * d4];
+            redm[lid] = redm[lid] + redm[lid + st * d4];
+        }
+        workgroupBarrier();
+    }
+    if (pl == 0u) {
+        let at = (h * NB + b) * D + 4u * dl;
+        out1[at] = red[lid].x;
+        out1[at + 1u] = red[lid].y;
+        out1[at + 2u] = red[lid].z;
+        out1[at + 3u] = red[lid].w;
     }
 }
 
