@@ -177,7 +177,8 @@ def _what_runs(plan: Plan, folder: Path, schedule: Schedule) -> list[str]:
                f"{schedule.most_s():.0f} s (its time limit; fewer processes where start-up "
                "leaves no time for all)")
     else:
-        how = (f"{p} process{'es' if p > 1 else ''} per job, {jobs} jobs: about "
+        how = (f"{p} process{'es' if p > 1 else ''} per job"
+               f"{' in each half' if plan.halves > 1 else ''}, {jobs} jobs: about "
                f"{schedule.most_s():.0f} s (no time limit: a process slow to reach "
                "min_rounds takes longer)")
     return [f"measuring {len(plan.benchmarks)} benchmarks of {plan.suite.name} on "
