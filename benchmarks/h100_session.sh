@@ -75,6 +75,10 @@
 #                                            # revision's tree, its decode_floor.py at 0.5B,
 #                                            # cache 128); the readback sizes again, with the
 #                                            # schedule that runs both processes asked for
+#                                            # (.revs/REV: `git archive REV gpuoverhead
+#                                            # benchmarks shaders configs | tar -x -C
+#                                            # .revs/REV`; .revs/diag.py is kept in
+#                                            # results/round6-h100-decode-bisect)
 #   bash benchmarks/h100_session.sh round6d  # issue 27: Qwen2.5-0.5B's decode suite with the
 #                                            # bisected kernels, all implementations, 420 s
 #   bash benchmarks/h100_session.sh round6e  # issue 28: PyTorch's crossover at four sizes,
