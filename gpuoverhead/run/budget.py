@@ -52,29 +52,17 @@ BALANCE = 1.0
 #: Student's t at P - 1 degrees of freedom below six processes, above it the median's
 #: order-statistic interval, 1.96 x 1.2533 (docs/methodology.md, "Interval coverage").
 _T975 = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776}
-#: Student's t (97.5%) at 2k - 2 degrees of freedom: Welch's over two halves of k processes.
-_WELCH = {2: 4.303, 3: 2.776, 4: 2.447, 5: 2.306}
 _ORDER = 1.96 * 1.2533
-#: The Hodges-Lehmann shift's interval against the mean's: its efficiency is 3/pi of it.
-_HL = 1.96 * (math.pi / 3) ** 0.5
 
 
-def expected_width(passes: int, sampling_s: float, balance_s: float, halves: int = 1
-                   ) -> float:
+def expected_width(passes: int, sampling_s: float, balance_s: float) -> float:
     """An interval's expected half-width over `passes` processes of `sampling_s` each, in
     units of the spread between processes: its quantile over sqrt(passes), times the spread
-    widened by each process's own noise (as large as the spread at `balance_s`). With two
-    `halves` (an A/A run) the interval is the ratio of the halves' (analysis/runs.py):
-    Welch's t at 2k - 2 degrees of freedom over k processes a half below six, the
-    Hodges-Lehmann shift's (about normal) from six, times sqrt(2 / k)."""
-    if passes < 2 * halves or sampling_s <= 0:
+    widened by each process's own noise (as large as the spread at `balance_s`)."""
+    if passes < 2 or sampling_s <= 0:
         return float("inf")
-    noise = (1 + balance_s / sampling_s) ** 0.5
-    if halves == 1:
-        return _T975.get(passes, _ORDER) / passes ** 0.5 * noise
-    k = passes // halves
-    quantile = _WELCH.get(k, _HL)
-    return quantile * (2 / k) ** 0.5 * noise
+    quantile = _T975.get(passes, _ORDER)
+    return quantile / passes ** 0.5 * (1 + balance_s / sampling_s) ** 0.5
 
 
 def best_passes(time_s: float, startup_s: float, least_s: float, done: int, most: int,
@@ -92,7 +80,7 @@ def best_passes(time_s: float, startup_s: float, least_s: float, done: int, most
             break
         if passes % halves:
             continue
-        fit, found = passes, expected_width(passes, sampling, BALANCE * least_s, halves)
+        fit, found = passes, expected_width(passes, sampling, BALANCE * least_s)
         if found < width * (1 - 1e-9) or best % halves:  # halves: one a half beats none
             best, width = passes, found
     return best, fit
