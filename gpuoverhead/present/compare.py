@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from gpuoverhead.analysis import modes
 from gpuoverhead.analysis.runs import combined_ratio, runs_ratio
 from gpuoverhead.analysis.stats import CONFIDENCE, Interval
 from gpuoverhead.errors import UserError
@@ -41,8 +42,8 @@ RESOLVABLE = 1.5
 DIAGNOSTICS = ("closure_ns", "ffi_check_ns", "error")
 KEY = ["implementation", "benchmark", "elements", "case", "metric", "call"]
 ALPHA = 0.01
-_RAW_COLUMNS = ["implementation", "case", "call", "phase", "n_dispatches", "wall_ns",
-                "gpu_ns"]
+_RAW_COLUMNS = ["implementation", "case", "call", "phase", "process", "n_dispatches",
+                "wall_ns", "gpu_ns"]
 
 
 def _by_case(samples: pd.DataFrame) -> dict[tuple[str, str], pd.DataFrame]:
@@ -51,21 +52,20 @@ def _by_case(samples: pd.DataFrame) -> dict[tuple[str, str], pd.DataFrame]:
     return {key: part for key, part in measured.groupby(["implementation", "case"])}
 
 
-def _raw(samples: dict[tuple[str, str], pd.DataFrame], row: pd.Series) -> np.ndarray | None:
+def _raw(samples: dict[tuple[str, str], pd.DataFrame], row: pd.Series) -> pd.Series | None:
     """The raw samples an estimate summarizes, or None for derived estimates."""
     mine = samples.get((row["implementation"], row["case"]))
-    if mine is None:
-        return None
-    metric = row["metric"]
-    if metric == "latency_ns":
-        return mine.loc[mine["call"] == "", "wall_ns"].to_numpy(float)
-    if metric == "call_ns":
-        return mine.loc[mine["call"] == row["call"], "wall_ns"].to_numpy(float)
-    if metric in ("per_dispatch_ns", "gpu_ns") and len(mine):
-        top = mine[mine["n_dispatches"] == mine["n_dispatches"].max()]
-        column = "gpu_ns" if metric == "gpu_ns" else "wall_ns"
-        return top[column].dropna().to_numpy(float)
-    return None
+    return None if mine is None else modes.behind(mine, row["metric"], row["call"])
+
+
+def _modes(samples: dict[tuple[str, str], pd.DataFrame], row: pd.Series,
+           raw: pd.Series | None) -> str:
+    """A per-sample estimate's two modes where its processes' medians fell on both sides
+    of them (analysis/modes.py), as said; empty otherwise."""
+    if raw is None or row["metric"] not in modes.PER_SAMPLE:
+        return ""
+    found = modes.split_medians(raw, samples[(row["implementation"], row["case"])]["process"])
+    return found.said() if found else ""
 
 
 def _by_key(per_process: pd.DataFrame) -> dict[tuple, np.ndarray]:
@@ -130,13 +130,15 @@ def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> pd.Data
         raw_b, raw_n = _raw(base_samples, r), _raw(new_samples, r)
         p = math.nan
         if raw_b is not None and raw_n is not None and len(raw_b) and len(raw_n):
-            p = float(sps.mannwhitneyu(raw_b, raw_n, alternative="two-sided").pvalue)
+            p = float(sps.mannwhitneyu(raw_b.to_numpy(), raw_n.to_numpy(),
+                                       alternative="two-sided").pvalue)
         rows.append({**{k: r[k] for k in KEY}, "unit": r["unit_base"],
                      "hint": r["hint_base"], "better": r["better_base"],
                      "base": b["value"], "new": n["value"], "ratio": ratio,
                      "ratio_low": low, "ratio_high": high, "p_value": p,
                      "spread": np.fmax(r["rel_spread_between_base"],
                                        r["rel_spread_between_new"]),
+                     "modes": _modes(base_samples, r, raw_b) or _modes(new_samples, r, raw_n),
                      "verdict": verdict(ratio, low, high, p, threshold, r["better_base"])})
     return pd.DataFrame(rows)
 
@@ -217,19 +219,27 @@ SPREAD = 0.25
 
 def aa_lines(table: pd.DataFrame) -> list[str]:
     """What an A/A comparison says: the share of `same` over all estimates and over the
-    headline ones, and of the headline ones not `same`, how many had processes in either
-    run spread over SPREAD of the estimate (the machine, which more processes average)."""
+    headline ones, and of the headline ones not `same`, how many had samples in two modes
+    that split the processes' medians (`modes`), and of the others how many had processes
+    in either run spread over SPREAD of the estimate (the machine, which more processes
+    average)."""
     lines = []
     for label, headline_only in (("all", False), ("headline (latency, per dispatch)", True)):
         share, count = share_same(table, headline_only)
         lines.append(f"A/A, {label}: {share:.1%} of {count} estimates are 'same'")
     other = table[table["metric"].isin(HEADLINE) & (table["verdict"] != "same")]
     if len(other):
-        spread = int((other["spread"] > SPREAD).sum())
-        lines.append(f"of the {len(other)} headline estimates not 'same', {spread} had "
-                     f"processes whose medians ranged over {SPREAD:.0%} of the estimate in "
-                     "one run or both (rel_spread_between): the machine's spread, which "
-                     "more processes (--processes) average out")
+        split = other[other["modes"] != ""]
+        rest = other[other["modes"] == ""]
+        lines.append(f"of the {len(other)} headline estimates not 'same', {len(split)} had "
+                     "samples in two modes with processes' medians in either, which more "
+                     "processes do not narrow"
+                     + (f" (e.g. {split.iloc[0]['implementation']} {split.iloc[0]['case']}: "
+                        f"{split.iloc[0]['modes']})" if len(split) else "")
+                     + f"; {int((rest['spread'] > SPREAD).sum())} of the other "
+                     f"{len(rest)} had processes whose medians ranged over {SPREAD:.0%} of "
+                     "the estimate in one run or both (rel_spread_between): the machine's "
+                     "spread, which more processes (--processes) average out")
     return lines
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from gpuoverhead.analysis import modes
 from gpuoverhead.analysis.combine import Row
 from gpuoverhead.analysis.samples import backwards_stamps, gpu_timer
 from gpuoverhead.analysis.series import STOP_METRICS, precise_enough
@@ -57,7 +58,8 @@ def timer_warnings(group: Group, outcomes: list[Outcome]) -> list[str]:
 
 
 #: Kinds of note that a run states once, over all its groups (see `said_once`).
-CUT, UNSETTLED, IMPRECISE, SHORT, GPU_STATE = "cut", "unsettled", "imprecise", "short", "gpu"
+CUT, UNSETTLED, IMPRECISE, SHORT, GPU_STATE, MODES = ("cut", "unsettled", "imprecise", "short",
+                                                     "gpu", "modes")
 
 
 def sampling_notes(group: Group, outcomes: list[Outcome], summary: pd.DataFrame
@@ -84,6 +86,22 @@ def sampling_notes(group: Group, outcomes: list[Outcome], summary: pd.DataFrame
                                                         target) and r.rel_ci > target:
             notes.append((IMPRECISE, f"{r.case} {r.metric} ±{r.rel_ci:.0%} (target "
                                      f"±{target:.0%}, stopped by {r.stop}; {_limit(r)})"))
+    return notes
+
+
+def mode_notes(samples: pd.DataFrame, summary: pd.DataFrame) -> list[tuple[str, str]]:
+    """Headline per-sample estimates whose samples fell in two modes with the processes'
+    medians in either (analysis/modes.py), as (MODES, example) notes."""
+    head = summary[summary["metric"].isin(HEADLINE) & summary["metric"].isin(modes.PER_SAMPLE)
+                   & summary["process"].isna()]
+    measured = samples[samples["phase"] == "measure"]
+    notes = []
+    for r in head.itertuples():
+        mine = measured[measured["case"] == r.case]
+        raw = modes.behind(mine, r.metric, r.call)
+        found = None if raw is None else modes.split_medians(raw, mine["process"])
+        if found:
+            notes.append((MODES, f"{r.implementation} {r.case} {r.metric}: {found.said()}"))
     return notes
 
 
@@ -118,6 +136,10 @@ def said_once(notes: list[tuple[str, str]]) -> list[str]:
                          "run.json's telemetry per process): their figures may be the "
                          "clocks', not the overhead's; locking clocks (nvidia-smi -lgc) "
                          "keeps them still"),
+             MODES: ("headline estimates had samples in two modes, with some processes' "
+                     "medians in one and some in the other: such an estimate is either "
+                     "mode, its interval spans the gap, and more processes do not narrow "
+                     "it (a sync's completion that a poll sees at once or later)"),
              IMPRECISE: ("headline estimates missed their precision target when sampling "
                          "stopped: the time they had (budget_s, the time limit) or the "
                          "machine's noise limited them (each example says which variance "

@@ -1,14 +1,17 @@
-"""run/checks.cpu_warnings: a CPU whose processes measured slower is named, on synthetic
-rows and on the committed H100 run where vCPU 14 made `submit` 3.3x slower."""
+"""run/checks: a CPU whose processes measured slower is named (`cpu_warnings`), on synthetic
+rows and on the committed H100 run where vCPU 14 made `submit` 3.3x slower; a latency whose
+processes' medians split between two modes is noted (`mode_notes`)."""
 
 from __future__ import annotations
 
 import json
+import re
 
+import numpy as np
 import pandas as pd
 from conftest import ROOT
 
-from gpuoverhead.run.checks import cpu_warnings
+from gpuoverhead.run.checks import MODES, cpu_warnings, mode_notes
 
 CASES = [f"g/elements=1/sequential/{e}/wrapper" for e in ("submit", "pass", "dispatch")]
 
@@ -46,3 +49,26 @@ def test_the_committed_h100_run_names_vcpu_14():
     (warning,) = cpu_warnings(json.loads((run / "run.json").read_text())["benchmarks"],
                               pd.read_parquet(run / "summary.parquet"))
     assert "on CPU 14" in warning and "submit" in warning
+
+
+def test_a_latency_whose_process_medians_split_between_two_modes_is_a_note():
+    """Six processes' naive latencies at 0.4 or 2.4 ms, each with its own share of the
+    slow one (three medians each side): one MODES note naming the estimate and its modes;
+    the same samples with every share below half leave every median in one mode: none."""
+    rng = np.random.default_rng(25)
+    case = "g/elements=1/naive/wait"
+    summary = pd.DataFrame([{"implementation": "chromium", "case": case,
+                             "metric": "latency_ns", "call": "", "process": pd.NA}])
+
+    def notes(shares: list[float]) -> list[tuple[str, str]]:
+        samples = pd.DataFrame([{"case": case, "call": "", "phase": "measure", "process": p,
+                                 "wall_ns": (2.4e6 if rng.random() < share else 0.4e6)
+                                 * rng.lognormal(0, 0.03)}
+                                for p, share in enumerate(shares) for _ in range(30)])
+        return mode_notes(samples, summary)
+
+    ((kind, example),) = notes([0.2, 0.3, 0.4, 0.6, 0.7, 0.8])
+    assert kind == MODES
+    assert re.fullmatch(rf"chromium {case} latency_ns: (39\d|40\d) µs \(\d+%\) or "
+                        r"2\d{3} µs \(\d+%\)", example), example
+    assert notes([0.1, 0.2, 0.3, 0.2, 0.25, 0.15]) == []

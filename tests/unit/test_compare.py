@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from gpuoverhead.present import compare as comparing
 from gpuoverhead.present.compare import compare
 from gpuoverhead.results.columns import SCHEMA_VERSION
 from gpuoverhead.results.read import load
@@ -36,8 +37,9 @@ def _result_set(folder: Path, factor: float, seed: int,
                      "ci_high": v * f * 1.01, "process": i} for i, f in enumerate(processes)]
         n = 1 if metric == "latency_ns" else 256
         walls = v * n * rng.normal(1.0, 0.01, 200)
-        samples += [{**keys, "phase": "measure", "n_dispatches": n, "wall_ns": int(w),
-                     "gpu_ns": pd.NA} for w in walls]
+        samples += [{**keys, "phase": "measure", "process": k % max(len(processes), 1),
+                     "n_dispatches": n, "wall_ns": int(w), "gpu_ns": pd.NA}
+                    for k, w in enumerate(walls)]
     pd.DataFrame(summary).astype({"process": "Int64"}).to_parquet(folder / "summary.parquet")
     pd.DataFrame(samples).astype({"gpu_ns": "Int64"}).to_parquet(folder / "samples.parquet")
     (folder / "run.json").write_text(json.dumps({"schema_version": SCHEMA_VERSION}))
@@ -73,3 +75,28 @@ def test_runs_of_several_processes_are_weighed_by_their_processes(tmp_path):
                    load(_result_set(tmp_path / "d", 1.2, 4, (0.99, 1.0, 1.01))))
     assert (slow.verdict == "slower").all(), slow[["case", "verdict"]]
     assert ((slow.ratio_low > 1.15) & (slow.ratio_high < 1.25)).all()
+
+
+def test_an_aa_says_which_estimates_not_same_had_two_modes_and_which_spread(tmp_path):
+    """Latency samples at 0.4 or 2.4 ms, each process with its own share of the late ones
+    (medians on both sides): the A/A lines count that estimate as two modes and say them;
+    the per-dispatch estimates are counted apart (with no spread recorded here)."""
+    sets = []
+    for name, seed, spread in (("a", 1, (1.0, 1.0, 1.6, 1.0, 1.0, 1.0)),
+                               ("b", 2, (1.0, 1.0, 1.0, 0.6, 1.0, 1.0))):
+        folder = _result_set(tmp_path / name, 1.0, seed, spread)
+        samples = pd.read_parquet(folder / "samples.parquet")
+        latency = samples["case"] == "empty/naive/wait"
+        rng = np.random.default_rng(seed)
+        late = rng.random(latency.sum()) < np.resize([0.2, 0.35, 0.5, 0.65, 0.8, 0.5], 200)
+        samples.loc[latency, "wall_ns"] = np.where(late, 2_400_000, 400_000)
+        samples.to_parquet(folder / "samples.parquet")
+        sets.append(load(folder))
+    table = compare(*sets)
+    assert table.loc[table["case"] == "empty/naive/wait", "modes"].str.match(
+        r"400 µs \(\d+%\) or 2400 µs \(\d+%\)").all()
+    assert (table.loc[table["case"] != "empty/naive/wait", "modes"] == "").all()
+    lines = comparing.aa_lines(table.assign(verdict="unsure"))
+    assert "of the 3 headline estimates not 'same', 1 had samples in two modes" in lines[-1]
+    assert "(e.g. wgpu-native empty/naive/wait: 400 µs" in lines[-1]
+    assert "; 0 of the other 2 had processes whose medians ranged over 25%" in lines[-1]

@@ -1,0 +1,100 @@
+"""Samples that fall in two modes, where a median is no stable figure.
+
+Chromium on SwiftShader sees a sync's completion either at once or at its GPU process's
+next poll of the device (about 0.4 or 2.4 ms), and lavapipe's map of a read buffer comes
+back in about 0.4 or 2 ms. Each process gets its own share of the two by chance, and its
+median sits in whichever mode holds more than half of its samples: processes then differ
+by the whole gap between the modes, and more of them do not narrow the estimate. Such an
+estimate is found (`two_modes`, on the raw samples behind it: `behind`) so that the run and
+an A/A comparison can say why it is wide, instead of calling it the machine's spread.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+#: Each mode holds at least this share of the samples (a tail of outliers is not a mode).
+MIN_SHARE = 0.15
+#: The modes' medians are at least this factor apart.
+MIN_FACTOR = 1.5
+#: Ashman's D between the modes (on logs) is at least this: two clearly separate groups.
+MIN_SEPARATION = 3.0
+#: Estimates that are a median of each process's samples (not a slope over rounds).
+PER_SAMPLE = ("latency_ns", "call_ns")
+#: Fewer samples than this are not judged.
+MIN_SAMPLES = 20
+
+
+@dataclass(frozen=True)
+class Modes:
+    """Two modes: their medians (ns) and the share of samples in the upper one."""
+
+    low_ns: float
+    high_ns: float
+    high_share: float
+
+    def said(self) -> str:
+        return (f"{self.low_ns / 1e3:.0f} µs ({1 - self.high_share:.0%}) or "
+                f"{self.high_ns / 1e3:.0f} µs ({self.high_share:.0%})")
+
+
+def two_modes(values: np.ndarray) -> Modes | None:
+    """The two modes of positive `values`, or None where they are one group: the split of
+    their sorted logs that leaves the least variance within its halves (Otsu's), kept
+    where each half holds MIN_SHARE of the values, their medians are MIN_FACTOR apart and
+    Ashman's D reaches MIN_SEPARATION."""
+    logs = np.sort(np.log(values[np.isfinite(values) & (values > 0)]))
+    n = logs.size
+    if n < MIN_SAMPLES:
+        return None
+    k = np.arange(1, n)
+    below = np.cumsum(logs)[:-1]
+    between = k * (n - k) * (below / k - (logs.sum() - below) / (n - k)) ** 2
+    least = math.ceil(MIN_SHARE * n)
+    allowed = (k >= least) & (n - k >= least)
+    if not allowed.any():
+        return None
+    cut = int(k[allowed][np.argmax(between[allowed])])
+    low, high = logs[:cut], logs[cut:]
+    spread = math.sqrt(low.var() + high.var())
+    separation = math.sqrt(2) * (high.mean() - low.mean()) / spread if spread else math.inf
+    factor = math.exp(np.median(high) - np.median(low))
+    if factor < MIN_FACTOR or separation < MIN_SEPARATION:
+        return None
+    return Modes(math.exp(np.median(low)), math.exp(np.median(high)), (n - cut) / n)
+
+
+def behind(samples: pd.DataFrame, metric: str, call: str = "") -> pd.Series | None:
+    """The raw samples an estimate summarizes, from one (implementation, case)'s measured
+    samples (the samples table's columns), indexed as `samples`: a latency's walls, a
+    call's times, a sequential case's walls (or GPU times) at its largest N; None for
+    derived figures."""
+    if metric == "latency_ns":
+        return samples.loc[samples["call"] == "", "wall_ns"].astype(float)
+    if metric == "call_ns":
+        return samples.loc[samples["call"] == call, "wall_ns"].astype(float)
+    if metric in ("per_dispatch_ns", "gpu_ns") and len(samples):
+        top = samples[samples["n_dispatches"] == samples["n_dispatches"].max()]
+        return top["gpu_ns" if metric == "gpu_ns" else "wall_ns"].dropna().astype(float)
+    return None
+
+
+def split_medians(values: pd.Series, process: pd.Series) -> Modes | None:
+    """The two modes of `values` (the raw samples behind one estimate, `process` giving
+    each one's worker) where they are within processes (half of them at least have
+    MIN_SHARE / 2 of their samples in each: not a few slow processes) and the processes'
+    medians fall on both sides of them: the estimate's width is then the gap between the
+    modes, not the machine's spread."""
+    found = two_modes(values.to_numpy(float))
+    if found is None:
+        return None
+    middle = math.sqrt(found.low_ns * found.high_ns)
+    per_process = (values > middle).groupby(process.loc[values.index])
+    both = per_process.mean().between(MIN_SHARE / 2, 1 - MIN_SHARE / 2)
+    medians = values.groupby(process.loc[values.index]).median()
+    split = (medians < middle).any() and (medians > middle).any()
+    return found if split and both.mean() >= 0.5 else None
