@@ -1,7 +1,8 @@
 """Run a plan: each job in its worker processes, its estimates, its files rewritten at once.
 
-An interrupted run keeps every job that finished; a job whose output check fails in any
-process is recorded as an error and contributes no rows.
+An interrupted run keeps every job that finished and estimates the others from the worker
+processes that had run; a job whose output check fails in any process is recorded as an
+error and contributes no rows.
 """
 
 from __future__ import annotations
@@ -195,9 +196,10 @@ class _Seeding:
 def _measure(plan: Plan, schedule: Schedule, folders: list[RunFolder], reporter: Reporter,
              seeding: _Seeding, stall_timeout_s: float) -> None:
     """Every worker process in the schedule's order; a benchmark's rows are finished and
-    saved as soon as its last process has run (after the last pass that ran, at the latest),
-    in each folder from its share of the processes (process p goes to folder p mod the
-    folders: an A/A run's halves alternate in time)."""
+    saved as soon as its last process has run (after the last pass that ran, at the latest,
+    or at an interrupt, from the processes that had run: under a time limit no benchmark
+    ends before the last pass), in each folder from its share of the processes (process p
+    goes to folder p mod the folders: an A/A run's halves alternate in time)."""
     outcomes = [[[] for _ in jobs] for jobs in plan.benchmarks]
     finished: set[int] = set()
 
@@ -208,22 +210,32 @@ def _measure(plan: Plan, schedule: Schedule, folders: list[RunFolder], reporter:
             _finish(plan.benchmarks[b], mine, files, reporter, seeding)
         finished.add(b)
 
-    for slot in schedule.slots():
+    def finish_rest() -> None:
+        for b in range(len(plan.benchmarks)):
+            if b not in finished and outcomes[b][0]:
+                finish_all(b)
+
+    try:
+        for slot in schedule.slots():
+            interrupts.check()
+            if slot.job == 0:
+                _started(plan, schedule, slot, reporter)
+            outcome = _process(plan, schedule, slot, reporter, seeding, stall_timeout_s) \
+                if schedule.fits(slot) else worker.Outcome(slot.process, cut=slot.process > 0,
+                                                           error=_no_room(schedule, slot))
+            outcomes[slot.benchmark][slot.job].append(outcome)
+            interrupts.check()
+            if schedule.last(slot):
+                finish_all(slot.benchmark)
         interrupts.check()
-        if slot.job == 0:
-            _started(plan, schedule, slot, reporter)
-        outcome = _process(plan, schedule, slot, reporter, seeding, stall_timeout_s) \
-            if schedule.fits(slot) else worker.Outcome(slot.process, cut=slot.process > 0, error=(
-                f"not measured: the time limit left {max(0, schedule.left_s()):.0f} s, too "
-                f"little for this job's start-up (about {schedule.setup_s(slot):.0f} s)"))
-        outcomes[slot.benchmark][slot.job].append(outcome)
-        interrupts.check()
-        if schedule.last(slot):
-            finish_all(slot.benchmark)
-    interrupts.check()
-    for b in range(len(plan.benchmarks)):
-        if b not in finished and outcomes[b][0]:
-            finish_all(b)
+    except KeyboardInterrupt:  # the processes that ran are as good as a finished run's
+        for files in folders:
+            files.start.warnings.append(
+                "interrupted: each benchmark not finished is estimated from the worker "
+                "processes that had run (run.json's processes per benchmark)")
+        finish_rest()
+        raise
+    finish_rest()
     each = " in each half" if plan.halves > 1 else ""
     for files in folders if schedule.dropped else ():
         files.start.warnings.append(
@@ -233,6 +245,11 @@ def _measure(plan: Plan, schedule: Schedule, folders: list[RunFolder], reporter:
             f"({schedule.left_at_drop_s:.0f} s left, a pass expected to take about "
             f"{schedule.pass_s():.0f} s: its start-ups and least sampling; every process "
             "that ran measured at least its minimum rounds)")
+
+
+def _no_room(schedule: Schedule, slot: Slot) -> str:
+    return (f"not measured: the time limit left {max(0, schedule.left_s()):.0f} s, too "
+            f"little for this job's start-up (about {schedule.setup_s(slot):.0f} s)")
 
 
 def _started(plan: Plan, schedule: Schedule, slot: Slot, reporter: Reporter) -> None:

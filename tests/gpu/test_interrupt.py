@@ -52,6 +52,41 @@ def test_interrupted_run_keeps_finished_benchmarks(tmp_path, signum):
     assert list(samples.benchmark.unique()) == done
 
 
+def test_a_run_interrupted_in_a_later_pass_keeps_what_its_processes_measured(tmp_path):
+    """Under a time limit no benchmark ends before the last pass: an interrupt in pass 1
+    used to lose every one. Now each is estimated from the processes that had run (pass 0:
+    one each), and the run says so."""
+    suite = SUITE.split("  - {name: third")[0]
+    child, out = _start(tmp_path, "--processes", "3", "--time-limit", "120", suite=suite)
+    try:
+        _wait_for_workers(child, 3)  # pass 0 is the first two: the third is pass 1's
+        child.send_signal(signal.SIGINT)
+        _, stderr = child.communicate(timeout=60)
+    finally:
+        os.killpg(child.pid, signal.SIGKILL) if child.poll() is None else None
+    assert child.returncode == 130 and "Traceback" not in stderr, stderr
+    _, summary, info = read_run(only_run_folder(out))
+    assert info["status"] == "interrupted"
+    assert [b["benchmark"] for b in info["benchmarks"]] == ["first", "second"]
+    assert {len(b["processes"]) for b in info["benchmarks"]} <= {1, 2}
+    assert set(summary.benchmark) == {"first", "second"}
+    assert (summary[summary.metric == "per_dispatch_ns"].value > 0).all()
+    assert any(w.startswith("interrupted: each benchmark") for w in info["warnings"])
+
+
+def _wait_for_workers(child, count: int) -> None:
+    """Until `child` has spawned `count` worker processes, one at a time."""
+    seen: set[int] = set()
+    deadline = time.monotonic() + 120
+    while len(seen) < count and time.monotonic() < deadline:
+        assert child.poll() is None, child.communicate()
+        found = subprocess.run(["ps", "-ww", "-o", "pid=,args=", "--ppid", str(child.pid)],
+                               capture_output=True, text=True).stdout.splitlines()
+        seen |= {int(line.split()[0]) for line in found if "spawn_main" in line}
+        time.sleep(0.05)
+    assert len(seen) >= count, seen
+
+
 def _wait_for_a_worker_started(child) -> None:
     """Until a worker of `child` has run for a second: killed while it spawns one, the
     parent would leave Python's own bootstrap (not ours) reading a half-sent job."""
