@@ -88,3 +88,20 @@ def _shift_rank(m: int, n: int) -> int:
         counts = grown
     cdf = np.cumsum(counts[n]) / counts[n].sum()
     return max(1, int(np.searchsorted(cdf, (1 - CONFIDENCE) / 2, side="right")))
+
+
+def runs_p(base: np.ndarray, new: np.ndarray) -> float:
+    """Two-sided p of no change between two runs' process values (one value a process, at
+    least two a run), on logs and by the same test as `runs_ratio`'s interval: Mann-Whitney
+    (exact) where both have ORDER_MIN or more, Welch's t otherwise; nan where a value is
+    not a finite number above zero. Processes, not samples, are the units: a sample pool's p ignores that
+    a run's samples share their process's offset, and an A/A then finds changes."""
+    from scipy import stats as sps
+
+    b, n = (np.asarray(v, dtype=float) for v in (base, new))
+    if min(b.size, n.size) < 2 or not all(np.all(np.isfinite(v) & (v > 0)) for v in (b, n)):
+        return math.nan
+    lb, ln = np.log(b), np.log(n)
+    if min(b.size, n.size) >= ORDER_MIN:
+        return float(sps.mannwhitneyu(lb, ln, alternative="two-sided", method="exact").pvalue)
+    return float(sps.ttest_ind(lb, ln, equal_var=False).pvalue)

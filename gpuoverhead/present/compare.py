@@ -5,9 +5,14 @@ and a verdict a CI job can act on.
   processes, the ratio of the geometric means of their process estimates with Welch's t
   interval on logs; otherwise the ratio of the estimates, their CIs combined on the log
   scale (delta method);
-- p = Mann-Whitney U on the raw samples behind the estimate (as asv and google-benchmark
-  do), where there are such samples (latencies, calls, the largest N of a sequential case,
-  GPU times); derived figures (api, python, inflation, ...) are judged on the CI alone;
+- p = of no change, by the test behind the interval, where both runs have two or more
+  processes: their process values are the units (Welch's t on logs for two to five,
+  exact Mann-Whitney for six or more), since a pool of samples ignores that they share
+  their process's offset and an A/A then finds changes (16 in one of 666 estimates on
+  lavapipe, 5 this way); otherwise Mann-Whitney U on the raw samples behind the estimate
+  (as asv and google-benchmark do), where there are such (latencies, calls, the largest N
+  of a sequential case, GPU times); a derived figure of one process a run (api, python,
+  inflation, ...) is judged on the CI alone;
 - verdict: `slower`/`faster` when the ratio CI excludes 1, the change is at least the
   threshold, and p < alpha (where there is a p); otherwise `same` when the ratio is within
   twice the threshold and its CI rules out changes beyond RESOLVABLE (x1.5 either way), and
@@ -29,7 +34,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from gpuoverhead.analysis import modes
-from gpuoverhead.analysis.runs import combined_ratio, runs_ratio
+from gpuoverhead.analysis.runs import combined_ratio, runs_p, runs_ratio
 from gpuoverhead.analysis.stats import CONFIDENCE, Interval
 from gpuoverhead.errors import UserError
 from gpuoverhead.metrics import HEADLINE
@@ -66,6 +71,19 @@ def _modes(samples: dict[tuple[str, str], pd.DataFrame], row: pd.Series,
         return ""
     found = modes.split_medians(raw, samples[(row["implementation"], row["case"])]["process"])
     return found.said() if found else ""
+
+
+def _p_value(b_values: np.ndarray | None, n_values: np.ndarray | None,
+             raw_b: pd.Series | None, raw_n: pd.Series | None) -> float:
+    """p of no change: of the two runs' process values where both have two or more
+    (`runs_p`), else Mann-Whitney on the raw samples where there are such, else nan."""
+    if b_values is not None and n_values is not None and min(len(b_values),
+                                                             len(n_values)) >= 2:
+        return runs_p(b_values, n_values)
+    if raw_b is not None and raw_n is not None and len(raw_b) and len(raw_n):
+        return float(sps.mannwhitneyu(raw_b.to_numpy(), raw_n.to_numpy(),
+                                      alternative="two-sided").pvalue)
+    return math.nan
 
 
 def _by_key(per_process: pd.DataFrame) -> dict[tuple, np.ndarray]:
@@ -128,10 +146,7 @@ def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> pd.Data
         key = tuple(r[k] for k in KEY)
         ratio, low, high = _ratio_ci(b, n, base_values.get(key), new_values.get(key))
         raw_b, raw_n = _raw(base_samples, r), _raw(new_samples, r)
-        p = math.nan
-        if raw_b is not None and raw_n is not None and len(raw_b) and len(raw_n):
-            p = float(sps.mannwhitneyu(raw_b.to_numpy(), raw_n.to_numpy(),
-                                       alternative="two-sided").pvalue)
+        p = _p_value(base_values.get(key), new_values.get(key), raw_b, raw_n)
         rows.append({**{k: r[k] for k in KEY}, "unit": r["unit_base"],
                      "hint": r["hint_base"], "better": r["better_base"],
                      "base": b["value"], "new": n["value"], "ratio": ratio,

@@ -100,3 +100,16 @@ def test_an_aa_says_which_estimates_not_same_had_two_modes_and_which_spread(tmp_
     assert "of the 3 headline estimates not 'same', 1 had samples in two modes" in lines[-1]
     assert "(e.g. wgpu-native empty/naive/wait: 400 µs" in lines[-1]
     assert "; 0 of the other 2 had processes whose medians ranged over 25%" in lines[-1]
+
+
+def test_six_processes_a_run_are_judged_by_their_processes_not_their_pooled_samples(tmp_path):
+    """Six processes a run whose values interleave (the new ones 10% higher, ranks mixed:
+    exact Mann-Whitney p 0.015 over processes) while the pooled samples differ beyond doubt:
+    the processes are the units, so no change is called (a pooled p called it `slower`)."""
+    base = _result_set(tmp_path / "a", 1.0, 1, (0.94, 0.97, 1.0, 1.02, 1.05, 1.08))
+    new = _result_set(tmp_path / "b", 1.1, 2,
+                      tuple(x / 1.06 for x in (0.99, 1.03, 1.06, 1.09, 1.12, 1.16)))
+    table = compare(load(base), load(new))
+    assert (table.ratio_low > 1).all()  # the 95% interval alone would call it
+    assert ((table.p_value > 0.01) & (table.p_value < 0.02)).all(), table.p_value
+    assert (table.verdict == "unsure").all(), table[["case", "verdict"]]
