@@ -10,7 +10,9 @@ moving median of round durations settles (or a cap is hit); their samples are ke
 phase "warmup" (the first round's cost is what a short-lived program pays) but no estimate
 uses them. Measured rounds then run until every estimate's 95%
 CI half-width is within the target, or the process's share of the budget (run/budget.py) is
-spent, or `max_rounds` is reached; which of the three ended it is recorded as `stop`. No
+spent, or `max_rounds` is reached; which of the three ended it is recorded as `stop`
+(`interrupted` where the worker was asked to stop after MIN_ROUNDS measured rounds: it
+hands back what it has, checked; asked before, it hands back nothing). No
 process stops before the suite's `min_rounds` for the first two reasons, unless reaching
 them would take more than OVERRUN times its budget: then it stops at that point with at
 least MIN_ROUNDS rounds, as `short`, and the run says so. Under a time limit the schedule
@@ -35,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from gpuoverhead import interrupts
 from gpuoverhead.analysis.samples import GroupSamples
 from gpuoverhead.cases import Case, Group
 from gpuoverhead.methods import Operation
@@ -76,6 +79,7 @@ def sample_group(group: Group, ops: dict[Case, Operation], rng: np.random.Genera
              for i, case in enumerate(group.cases) for n in case.n_values]
 
     def timed(unit: Unit, index: int, warmup: bool) -> tuple[tuple, Any]:
+        interrupts.check()  # asked to stop (run/worker.py): before the clock, never inside
         i, case, op, n, dispatched = unit
         before = energy() if energy else 0.0
         t0 = perf_counter_ns()
@@ -93,8 +97,13 @@ def sample_group(group: Group, ops: dict[Case, Operation], rng: np.random.Genera
     units = _probe(units, timed, out, budget.sample_s)
     progress(out, 0.0, budget.process_s)
     one_round = _round(units, timed, rng, out, cpus)
-    _warm_up(group, one_round, out, budget, progress)
-    _measure(group, one_round, out, budget, worst_rel_ci, progress)
+    try:
+        _warm_up(group, one_round, out, budget, progress)
+        _measure(group, one_round, out, budget, worst_rel_ci, progress)
+    except KeyboardInterrupt:  # the rounds measured come back, where they make an estimate
+        if out.rounds < MIN_ROUNDS:
+            raise
+        out.stop = "interrupted"
     return out
 
 

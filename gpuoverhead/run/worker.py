@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import signal
 import time
 import traceback
 from collections import Counter
@@ -37,6 +38,8 @@ from gpuoverhead.torch_forms import COMPILE
 
 #: How long the parent waits for a worker's next message before it checks that it lives.
 _POLL_S = 0.2
+#: Seconds an interrupted run waits for its running worker's rounds (`_wind_down`).
+GRACE_S = 3.0
 #: Seconds a worker may take to start, open its device and compile, beyond --stall-timeout.
 STARTUP_S = 120.0
 
@@ -111,12 +114,28 @@ def _sample(task: Task, prepared: Prepared, rng: np.random.Generator, send: Any)
     samples = sample_group(group, prepared.ops, rng, task.budget, precision, progress, counts,
                            cpus, energy, joules)
     sampling_s = time.monotonic() - began
+    if samples.stop == "interrupted":
+        return _interrupted(task, prepared, samples, cal, offset, counts, cpus, sampling_s)
     by_case = {c.id: (j, counts[c]) for c, j in joules.items()}
     state = telemetry.summary(before, gpu.read(), sum(counts.values()), by_case) if gpu \
         else missing
     notes = {**prepared.notes, **cpu_notes(cpus), "telemetry": state}
     if unchecked := prepared.verify(counts):
         notes = {**notes, "unchecked": unchecked}
+    return Outcome(task.process, samples, cal, offset, device_notes=notes,
+                   budget_s=task.budget.process_s, sampling_s=sampling_s)
+
+
+def _interrupted(task: Task, prepared: Prepared, samples: GroupSamples, cal: Calibration,
+                 offset: int, counts: dict, cpus: list[int], sampling_s: float) -> Outcome:
+    """What a worker asked to stop hands back: its rounds, once its outputs check; nothing
+    (a KeyboardInterrupt) where the check fails, since a stop may have cut a unit short."""
+    try:
+        unchecked = prepared.verify(counts)
+    except Exception:  # noqa: BLE001 - any failure: the rounds cannot be vouched for
+        raise KeyboardInterrupt from None
+    notes = {**prepared.notes, **cpu_notes(cpus), "telemetry": "not read: interrupted",
+             **({"unchecked": unchecked} if unchecked else {})}
     return Outcome(task.process, samples, cal, offset, device_notes=notes,
                    budget_s=task.budget.process_s, sampling_s=sampling_s)
 
@@ -136,7 +155,28 @@ def cpu_notes(cpus: list[int]) -> dict[str, Any]:
             "cpu_runs": [[cpu, len(list(run))] for cpu, run in groupby(cpus)]}
 
 
+def _asked_to_stop(signum: int, frame: object) -> None:
+    """SIGINT in a worker: the first only asks the rounds to stop at the next sample,
+    outside any timed call and driver call, so that the rounds measured come back. Ctrl-C
+    reaches the whole process group and the parent sends one more: one within ECHO_S of
+    the first is that echo; a later one is a second Ctrl-C, and raises."""
+    global _first_stop
+    now = time.monotonic()
+    if _first_stop is not None and now - _first_stop > ECHO_S:
+        raise KeyboardInterrupt
+    _first_stop = _first_stop or now
+    interrupts.request()
+
+
+#: When the worker was first asked to stop (monotonic), and how soon after it a SIGINT is
+#: the same stop's echo.
+_first_stop: float | None = None
+ECHO_S = 1.0
+
+
 def _child(task: Task, conn: Any) -> None:
+    signal.signal(signal.SIGINT, _asked_to_stop)
+
     def send(message: tuple) -> None:
         try:
             conn.send(message)
@@ -217,12 +257,37 @@ def _run(task: Task, on_round: Any, stall_timeout_s: float, deadline: float) -> 
                     f"worker process {task.process} finished no round in {stall_timeout_s:g} s "
                     "(a GPU wait that does not return, or a kernel that runs far too long); "
                     "it was stopped (--stall-timeout)"))
+    except KeyboardInterrupt:
+        handed = _wind_down(proc, parent)
+        if handed is None:
+            raise
+        return handed
     except BaseException:
         _stop(proc)
         raise
     proc.join()
     return Outcome(task.process, error=f"worker process {task.process} died "
                                       f"(exit code {proc.exitcode}) before reporting")
+
+
+def _wind_down(proc: Any, parent: Any) -> Outcome | None:
+    """The run was interrupted while `proc` ran: ask it to stop (SIGINT) and wait up to
+    GRACE_S for the rounds it measured; None (and the worker stopped) where none come."""
+    if hasattr(signal, "SIGKILL") and proc.pid is not None:  # POSIX: a signal to the worker
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGINT)
+    until = time.monotonic() + GRACE_S
+    while time.monotonic() < until and proc.is_alive():
+        if parent.poll(_POLL_S):
+            try:
+                kind, *payload = parent.recv()
+            except (EOFError, OSError):
+                break
+            if kind == "done" and payload[0].samples is not None and not payload[0].error:
+                proc.join()
+                return payload[0]
+    _stop(proc)
+    return None
 
 
 def _stop(proc: Any) -> None:

@@ -319,3 +319,32 @@ def test_hostile_interrupt_around_the_end_of_a_benchmark_keeps_its_rows(tmp_path
     done = [b["benchmark"] for b in info["benchmarks"] if b["status"] == "ok"]
     assert set(summary.benchmark.unique()) == set(done)
     assert set(samples.benchmark.unique()) == set(done)
+
+
+@pytest.mark.parametrize("group", [False, True], ids=["parent", "process-group"])
+def test_the_running_worker_hands_back_its_rounds_when_interrupted(tmp_path, group):
+    """A benchmark of one long process (budget 30 s), interrupted after a few of its
+    rounds, by SIGINT to the parent alone (which asks the worker) or to the whole group
+    (Ctrl-C: the worker gets it twice): its rounds come back checked, as its estimates,
+    with `stop` said in run.json; the run ends well within the grace it gives."""
+    suite = ONE.replace("budget_s: 0.05", "budget_s: 30")
+    child, out = _start(tmp_path, suite=suite)
+    try:
+        _wait_for_workers(child, 1)
+        time.sleep(4.0)  # start-up (about 2.3 s on lavapipe) and some rounds
+        began = time.monotonic()
+        if group:
+            os.killpg(child.pid, signal.SIGINT)
+        else:
+            child.send_signal(signal.SIGINT)
+        _, stderr = child.communicate(timeout=60)
+        took = time.monotonic() - began
+    finally:
+        os.killpg(child.pid, signal.SIGKILL) if child.poll() is None else None
+    assert child.returncode == 130 and "Traceback" not in stderr, stderr
+    assert took < 10, took
+    _, summary, info = read_run(only_run_folder(out))
+    (bench,) = info["benchmarks"]
+    assert bench["status"] == "ok" and bench["processes"][0]["stop"] == "interrupted"
+    assert bench["processes"][0]["rounds"] >= 3
+    assert (summary[summary.metric == "latency_ns"].value > 0).all()
