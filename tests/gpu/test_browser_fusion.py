@@ -28,7 +28,7 @@ SUITE = """
 name: browser-fusion-ci
 defaults:
   n_sweep: [1, 2, 4]
-  budget_s: 1.0             # the page samples up to 64 units: 0.2 s left room for one process
+  budget_s: 0.5             # the page samples up to 64 units: 0.2 s left room for one process
   min_rounds: 5
   warmup_max_rounds: 2
   torch_compile_max_n: 0

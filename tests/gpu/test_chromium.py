@@ -46,7 +46,7 @@ def browsers_left(wait_s: float = 0.0) -> list[str]:
 def chromium_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("chromium-run")
     proc = gpuoverhead("run", "--suite", str(CONFIGS / "ci.yaml"), "--implementation",
-                       "chromium", "--out", str(out), "--seed", "3", "--processes", "2",
+                       "chromium", "--out", str(out), "--seed", "3", "--processes", "1",
                        "--time-limit", "90")
     assert proc.returncode == 0, proc.stderr
     return proc, only_run_folder(out)
