@@ -84,10 +84,14 @@
 #   bash benchmarks/h100_session.sh round6e  # issue 28: PyTorch's crossover at four sizes,
 #                                            # two processes a job, 330 s
 #   bash benchmarks/h100_session.sh round6f  # issue 27: Qwen2.5-1.5B's decode suite, 420 s
+#   bash benchmarks/h100_session.sh round7   # issue 25: a default run (all implementations,
+#                                            # 80 s limit) interrupted as Ctrl-C does (SIGINT
+#                                            # to its process group) 50 s in, in a later
+#                                            # pass: what it keeps; then the same run whole
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
-step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4, decode4, crossover4, crossover5, telemetry4, round5a, round5b, round5c, round5d, round5e, round5f, round6a, round6b, round6c, round6d, round6e or round6f}
+step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4, decode4, crossover4, crossover5, telemetry4, round5a, round5b, round5c, round5d, round5e, round5f, round6a, round6b, round6c, round6d, round6e, round6f or round7}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
 setup() {
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -291,6 +295,22 @@ round6f)
   echo "affinity: $good" | tee -a /tmp/results/times.txt
   bounded 450 h100-decode-1.5b --suite decode-1.5b --implementation all --time-limit 420 \
     --affinity "$good"
+  ;;
+round7)
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt"
+  good=$(good_cpus)
+  echo "affinity: $good" | tee -a /tmp/results/times.txt
+  t0=$(date +%s%N)
+  setsid python3 -m gpuoverhead run --affinity "$good" --run-id h100-interrupted \
+    --out /tmp/results > /tmp/results/h100-interrupted.log 2>&1 &
+  runner=$!
+  sleep 50
+  kill -INT -- -"$runner"
+  wait "$runner"; code=$?
+  echo "h100-interrupted: SIGINT at 50 s, exit $code, $(( ($(date +%s%N) - t0) / 1000000 )) ms wall" \
+    | tee -a /tmp/results/times.txt
+  tar -C /tmp/results -czf "$out/results-$step.tgz" .
+  bounded 110 h100-default --affinity "$good"
   ;;
 round5a)
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt"
