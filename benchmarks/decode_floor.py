@@ -75,8 +75,6 @@ FUSED = (("qkv_rope", "wqkv"), ("attn_part", None), ("attn_out", "wo"), ("gate_u
 #: one change on the one before: "old", the first fused engine; "new", the defaults.
 VARIANTS = (("old", 0, MAX_BINDING, 0), ("head", 0, None, 0), ("ahead", 0, None, 1),
             ("blocks-64", 64, None, 1), ("new", ATTENTION_WORKGROUPS, None, 1))
-#: The device limits asked for as large as the adapter has them (the LM head's chunks).
-WIDE_LIMITS = ("max-storage-buffer-binding-size", "max-buffer-size")
 
 
 @dataclass
@@ -93,8 +91,9 @@ def open_device(binding: Any) -> tuple[Any, Any, PassTimer | None, float, dict]:
         raise RuntimeError(f"{binding.name} offers no adapter here")
     best = found[0]
     stamps = "timestamp-query" in best.adapter.features
+    wide = {k: best.adapter.limits[k] for k in adapters.BUFFER_LIMITS}  # the LM head's chunks
     device, notes = binding.request_device(best.adapter, ["timestamp-query"] if stamps else [],
-                                           {k: best.adapter.limits[k] for k in WIDE_LIMITS})
+                                           wide)
     timer = PassTimer(device) if stamps else None
     tick = binding.tick_ns(device.queue) if stamps else 1.0
     return device, best, timer, tick, {"adapter": best.info.label, **notes}

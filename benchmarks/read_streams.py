@@ -25,9 +25,6 @@ from gpuoverhead.workloads.work import Context  # noqa: E402
 
 #: Stream sizes, and the limits raised to the adapter's so that the largest binds.
 SIZES = (64 << 20, 128 << 20, 256 << 20, 512 << 20)
-LIMITS = ("max-storage-buffer-binding-size", "max-buffer-size")
-
-
 def main() -> None:
     streams = read_floor.STREAMS
     saved = (streams, read_floor.STREAM_BYTES, read_floor.SOFTWARE_STREAM_BYTES)
@@ -40,7 +37,7 @@ def main() -> None:
             print(f"{binding.name}: no adapter with timestamp queries")
             continue
         best = found[0]
-        raised = {k: best.adapter.limits[k] for k in LIMITS}
+        raised = {k: best.adapter.limits[k] for k in adapters.BUFFER_LIMITS}
         device, _ = binding.request_device(best.adapter, ["timestamp-query"], raised)
         ctx = Context(device, SimpleNamespace(kernel=fusion_kernel("decode")))
         tick, wait = binding.tick_ns(device.queue), waiter(device)

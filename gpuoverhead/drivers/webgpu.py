@@ -289,12 +289,11 @@ def required_limits(chosen: adapters.FoundAdapter, suite: Suite) -> dict[str, in
             if group.workgroup_size > limits[key]:
                 raise UserError(f"{group.id}: workgroup_size {group.workgroup_size} is over the "
                                 f"adapter's {key} of {limits[key]}")
-    for key in ("max-storage-buffer-binding-size", "max-buffer-size"):
+    for key in adapters.BUFFER_LIMITS:
         if need_bytes > limits[key]:
             raise UserError(f"elements up to {need_bytes // 4} need {need_bytes} bytes, over the "
                             f"adapter's {key} of {limits[key]}")
-    return {key: need_bytes for key in ("max-storage-buffer-binding-size", "max-buffer-size")
-            if need_bytes > (1 << 27)}
+    return {key: need_bytes for key in adapters.BUFFER_LIMITS if need_bytes > (1 << 27)}
 
 
 def _check_shaders(chosen: adapters.FoundAdapter, suite: Suite, timestamps: bool,

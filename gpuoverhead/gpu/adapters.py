@@ -17,6 +17,9 @@ from gpuoverhead.gpu.bindings import Binding
 from gpuoverhead.records import AdapterInfo
 
 BACKENDS = ("vulkan", "metal", "d3d12", "opengl")
+#: The device limits that bound one storage buffer: raised (to the need, or to the
+#: adapter's own) where a workload's buffers are larger than the defaults.
+BUFFER_LIMITS = ("max-storage-buffer-binding-size", "max-buffer-size")
 #: The backends each platform can have (sys.platform prefix): Metal only on macOS, D3D12
 #: only on Windows; Vulkan on macOS only through MoltenVK.
 PLATFORM_BACKENDS = {"linux": ("vulkan", "opengl"), "win32": ("d3d12", "vulkan", "opengl"),
