@@ -111,6 +111,8 @@ def _sample(task: Task, prepared: Prepared, rng: np.random.Generator, send: Any)
     energy, joules = telemetry.per_sample(gpu, bool(group.fusion)), {}
     before = gpu.read() if gpu else {}
     began = time.monotonic()
+    global _sampling
+    _sampling = True
     samples = sample_group(group, prepared.ops, rng, task.budget, precision, progress, counts,
                            cpus, energy, joules)
     sampling_s = time.monotonic() - began
@@ -156,13 +158,15 @@ def cpu_notes(cpus: list[int]) -> dict[str, Any]:
 
 
 def _asked_to_stop(signum: int, frame: object) -> None:
-    """SIGINT in a worker: the first only asks the rounds to stop at the next sample,
-    outside any timed call and driver call, so that the rounds measured come back. Ctrl-C
-    reaches the whole process group and the parent sends one more: one within ECHO_S of
-    the first is that echo; a later one is a second Ctrl-C, and raises."""
+    """SIGINT in a worker. Before sampling (import, device, pipelines, a compile) there is
+    nothing to hand back: it raises at once. While sampling, the first only asks the rounds
+    to stop at the next sample, outside any timed call and driver call, so that the rounds
+    measured come back. Ctrl-C reaches the whole process group and the parent sends one
+    more: one within ECHO_S of the first is that echo; a later one is a second Ctrl-C, and
+    raises."""
     global _first_stop
     now = time.monotonic()
-    if _first_stop is not None and now - _first_stop > ECHO_S:
+    if not _sampling or (_first_stop is not None and now - _first_stop > ECHO_S):
         raise KeyboardInterrupt
     _first_stop = _first_stop or now
     interrupts.request()
@@ -172,6 +176,8 @@ def _asked_to_stop(signum: int, frame: object) -> None:
 #: the same stop's echo.
 _first_stop: float | None = None
 ECHO_S = 1.0
+#: Whether the worker samples (set as its rounds begin): only then is a stop deferred.
+_sampling = False
 
 
 def _child(task: Task, conn: Any) -> None:
