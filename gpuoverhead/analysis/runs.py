@@ -94,8 +94,9 @@ def runs_p(base: np.ndarray, new: np.ndarray) -> float:
     """Two-sided p of no change between two runs' process values (one value a process, at
     least two a run), on logs and by the same test as `runs_ratio`'s interval: Mann-Whitney
     (exact) where both have ORDER_MIN or more, Welch's t otherwise; nan where a value is
-    not a finite number above zero. Processes, not samples, are the units: a sample pool's p ignores that
-    a run's samples share their process's offset, and an A/A then finds changes."""
+    not a finite number above zero. Processes, not samples, are the units: a sample pool's
+    p ignores that a run's samples share their process's offset, and an A/A then finds
+    changes."""
     from scipy import stats as sps
 
     b, n = (np.asarray(v, dtype=float) for v in (base, new))

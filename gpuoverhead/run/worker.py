@@ -279,7 +279,7 @@ def _run(task: Task, on_round: Any, stall_timeout_s: float, deadline: float) -> 
 def _wind_down(proc: Any, parent: Any) -> Outcome | None:
     """The run was interrupted while `proc` ran: ask it to stop (SIGINT) and wait up to
     GRACE_S for the rounds it measured; None (and the worker stopped) where none come."""
-    if hasattr(signal, "SIGKILL") and proc.pid is not None:  # POSIX: a signal to the worker
+    if os.name == "posix" and proc.pid is not None:  # Windows: its console's Ctrl-C alone
         with contextlib.suppress(ProcessLookupError):
             os.kill(proc.pid, signal.SIGINT)
     until = time.monotonic() + GRACE_S
