@@ -236,15 +236,30 @@ def _measure(plan: Plan, schedule: Schedule, folders: list[RunFolder], reporter:
         finish_rest()
         raise
     finish_rest()
+    for files in folders:
+        files.start.warnings += _shortfall(plan, schedule)
+
+
+def _shortfall(plan: Plan, schedule: Schedule) -> list[str]:
+    """What the time limit left out: passes dropped, and the jobs that ran one more process
+    than the others in the time no whole pass fitted."""
     each = " in each half" if plan.halves > 1 else ""
-    for files in folders if schedule.dropped else ():
-        files.start.warnings.append(
-            f"{schedule.processes // plan.halves} of {plan.processes // plan.halves} "
+    notes = []
+    if schedule.dropped:
+        notes.append(
+            f"{schedule.whole // plan.halves} of {plan.processes // plan.halves} "
             f"processes per job{each} ran: the time left "
             f"after start-up could not hold the other {schedule.dropped} passes "
             f"({schedule.left_at_drop_s:.0f} s left, a pass expected to take about "
             f"{schedule.pass_s():.0f} s: its start-ups and least sampling; every process "
             "that ran measured at least its minimum rounds)")
+    if schedule.partial:
+        jobs = sorted({plan.benchmarks[b][j].label for b, j in schedule.partial})
+        notes.append(
+            f"{len(schedule.partial)} of {sum(map(len, plan.benchmarks))} jobs ran one more "
+            f"process{each} than the others ({', '.join(jobs)}): their start-up fitted in the "
+            "time that no whole pass did")
+    return notes
 
 
 def _no_room(schedule: Schedule, slot: Slot) -> str:

@@ -4,6 +4,7 @@ passes that the time left cannot hold dropped before they start (never run as st
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -14,6 +15,7 @@ from gpuoverhead.run.budget import (
     MOST_PROCESSES,
     WARMUP_SHARE,
     Schedule,
+    Slot,
     best_passes,
     expected_width,
 )
@@ -134,8 +136,9 @@ def test_cheap_start_up_buys_more_processes_than_dear_start_up():
     assert cheap.processes >= 10 and dear.processes <= 4
     for schedule, ran, took in ((cheap, ran_cheap, took_cheap), (dear, ran_dear, took_dear)):
         assert took <= 60.0 - FINISH_S + 0.01  # its deadline, the finish kept
-        assert len(ran) == 3 * schedule.processes  # every job in every pass chosen
-        assert schedule.processes + schedule.dropped <= MOST_PROCESSES
+        # Every job in every whole pass chosen, some in a partial one.
+        assert len(ran) == 3 * schedule.whole + len(schedule.partial)
+        assert schedule.whole + schedule.dropped <= MOST_PROCESSES
     assert cheap.dropped == 0
     # Fewer processes, each longer: the suite's budget follows the passes that run.
     assert max(b for _, b in ran_dear) > 2 * max(b for _, b in ran_cheap)
@@ -146,11 +149,11 @@ def test_passes_beyond_a_chosen_count_are_not_called_dropped():
     '4 of 20 processes per job ran: ... could not hold the other 16 passes' every time."""
     asked, _, _ = _simulated(5.0, 60.0)
     chosen, _, _ = _simulated(5.0, 60.0, chosen=True)
-    assert asked.processes == chosen.processes <= 4
-    assert asked.dropped == MOST_PROCESSES - asked.processes and chosen.dropped == 0
+    assert asked.whole == chosen.whole <= 4
+    assert asked.dropped == MOST_PROCESSES - asked.whole and chosen.dropped == 0
     # The warning's figures: what was left when passes were dropped did not hold one more
     # than ran (pass 0 was over by then).
-    assert 0 < asked.left_at_drop_s < asked.processes * asked.pass_s()
+    assert 0 < asked.left_at_drop_s < asked.whole * asked.pass_s()
 
 
 def test_the_choice_is_the_narrowest_expected_interval_among_passes_that_fit():
@@ -200,3 +203,68 @@ def test_processes_asked_for_run_where_the_time_holds_them_whatever_the_suite_bu
         schedule.start -= 6.0
         ran.append(slot.process)
     assert ran == [0, 1] and schedule.dropped == 0
+
+
+def _run(schedule: Schedule, startup_s: Callable[[Slot], float], least_s: float = 1.0
+         ) -> list[tuple[int, int, int]]:
+    """Every slot run as the runner does (those that do not fit not started), each taking
+    its kind's start-up and its budget plus the warm-up share (at least `least_s`), the
+    clock moved as much; returns (benchmark, process, job) of those that ran."""
+    ran = []
+    for slot in schedule.slots():
+        if not schedule.fits(slot):
+            continue
+        sampling = max(least_s, schedule.budget(slot).process_s * (1 + WARMUP_SHARE))
+        took = startup_s(slot) + sampling
+        schedule.done(slot, took, sampling, least_s)
+        schedule.start -= took
+        ran.append((slot.benchmark, slot.process, slot.job))
+    return ran
+
+
+def test_jobs_with_cheap_start_up_run_a_further_process_where_no_whole_pass_fits():
+    """The crossover run on the H100 measured one process a job with a third of its limit
+    left: no whole second pass fitted. The jobs whose start-up the spare time holds now
+    run a second process, the cheapest first, and the limit still holds."""
+    jobs = [[("dear", 2.0, 40.0), ("cheap", 2.0, 2.0)], [("cheap2", 2.0, 3.0)]]
+    schedule = Schedule(jobs, processes=MOST_PROCESSES, limit_s=100.0, chosen=True)
+    ran = _run(schedule, lambda s: {"dear": 40.0, "cheap": 2.0, "cheap2": 3.0}[s.kind])
+    assert schedule.whole == 1 and schedule.partial == {(0, 1), (1, 0)}
+    assert sorted(ran) == [(0, 0, 0), (0, 0, 1), (0, 1, 1), (1, 0, 0), (1, 1, 0)]
+    assert 100.0 - schedule.left_s() <= 100.0 - FINISH_S + 0.01
+    assert schedule.count(next(schedule.pass_of(0, 0))) == 1  # the dear job: one process
+    # Each benchmark is finished after its own last process.
+    assert [schedule.last(s) for s in schedule.pass_of(0, 1)] == [True]
+    assert [schedule.last(s) for s in schedule.pass_of(1, 1)] == [True]
+    assert not any(schedule.last(s) for s in schedule.pass_of(0, 0))
+
+
+def test_an_aa_runs_partial_pass_gives_both_halves_a_process():
+    jobs = [[("dear", 2.0, 40.0), ("cheap", 2.0, 2.0)]]
+    schedule = Schedule(jobs, processes=MOST_PROCESSES, limit_s=180.0, halves=2,
+                        chosen=True)
+    ran = _run(schedule, lambda s: {"dear": 40.0, "cheap": 2.0}[s.kind])
+    assert schedule.whole == 2 and schedule.partial == {(0, 1)}
+    assert sorted(p for _, p, j in ran if j == 1) == [0, 1, 2, 3]
+    assert sorted(p for _, p, j in ran if j == 0) == [0, 1]
+
+
+def test_a_partial_pass_the_time_left_cannot_hold_shrinks_to_the_jobs_it_holds():
+    """Planned as pass 1 began (one more process of `cheap` and `mid`), then `mid`'s second
+    process started three times slower (a loaded machine): the partial pass is planned again
+    among its own jobs as it would start, never run as stubs."""
+    jobs = [[("dear", 2.0, 30.0), ("cheap", 2.0, 2.0), ("mid", 2.0, 6.0)]]
+    schedule = Schedule(jobs, processes=3, limit_s=125.0)
+    planned, ran = [], []
+    for slot in schedule.slots():
+        planned.append(schedule.partial)
+        sampling = max(1.0, schedule.budget(slot).process_s * (1 + WARMUP_SHARE))
+        took = {"dear": 30.0, "cheap": 2.0, "mid": 6.0}[slot.kind] \
+            * (3 if (slot.process, slot.kind) == (1, "mid") else 1) + sampling
+        schedule.done(slot, took, sampling, 1.0)
+        schedule.start -= took
+        ran.append((slot.process, slot.job))
+    assert {(0, 1), (0, 2)} in planned
+    assert schedule.whole == 2 and schedule.dropped == 1 and schedule.partial == {(0, 1)}
+    assert ran == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2), (2, 1)]
+    assert 125.0 - schedule.left_s() <= 125.0 - FINISH_S + 0.01
