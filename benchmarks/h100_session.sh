@@ -88,10 +88,14 @@
 #                                            # 80 s limit) interrupted as Ctrl-C does (SIGINT
 #                                            # to its process group) 50 s in, in a later
 #                                            # pass: what it keeps; then the same run whole
+#   bash benchmarks/h100_session.sh round8a  # issue 25: the crossover suite (450 s limit)
+#                                            # with partial passes for cheap start-ups
+#   bash benchmarks/h100_session.sh round8b  # issue 25: a default run, then selftest at
+#                                            # default settings
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
-step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4, decode4, crossover4, crossover5, telemetry4, round5a, round5b, round5c, round5d, round5e, round5f, round6a, round6b, round6c, round6d, round6e, round6f or round7}
+step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4, decode4, crossover4, crossover5, telemetry4, round5a, round5b, round5c, round5d, round5e, round5f, round6a, round6b, round6c, round6d, round6e, round6f, round7, round8a or round8b}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
 setup() {
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -311,6 +315,23 @@ round7)
     | tee -a /tmp/results/times.txt
   tar -C /tmp/results -czf "$out/results-$step.tgz" .
   bounded 110 h100-default --affinity "$good"
+  ;;
+round8a)  # issue 25: the crossover suite as round5f ran it (one process a job then), now with
+  # partial passes for the jobs whose start-up is cheap
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt"
+  good=$(good_cpus)
+  echo "affinity: $good" | tee -a /tmp/results/times.txt
+  bounded 500 h100-crossover-partial --suite crossover \
+    --implementation wgpu-native,dawn,torch,cpu-ref --time-limit 450 --affinity "$good"
+  ;;
+round8b)  # issue 25: a default run and selftest at default settings with this round's code
+  good=$(good_cpus)
+  echo "affinity: $good" | tee -a /tmp/results/times.txt
+  bounded 110 h100-default --affinity "$good"
+  t0=$(date +%s%N)
+  timeout 380 python3 -m gpuoverhead selftest --affinity "$good" --out /tmp/results \
+    > /tmp/results/selftest.log 2>&1
+  echo "selftest: $(( ($(date +%s%N) - t0) / 1000000 )) ms wall" | tee -a /tmp/results/times.txt
   ;;
 round5a)
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt"

@@ -55,6 +55,9 @@ MOST_PROCESSES = 20
 #: fits in the spare time: its processes are optional, and one planned at its bare least
 #: on lavapipe ended as a stub (3 rounds) when the processes before it ran over.
 PARTIAL_MARGIN = 2.0
+#: Seconds finishing one benchmark (its estimates and files) is expected to take before one
+#: has (lavapipe's 2-core machine: 0.8-1.6 s), kept free when a partial pass is planned.
+FINISH_PRIOR_S = 1.0
 #: Prior of the sampling a process needs before its own noise is as large as the spread
 #: between processes, in multiples of its least sampling (warm-up and `min_rounds` rounds).
 #: On the H100 the spread between processes was 10-50x the noise within one at the least.
@@ -167,6 +170,8 @@ class Schedule:
     _pass0_left: float | None = None
     #: Per kind, the start-ups of the processes that sampled (kept for later runs).
     startups: dict[str, list[float]] = field(default_factory=dict)
+    #: Seconds that finishing each benchmark took, so far.
+    _finishes: list[float] = field(default_factory=list)
     #: Seconds of the limit left when passes were last dropped (for the warning).
     left_at_drop_s: float = 0.0
     #: How many runs the passes are dealt to in turn (2: an A/A run's halves): passes are
@@ -226,29 +231,43 @@ class Schedule:
             return Budget(slot.cap)
         passes = self._expected_passes(slot)
         rest = list(self._remaining(slot, passes))
-        free = self.left_s() - FINISH_S - sum(self.setup_s(s) for s in rest)
+        free = self._until_deadline_s() - HANDBACK_S - sum(self.setup_s(s) for s in rest)
         # A process may warm up for WARMUP_SHARE of its budget beyond it.
         share = free * slot.cap / sum(s.cap for s in rest) / (1 + WARMUP_SHARE)
         # The suite's budget, spread over the passes that will run rather than those asked.
         # However far it may overrun to reach min_rounds, it leaves the rest of its pass
         # their start-ups and least sampling: a job whose first process cannot start is
         # not measured at all.
-        later = sum(self.setup_s(s) + self._least.get(s.kind, MIN_PROCESS_S)
-                    for s in self._remaining(slot, slot.process + 1) if s != slot)
+        later = sum(self.least_s(s) for s in self._remaining(slot, slot.process + 1)
+                    if s != slot)
         own = self.count(slot) if slot.process > 0 else passes
-        return Budget(min(slot.cap * self.most / own, max(MIN_PROCESS_S, share)),
+        # Never below the least sampling its kind took (the rest of the pass is kept by
+        # `stop_at`): a share below it ran into OVERRUN and ended `short` on lavapipe.
+        return Budget(max(self._least.get(slot.kind, MIN_PROCESS_S),
+                          min(slot.cap * self.most / own, max(MIN_PROCESS_S, share))),
                       stop_at=self.deadline() - HANDBACK_S - later)
 
     def deadline(self) -> float:
-        """The monotonic time by which every process must have ended (inf: no limit)."""
+        """The monotonic time by which every process must have ended (inf: no limit): the
+        limit less FINISH_S and what finishing the benchmarks not yet finished is expected
+        to take (the most one took so far: their estimates and files, between processes)."""
         if self.limit_s is None:
             return float("inf")
-        return self.start + self.limit_s - FINISH_S
+        each = max(self._finishes, default=0.0)
+        return self.start + self.limit_s - FINISH_S \
+            - each * (len(self.jobs) - len(self._finishes))
+
+    def finished(self, seconds: float) -> None:
+        """Record what finishing one benchmark took (for the deadline of those still to)."""
+        self._finishes.append(seconds)
+
+    def _until_deadline_s(self) -> float:
+        return self.deadline() - time.monotonic()
 
     def fits(self, slot: Slot) -> bool:
-        """Whether `slot` can start: its start-up and least sampling fit in the time left."""
-        return self.setup_s(slot) + self._least.get(slot.kind, MIN_PROCESS_S) \
-            <= self.left_s() - FINISH_S
+        """Whether `slot` can start: its start-up and least sampling fit in the time left,
+        before it must hand its rounds back (HANDBACK_S before the deadline)."""
+        return self.least_s(slot) + HANDBACK_S <= self._until_deadline_s()
 
     def done(self, slot: Slot, wall_s: float, sampling_s: float, least_s: float) -> None:
         """Record what `slot` took beyond sampling (its start-up) and the least sampling a
@@ -337,8 +356,9 @@ class Schedule:
         return sum(self.least_s(s) for b in range(len(self.jobs)) for s in self.pass_of(b, 0))
 
     def _spare_s(self, p: int) -> float:
-        """Seconds of the time left beyond what the passes from `p` on need at the least."""
-        return self.left_s() - FINISH_S - sum(
+        """Seconds of the time left beyond what the passes from `p` on need at the least
+        (the last of them handing its rounds back HANDBACK_S before the deadline)."""
+        return self._until_deadline_s() - HANDBACK_S - sum(
             self.least_s(s) for q in range(p, self.processes)
             for b in range(len(self.jobs)) for s in self.pass_of(b, q))
 
@@ -363,7 +383,7 @@ class Schedule:
         """Where the time left holds the passes from `p` on but no whole pass more, one
         more process (in each half) of the jobs it does hold (of `among`, where given),
         the cheapest first."""
-        spare = self._spare_s(p)
+        spare = self._spare_s(p) - (0.0 if self._finishes else FINISH_PRIOR_S * len(self.jobs))
         if (self.partial or self.processes % self.halves or spare < 0
                 or self.processes + self.halves > self.most):
             return

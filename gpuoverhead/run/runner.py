@@ -204,11 +204,13 @@ def _measure(plan: Plan, schedule: Schedule, folders: list[RunFolder], reporter:
     finished: set[int] = set()
 
     def finish_all(b: int) -> None:
+        started = time.monotonic()
         for half, files in enumerate(folders):
             mine = [[o for o in found if o.process % len(folders) == half]
                     for found in outcomes[b]]
             _finish(plan.benchmarks[b], mine, files, reporter, seeding)
         finished.add(b)
+        schedule.finished(time.monotonic() - started)
 
     def finish_rest() -> None:
         for b in range(len(plan.benchmarks)):
@@ -220,10 +222,12 @@ def _measure(plan: Plan, schedule: Schedule, folders: list[RunFolder], reporter:
             interrupts.check()
             if slot.job == 0:
                 _started(plan, schedule, slot, reporter)
-            outcome = _process(plan, schedule, slot, reporter, seeding, stall_timeout_s) \
-                if schedule.fits(slot) else worker.Outcome(slot.process, cut=slot.process > 0,
-                                                           error=_no_room(schedule, slot))
-            outcomes[slot.benchmark][slot.job].append(outcome)
+            if schedule.fits(slot):
+                outcomes[slot.benchmark][slot.job].append(
+                    _process(plan, schedule, slot, reporter, seeding, stall_timeout_s))
+            elif slot.process < schedule.whole:  # a partial pass's process is optional
+                outcomes[slot.benchmark][slot.job].append(worker.Outcome(
+                    slot.process, cut=slot.process > 0, error=_no_room(schedule, slot)))
             interrupts.check()
             if schedule.last(slot):
                 finish_all(slot.benchmark)
@@ -236,13 +240,15 @@ def _measure(plan: Plan, schedule: Schedule, folders: list[RunFolder], reporter:
         finish_rest()
         raise
     finish_rest()
+    more = [plan.benchmarks[b][j].label for b, j in sorted(schedule.partial)
+            if len(outcomes[b][j]) > schedule.whole]
     for files in folders:
-        files.start.warnings += _shortfall(plan, schedule)
+        files.start.warnings += _shortfall(plan, schedule, more)
 
 
-def _shortfall(plan: Plan, schedule: Schedule) -> list[str]:
-    """What the time limit left out: passes dropped, and the jobs that ran one more process
-    than the others in the time no whole pass fitted."""
+def _shortfall(plan: Plan, schedule: Schedule, more: list[str]) -> list[str]:
+    """What the time limit left out: passes dropped, and the jobs (`more`: their labels)
+    that ran one more process than the others in the time no whole pass fitted."""
     each = " in each half" if plan.halves > 1 else ""
     notes = []
     if schedule.dropped:
@@ -253,11 +259,10 @@ def _shortfall(plan: Plan, schedule: Schedule) -> list[str]:
             f"({schedule.left_at_drop_s:.0f} s left, a pass expected to take about "
             f"{schedule.pass_s():.0f} s: its start-ups and least sampling; every process "
             "that ran measured at least its minimum rounds)")
-    if schedule.partial:
-        jobs = sorted({plan.benchmarks[b][j].label for b, j in schedule.partial})
+    if more:
         notes.append(
-            f"{len(schedule.partial)} of {sum(map(len, plan.benchmarks))} jobs ran one more "
-            f"process{each} than the others ({', '.join(jobs)}): their start-up fitted in the "
+            f"{len(more)} of {sum(map(len, plan.benchmarks))} jobs ran one more process{each} "
+            f"than the others ({', '.join(sorted(set(more)))}): their start-up fitted in the "
             "time that no whole pass did")
     return notes
 

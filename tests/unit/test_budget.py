@@ -45,8 +45,9 @@ def test_with_a_limit_processes_run_in_passes_over_every_benchmark():
 def test_a_limit_is_shared_in_proportion_to_the_caps_after_every_start_up():
     schedule = Schedule(JOBS, processes=2, limit_s=20.0)
     first = next(schedule.slots())
-    # 6 processes, 1 s start-up each: 20 - FINISH_S - 6 s for caps 4+2+2 per pass (16 in all).
-    free = 20.0 - FINISH_S - 6.0
+    # 6 processes, 1 s start-up each: 20 - FINISH_S - 6 s for caps 4+2+2 per pass (16 in all),
+    # less the last one's hand-back.
+    free = 20.0 - FINISH_S - HANDBACK_S - 6.0
     assert schedule.budget(first).process_s == pytest.approx(free * 4 / 16 / 1.25, rel=1e-3)
     assert schedule.budget(first).process_s <= first.cap
     schedule.start = time.monotonic() - 19.9
@@ -84,6 +85,11 @@ def test_the_least_a_run_needs_and_its_deadline():
     schedule = Schedule(JOBS, processes=3, limit_s=60.0)
     assert schedule.minimum_s() == pytest.approx(FINISH_S + 3 * (1.0 + MIN_PROCESS_S * 1.25))
     assert schedule.deadline() == pytest.approx(schedule.start + 60 - FINISH_S)
+    # Once a benchmark's finish (estimates, files) has taken 2 s, the other one's is kept
+    # free of processes too: the last processes of a tight run on lavapipe had ended as
+    # 3-round stubs at a deadline that left no room for the finishes before them.
+    schedule.finished(2.0)
+    assert schedule.deadline() == pytest.approx(schedule.start + 60 - FINISH_S - 2.0)
 
 
 def test_start_up_estimates_are_the_most_seen_of_a_kind_else_its_hint():
@@ -103,7 +109,7 @@ def test_pass_zero_is_divided_as_if_alone_where_no_second_pass_would_fit():
                         limit_s=100.0)
     first = next(schedule.slots())
     assert schedule.budget(first).process_s == pytest.approx(
-        (100.0 - FINISH_S - 50.0) * 30 / 60 / 1.25, rel=1e-3)
+        (100.0 - FINISH_S - HANDBACK_S - 50.0) * 30 / 60 / 1.25, rel=1e-3)
 
 
 def _simulated(startup_s: float, limit_s: float, least_s: float = 0.2, chosen: bool = False
