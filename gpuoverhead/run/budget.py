@@ -241,10 +241,10 @@ class Schedule:
         later = sum(self.least_s(s) for s in self._remaining(slot, slot.process + 1)
                     if s != slot)
         own = self.count(slot) if slot.process > 0 else passes
-        # Never below the least sampling its kind took (the rest of the pass is kept by
-        # `stop_at`): a share below it ran into OVERRUN and ended `short` on lavapipe.
-        return Budget(max(self._least.get(slot.kind, MIN_PROCESS_S),
-                          min(slot.cap * self.most / own, max(MIN_PROCESS_S, share))),
+        # A share never below the least sampling its kind took (the rest of the pass is
+        # kept by `stop_at`): one below it ran into OVERRUN and ended `short` on lavapipe.
+        least = max(MIN_PROCESS_S, self._least.get(slot.kind, 0.0))
+        return Budget(min(slot.cap * self.most / own, max(least, share)),
                       stop_at=self.deadline() - HANDBACK_S - later)
 
     def deadline(self) -> float:
@@ -289,10 +289,11 @@ class Schedule:
         return max(slot.setup_hint, others[len(others) // 2] if others else 0.0)
 
     def minimum_s(self) -> float:
-        """The least a run can take: one pass, each process its start-up hint and least
-        budget, and the finish."""
-        return FINISH_S + sum(hint + MIN_PROCESS_S * (1 + WARMUP_SHARE)
-                              for jobs in self.jobs for _, _, hint in jobs)
+        """The least a run can take: one pass (in each half of an A/A run, which has nothing
+        to compare without both), each process its start-up hint and least budget, and the
+        finish."""
+        return FINISH_S + self.halves * sum(hint + MIN_PROCESS_S * (1 + WARMUP_SHARE)
+                                            for jobs in self.jobs for _, _, hint in jobs)
 
     def left_s(self) -> float:
         """Seconds left of the time limit (infinite without one)."""

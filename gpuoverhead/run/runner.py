@@ -159,8 +159,9 @@ def _schedule(plan: Plan, started: float, recorded: dict[str, list[float]]) -> S
         source = (f"{known} of {sum(map(len, jobs))} jobs as earlier runs here took, the "
                   "others from their drivers' hints") if known \
             else "from the drivers' hints: no run here yet"
+        each = " in each half" if plan.halves > 1 else ""
         raise UserError(f"a time limit of {plan.time_limit_s:g} s cannot hold one worker process "
-                        f"per job: after {spent:.0f} s of planning their start-up alone is "
+                        f"per job{each}: after {spent:.0f} s of planning their start-up alone is "
                         f"expected to take about {least:.0f} s ({source}); ask for --time-limit "
                         f"{math.ceil((least + spent) * 1.3)} or more (0: none)")
     return schedule

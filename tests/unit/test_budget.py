@@ -84,6 +84,8 @@ def test_a_pass_the_time_left_cannot_hold_is_dropped_before_it_starts():
 def test_the_least_a_run_needs_and_its_deadline():
     schedule = Schedule(JOBS, processes=3, limit_s=60.0)
     assert schedule.minimum_s() == pytest.approx(FINISH_S + 3 * (1.0 + MIN_PROCESS_S * 1.25))
+    aa = Schedule(JOBS, processes=6, limit_s=60.0, halves=2)
+    assert aa.minimum_s() == pytest.approx(FINISH_S + 6 * (1.0 + MIN_PROCESS_S * 1.25))
     assert schedule.deadline() == pytest.approx(schedule.start + 60 - FINISH_S)
     # Once a benchmark's finish (estimates, files) has taken 2 s, the other one's is kept
     # free of processes too: the last processes of a tight run on lavapipe had ended as
