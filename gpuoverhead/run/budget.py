@@ -38,6 +38,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from gpuoverhead.run.passes import best_passes
+
 #: Share of a process's budget that warm-up may take at most.
 WARMUP_SHARE = 0.25
 #: The longest one sample may take, as a share of a process's budget: the probe (warm-up
@@ -58,46 +60,6 @@ PARTIAL_MARGIN = 2.0
 #: Seconds finishing one benchmark (its estimates and files) is expected to take before one
 #: has (lavapipe's 2-core machine: 0.8-1.6 s), kept free when a partial pass is planned.
 FINISH_PRIOR_S = 1.0
-#: Prior of the sampling a process needs before its own noise is as large as the spread
-#: between processes, in multiples of its least sampling (warm-up and `min_rounds` rounds).
-#: On the H100 the spread between processes was 10-50x the noise within one at the least.
-BALANCE = 1.0
-#: Half-width of the interval over P processes in units of their spread (sigma / sqrt(P)):
-#: Student's t at P - 1 degrees of freedom below six processes, above it the median's
-#: order-statistic interval, 1.96 x 1.2533 (docs/methodology.md, "Interval coverage").
-_T975 = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776}
-_ORDER = 1.96 * 1.2533
-
-
-def expected_width(passes: int, sampling_s: float, balance_s: float) -> float:
-    """An interval's expected half-width over `passes` processes of `sampling_s` each, in
-    units of the spread between processes: its quantile over sqrt(passes), times the spread
-    widened by each process's own noise (as large as the spread at `balance_s`)."""
-    if passes < 2 or sampling_s <= 0:
-        return float("inf")
-    quantile = _T975.get(passes, _ORDER)
-    return quantile / passes ** 0.5 * (1 + balance_s / sampling_s) ** 0.5
-
-
-def best_passes(time_s: float, startup_s: float, least_s: float, done: int, most: int,
-                cap_s: float = float("inf"), halves: int = 1) -> tuple[int, int]:
-    """How many passes in all (`done` of them already run) spend `time_s` best, and how many
-    would fit: each pass costs `startup_s` of start-up and at least `least_s` of sampling
-    (never a pass that cannot reach it), at most `cap_s` of sampling shared by all passes
-    (the suite's budget). The choice is the narrowest `expected_width`, the fewer passes
-    among equals, and with `halves` a multiple of them (each half as many processes);
-    where no further pass fits, both are `done` (at least 1)."""
-    best, fit, width = max(done, 1), max(done, 1), float("inf")
-    for passes in range(done + 1, most + 1):
-        sampling = min(time_s / (passes - done) - startup_s, cap_s / passes)
-        if sampling < least_s:
-            break
-        if passes % halves:
-            continue
-        fit, found = passes, expected_width(passes, sampling, BALANCE * least_s)
-        if found < width * (1 - 1e-9) or best % halves:  # halves: one a half beats none
-            best, width = passes, found
-    return best, fit
 
 
 @dataclass(frozen=True)
@@ -179,6 +141,9 @@ class Schedule:
     halves: int = 1
     #: (benchmark, job) of the jobs in the partial pass (the last `halves` passes), if any.
     partial: frozenset[tuple[int, int]] = frozenset()
+    #: `partners[b][j]`: the jobs of benchmark b whose processes job j's ratios are paired
+    #: with (run/finish.py `partners`); a partial pass takes them with it.
+    partners: list[list[tuple[int, ...]]] | None = None
 
     def __post_init__(self) -> None:
         self.most = self.most or self.processes
@@ -380,24 +345,39 @@ class Schedule:
             self.left_at_drop_s = self.left_s()
         self._add_partial(p, among or None)
 
+    def _cheapest(self, costs: dict[tuple[int, int], float], taken: set[tuple[int, int]]
+                  ) -> tuple[float, set[tuple[int, int]]] | None:
+        """The job not yet taken that adds least to the partial pass, with the partners it
+        needs (a ratio's pair needs both processes): its cost and its bundle."""
+        best = None
+        for b, j in sorted(costs.keys() - taken):
+            bundle = {(b, j)} | {(b, k) for k in (self.partners[b][j] if self.partners
+                                                  else ())} - taken
+            if bundle <= costs.keys():
+                cost = sum(costs[k] for k in bundle)
+                if best is None or cost < best[0]:
+                    best = (cost, bundle)
+        return best
+
     def _add_partial(self, p: int, among: frozenset[tuple[int, int]] | None = None) -> None:
         """Where the time left holds the passes from `p` on but no whole pass more, one
         more process (in each half) of the jobs it does hold (of `among`, where given),
-        the cheapest first."""
+        the cheapest first, each with its partners."""
         spare = self._spare_s(p) - (0.0 if self._finishes else FINISH_PRIOR_S * len(self.jobs))
         if (self.partial or self.processes % self.halves or spare < 0
                 or self.processes + self.halves > self.most):
             return
-        costs = sorted((self.least_s(s) * self.halves, s.benchmark, s.job)
-                       for b in range(len(self.jobs)) for s in self.pass_of(b, 0)
-                       if among is None or (s.benchmark, s.job) in among)
-        if among is None and sum(c for c, _, _ in costs) <= spare:
+        costs = {(s.benchmark, s.job): self.least_s(s) * self.halves
+                 for b in range(len(self.jobs)) for s in self.pass_of(b, 0)
+                 if among is None or (s.benchmark, s.job) in among}
+        if among is None and sum(costs.values()) <= spare:
             return  # a whole pass fits: the count chosen for precision stands
-        taken = set()
-        for cost, b, j in costs:
+        taken: set[tuple[int, int]] = set()
+        while found := self._cheapest(costs, taken):
+            cost, bundle = found
             if PARTIAL_MARGIN * cost > spare:
                 break
-            taken.add((b, j))
+            taken |= bundle
             spare -= PARTIAL_MARGIN * cost
         if taken:
             self.partial = frozenset(taken)

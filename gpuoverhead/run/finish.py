@@ -107,6 +107,26 @@ def _pairs(run_id: str, jobs: list[Job], done: list[Measured | None], out: Finis
                                                       m[1], m[2], None))
 
 
+def partners(jobs: list[Job]) -> list[tuple[int, ...]]:
+    """Per job of a benchmark, the jobs its ratios are paired with as `_pairs` makes them
+    (the first compared implementation, its reference loop, the CPU reference, what its
+    browser tax is over): a process of it adds a pair only beside one of theirs."""
+    compared = [i for i, j in enumerate(jobs) if not j.reference
+                and registry.get(j.driver).COMPARED]
+    cpu = [i for i, j in enumerate(jobs) if j.label == registry.CPU_REFERENCE]
+    found = []
+    for i, job in enumerate(jobs):
+        mine: set[int] = set()
+        if not job.reference:
+            mine.update(compared[:1] if i in compared[1:] else [])
+            mine.update([i + 1] if i + 1 < len(jobs) and jobs[i + 1].reference else [])
+            mine.update(c for c in cpu if c != i)
+            mine.update(k for k, t in enumerate(jobs) if not t.reference and
+                        t.adapter.implementation in registry.get(job.driver).TAX_OVER)
+        found.append(tuple(sorted(mine)))
+    return found
+
+
 def _taxes(measured: list[tuple[Job, Measured]]
            ) -> list[tuple[Job, Measured, list[combine.Row]]]:
     """Each job's per-unit time over that of each implementation its family's `TAX_OVER`

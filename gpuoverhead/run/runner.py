@@ -27,7 +27,7 @@ from gpuoverhead.results.write import write_json
 from gpuoverhead.run import checks, environment, noise, startups, worker
 from gpuoverhead.run.budget import Schedule, Slot, process_cap_s
 from gpuoverhead.run.files import RunFolder
-from gpuoverhead.run.finish import finish
+from gpuoverhead.run.finish import finish, partners
 from gpuoverhead.run.plan import Plan, RunOptions, prepare
 
 
@@ -150,7 +150,7 @@ def _schedule(plan: Plan, started: float, recorded: dict[str, list[float]]) -> S
                             plan.sharing), hint(j))
              for j in benchmark] for benchmark in plan.benchmarks]
     schedule = Schedule(jobs, plan.processes, plan.time_limit_s, started, chosen=plan.chosen,
-                        halves=plan.halves)
+                        halves=plan.halves, partners=[partners(b) for b in plan.benchmarks])
     least = schedule.minimum_s()
     if plan.time_limit_s is not None and least > schedule.left_s():
         spent = plan.time_limit_s - schedule.left_s()

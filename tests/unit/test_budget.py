@@ -16,9 +16,8 @@ from gpuoverhead.run.budget import (
     WARMUP_SHARE,
     Schedule,
     Slot,
-    best_passes,
-    expected_width,
 )
+from gpuoverhead.run.passes import best_passes, expected_width
 
 #: Two benchmarks: one of two jobs (caps 4 and 2 s), one of one job (cap 2 s); 1 s hints.
 JOBS = [[("a", 4.0, 1.0), ("b", 2.0, 1.0)], [("c", 2.0, 1.0)]]
@@ -276,3 +275,19 @@ def test_a_partial_pass_the_time_left_cannot_hold_shrinks_to_the_jobs_it_holds()
     assert schedule.whole == 2 and schedule.dropped == 1 and schedule.partial == {(0, 1)}
     assert ran == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2), (2, 1)]
     assert 125.0 - schedule.left_s() <= 125.0 - FINISH_S + 0.01
+
+
+def test_a_partial_pass_takes_the_jobs_a_ratio_is_paired_with():
+    """The crossover run on the H100 gave 21 of 45 jobs a second process, none of them the
+    CPU reference every `cpu_ratio` is paired with: no ratio got a second pair. A job now
+    comes with its partners, the cheapest bundle first."""
+    jobs = [[("ref", 0.2, 4.0), ("a", 0.2, 1.0), ("b", 0.2, 1.0), ("dear", 0.2, 40.0)]]
+    took = {"ref": 4.0, "a": 1.0, "b": 1.0, "dear": 40.0}
+    alone = Schedule(jobs, processes=MOST_PROCESSES, limit_s=85.0, chosen=True)
+    _run(alone, lambda s: took[s.kind])
+    assert alone.partial == {(0, 1), (0, 2)}  # the cheapest two, with no pair between them
+    paired = Schedule(jobs, processes=MOST_PROCESSES, limit_s=85.0, chosen=True,
+                      partners=[[(), (0,), (0,), ()]])
+    ran = _run(paired, lambda s: took[s.kind])
+    assert paired.partial == {(0, 0), (0, 1)}  # a with the reference its ratio needs
+    assert [(p, j) for _, p, j in ran if p == 1] == [(1, 0), (1, 1)]
