@@ -90,12 +90,13 @@
 #                                            # pass: what it keeps; then the same run whole
 #   bash benchmarks/h100_session.sh round8a  # issue 25: the crossover suite (450 s limit)
 #                                            # with partial passes for cheap start-ups
+#   bash benchmarks/h100_session.sh round8c  # the same with each job's ratio partners
 #   bash benchmarks/h100_session.sh round8b  # issue 25: a default run, then selftest at
 #                                            # default settings
 # (Calls must fit 600 s each and the machine is released 30 s after one: nothing may be
 # left running in the background for the next.)
 set -uo pipefail
-step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4, decode4, crossover4, crossover5, telemetry4, round5a, round5b, round5c, round5d, round5e, round5f, round6a, round6b, round6c, round6d, round6e, round6f, round7, round8a or round8b}
+step=${1:?start, finish, selftest, speed, full, decode, decode-1.5b, decode-f16, limits, state, aa, episodes, pinned, round4, aa4, decode4, crossover4, crossover5, telemetry4, round5a, round5b, round5c, round5d, round5e, round5f, round6a, round6b, round6c, round6d, round6e, round6f, round7, round8a, round8b or round8c}
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/results
 setup() {
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -316,12 +317,14 @@ round7)
   tar -C /tmp/results -czf "$out/results-$step.tgz" .
   bounded 110 h100-default --affinity "$good"
   ;;
-round8a)  # issue 25: the crossover suite as round5f ran it (one process a job then), now with
-  # partial passes for the jobs whose start-up is cheap
+round8a|round8c)  # issue 25: the crossover suite as round5f ran it (one process a job then),
+  # now with partial passes for the jobs whose start-up is cheap (round8c: each job with
+  # the jobs its ratios are paired with)
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt"
   good=$(good_cpus)
   echo "affinity: $good" | tee -a /tmp/results/times.txt
-  bounded 500 h100-crossover-partial --suite crossover \
+  id=h100-crossover-partial; [ "$step" = round8c ] && id=h100-crossover-paired
+  bounded 500 $id --suite crossover \
     --implementation wgpu-native,dawn,torch,cpu-ref --time-limit 450 --affinity "$good"
   ;;
 round8b)  # issue 25: a default run and selftest at default settings with this round's code
