@@ -68,3 +68,31 @@ def test_one_pair_gives_no_interval_and_an_unmatched_key_no_row():
     mine, theirs = _jobs([200.0, 210.0], [100.0, 100.0])
     assert paired_ratios(mine, theirs, "x", "reference_ratio", ("cpu_per_dispatch_ns",),
                          lambda key: None) == []
+
+
+def test_each_job_is_paired_with_the_jobs_its_ratios_divide_by():
+    """What a partial pass must run beside a job for its ratios to gain a pair
+    (run/finish.partners, the same rules as the ratios themselves)."""
+    from types import SimpleNamespace
+
+    from gpuoverhead.run.finish import partners
+
+    def job(implementation: str, driver: str, reference: bool = False) -> SimpleNamespace:
+        label = implementation + (" reference" if reference else "")
+        return SimpleNamespace(adapter=SimpleNamespace(implementation=implementation),
+                               driver=driver, reference=reference, label=label)
+
+    jobs = [job("dawn", "webgpu"), job("dawn", "webgpu", reference=True),
+            job("wgpu-native", "webgpu"), job("wgpu-native", "webgpu", reference=True),
+            job("chromium", "chromium"), job("torch", "torch"), job("torch-cpu", "cpu-ref"),
+            job("numpy-cpu", "cpu-ref")]
+    assert partners(jobs) == [
+        (1, 6),        # dawn: its reference loop, the CPU reference
+        (),            # a reference loop's figures stand alone
+        (0, 3, 6),     # wgpu-native: over Dawn (the first compared), its loop, the CPU
+        (),
+        (0, 2, 6),     # chromium: over Dawn, and its browser tax over both natives
+        (6,),          # torch: the CPU reference
+        (),            # the CPU reference itself
+        (6,),          # numpy-cpu
+    ]
