@@ -98,3 +98,14 @@ def split_medians(values: pd.Series, process: pd.Series) -> Modes | None:
     medians = values.groupby(process.loc[values.index]).median()
     split = (medians < middle).any() and (medians > middle).any()
     return found if split and both.mean() >= 0.5 else None
+
+
+def of_estimate(samples: pd.DataFrame, metric: str, call: str = "") -> str:
+    """A per-sample estimate's two modes as said, where its samples (one implementation and
+    case's measured samples) fall in two that split the processes' medians
+    (`split_medians`); empty otherwise. A slope is not judged by its samples at its largest
+    N: on lavapipe those of wgpu-native fall in two modes (the wait's) while its slopes,
+    fitted round by round, agree across runs."""
+    raw = behind(samples, metric, call) if metric in PER_SAMPLE else None
+    found = None if raw is None else split_medians(raw, samples["process"])
+    return found.said() if found else ""

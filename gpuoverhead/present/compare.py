@@ -63,14 +63,11 @@ def _raw(samples: dict[tuple[str, str], pd.DataFrame], row: pd.Series) -> pd.Ser
     return None if mine is None else modes.behind(mine, row["metric"], row["call"])
 
 
-def _modes(samples: dict[tuple[str, str], pd.DataFrame], row: pd.Series,
-           raw: pd.Series | None) -> str:
-    """A per-sample estimate's two modes where its processes' medians fell on both sides
-    of them (analysis/modes.py), as said; empty otherwise."""
-    if raw is None or row["metric"] not in modes.PER_SAMPLE:
-        return ""
-    found = modes.split_medians(raw, samples[(row["implementation"], row["case"])]["process"])
-    return found.said() if found else ""
+def _modes(samples: dict[tuple[str, str], pd.DataFrame], row: pd.Series) -> str:
+    """An estimate's two modes where its processes' medians fell on both sides of them
+    (analysis/modes.py), as said; empty otherwise."""
+    mine = samples.get((row["implementation"], row["case"]))
+    return "" if mine is None else modes.of_estimate(mine, row["metric"], row["call"])
 
 
 def _p_value(b_values: np.ndarray | None, n_values: np.ndarray | None,
@@ -153,7 +150,7 @@ def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> pd.Data
                      "ratio_low": low, "ratio_high": high, "p_value": p,
                      "spread": np.fmax(r["rel_spread_between_base"],
                                        r["rel_spread_between_new"]),
-                     "modes": _modes(base_samples, r, raw_b) or _modes(new_samples, r, raw_n),
+                     "modes": _modes(base_samples, r) or _modes(new_samples, r),
                      "verdict": verdict(ratio, low, high, p, threshold, r["better_base"])})
     return pd.DataFrame(rows)
 

@@ -119,6 +119,7 @@ def summary_table(run_id: str, adapter: AdapterInfo, group: Group, rows: list[Ro
             "outliers": int(sum(outliers.get((k.case.id, k.call, numbers[p]), 0)
                                 for p in ([r.process] if r.process is not None
                                           else range(len(runs))))),
+            "modes": "",
         })
     frame = pd.DataFrame(table)
     return frame.astype({"process": "Int64", "n_dispatches": "Int64"})
@@ -134,4 +135,4 @@ def error_row(run_id: str, adapter: AdapterInfo, group: Group, message: str,
                           "unit": "-",
                           "hint": "error", "better": "none",
                           "estimator": message[:2000], "value": float("nan"),
-                          "process": pd.NA}]).astype({"process": "Int64"})
+                          "process": pd.NA, "modes": ""}]).astype({"process": "Int64"})

@@ -89,20 +89,25 @@ def sampling_notes(group: Group, outcomes: list[Outcome], summary: pd.DataFrame
     return notes
 
 
-def mode_notes(samples: pd.DataFrame, summary: pd.DataFrame) -> list[tuple[str, str]]:
-    """Headline per-sample estimates whose samples fell in two modes with the processes'
-    medians in either (analysis/modes.py), as (MODES, example) notes."""
+def modes_column(samples: pd.DataFrame, summary: pd.DataFrame) -> pd.Series:
+    """Per summary row, the two modes of a headline estimate over all processes whose
+    samples fell in two with the processes' medians in either (analysis/modes.py); empty
+    elsewhere: the summary's `modes`."""
+    said = pd.Series("", index=summary.index, dtype=object)
     head = summary[summary["metric"].isin(HEADLINE) & summary["metric"].isin(modes.PER_SAMPLE)
                    & summary["process"].isna()]
     measured = samples[samples["phase"] == "measure"]
-    notes = []
-    for r in head.itertuples():
-        mine = measured[measured["case"] == r.case]
-        raw = modes.behind(mine, r.metric, r.call)
-        found = None if raw is None else modes.split_medians(raw, mine["process"])
-        if found:
-            notes.append((MODES, f"{r.implementation} {r.case} {r.metric}: {found.said()}"))
-    return notes
+    for index, r in head.iterrows():
+        said[index] = modes.of_estimate(measured[measured["case"] == r["case"]], r["metric"],
+                                        r["call"])
+    return said
+
+
+def mode_notes(summary: pd.DataFrame) -> list[tuple[str, str]]:
+    """The summary's estimates with two modes, as (MODES, example) notes."""
+    found = summary[summary["modes"].fillna("") != ""]
+    return [(MODES, f"{r.implementation} {r.case} {r.metric}: {r.modes}")
+            for r in found.itertuples()]
 
 
 def _limit(row: Any) -> str:

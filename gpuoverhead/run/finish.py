@@ -74,8 +74,9 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
     out.drift.extend({**d, "implementation": job.label} for d in found)
     out.warnings.extend(checks.timer_warnings(group, outcomes)
                         + checks.drift_warnings(group, job.label, found))
+    summary["modes"] = checks.modes_column(rows, summary)
     out.sampling.extend(checks.sampling_notes(group, outcomes, summary)
-                        + checks.mode_notes(rows, summary))
+                        + checks.mode_notes(summary))
     out.samples.append(rows)
     out.summaries.append(summary)
     return per_process, [o.samples for o in outcomes], numbers

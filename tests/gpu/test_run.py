@@ -41,7 +41,7 @@ def test_run_writes_five_files_with_the_schema(ci_run):
     stamped = samples["sync"] == "timestamps"
     assert samples.loc[stamped, "gpu_ns"].gt(0).all()
     assert samples.loc[~stamped, "gpu_ns"].isna().all()
-    assert info["schema_version"] == 3 and info["status"] == "complete"
+    assert info["schema_version"] == 4 and info["status"] == "complete"
     assert info["suite"]["name"] == "ci" and len(info["suite"]["sha256"]) == 64
     assert info["adapters"][0]["backend"] == BACKEND
     assert info["adapters"][0]["limits"]["max-compute-workgroup-size-x"] > 0
