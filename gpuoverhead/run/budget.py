@@ -25,7 +25,8 @@ start-ups measured, and the suite's budget (`cap`) is spread over the passes cho
 
 Where the time left holds the passes still to run but not one more whole pass, it runs a
 *partial* pass: one more process (in each half) of the jobs whose start-up and least
-sampling the spare time holds, the cheapest first. A job of one process gets an interval
+sampling the spare time holds, the cheapest first, each with the jobs its ratios are paired
+with (`partners`: a ratio needs both processes of a pair). A job of one process gets an interval
 that way, and one of two a far narrower one (t's quantile 12.7 becomes 4.3), for a little
 of the other processes' sampling; a crossover run on the H100 had measured one process a
 job with a third of its limit left, because no whole second pass fitted.
