@@ -40,16 +40,20 @@ def _processes(medians, metric="cpu_per_dispatch_ns", spread=1.0):
     return [{_key(metric): _series(m + spread * np.arange(-4, 5))} for m in medians]
 
 
-def test_the_estimate_is_the_median_of_process_medians_with_an_interval_over_them():
+def test_the_estimate_is_the_centre_of_its_interval_over_process_medians():
     medians = [1000.0, 1100.0, 5000.0]  # the third process five times as slow
     combined, own = _rows(_processes(medians))
     row = combined["cpu_per_dispatch_ns"]
     est = row.estimate
-    assert est.value == 1100.0  # not the mean, 2367, that the slow process drags up
+    # Under six processes the t interval on logs: its centre, the geometric mean, is shown
+    # (run/finish.py leaves such a slow process out before it gets here: test_odd.py).
+    assert est.value == pytest.approx((1000.0 * 1100.0 * 5000.0) ** (1 / 3))
+    assert est.value == pytest.approx((est.ci_low * est.ci_high) ** 0.5)
+    assert "geometric mean of 3 process medians" in est.kind
     assert est.ci_low < 1000.0 and est.ci_high > 5000.0 and est.ci_low > 0
     assert est.kind.startswith("between processes") and est.kind.endswith("on logs")
     assert est.n_samples == 27 and est.level == 0.95
-    assert row.rel_spread_between == pytest.approx((5000 - 1000) / 1100)
+    assert row.rel_spread_between == pytest.approx((5000 - 1000) / est.value)
     assert [r.process for r in own] == [0, 1, 2]
     assert [r.estimate.value for r in own] == medians
     assert all(r.estimate.kind.startswith("within one process") for r in own)
@@ -95,12 +99,12 @@ def test_a_cost_whose_median_falls_below_zero_is_held_at_zero_and_says_it_is_not
     assert difference.value == -30.0 and "not resolved" not in difference.kind
 
 
-def test_a_ratio_is_the_median_of_the_process_ratios_of_medians():
+def test_a_ratio_is_the_centre_of_the_process_ratios_of_medians():
     key = Key(CASE, "fusion_speedup", "ratio", "synthetic")
     shifts = np.arange(-3, 4)
     per_process = [{key: _series(r * 100.0 + shifts, 100.0 + shifts)} for r in (3.0, 4.0, 9.0)]
     est = _rows(per_process)[0]["fusion_speedup"].estimate
-    assert est.value == pytest.approx(4.0)
+    assert est.value == pytest.approx((3.0 * 4.0 * 9.0) ** (1 / 3))  # the t interval's centre
     assert est.ci_low < 3.0 and est.ci_high > 9.0 and "process ratios" in est.kind
 
 
