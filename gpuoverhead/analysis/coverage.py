@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuoverhead.analysis.combine import combine
+from gpuoverhead.analysis.odd import far, odd_processes
 from gpuoverhead.analysis.pairs import paired_ratios, same_case
 from gpuoverhead.analysis.runs import runs_ratio
 from gpuoverhead.analysis.series import Key, Series
@@ -63,6 +64,12 @@ class Scenario:
     #: How much slower the slow processes are.
     factor: float = 2.0
     drift: tuple[float, float] | None = None
+    #: The offsets' sd on logs (exp(spread z)).
+    spread: float = SPREAD
+    #: Whether the truth is the value on a normal CPU (the slow processes landed on a CPU
+    #: slower at the timed calls, which says nothing of the implementation) rather than the
+    #: median of all processes, slow ones included.
+    on_normal_cpu: bool = False
 
 
 SCENARIOS = (
@@ -73,6 +80,12 @@ SCENARIOS = (
     Scenario("15% slow processes (x2)", slow=0.15),
     Scenario("drift +15-40%", drift=(0.15, 0.40)),
     Scenario("slow and outliers", outliers=0.05, slow=0.15),
+    # A lent VM's vCPU 14: one process in 16 lands there and issues 3.4x slower; the value
+    # wanted is a normal CPU's (worker processes 15% apart, the H100's 10-25%).
+    Scenario("6% on a CPU 3.4x slower", slow=0.06, factor=3.4, spread=0.15,
+             on_normal_cpu=True),
+    Scenario("20% on a CPU 3.4x slower", slow=0.2, factor=3.4, spread=0.15,
+             on_normal_cpu=True),
 )
 #: A/A comparisons also meet processes in two modes (Chromium's completion on lavapipe
 #: switched between 0.4 and 2.4 ms from one process to the next), where the median process
@@ -94,7 +107,7 @@ def draw(s: Scenario, reps: int, processes: int, rng: np.random.Generator
     z = rng.standard_normal((reps, processes, 1))
     offsets = {"normal": 1.0 + SPREAD * z, "lognormal": np.exp(0.3 * z),
                "t3": np.exp(SPREAD * rng.standard_t(3, z.shape))}.get(s.offsets,
-                                                                     np.exp(SPREAD * z))
+                                                                     np.exp(s.spread * z))
     y = offsets * np.where(rng.random(z.shape) < s.slow, s.factor, 1.0) * noise()
     if s.drift is not None:
         rise = np.log1p(rng.uniform(*s.drift, z.shape))
@@ -111,10 +124,10 @@ def truth(s: Scenario) -> tuple[float, float]:
 
     c = math.exp(_root(lambda m: (1 - s.outliers) * cdf(m / NOISE)
                        + s.outliers * cdf((m - math.log(10.0)) / NOISE) - 0.5, -1.0, 1.0))
-    median_f = math.exp(_root(lambda f: (1 - s.slow) * float(ndtr(f / SPREAD))
-                              + s.slow * float(ndtr((f - math.log(s.factor)) / SPREAD))
+    median_f = math.exp(_root(lambda f: (1 - s.slow) * float(ndtr(f / s.spread))
+                              + s.slow * float(ndtr((f - math.log(s.factor)) / s.spread))
                               - 0.5,
-                              -1.0, 1.0)) if s.slow else 1.0
+                              -1.0, 1.0)) if s.slow and not s.on_normal_cpu else 1.0
     return c, median_f
 
 
@@ -140,35 +153,55 @@ def _rounds(kind: str, y: np.ndarray, bottom: np.ndarray) -> tuple[np.ndarray, n
 
 
 def estimate(kind: str, medians: np.ndarray, bottoms: np.ndarray) -> Interval:
-    """Each run's estimate as combine makes it, vectorized over runs, from the process
-    medians of y and of the denominator's noise (medians follow _rounds' increasing maps)."""
-    if kind == "ratio":
-        return between_processes(RATIO * medians / bottoms, True, "process ratios")
-    if kind == "signed":
-        return between_processes(AT + SCALE * (medians - 1.0), False)
-    return between_processes(THETA * medians, True)
+    """Each run's estimate as finish and combine make it, vectorized over runs, from the
+    process medians of y and of the denominator's noise (medians follow _rounds' increasing
+    maps): processes far slower than their run's others left out (analysis/odd.py, on the
+    level of y), the rest through `between_processes`, runs grouped by how many are kept."""
+    values = {"ratio": RATIO * medians / bottoms, "signed": AT + SCALE * (medians - 1.0),
+              "value": THETA * medians}[kind]
+    positive, what = kind != "signed", "process ratios" if kind == "ratio" else \
+        "process medians"
+    left = far(np.log(medians))
+    kept = (~left).sum(axis=1)
+    centre, low, high = (np.full(len(values), np.nan) for _ in range(3))
+    found = None
+    for count in np.unique(kept):
+        rows = kept == count
+        mine = values[rows][~left[rows]].reshape(int(rows.sum()), int(count))
+        found = between_processes(mine, positive, what)
+        centre[rows], low[rows], high[rows] = found.value, found.low, found.high
+    full = between_processes(values[:1], positive, what)  # what a run keeping all says
+    level = full.level if found is None or kept.min() == values.shape[1] else min(
+        full.level, found.level)
+    return Interval(centre, low, high, level, full.kind)
 
 
 def through_code(kind: str, y: np.ndarray, bottom: np.ndarray, rng: np.random.Generator
                  ) -> list[list[Estimate]]:
-    """Each run's estimate from combine.combine (and, for a ratio, pairs.paired_ratios):
-    one list per code path, one estimate per run."""
+    """Each run's estimate from finish's way (analysis/odd.py, then combine.combine and, for
+    a ratio, pairs.paired_ratios): one list per code path, one estimate per run."""
     top, under = _rounds(kind, y, bottom)
     metric = _METRIC[kind]
-    keys = [Key(_CASE, metric, "", "", str(run)) for run in range(y.shape[0])]
+    key, level = Key(_CASE, metric, "", ""), Key(_CASE, "latency_ns", "ns", "level")
     ratio = kind == "ratio"
-    per_process = [{k: Series(top[i, p], top[i, p], ROUNDS, under[i, p] if ratio else None)
-                    for i, k in enumerate(keys)} for p in range(y.shape[1])]
-    rows = {r.key: r.estimate for r in combine(per_process, rng) if r.process is None}
-    found = [[rows[k] for k in keys]]
-    if ratio:
-        mine = [{k: Series(top[i, p], top[i, p], ROUNDS) for i, k in enumerate(keys)}
-                for p in range(y.shape[1])]
-        theirs = [{k: Series(under[i, p], under[i, p], ROUNDS) for i, k in enumerate(keys)}
-                  for p in range(y.shape[1])]
-        # One row per key of mine, in their order (a row's key names the metric, not the run).
-        found.append([r.estimate for r in paired_ratios(mine, theirs, "", "paired_ratio",
-                                                        (metric,), same_case)])
+    found: list[list[Estimate]] = [[], []] if ratio else [[]]
+    for run in range(y.shape[0]):
+        # Each process as finish sees it: its figure, and its level (y as a time).
+        every = [{key: Series(top[run, p], top[run, p], ROUNDS,
+                              under[run, p] if ratio else None),
+                  level: Series(THETA * y[run, p], y[run, p], ROUNDS)}
+                 for p in range(y.shape[1])]
+        odd = dict(odd_processes(every))
+        kept = [{} if p in odd else {key: s[key]} for p, s in enumerate(every)]
+        rows = [r for r in combine([s for s in kept if s], rng) if r.process is None]
+        found[0].append(rows[0].estimate)
+        if ratio:
+            mine = [{} if p in odd else {key: Series(top[run, p], top[run, p], ROUNDS)}
+                    for p in range(y.shape[1])]
+            theirs = [{key: Series(under[run, p], under[run, p], ROUNDS)}
+                      for p in range(y.shape[1])]
+            found[1] += [r.estimate for r in paired_ratios(mine, theirs, "", "paired_ratio",
+                                                           (metric,), same_case)]
     return found
 
 
@@ -225,11 +258,15 @@ def _check(found: Interval, paths: list[list[Estimate]]) -> None:
     for estimates in paths:
         made = np.array([(e.value, e.ci_low, e.ci_high) for e in estimates])
         ours = np.stack([found.value, found.low, found.high], axis=1)[: len(estimates)]
+        # A run that left a process out may have another kind of interval than the rest.
         if not np.allclose(made, ours, rtol=1e-9, equal_nan=True) or \
-                any((e.level, _how(e.kind)) != (found.level, _how(found.kind))
+                any(e.level < found.level or _how(e.kind).split(" on ")[0] not in _HOWS
                     for e in estimates):
             raise RuntimeError(f"the code's estimates {made.tolist()} ({estimates[0].kind}) "
                                f"differ from the simulation's {ours.tolist()}")
+
+
+_HOWS = ("interpolated order statistics", "t interval", "observed range")
 
 
 def _how(kind: str) -> str:

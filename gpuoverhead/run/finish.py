@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from gpuoverhead.analysis import combine, drift, pairs
+from gpuoverhead.analysis.odd import FAR, odd_processes
 from gpuoverhead.analysis.samples import GroupSamples
 from gpuoverhead.analysis.series import Key, Series
 from gpuoverhead.analysis.stats import Estimate, over_processes
@@ -55,22 +56,30 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
         out.entries.append({**entry, "status": "failed"})
         out.summaries.append(tables.error_row(run_id, adapter, group, errors[0]))
         return None
-    per_process = [series(o.samples, o.calibration, o.clock_offset_ns) for o in outcomes]
+    every = [series(o.samples, o.calibration, o.clock_offset_ns) for o in outcomes]
     rows = pd.concat([tables.samples_table(run_id, adapter, o.samples, o.process,
                                            run_start_ns, o.clock_offset_ns, o.calibration)
                       for o in outcomes], ignore_index=True)
-    numbers = [o.process for o in outcomes]
-    estimates = combine.combine(per_process, rng)
-    built, failed = _builds(job, outcomes)
+    odd = dict(odd_processes(every))
+    if odd:
+        out.warnings.append(_odd_warning(group.id, job.label, outcomes, odd))
+    # Left out of the estimates; an empty place keeps the pairs between jobs in step.
+    per_process = [{} if i in odd else s for i, s in enumerate(every)]
+    kept = [o for i, o in enumerate(outcomes) if i not in odd]
+    numbers = [o.process for o in kept]
+    estimates = combine.combine([s for s in per_process if s], rng)
+    built, failed = _builds(job, kept)
     summary = tables.summary_table(run_id, adapter, group,
                                    estimates + workloads.per_op_rows(group, estimates) + built,
-                                   [o.samples for o in outcomes], numbers, rows)
+                                   [o.samples for o in kept], numbers, rows)
     for case, message in failed:
         out.summaries.append(tables.error_row(run_id, adapter, group, message, case))
         out.warnings.append(f"{case.id} ({job.label}): left out, its build failed: {message}")
     out.entries.append({**entry, "status": "ok", "sampling": group.sampling.__dict__,
-                        "processes": [checks.process_entry(o) for o in outcomes]})
-    found = drift.drifts(per_process)
+                        "processes": [{**checks.process_entry(o), **(
+                            {"left_out": f"{odd[i]:.2f}x the job's median process"}
+                            if i in odd else {})} for i, o in enumerate(outcomes)]})
+    found = drift.drifts([s for s in per_process if s])
     out.drift.extend({**d, "implementation": job.label} for d in found)
     out.warnings.extend(checks.timer_warnings(group, outcomes)
                         + checks.drift_warnings(group, job.label, found))
@@ -79,7 +88,18 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
                         + checks.mode_notes(summary))
     out.samples.append(rows)
     out.summaries.append(summary)
-    return per_process, [o.samples for o in outcomes], numbers
+    return per_process, [o.samples for o in kept], numbers
+
+
+def _odd_warning(group: str, label: str, outcomes: list[Outcome], odd: dict[int, float]
+                 ) -> str:
+    """What a user should know of the processes left out (analysis/odd.py)."""
+    said = ", ".join(f"{outcomes[i].process} ({level:.1f}x"
+                     + (f", mostly on CPU {cpu})" if (cpu := outcomes[i].device_notes.get(
+                         "cpu_most")) is not None else ")") for i, level in odd.items())
+    return (f"{group} ({label}): worker process {said} measured far slower than the job's "
+            f"median process (over {FAR:g}x): kept in the samples, left out of the estimates; "
+            "a CPU slower at these calls is the usual cause (--affinity leaves it out)")
 
 
 def _pairs(run_id: str, jobs: list[Job], done: list[Measured | None], out: Finished) -> None:

@@ -1,0 +1,80 @@
+"""Worker processes far slower than the others of their job: kept in the samples, left out of
+the job's estimates.
+
+A process that lands on a CPU much slower at the timed calls (a lent VM's vCPU 14 ran
+`submit` 3.4x slower) is not one more draw of a process's variation: one such process among
+three widened an interval to [4-148] µs, and one among six still moved its upper end to
+2.3x the value. The run keeps off such CPUs where it can (run/cpus.py); where it cannot
+(no pinning, a CPU slow for a while), a process whose level is more than FAR times its
+job's median level is said, its samples kept, and left out of the estimates. A process's
+level is the median, over its positive times, of its value over the median of all its
+job's processes: a slow CPU slows most of a process's figures together, noise does not.
+At FAR = 1.8 a process of a job whose processes vary log-normally by 15% (the H100's 10-25%)
+is left out once in 10^4; the simulation (analysis/coverage.py) keeps its 95%.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gpuoverhead.analysis.combine import SIGNED
+from gpuoverhead.analysis.series import Key, Series
+from gpuoverhead.analysis.stats import OUTLIER_Z
+
+#: A process this many times its job's median level is left out.
+FAR = 2.5
+#: Fewest processes among which one can be called far off (of two, neither is the odd one).
+FEWEST = 3
+#: Times the median and spread are taken again among the processes kept.
+ROUNDS = 4
+
+
+def far(levels: np.ndarray) -> np.ndarray:
+    """Per row (runs) of per-process log levels (columns): which processes are more than FAR
+    times the row's median and an outlier among them (modified z-score over OUTLIER_Z: where
+    processes vary widely, 1.8x is within their variation); none where the row has fewer
+    than FEWEST."""
+    levels = np.atleast_2d(np.asarray(levels, dtype=float))
+    if levels.shape[1] < FEWEST:
+        return np.zeros(levels.shape, dtype=bool)
+    # First against the faster half alone (several slow ones move the median and spread of
+    # all), then again among the processes kept.
+    flags = levels > np.nanmedian(levels, axis=1, keepdims=True)
+    for _ in range(ROUNDS):
+        kept = np.where(flags, np.nan, levels)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            above = levels - np.nanmedian(kept, axis=1, keepdims=True)
+            spread = np.nanmedian(np.abs(np.where(flags, np.nan, above)), axis=1,
+                                  keepdims=True)
+            found = (above > math.log(FAR)) & (OUTLIER_Z * spread < 0.6745 * above)
+        if (found == flags).all():
+            break
+        flags = found
+    return flags
+
+
+def levels(per_process: list[dict[Key, Series]]) -> np.ndarray:
+    """Each process's log level: over its keys that are times (unit ns, not a signed
+    difference), the median of log(its value / the median of all processes' values of that
+    key); nan for a process with no such key."""
+    keys = [k for k in dict.fromkeys(k for p in per_process for k in p)
+            if k.unit == "ns" and k.metric not in SIGNED]
+    logs = np.full((len(per_process), len(keys) + 1), np.nan)  # a column of nan: never empty
+    for j, key in enumerate(keys):
+        values = np.array([p[key].point() if key in p else np.nan for p in per_process])
+        if not np.isfinite(values).any():
+            continue
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logs[:, j] = np.log(values / np.median(values[np.isfinite(values)]))
+    logs[~np.isfinite(logs)] = np.nan
+    return np.array([np.median(row[np.isfinite(row)]) if np.isfinite(row).any() else np.nan
+                     for row in logs])
+
+
+def odd_processes(per_process: list[dict[Key, Series]]) -> list[tuple[int, float]]:
+    """The positions of the processes far off their job's others, with their level (a
+    factor over the job's median process)."""
+    found = levels(per_process)
+    return [(int(i), float(math.exp(found[i]))) for i in np.flatnonzero(far(found)[0])]
