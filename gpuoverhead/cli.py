@@ -121,16 +121,16 @@ def _install_interrupts(deferred: bool = False) -> None:
 
 
 def _measure(options: RunOptions, affinity: str | None) -> RunResult:
-    """One run with progress on stderr, on the CPUs asked for; a user error ends it in one
-    line."""
+    """One run with progress on stderr, on the CPUs asked for (else those run/cpus.py
+    chooses); a user error ends it in one line."""
     from gpuoverhead.present.progress import RichReporter
-    from gpuoverhead.run.environment import address_space_problem, pin
+    from gpuoverhead.run.environment import address_space_problem
     from gpuoverhead.run.runner import run as run_plan
 
     with user_errors(), RichReporter() as reporter:
         if problem := address_space_problem():
             raise UserError(problem)
-        pin(affinity)
+        options.affinity = affinity
         return run_plan(options, reporter)
 
 

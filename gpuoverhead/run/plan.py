@@ -60,6 +60,9 @@ class RunOptions:
     #: gets, the time limit scaled alike: more processes a half buy precision, not
     #: shorter processes.
     halves: bool = False
+    #: The CPUs the run may use (--affinity); None: all but those the probe finds slow
+    #: (run/cpus.py).
+    affinity: str | None = None
 
 
 @dataclass

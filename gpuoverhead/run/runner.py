@@ -24,7 +24,7 @@ from gpuoverhead.drivers.base import Job
 from gpuoverhead.errors import UserError
 from gpuoverhead.results.columns import RUN_JSON, RunRecord
 from gpuoverhead.results.write import write_json
-from gpuoverhead.run import checks, environment, noise, startups, worker
+from gpuoverhead.run import checks, cpus, environment, noise, startups, worker
 from gpuoverhead.run.budget import Schedule, Slot, process_cap_s
 from gpuoverhead.run.files import RunFolder
 from gpuoverhead.run.finish import finish, partners
@@ -60,6 +60,7 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     """Plan, measure each benchmark in its worker processes, finish its rows, write them;
     the caller presents the result."""
     started = options.started
+    chosen_cpus, cpu_lines = cpus.choose(options.affinity)
     plan = prepare(options)
     run_id = options.run_id or environment.new_run_id()
     ids = [run_id] if plan.halves == 1 else [f"{run_id}-{half}" for half in "ab"]
@@ -71,14 +72,15 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     schedule = _schedule(plan, started, recorded)
     seed = options.seed if options.seed is not None else secrets.randbits(32)
     each = plan.processes // len(ids)
-    folders = [RunFolder.open(options.out_root / i, _record(plan, options, i, seed, each),
-                              options.force) for i in ids]
+    folders = [RunFolder.open(options.out_root / i, _record(plan, options, i, seed, each,
+                                                            chosen_cpus), options.force)
+               for i in ids]
     seeding = _Seeding(seed, np.random.default_rng(seed), time.time_ns())
     try:
         interrupts.check()
         for files in folders:
             files.save("running")  # from now on an interrupt leaves a readable run
-        reporter.run_started(_what_runs(plan, folders[0].folder, schedule))
+        reporter.run_started(cpu_lines + _what_runs(plan, folders[0].folder, schedule))
         try:
             _measure(plan, schedule, folders, reporter, seeding, options.stall_timeout_s)
         finally:  # what an interrupted run measured is as good a guess
@@ -120,13 +122,14 @@ def _closing_notes(record: RunRecord, schedule: Schedule, summary: pd.DataFrame)
             f"limit of {schedule.limit_s:g} s: start-up or rounds took longer than expected")
 
 
-def _record(plan: Plan, options: RunOptions, run_id: str, seed: int, processes: int
-            ) -> RunRecord:
+def _record(plan: Plan, options: RunOptions, run_id: str, seed: int, processes: int,
+            chosen_cpus: dict) -> RunRecord:
     """run.json as the run starts: the plan, the machine's state, the warnings so far."""
     suite = plan.suite
     record = environment.record(run_id, options.argv, suite.path, suite.name, suite.sha256,
                                 seed, processes)
     record.adapters = plan.adapters
+    record.host["cpus"] = chosen_cpus
     record.time_limit_s = plan.time_limit_s
     record.layers = plan.layers
     record.warnings += plan.notes

@@ -1,0 +1,98 @@
+"""What issuing one dispatch costs on each CPU, measured in place before a run.
+
+On a lent GPU VM one vCPU of 16 ran `submit` 3.4x slower than the others; a worker process
+that landed there decided its job's interval. The probe issues the run's own path (encode
+one empty dispatch and submit it, through wgpu-native on the best adapter) with the calling
+thread pinned to each CPU in turn, in short windows over several rounds, so that a CPU that
+is slow for a moment (another process on it) and one that is slow for good both show. It
+times the issue alone (the clock is read before the wait). Without a WebGPU adapter the
+path is a plain Python loop, which finds a CPU that is busy but not one slow at `submit`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Seconds of one window on one CPU, and the rounds over all CPUs (the median is kept).
+WINDOW_S = 0.015
+ROUNDS = 4
+_SHADER = """@group(0) @binding(0) var<storage, read_write> data: array<u32>;
+@compute @workgroup_size(1) fn main() { data[0] = data[0] + 1u; }"""
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Median seconds of one issue per CPU, what was issued and where."""
+
+    seconds: dict[int, float]
+    path: str
+    took_s: float
+
+
+def measure(cpus: list[int]) -> Probe:
+    """Each CPU's cost of the issue path; the thread's CPUs are restored after."""
+    started = time.perf_counter()
+    issue, path, finish = _webgpu_issue() or (_python_issue, "a Python loop (no WebGPU "
+                                              "adapter)", lambda: None)
+    before = os.sched_getaffinity(0)
+    costs: dict[int, list[float]] = {c: [] for c in cpus}
+    try:
+        for _ in range(ROUNDS):
+            for cpu in cpus:
+                os.sched_setaffinity(0, {cpu})
+                issue()  # the first issue on a CPU pays for its caches
+                count, t0 = 0, time.perf_counter()
+                while (now := time.perf_counter()) - t0 < WINDOW_S:
+                    issue()
+                    count += 1
+                costs[cpu].append((now - t0) / max(count, 1))
+                finish()
+    finally:
+        os.sched_setaffinity(0, before)
+    return Probe({c: float(np.median(v)) for c, v in costs.items()}, path,
+                 time.perf_counter() - started)
+
+
+def _python_issue() -> None:
+    sum(range(200))
+
+
+def _webgpu_issue() -> tuple[Callable[[], None], str, Callable[[], None]] | None:
+    """Encode and submit one dispatch on wgpu-native's best adapter, and its wait; None where
+    there is no such adapter."""
+    try:
+        import wgpu
+
+        from gpuoverhead.gpu import adapters
+        from gpuoverhead.gpu.wait import waiter
+
+        found = wgpu.gpu.enumerate_adapters_sync()
+    except Exception:  # no binding, or a native library that cannot start here
+        return None
+    if not found:
+        return None
+    adapter = min(found, key=lambda a: adapters.rank(adapters.describe(a, "probe")))
+    device = adapter.request_device_sync()
+    pipeline = device.create_compute_pipeline(layout="auto", compute={
+        "module": device.create_shader_module(code=_SHADER), "entry_point": "main"})
+    buffer = device.create_buffer(size=4, usage=wgpu.BufferUsage.STORAGE)
+    group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=[
+        {"binding": 0, "resource": {"buffer": buffer, "offset": 0, "size": 4}}])
+    queue = device.queue
+
+    def issue() -> None:
+        encoder = device.create_command_encoder()
+        compute = encoder.begin_compute_pass()
+        compute.set_pipeline(pipeline)
+        compute.set_bind_group(0, group)
+        compute.dispatch_workgroups(1)
+        compute.end()
+        queue.submit([encoder.finish()])
+
+    name = adapters.describe(adapter, "probe").device
+    return issue, f"encode and submit one dispatch ({wgpu.__name__}, {name})", waiter(device)

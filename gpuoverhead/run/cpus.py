@@ -1,0 +1,88 @@
+"""Which CPUs a run uses: all it may, less those the probe finds much slower at issuing work.
+
+A run on a cloud VM cannot know its CPUs in advance: on a lent H200 VM vCPU 14 ran `submit`
+3.4x slower than the other 15, a worker process that landed there measured 55 µs where the
+others measured 16, and that process alone widened its job's interval to [4-148] µs. So
+before anything is planned the run times the issue path on every CPU it may use
+(gpu/cpu_probe.py, well under a second) and keeps itself and its workers (they inherit the
+mask) off the CPUs at least SLOW_FACTOR times the fastest, says so in one line and records
+the probe in run.json (`host.cpus`). `--affinity` decides instead, and is recorded alike.
+Where more than half the CPUs would be left out the fastest is the odd one: all are kept.
+Where the OS cannot pin (macOS, Windows) nothing is probed; a process that measured far
+slower than its job's others is left out of the estimate (analysis/odd.py) wherever it ran.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from typing import Any
+
+from gpuoverhead.run.environment import pin
+
+#: A CPU this many times slower than the fastest at issuing work is left out.
+SLOW_FACTOR = 1.5
+
+
+def choose(affinity: str | None) -> tuple[dict[str, Any], list[str]]:
+    """Pin this process (and so its workers) to the CPUs the run should use; run.json's
+    record of the choice, and the lines to say at the start."""
+    if affinity is not None:
+        pin(affinity)
+        return {"affinity": affinity, "used": span(sorted(os.sched_getaffinity(0)))}, []
+    if not hasattr(os, "sched_setaffinity"):
+        return {"affinity": None, "probe": "not made: this OS cannot pin processes"}, []
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        return {"affinity": None, "used": span(allowed)}, []
+    from gpuoverhead.gpu import cpu_probe
+
+    try:
+        probe = cpu_probe.measure(allowed)
+        slow = _slow(probe.seconds)
+        if slow:  # a CPU busy for a moment is not left out: it must be slow again
+            again = cpu_probe.measure(sorted({*slow, min(probe.seconds, key=probe.seconds.get)}))
+            probe = replace(probe, seconds={**probe.seconds, **{
+                c: min(s, probe.seconds[c]) for c, s in again.seconds.items()}},
+                took_s=probe.took_s + again.took_s)
+            slow = _slow(probe.seconds)
+    except Exception as exc:  # a driver that fails here fails the plan too, with its words
+        return {"affinity": None, "used": span(allowed),
+                "probe": f"failed: {' '.join(str(exc).split())[:200]}"}, []
+    record = {"affinity": None, "probe": {
+        "path": probe.path, "seconds": round(probe.took_s, 3), "slow_factor": SLOW_FACTOR,
+        "issue_us": {str(c): round(s * 1e6, 2) for c, s in probe.seconds.items()}}}
+    if not slow:
+        return {**record, "used": span(allowed), "slow": []}, []
+    if len(slow) > len(allowed) // 2:
+        return {**record, "used": span(allowed), "slow": []}, [
+            f"CPUs differ: {len(slow)} of {len(allowed)} issue work {SLOW_FACTOR:g}x or more "
+            f"slower than CPU {min(probe.seconds, key=probe.seconds.get)}; the run uses all of "
+            "them (--affinity chooses)"]
+    used = [c for c in allowed if c not in slow]
+    os.sched_setaffinity(0, used)
+    worst = max(slow, key=slow.get)
+    normal = sorted(probe.seconds[c] for c in used)[len(used) // 2]
+    which = f"CPU {worst}" if len(slow) == 1 else f"CPUs {span(sorted(slow))}"
+    return {**record, "used": span(used), "slow": sorted(slow)}, [
+        f"{which} issued work {slow[worst]:.1f}x slower than the fastest CPU "
+        f"({probe.seconds[worst] * 1e6:.1f} µs against {normal * 1e6:.1f} µs on the others, "
+        f"{probe.path}): the run uses CPUs {span(used)}; --affinity {span(allowed)} "
+        "includes it"]
+
+
+def _slow(seconds: dict[int, float]) -> dict[int, float]:
+    """The CPUs at least SLOW_FACTOR times the fastest, with their factor."""
+    fastest = min(seconds.values())
+    return {c: s / fastest for c, s in seconds.items() if s >= SLOW_FACTOR * fastest}
+
+
+def span(cpus: list[int]) -> str:
+    """CPU numbers as --affinity takes them: 0-13,15."""
+    parts: list[str] = []
+    for cpu in cpus:
+        if parts and cpu == int(parts[-1].rpartition("-")[2]) + 1:
+            parts[-1] = f"{parts[-1].partition('-')[0]}-{cpu}"
+        else:
+            parts.append(str(cpu))
+    return ",".join(parts)
