@@ -55,6 +55,7 @@ METRICS = {
     "crossover_size_synced": Metric("M", "size", "none"),
     "crossover_hidden": Metric("H", "size", "none"),
     "error": Metric("-", "error", "none"),
+    "skipped": Metric("-", "error", "none"),
 }
 #: The figures a user publishes: compared side by side (`ratio_to_fastest`) and judged by
 #: the A/A self-test.

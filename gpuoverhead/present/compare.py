@@ -44,7 +44,7 @@ from gpuoverhead.results.read import ResultSet, check_units
 #: A ratio CI wider than this factor either way leaves a comparison `unsure`.
 RESOLVABLE = 1.5
 #: Checks of the method itself (≈0 by construction), not performance: never compared.
-DIAGNOSTICS = ("closure_ns", "ffi_check_ns", "error")
+DIAGNOSTICS = ("closure_ns", "ffi_check_ns", "error", "skipped")
 KEY = ["implementation", "benchmark", "elements", "case", "metric", "call"]
 ALPHA = 0.01
 _RAW_COLUMNS = ["implementation", "case", "call", "phase", "process", "n_dispatches",

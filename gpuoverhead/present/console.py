@@ -18,7 +18,7 @@ from gpuoverhead.cases import (
 from gpuoverhead.present import format as fmt
 from gpuoverhead.present import workload_grids
 from gpuoverhead.records import AdapterInfo
-from gpuoverhead.results.columns import ERROR
+from gpuoverhead.results.columns import ERROR, SKIPPED
 
 # Piped output keeps whole lines: rich would cut tables to 80 columns.
 out = Console(width=None if sys.stdout.isatty() else 200)
@@ -212,7 +212,7 @@ def print_summary(summary: pd.DataFrame) -> None:
     if summary.empty:
         return
     builds = workload_grids.compile_grid(summary)  # a failed compile's row is its figure
-    summary = summary[summary["metric"] != ERROR]
+    summary = summary[~summary["metric"].isin((ERROR, SKIPPED))]
     plain = summary[summary["methodology"] != "fusion"]
     if not plain.empty:
         out.print(summary_grid(plain))

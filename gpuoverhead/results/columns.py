@@ -38,6 +38,8 @@ SUMMARY_COLUMNS = CASE_COLUMNS + [
 #: Metric of the summary row that records a benchmark that failed (its message in
 #: `estimator`), so that the summary says what is missing and why.
 ERROR = "error"
+#: The `metric` of a job that a time limit left out (no estimates, not an error).
+SKIPPED = "skipped"
 
 
 @dataclass

@@ -126,12 +126,12 @@ def summary_table(run_id: str, adapter: AdapterInfo, group: Group, rows: list[Ro
 
 
 def error_row(run_id: str, adapter: AdapterInfo, group: Group, message: str,
-              case: Case | None = None) -> pd.DataFrame:
+              case: Case | None = None, metric: str = ERROR) -> pd.DataFrame:
     """One summary row for a group that produced no estimates (or for one of its cases,
-    left out: a compile that failed)."""
+    left out: a compile that failed); `metric` SKIPPED where a time limit left it out."""
     first = case or (group.cases[0] if group.cases else None)
     fields = _case_fields(run_id, adapter, first) if first is not None else {}
-    return pd.DataFrame([{**fields, "case": case.id if case else group.id, "metric": ERROR,
+    return pd.DataFrame([{**fields, "case": case.id if case else group.id, "metric": metric,
                           "unit": "-",
                           "hint": "error", "better": "none",
                           "estimator": message[:2000], "value": float("nan"),

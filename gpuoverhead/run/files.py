@@ -37,6 +37,8 @@ class Finished:
     drift: list[dict[str, Any]] = field(default_factory=list)
     #: What limited sampling, as (kind, example): said once per run (run/checks.py).
     sampling: list[tuple[str, str]] = field(default_factory=list)
+    #: The jobs the time limit left out (no process of theirs ran whole): `group (label)`.
+    skipped: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -66,6 +68,9 @@ class RunFolder:
                        warnings=r.warnings + [w for d in self.done for w in d.warnings] + said,
                        errors=r.errors + [e for d in self.done for e in d.errors],
                        drift=r.drift + [x for d in self.done for x in d.drift])
+
+    def skipped(self) -> list[str]:
+        return [s for d in self.done for s in d.skipped]
 
     def summary(self) -> pd.DataFrame:
         return with_ratio_to_fastest(with_crossovers(

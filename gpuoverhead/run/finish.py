@@ -19,6 +19,7 @@ from gpuoverhead.drivers import registry
 from gpuoverhead.drivers.base import Job
 from gpuoverhead.methods import series
 from gpuoverhead.results import tables
+from gpuoverhead.results.columns import SKIPPED
 from gpuoverhead.run import checks
 from gpuoverhead.run.files import Finished
 from gpuoverhead.run.worker import Outcome
@@ -46,7 +47,14 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
     entry = {"id": group.id, "benchmark": group.benchmark, "elements": group.elements,
              "implementation": job.label}
     cut = [o for o in outcomes if o.cut]
-    if cut and len(cut) < len(outcomes):  # stopped at the time limit: left out, said so
+    if len(cut) == len(outcomes):  # no process ran whole: the time limit left the job out
+        out.skipped.append(f"{group.id} ({job.label})")
+        out.entries.append({**entry, "status": "skipped (time limit)"})
+        out.summaries.append(tables.error_row(run_id, adapter, group, cut[0].error or
+                                              "stopped at the run's time limit",
+                                              metric=SKIPPED))
+        return None
+    if cut:  # stopped at the time limit: left out, said so
         outcomes = [o for o in outcomes if not o.cut]
         out.warnings.append(f"{group.id} ({job.label}): {len(cut)} worker process(es) "
                             "stopped at, or not started for, the run's time limit: left out")
