@@ -7,14 +7,13 @@ C x budget_s seconds, each process C x budget_s / P of them (its *cap*).
 
 Without a time limit the processes run benchmark by benchmark (process 0 of each job, then
 process 1, ...), each with its cap. With one (the suite's `time_limit_s` or `--time-limit`)
-they run in passes over all benchmarks: pass 0 is process 0 of every job, which measures
-what each job's start-up (import, device, pipelines, compile) and its least sampling (warm-up
-and the suite's `min_rounds` rounds) cost; only then is the rest divided. Each later pass
-runs only if the time left holds it whole (every process of it at least its least sampling):
-passes are dropped from the end, never started as stubs; a process of pass 0 whose start-up
-alone would not fit is not started (its job is reported as not measured). A process still
-running at the deadline (the limit less FINISH_S) is stopped, so a stated limit holds, give
-or take the finish, whatever a start-up costs.
+they run in passes over all benchmarks: pass 0 is process 0 of every job that the limit
+holds as expected (the others are chosen breadth first and said at the start, run/breadth.py;
+each runs after pass 0 if the time then holds it), which measures what each job's start-up
+and least sampling (warm-up and `min_rounds` rounds) cost; only then is the rest divided.
+Each later pass runs only if the time left holds it whole: passes are dropped from the end,
+never started as stubs. A process still running at the deadline (the limit less FINISH_S)
+is stopped, so a stated limit holds, give or take the finish, whatever a start-up costs.
 
 How many passes (`processes`: the most asked) is a choice for precision per second
 (`best_passes`): the between-process spread sets the headline widths on real machines, so
@@ -26,10 +25,8 @@ start-ups measured, and the suite's budget (`cap`) is spread over the passes cho
 Where the time left holds the passes still to run but not one more whole pass, it runs a
 *partial* pass: one more process (in each half) of the jobs whose start-up and least
 sampling the spare time holds, the cheapest first, each with the jobs its ratios are paired
-with (`partners`: a ratio needs both processes of a pair). A job of one process gets an interval
-that way, and one of two a far narrower one (t's quantile 12.7 becomes 4.3), for a little
-of the other processes' sampling; a crossover run on the H100 had measured one process a
-job with a third of its limit left, because no whole second pass fitted.
+with (`partners`). A job of one process gets an interval that way (a crossover run on the
+H100 had measured one process a job with a third of its limit left).
 """
 
 from __future__ import annotations
@@ -39,12 +36,12 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from gpuoverhead.run import breadth
 from gpuoverhead.run.passes import best_passes
 
 #: Share of a process's budget that warm-up may take at most.
 WARMUP_SHARE = 0.25
-#: The longest one sample may take, as a share of a process's budget: the probe (warm-up
-#: round 0, run/rounds.py) measures no larger N of a case once a sample took longer.
+#: The longest one sample may take, as a share of a process's budget (run/rounds.py's probe).
 SAMPLE_SHARE = 0.05
 #: Least budget a process gets (it still measures the suite's `min_rounds` rounds).
 MIN_PROCESS_S = 0.05
@@ -55,11 +52,9 @@ HANDBACK_S = 0.5
 #: The most processes per job a time limit is spent on (pyperf's default is 20).
 MOST_PROCESSES = 20
 #: A job joins a partial pass only where this multiple of its start-up and least sampling
-#: fits in the spare time: its processes are optional, and one planned at its bare least
-#: on lavapipe ended as a stub (3 rounds) when the processes before it ran over.
+#: fits (one planned at its bare least on lavapipe ended as a 3-round stub).
 PARTIAL_MARGIN = 2.0
-#: Seconds finishing one benchmark (its estimates and files) is expected to take before one
-#: has (lavapipe's 2-core machine: 0.8-1.6 s), kept free when a partial pass is planned.
+#: Seconds finishing one benchmark is expected to take before one has (lavapipe: 0.8-1.6 s).
 FINISH_PRIOR_S = 1.0
 
 
@@ -145,6 +140,9 @@ class Schedule:
     #: `partners[b][j]`: the jobs of benchmark b whose processes job j's ratios are paired
     #: with (run/finish.py `partners`); a partial pass takes them with it.
     partners: list[list[tuple[int, ...]]] | None = None
+    #: (benchmark, job) of the jobs whose first process the time limit does not hold as
+    #: planned (`leave_out`); each runs after the first pass if the time then holds it.
+    left_out: frozenset[tuple[int, int]] = frozenset()
 
     def __post_init__(self) -> None:
         self.most = self.most or self.processes
@@ -165,6 +163,11 @@ class Schedule:
         self._pass0_left = self.left_s()
         if self.most > 1:
             yield from (s for b in range(len(self.jobs)) for s in self.pass_of(b, 0))
+            for b, j in breadth.order([len(jobs) for jobs in self.jobs]):
+                late = Slot(b, 0, j, *self.jobs[b][j])
+                if (b, j) in self.left_out and self.fits(late):
+                    self.left_out -= {(b, j)}
+                    yield late
             # Chosen once, on the start-ups pass 0 measured.
             self.processes, fit = self._choose(done=1)
             self.dropped = 0 if self.chosen else self.most - fit  # those that did not fit
@@ -254,6 +257,18 @@ class Schedule:
         others = sorted(v for vs in self._setup.values() for v in vs)
         return max(slot.setup_hint, others[len(others) // 2] if others else 0.0)
 
+    def leave_out(self) -> list[tuple[int, int]]:
+        """Under a time limit, the jobs whose first process the time left does not hold as
+        expected, chosen breadth first (run/breadth.py), left out of the passes."""
+        if self.limit_s is None:
+            return []
+        first = {(s.benchmark, s.job): self.least_s(s) * self.halves
+                 for b in range(len(self.jobs)) for s in self.pass_of(b, 0)}
+        room = self.left_s() - FINISH_S - HANDBACK_S - FINISH_PRIOR_S * len(self.jobs)
+        self.left_out = frozenset(breadth.left_out([len(j) for j in self.jobs],
+                                                   first.__getitem__, room))
+        return sorted(self.left_out)
+
     def minimum_s(self) -> float:
         """The least a run can take: one pass (in each half of an A/A run, which has nothing
         to compare without both), each process its start-up hint and least budget, and the
@@ -278,7 +293,7 @@ class Schedule:
     def pass_of(self, b: int, p: int) -> Iterator[Slot]:
         """Process `p` of each job of benchmark `b` (in a partial pass, of those in it)."""
         for j, (kind, cap, hint) in enumerate(self.jobs[b]):
-            if p < self.whole or (b, j) in self.partial:
+            if (b, j) not in self.left_out and (p < self.whole or (b, j) in self.partial):
                 yield Slot(b, p, j, kind, cap, hint)
 
     def _expected_passes(self, slot: Slot) -> int:

@@ -25,7 +25,7 @@ from gpuoverhead.errors import UserError
 from gpuoverhead.results.columns import RUN_JSON, RunRecord
 from gpuoverhead.results.write import write_json
 from gpuoverhead.run import checks, cpus, environment, noise, startups, worker
-from gpuoverhead.run.budget import Schedule, Slot, process_cap_s
+from gpuoverhead.run.budget import FINISH_S, HANDBACK_S, Schedule, Slot, process_cap_s
 from gpuoverhead.run.files import RunFolder
 from gpuoverhead.run.finish import finish, partners
 from gpuoverhead.run.plan import Plan, RunOptions, prepare
@@ -80,7 +80,8 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
         interrupts.check()
         for files in folders:
             files.save("running")  # from now on an interrupt leaves a readable run
-        reporter.run_started(cpu_lines + _what_runs(plan, folders[0].folder, schedule))
+        reporter.run_started(cpu_lines + _what_runs(plan, folders[0].folder, schedule,
+                                                      recorded))
         try:
             _measure(plan, schedule, folders, reporter, seeding, options.stall_timeout_s)
         finally:  # what an interrupted run measured is as good a guess
@@ -102,20 +103,27 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
                         ) from None
     else:
         for files in folders:
-            _closing_notes(files.start, schedule, files.summary())
-            files.save("failed" if files.record().errors else "complete")
+            _closing_notes(files.start, schedule, files.summary(), files.skipped())
+            files.save("failed" if files.record().errors else
+                       "partial" if files.skipped() else "complete")
     files = folders[0]
     return RunResult(files.folder, files.record(), files.summary(),
                      time.monotonic() - started, [f.folder for f in folders])
 
 
-def _closing_notes(record: RunRecord, schedule: Schedule, summary: pd.DataFrame) -> None:
-    """The machine's state at the end, a CPU that measured slower than the others, and a
-    time limit that was not kept."""
+def _closing_notes(record: RunRecord, schedule: Schedule, summary: pd.DataFrame,
+                   skipped: list[str]) -> None:
+    """The machine's state at the end, a CPU that measured slower than the others, the jobs
+    the time limit left out, and a time limit that was not kept."""
     state, noisy = noise.check()
     record.noise["after"] = state
     record.warnings += [w + " (at the end of the run)" for w in noisy]
     record.warnings += checks.cpu_warnings(record.benchmarks, summary)
+    if skipped:
+        record.warnings.append(
+            f"partial: the time limit of {schedule.limit_s:g} s left out {len(skipped)} "
+            f"job{'s' if len(skipped) > 1 else ''} ({', '.join(skipped)}); a longer "
+            "--time-limit measures them (run.json says why each did not start)")
     if schedule.left_s() < 0:
         record.warnings.append(
             f"the run took {schedule.limit_s - schedule.left_s():.1f} s, beyond its time "
@@ -142,8 +150,8 @@ def _record(plan: Plan, options: RunOptions, run_id: str, seed: int, processes: 
 def _schedule(plan: Plan, started: float, recorded: dict[str, list[float]]) -> Schedule:
     """The run's worker processes, each job's start-up expected from earlier runs on this
     machine where there were any (run/startups.py), else from its driver's hint; a
-    UserError before anything is measured where the time limit cannot hold even one
-    process per job."""
+    UserError before anything is measured where the time limit cannot hold the first process
+    of any job (of some: the others are left out, run/breadth.py)."""
     def hint(job: Job) -> float:
         found = startups.expected(recorded, job)
         return registry.get(job.driver).setup_hint_s(job) if found is None else found
@@ -154,23 +162,34 @@ def _schedule(plan: Plan, started: float, recorded: dict[str, list[float]]) -> S
              for j in benchmark] for benchmark in plan.benchmarks]
     schedule = Schedule(jobs, plan.processes, plan.time_limit_s, started, chosen=plan.chosen,
                         halves=plan.halves, partners=[partners(b) for b in plan.benchmarks])
-    least = schedule.minimum_s()
-    if plan.time_limit_s is not None and least > schedule.left_s():
-        spent = plan.time_limit_s - schedule.left_s()
-        known = sum(startups.expected(recorded, j) is not None
-                    for b in plan.benchmarks for j in b)
-        source = (f"{known} of {sum(map(len, jobs))} jobs as earlier runs here took, the "
-                  "others from their drivers' hints") if known \
-            else "from the drivers' hints: no run here yet"
-        each = " in each half" if plan.halves > 1 else ""
-        raise UserError(f"a time limit of {plan.time_limit_s:g} s cannot hold one worker process "
-                        f"per job{each}: after {spent:.0f} s of planning their start-up alone is "
-                        f"expected to take about {least:.0f} s ({source}); ask for --time-limit "
-                        f"{math.ceil((least + spent) * 1.3)} or more (0: none)")
-    return schedule
+    if len(schedule.leave_out()) < sum(map(len, jobs)):
+        return schedule
+    each = " in each half" if plan.halves > 1 else ""
+    raise UserError(f"a time limit of {plan.time_limit_s:g} s cannot hold one worker process of "
+                    f"any job{each}: after {_spent(schedule):.0f} s of planning, start-up alone is "
+                    f"expected to take longer ({_source(plan, recorded)}); ask for --time-limit "
+                    f"{_holding_all(schedule)} or more (0: none)")
 
 
-def _what_runs(plan: Plan, folder: Path, schedule: Schedule) -> list[str]:
+def _spent(schedule: Schedule) -> float:
+    return (schedule.limit_s or 0.0) - schedule.left_s()
+
+
+def _holding_all(schedule: Schedule) -> int:
+    """A --time-limit expected to hold the first process of every job."""
+    return math.ceil((schedule.minimum_s() + _spent(schedule)) * 1.3)
+
+
+def _source(plan: Plan, recorded: dict[str, list[float]]) -> str:
+    """Where the start-ups expected come from."""
+    known = sum(startups.expected(recorded, j) is not None for b in plan.benchmarks for j in b)
+    return (f"{known} of {sum(map(len, plan.benchmarks))} jobs' start-ups as earlier runs here "
+            "took, the others from their drivers' hints") if known \
+        else "start-ups from the drivers' hints: no run here yet"
+
+
+def _what_runs(plan: Plan, folder: Path, schedule: Schedule,
+               recorded: dict[str, list[float]]) -> list[str]:
     """The run's first lines: what will be measured, how long it may take, where it goes."""
     adapters = sorted({f"{a.get('device')} ({a.get('backend')}, {a.get('implementation')})"
                        for a in plan.adapters})
@@ -186,8 +205,16 @@ def _what_runs(plan: Plan, folder: Path, schedule: Schedule) -> list[str]:
                f"{' in each half' if plan.halves > 1 else ''}, {jobs} jobs: about "
                f"{schedule.most_s():.0f} s (no time limit: a process slow to reach "
                "min_rounds takes longer)")
-    return [f"measuring {len(plan.benchmarks)} benchmarks of {plan.suite.name} on "
-            f"{'; '.join(adapters)}, {how}; results in {folder}"]
+    lines = [f"measuring {len(plan.benchmarks)} benchmarks of {plan.suite.name} on "
+             f"{'; '.join(adapters)}, {how}; results in {folder}"]
+    if schedule.left_out:
+        left = [f"{plan.benchmarks[b][j].group.id} ({plan.benchmarks[b][j].label})"
+                for b, j in schedule.left_out]
+        lines.append(f"the time limit holds the first process of {jobs - len(left)} of {jobs} "
+                     f"jobs as expected ({_source(plan, recorded)}); these run only if time is "
+                     f"left after the others: {', '.join(sorted(left))}; --time-limit "
+                     f"{_holding_all(schedule)} should hold them all")
+    return lines
 
 
 @dataclass(frozen=True)
@@ -210,15 +237,17 @@ def _measure(plan: Plan, schedule: Schedule, folders: list[RunFolder], reporter:
     def finish_all(b: int) -> None:
         started = time.monotonic()
         for half, files in enumerate(folders):
-            mine = [[o for o in found if o.process % len(folders) == half]
-                    for found in outcomes[b]]
+            mine = [[o for o in found if o.process % len(folders) == half] or (
+                [worker.Outcome(half, cut=True, error=LEFT_OUT)] if (b, j) in schedule.left_out
+                else []) for j, found in enumerate(outcomes[b])]
             _finish(plan.benchmarks[b], mine, files, reporter, seeding)
         finished.add(b)
         schedule.finished(time.monotonic() - started)
 
     def finish_rest() -> None:
         for b in range(len(plan.benchmarks)):
-            if b not in finished and outcomes[b][0]:
+            if b not in finished and (any(outcomes[b]) or any(
+                    (b, j) in schedule.left_out for j in range(len(outcomes[b])))):
                 finish_all(b)
 
     try:
@@ -231,7 +260,7 @@ def _measure(plan: Plan, schedule: Schedule, folders: list[RunFolder], reporter:
                     _process(plan, schedule, slot, reporter, seeding, stall_timeout_s))
             elif slot.process < schedule.whole:  # a partial pass's process is optional
                 outcomes[slot.benchmark][slot.job].append(worker.Outcome(
-                    slot.process, cut=slot.process > 0, error=_no_room(schedule, slot)))
+                    slot.process, cut=True, error=_no_room(schedule, slot)))
             interrupts.check()
             if schedule.last(slot):
                 finish_all(slot.benchmark)
@@ -271,9 +300,17 @@ def _shortfall(plan: Plan, schedule: Schedule, more: list[str]) -> list[str]:
     return notes
 
 
+LEFT_OUT = ("not started: the time limit held its first process only if time was left after "
+            "the other jobs' (as planned at the start), and none was")
+
+
 def _no_room(schedule: Schedule, slot: Slot) -> str:
-    return (f"not measured: the time limit left {max(0, schedule.left_s()):.0f} s, too "
-            f"little for this job's start-up (about {schedule.setup_s(slot):.0f} s)")
+    """Why `slot` did not start, in the terms of the rule (Schedule.fits)."""
+    return (f"not started: {max(0.0, schedule.deadline() - time.monotonic()):.1f} s were left "
+            f"before the run's deadline (its time limit less {FINISH_S:g} s and the finishes "
+            f"still to come), less than this process needs: about {schedule.setup_s(slot):.1f} "
+            f"s of start-up, {schedule.least_s(slot) - schedule.setup_s(slot):.1f} s of least "
+            f"sampling and {HANDBACK_S:g} s to hand back")
 
 
 def _started(plan: Plan, schedule: Schedule, slot: Slot, reporter: Reporter) -> None:

@@ -67,17 +67,28 @@ def test_a_damaged_file_is_ignored_and_replaced(plan):
     assert startups.load() == {"k": [1.5]}
 
 
-def test_the_schedule_expects_what_earlier_runs_took_and_refuses_only_without_them(plan):
+def test_the_schedule_expects_what_earlier_runs_took_and_leaves_out_what_it_cannot_hold(plan):
     jobs = [j for b in plan.benchmarks for j in b]
-    # The drivers' hints: len(jobs) x 4 s cannot fit 20 s, so the run is refused at once.
-    with pytest.raises(UserError, match="from the drivers' hints: no run here yet"):
-        runner._schedule(plan, time.monotonic(), {})
-    # The same run after one that measured 0.5 s a worker here holds.
+    # The drivers' hints: len(jobs) x 4 s do not fit 20 s: the first processes of two jobs
+    # do, those of the first and last benchmark (breadth first: the suite's ends); the
+    # others are left out, said at the start (and run if time is left after them).
+    schedule = runner._schedule(plan, time.monotonic(), {})
+    last = len(plan.benchmarks) - 1
+    assert sorted(schedule.left_out) == [(b, 0) for b in range(1, last)]
+    lines = runner._what_runs(plan, Path("out"), schedule, {})
+    assert f"holds the first process of 2 of {len(jobs)} jobs" in lines[-1]
+    assert "from the drivers' hints: no run here yet" in lines[-1]
+    # The same run after one that measured 0.5 s a worker here holds every job.
     recorded = {startups.key(j): [0.5] for j in jobs}
     schedule = runner._schedule(plan, time.monotonic(), recorded)
     assert [hint for b in schedule.jobs for _, _, hint in b] == [0.5] * len(jobs)
+    assert not schedule.left_out and len(runner._what_runs(plan, Path("o"), schedule, {})) == 1
+    # A limit that holds no job's first process is refused at once.
+    plan.time_limit_s = 5
+    with pytest.raises(UserError, match="from the drivers' hints: no run here yet"):
+        runner._schedule(plan, time.monotonic(), {})
     # One job unknown: its hint counts, and the refusal says how much was known.
     del recorded[startups.key(jobs[0])]
     plan.time_limit_s = 0.5 * len(jobs)
-    with pytest.raises(UserError, match=f"{len(jobs) - 1} of {len(jobs)} jobs as earlier"):
+    with pytest.raises(UserError, match=f"{len(jobs) - 1} of {len(jobs)} jobs' start-ups as earlier"):
         runner._schedule(plan, time.monotonic(), recorded)
