@@ -160,10 +160,12 @@ def _schedule(plan: Plan, started: float, recorded: dict[str, list[float]]) -> S
                   "others from their drivers' hints") if known \
             else "from the drivers' hints: no run here yet"
         each = " in each half" if plan.halves > 1 else ""
+        needed = math.ceil((least + spent) * 1.3)
+        ask = f"ask for --time-limit {needed} or more (0: none)" if needed <= 86400 else \
+            "not even the largest --time-limit (86400) can: ask for 0 (none) or fewer benchmarks"
         raise UserError(f"a time limit of {plan.time_limit_s:g} s cannot hold one worker process "
                         f"per job{each}: after {spent:.0f} s of planning their start-up alone is "
-                        f"expected to take about {least:.0f} s ({source}); ask for --time-limit "
-                        f"{math.ceil((least + spent) * 1.3)} or more (0: none)")
+                        f"expected to take about {least:.0f} s ({source}); {ask}")
     return schedule
 
 

@@ -1,0 +1,72 @@
+"""Hostile input around a run (issue 42): the start-up cache, --affinity, --browser, no home
+folder, and user strings on the terminal. Each ends in one clear line and exit code 2, or
+is taken in stride; never a traceback."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import BACKEND, gpuoverhead, write_suite
+
+from gpuoverhead.drivers import registry
+from gpuoverhead.run import startups
+from gpuoverhead.run.plan import RunOptions, prepare
+
+GOOD = "benchmarks:\n  - {name: a, kernel: add_one, elements: 64}\n"
+#: The largest --time-limit (run/plan.py).
+MOST_LIMIT_S = 86400
+
+
+def _assert_one_clear_line(proc, expected: str) -> None:
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    assert expected in lines[0], lines[0]
+
+
+def _cache_of(tmp_path: Path, suite: Path, seconds: object, monkeypatch) -> dict[str, str]:
+    """A cache folder whose startups.json holds `seconds` (as written, JSON) for each job of
+    `suite` on wgpu-native, and the environment that points a run at it."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    plan = prepare(RunOptions(suite=suite, out_root=tmp_path / "out", backend=BACKEND,
+                              implementations=registry.parse("wgpu-native")))
+    keys = [startups.key(job) for jobs in plan.benchmarks for job in jobs]
+    (cache / "gpuoverhead").mkdir(parents=True)
+    (cache / "gpuoverhead" / startups.FILE).write_text(
+        "{" + ", ".join(f"{json.dumps(k)}: [{seconds}, {seconds}]" for k in keys) + "}")
+    return {"XDG_CACHE_HOME": str(cache)}
+
+
+@pytest.mark.parametrize("seconds", ["Infinity", "1e308", "NaN", "-5", "1" + "0" * 400],
+                         ids=["Infinity", "1e308", "NaN", "below zero", "400 digits"])
+def test_hostile_start_up_cache_with_values_no_start_up_takes(tmp_path, monkeypatch, seconds):
+    """`Infinity` in startups.json ended every time-limited run in an OverflowError, 1e308
+    asked for a --time-limit of 309 digits: such values are dropped, the drivers' hints
+    stand in, and the limit asked for is one the option takes."""
+    suite = write_suite(tmp_path, GOOD)
+    env = _cache_of(tmp_path, suite, seconds, monkeypatch)
+    proc = gpuoverhead("run", "--suite", str(suite), "--backend", BACKEND, "--implementation",
+                       "wgpu-native", "--time-limit", "1", "--out", str(tmp_path / "o"), env=env)
+    _assert_one_clear_line(proc, "from the drivers' hints: no run here yet")
+    asked = re.search(r"ask for --time-limit (\d+) or more", proc.stderr)
+    assert asked and int(asked[1]) <= MOST_LIMIT_S, proc.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_hostile_start_ups_that_no_time_limit_can_hold(tmp_path, monkeypatch):
+    """20 jobs whose workers took an hour each to start: no message asks for a --time-limit
+    above the option's maximum; it says that none can hold the suite."""
+    suite = write_suite(tmp_path, "benchmarks:\n" + "".join(
+        f"  - {{name: a{i}, kernel: add_one, elements: 64}}\n" for i in range(20)))
+    env = _cache_of(tmp_path, suite, str(startups.MAX_STARTUP_S), monkeypatch)
+    proc = gpuoverhead("run", "--suite", str(suite), "--backend", BACKEND, "--implementation",
+                       "wgpu-native", "--time-limit", "600", "--out", str(tmp_path / "o"),
+                       env=env)
+    _assert_one_clear_line(proc, "20 of 20 jobs as earlier runs here took")
+    assert f"not even the largest --time-limit ({MOST_LIMIT_S}) can: ask for 0" in proc.stderr
+    assert not (tmp_path / "o").exists()
