@@ -5,14 +5,17 @@ is taken in stride; never a traceback."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import time
 from pathlib import Path
 
 import pytest
 from conftest import BACKEND, gpuoverhead, write_suite
 
 from gpuoverhead.drivers import registry
-from gpuoverhead.run import startups
+from gpuoverhead.errors import UserError
+from gpuoverhead.run import environment, startups
 from gpuoverhead.run.plan import RunOptions, prepare
 
 GOOD = "benchmarks:\n  - {name: a, kernel: add_one, elements: 64}\n"
@@ -70,3 +73,33 @@ def test_hostile_start_ups_that_no_time_limit_can_hold(tmp_path, monkeypatch):
     _assert_one_clear_line(proc, "20 of 20 jobs as earlier runs here took")
     assert f"not even the largest --time-limit ({MOST_LIMIT_S}) can: ask for 0" in proc.stderr
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    ("²", "--affinity takes CPU numbers and ranges such as 2-5,8, not '²'"),
+    ("٣", "--affinity takes CPU numbers and ranges such as 2-5,8, not '٣'"),
+    ("0-200000000", "--affinity 0-200000000: CPU "),
+    ("0-" + "9" * 5000, "--affinity takes CPU numbers and ranges"),
+    ("", "--affinity takes CPU numbers and ranges such as 2-5,8, not ''")],
+    ids=["superscript", "arabic digit", "200 million CPUs", "5000 digits", "empty"])
+def test_hostile_affinity_that_names_no_cpus_here(tmp_path, spec, expected):
+    """'²' passed str.isdigit and ended in int()'s ValueError; '0-200000000' built its set
+    for 15 s and then ran out of memory. Both are refused at once."""
+    proc = gpuoverhead("run", "--affinity", spec, "--out", str(tmp_path / "o"), timeout=60)
+    _assert_one_clear_line(proc, expected)
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="CPU affinity is Linux's")
+def test_hostile_affinity_range_is_checked_before_it_is_built():
+    """parse_cpus (which others call too) refuses a range past this machine's CPUs without
+    building it, and gives the CPUs of one it takes."""
+    allowed = os.sched_getaffinity(0)
+    started = time.monotonic()
+    with pytest.raises(UserError, match=f"CPU {max(allowed) + 1} is not one"):
+        environment.parse_cpus(f"{min(allowed)}-{10 ** 17}")
+    with pytest.raises(UserError, match=f"CPU {max(allowed) + 1} is not one"):
+        environment.parse_cpus(f"0-{10 ** 8}")
+    assert time.monotonic() - started < 1
+    assert environment.parse_cpus(f" {min(allowed)} ") == {min(allowed)}
+    assert environment.parse_cpus(",".join(map(str, sorted(allowed)))) == allowed
