@@ -103,3 +103,22 @@ def test_hostile_affinity_range_is_checked_before_it_is_built():
     assert time.monotonic() - started < 1
     assert environment.parse_cpus(f" {min(allowed)} ") == {min(allowed)}
     assert environment.parse_cpus(",".join(map(str, sorted(allowed)))) == allowed
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+@pytest.mark.parametrize(("given", "expected"), [
+    ("/etc/passwd", "--browser '/etc/passwd': not executable (chmod +x it"),
+    ("folder", "': a folder, not a program; pass the path of a Chromium or Chrome"),
+    ("missing", "': no such file, nor a program of that name on PATH"),
+    ("no-such-browser-here", "--browser 'no-such-browser-here': no such file, nor a program"),
+    ("script", "script: Exec format error")])
+def test_hostile_browser_that_cannot_be_started(tmp_path, given, expected):
+    """--browser /etc/passwd ended in a PermissionError traceback from Popen."""
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "script").write_text("not a program\n")
+    (tmp_path / "script").chmod(0o755)  # executable, but no #! and no binary: ENOEXEC
+    path = given if given.startswith("/") or given.startswith("no-") else str(tmp_path / given)
+    proc = gpuoverhead("run", "--implementation", "chromium", "--browser", path, "--out",
+                       str(tmp_path / "o"), timeout=120)
+    _assert_one_clear_line(proc, expected)
+    assert not (tmp_path / "o").exists()
