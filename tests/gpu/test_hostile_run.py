@@ -7,14 +7,17 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import BACKEND, gpuoverhead, write_suite
+from conftest import BACKEND, ROOT, gpuoverhead, only_run_folder, read_run, write_suite
 
 from gpuoverhead.drivers import registry
 from gpuoverhead.errors import UserError
+from gpuoverhead.gpu.layers import native
 from gpuoverhead.run import environment, startups
 from gpuoverhead.run.plan import RunOptions, prepare
 
@@ -122,3 +125,35 @@ def test_hostile_browser_that_cannot_be_started(tmp_path, given, expected):
                        str(tmp_path / "o"), timeout=120)
     _assert_one_clear_line(proc, expected)
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG_CACHE_HOME is Linux's")
+def test_hostile_no_home_folder(tmp_path):
+    """No $HOME and a uid with no passwd entry (a container's bare uid; each process here
+    is made so by a sitecustomize that hides this uid from pwd): Path.home()'s RuntimeError
+    ended every run. The cache (the native loop, start-ups) goes to the temporary folder."""
+    hide = tmp_path / "site"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text(
+        "import pwd\n\n\ndef _nobody(uid):\n    raise KeyError(f'getpwuid(): uid not found: "
+        "{uid}')\n\n\npwd.getpwuid = _nobody\n")
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("HOME", "XDG_CACHE_HOME", "USER", "LOGNAME")}
+    env.update(TMPDIR=str(temp), PYTHONPATH=os.pathsep.join(
+        [str(hide), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    suite = write_suite(tmp_path, "defaults: {n_sweep: [1, 2], budget_s: 0.02, min_rounds: 3,"
+                                  " warmup_max_rounds: 1, methodologies: [sequential], layers:"
+                                  " [native], encodings: [dispatch], gpu_timestamps: false}\n"
+                        + GOOD)
+    proc = subprocess.run([sys.executable, "-m", "gpuoverhead", "run", "--suite", str(suite),
+                           "--backend", BACKEND, "--processes", "1", "--implementation",
+                           "wgpu-native", "--time-limit", "120", "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    cache = temp / f"gpuoverhead-cache-{os.getuid()}"
+    assert (cache / startups.FILE).is_file(), list(temp.rglob("*"))
+    _, _, info = read_run(only_run_folder(tmp_path / "o"))
+    if native.compiler() is not None:
+        assert info["layers"]["native"]["library"].startswith(str(cache)), info["layers"]

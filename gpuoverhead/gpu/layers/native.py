@@ -59,13 +59,18 @@ class NativeLoop:
 
 
 def cache_dir() -> Path:
-    """The OS's per-user cache folder for gpuoverhead."""
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-        return base / "gpuoverhead" / "Cache"
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "gpuoverhead"
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpuoverhead"
+    """The OS's per-user cache folder for gpuoverhead; where this user has no home folder
+    (no $HOME and no passwd entry: a container's bare uid), the temporary one's, where
+    Path.home()'s RuntimeError had ended every run."""
+    try:
+        if sys.platform == "win32":
+            base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+            return base / "gpuoverhead" / "Cache"
+        if sys.platform == "darwin":
+            return Path.home() / "Library" / "Caches" / "gpuoverhead"
+        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpuoverhead"
+    except RuntimeError:  # "Could not determine home directory."
+        return temporary_cache_dir()
 
 
 def temporary_cache_dir() -> Path:
@@ -123,7 +128,8 @@ def load() -> NativeLoop | str:
             return _load_from(folder() / f"{name}{tag}", name, headers, described)
         except OSError as exc:  # a folder that cannot be made or written: the next one
             tried.append(f"{exc.filename or folder.__name__}: {exc.strerror or exc}")
-    return f"native layer skipped: no cache folder can be written ({'; '.join(tried)})"
+    said = "; ".join(dict.fromkeys(tried))  # without a home folder both are the temporary one
+    return f"native layer skipped: no cache folder can be written ({said})"
 
 
 def _load_from(path: Path, name: str, headers: Path, described: str) -> NativeLoop | str:
