@@ -157,3 +157,24 @@ def test_hostile_no_home_folder(tmp_path):
     _, _, info = read_run(only_run_folder(tmp_path / "o"))
     if native.compiler() is not None:
         assert info["layers"]["native"]["library"].startswith(str(cache)), info["layers"]
+
+
+def test_hostile_suite_name_that_would_drive_the_terminal(tmp_path):
+    """A suite's name reached the terminal raw: its escape sequences and NUL bytes as they
+    were, its rich markup consumed ('[bold]x[/bold]' showed as 'x'), its newline starting a
+    line of its own ('error: fake'). It is printed as written, control characters spelled
+    out, in the run's first line and in the list of runs."""
+    name = "[bold]x[/bold] \x1b[31mred\x1b[0m \x00 \u202eevil\nerror: fake"
+    suite = write_suite(tmp_path, f"name: {json.dumps(name)}\n"
+                        "defaults: {n_sweep: [1, 2], budget_s: 0.02, min_rounds: 3,"
+                        " warmup_max_rounds: 1, methodologies: [naive]}\n" + GOOD)
+    proc = gpuoverhead("run", "--suite", str(suite), "--backend", BACKEND, "--processes", "1",
+                       "--implementation", "wgpu-native", "--out", str(tmp_path / "o"))
+    assert proc.returncode == 0, proc.stderr
+    shown = r"[bold]x[/bold] \x1b[31mred\x1b[0m \x00 \u202eevil\nerror: fake"
+    assert proc.stderr.startswith(f"measuring 1 benchmarks of {shown} on "), proc.stderr
+    listed = gpuoverhead("show", str(tmp_path / "o"))
+    assert listed.returncode == 0 and shown in listed.stdout, listed.stdout
+    for said in (proc.stdout + proc.stderr, listed.stdout + listed.stderr):
+        assert not {"\x1b", "\x00", "\u202e"} & set(said)
+        assert not any(line.startswith("error") for line in said.splitlines()), said
