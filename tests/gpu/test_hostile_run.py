@@ -4,6 +4,7 @@ is taken in stride; never a traceback."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -178,3 +179,18 @@ def test_hostile_suite_name_that_would_drive_the_terminal(tmp_path):
     for said in (proc.stdout + proc.stderr, listed.stdout + listed.stderr):
         assert not {"\x1b", "\x00", "\u202e"} & set(said)
         assert not any(line.startswith("error") for line in said.splitlines()), said
+
+
+@pytest.mark.skipif(importlib.util.find_spec("wgpudawn") is None,
+                    reason="Dawn (pip install wgpudawn) is not installed")
+def test_hostile_dawn_driver_warning_in_the_tools_words():
+    """Dawn printed why it rejects a driver ('Warning: Vulkan shaderUniform*ArrayDynamicIndexing
+    required. - While initializing adapter ...', on lavapipe) straight to stderr before the
+    tool's first line. Now the tool's lines alone reach the terminal, the reason inside its
+    note where Dawn offers no adapter."""
+    proc = gpuoverhead("adapters", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert all(line.startswith(("warning: ", "error: ")) for line in lines if line), lines
+    dawn = [line for line in lines if line.startswith("warning: dawn offers no adapter")]
+    assert len(dawn) <= 1 and ("dawn" in proc.stdout) != bool(dawn), (proc.stdout, lines)
