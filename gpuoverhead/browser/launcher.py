@@ -40,14 +40,27 @@ CALL_S = 120.0
 
 def find(path: str | None) -> str:
     """The browser to start: `path` if given, else the first candidate found."""
-    for candidate in ([path] if path else CANDIDATES):
+    if path:
+        return _given(path)
+    for candidate in CANDIDATES:
         found = shutil.which(candidate) or (candidate if Path(candidate).is_file() else None)
         if found:
             return found
-    if path:
-        raise BrowserError(f"no browser at {path!r} (--browser)")
     raise BrowserError("no Chromium found (looked for " + ", ".join(CANDIDATES[:5]) +
                        "); install one (apt-get install chromium) or pass --browser PATH")
+
+
+def _given(path: str) -> str:
+    """--browser's program (a path, or a name on PATH), else a BrowserError that says what
+    is there instead: a file that is not executable had ended in a PermissionError."""
+    found = shutil.which(path)
+    if found:
+        return found
+    given = Path(path)
+    what = ("a folder, not a program" if given.is_dir() else
+            "not executable (chmod +x it, or name the browser's program)" if given.exists()
+            else "no such file, nor a program of that name on PATH")
+    raise BrowserError(f"--browser {path!r}: {what}; pass the path of a Chromium or Chrome")
 
 
 def flags() -> list[str]:
@@ -76,6 +89,10 @@ class Browser:
                     stderr=log, start_new_session=True,
                     preexec_fn=_die_with_parent if sys.platform == "linux" else None)
             self.connection = Connection(self._endpoint(), CALL_S)
+        except OSError as exc:  # it cannot be executed after all (a script with no #!)
+            self.close()
+            raise BrowserError(f"cannot start {self.executable}: {exc.strerror or exc}") \
+                from None
         except BaseException:
             self.close()
             raise

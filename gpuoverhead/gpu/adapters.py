@@ -7,13 +7,16 @@ opengl), `adapter_type` as the implementation reports it (DiscreteGPU, Integrate
 
 from __future__ import annotations
 
+import re
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from gpuoverhead.errors import UserError
 from gpuoverhead.gpu.bindings import Binding
+from gpuoverhead.gpu.output import captured
 from gpuoverhead.records import AdapterInfo
 
 BACKENDS = ("vulkan", "metal", "d3d12", "opengl")
@@ -125,17 +128,34 @@ def discover(bindings: Sequence[Binding], named: bool = False
             notes += [missing] if named else []
             continue
         try:
-            offered = binding.module().gpu.enumerate_adapters_sync()
+            offered, said = _enumerated(binding)
         except Exception as exc:  # a native library that cannot start an instance here
             notes.append(f"{binding.name} could not enumerate adapters: {exc}")
             continue
         if not offered:
-            notes.append(f"{binding.name} offers no adapter on this machine (Dawn rejects "
-                         "some drivers, Mesa 22's lavapipe among them)")
+            why = f" (it said: {'; '.join(dict.fromkeys(said))})" if said else ""
+            notes.append(f"{binding.name} offers no adapter on this machine{why}; Dawn rejects "
+                         "some drivers, Mesa 22's lavapipe among them")
         found += [FoundAdapter(describe(a, binding.name), a) for a in offered]
     # WARP is listed twice (as an integrated GPU and as a CPU): once described, keep one.
     unique = {f.info: f for f in reversed(found)}
     return sorted(unique.values(), key=lambda f: rank(f.info)), notes
+
+
+#: How Dawn starts what it prints on rejecting a driver ("Warning: Vulkan ... required.").
+_SAID = re.compile(r"^(?:Warning|Error): (.+)$", re.MULTILINE)
+
+
+def _enumerated(binding: Binding) -> tuple[list[Any], list[str]]:
+    """The binding's adapters, and what its library printed on the way, as the reasons it
+    gave: Dawn writes why it rejects a driver to file descriptor 2, which had put three
+    lines of its own before the tool's first line."""
+    with tempfile.TemporaryFile() as sink:
+        with captured(sink):
+            offered = binding.module().gpu.enumerate_adapters_sync()
+        sink.seek(0)
+        text = sink.read().decode(errors="replace")
+    return offered, [m.strip() for m in _SAID.findall(text)]
 
 
 def rank(info: AdapterInfo) -> tuple[int, int]:

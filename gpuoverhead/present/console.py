@@ -41,6 +41,13 @@ _ROWS += [("gpu", "sequential", "dispatch", "timestamps", "wrapper", "gpu_ns", "
           ("naive/dispatch", "sequential", "dispatch", "wait", "wrapper", "inflation", "")]
 
 
+def literal(text: object, newlines: bool = False) -> str:
+    """A string from the user or a file, as rich prints it among the tool's markup: its
+    brackets taken as text (a suite named '[bold]x[/bold]' showed as 'x'), its control
+    characters written out (format.printable)."""
+    return escape(fmt.printable(str(text), newlines))
+
+
 def summary_grid(summary: pd.DataFrame) -> Table:
     """Per group and implementation the headline figures: estimate, interval (its coverage
     where under 95%) and half-width relative to it.
@@ -63,7 +70,7 @@ def summary_grid(summary: pd.DataFrame) -> Table:
     for (bench, elements, impl), rows in combined.groupby(
             ["benchmark", "elements", "implementation"], sort=False):
         processes = int(rows["processes"].max()) if "processes" in rows else 1
-        labels = [str(bench), f"{elements:,} el.", str(impl),
+        labels = [literal(bench), f"{elements:,} el.", literal(impl),
                   f"{processes} process{'es' if processes > 1 else ''}"]
         for name, method, encoding, sync, layer, metric, call in _ROWS:
             hit = rows[(rows.methodology == method) & (rows.encoding == encoding)
@@ -99,12 +106,12 @@ def implementations_grid(summary: pd.DataFrame) -> Table | None:
     for name in ("benchmark", "measure", "implementation", "encoding", "median", "vs fastest"):
         table.add_column(name, justify="right" if name in ("median", "vs fastest") else "left")
     for (bench, elements), group in rows.groupby(["benchmark", "elements"], sort=False):
-        label = f"{bench} {elements:,} el."
+        label = literal(f"{bench} {elements:,} el.")
         for metric, title in (("latency_ns", "naive"), ("per_dispatch_ns", "per dispatch")):
             mine = group[(group.metric == metric) & (group.sync == "wait")]
             for r in mine.sort_values("value").itertuples():
                 ratio = r.ratio_to_fastest
-                table.add_row(label, title, r.implementation, r.encoding,
+                table.add_row(label, title, literal(r.implementation), literal(r.encoding),
                               fmt.value(r.value, r.hint),
                               f"{ratio:.2f}x" if ratio == ratio else "≈0: fused")
                 label, title = "", ""
@@ -127,11 +134,11 @@ def bind_group_grid(summary: pd.DataFrame) -> Table | None:
                          else "right")
     for (bench, elements, impl), part in rows.groupby(["benchmark", "elements",
                                                        "implementation"], sort=False):
-        label = f"{bench} {elements:,} el."
+        label = literal(f"{bench} {elements:,} el.")
         for _, one in part.groupby("encoding", sort=False):
             cpu, cost, ratio = (workload_grids.pick(one, BIND_PER_DISPATCH, metric) for metric
                                 in ("cpu_per_dispatch_ns", "bind_group_ns", "bind_group_ratio"))
-            table.add_row(label, str(impl), str(one.encoding.iloc[0]),
+            table.add_row(label, literal(impl), literal(one.encoding.iloc[0]),
                           fmt.value(cpu.value, cpu.hint) if cpu is not None else "",
                           *((fmt.value(cost.value, cost.hint), fmt.interval(cost))
                             if cost is not None else ("", "")),
@@ -148,7 +155,7 @@ def print_report(table: Any, sets: list) -> None:
 
     out.print(render.terminal(table))
     for note in render.footnotes(table):
-        out.print(note, highlight=False)
+        out.print(literal(note), highlight=False)
     for rs in sets:
         print_crossovers(rs.summary[rs.summary.benchmark == table.benchmark])
 
@@ -159,7 +166,7 @@ def print_crossovers(summary: pd.DataFrame) -> None:
     from gpuoverhead.drivers.registry import CPU_REFERENCE
 
     for row, c in crossover.lines(summary):
-        out.print(fmt.crossover(row, c, CPU_REFERENCE), highlight=False)
+        out.print(literal(fmt.crossover(row, c, CPU_REFERENCE)), highlight=False)
 
 
 def breakdown_grid(summary: pd.DataFrame) -> Table | None:
@@ -175,11 +182,11 @@ def breakdown_grid(summary: pd.DataFrame) -> Table | None:
     for layer in layers:
         table.add_column(layer, justify="right")
     for (bench, elements), rows in calls.groupby(["benchmark", "elements"], sort=False):
-        label = f"{bench} {elements:,} el."
+        label = literal(f"{bench} {elements:,} el.")
         for call, by_call in rows.groupby("call", sort=False):
             cells = [fmt.value(by_call[by_call.layer == lay].value.iloc[0], "time")
                      if (by_call.layer == lay).any() else "—" for lay in layers]
-            table.add_row(label, str(call), *cells)
+            table.add_row(label, literal(call), *cells)
             label = ""
         table.add_section()
     return table
@@ -187,11 +194,11 @@ def breakdown_grid(summary: pd.DataFrame) -> Table | None:
 
 def frame_table(frame: pd.DataFrame, title: str) -> Table:
     """Any frame of strings as a table."""
-    table = Table(title=title)
+    table = Table(title=literal(title))
     for column in frame.columns:
-        table.add_column(str(column))
+        table.add_column(literal(column))
     for row in frame.itertuples(index=False):
-        table.add_row(*map(str, row))
+        table.add_row(*map(literal, row))
     return table
 
 
@@ -201,8 +208,9 @@ def adapters_table(found: list[AdapterInfo]) -> Table:
                 "timestamps"):
         table.add_column(col)
     for i, a in enumerate(found):
-        table.add_row(str(i), a.implementation, a.backend, a.adapter_type, a.vendor, a.device,
-                      a.driver, "yes" if a.timestamps else "no")
+        table.add_row(str(i), *map(literal, (a.implementation, a.backend, a.adapter_type,
+                                             a.vendor, a.device, a.driver)),
+                      "yes" if a.timestamps else "no")
     return table
 
 
@@ -225,9 +233,11 @@ def print_summary(summary: pd.DataFrame) -> None:
 
 def show_errors(errors: list[str]) -> None:
     for e in errors:
-        err.print(f"[red]error:[/red] {escape(e)}", highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/red] {literal(e, newlines=True)}", highlight=False,
+                  soft_wrap=True)
 
 
 def show_warnings(warnings: list[str]) -> None:
     for w in warnings:
-        err.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False, soft_wrap=True)
+        err.print(f"[yellow]warning:[/yellow] {literal(w, newlines=True)}", highlight=False,
+                  soft_wrap=True)

@@ -4,12 +4,30 @@ times in µs, ratios with x, rates per second, shares in %, sizes as M, absent a
 from __future__ import annotations
 
 import math
+import unicodedata
 from typing import Any
 
 from gpuoverhead.analysis.crossover import Crossing
 from gpuoverhead.analysis.stats import CONFIDENCE
 
 BELOW = "below resolution"
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+#: Unicode's bidirectional overrides and isolates: they reorder what follows them on screen.
+_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def printable(text: str, newlines: bool = False) -> str:
+    """`text` with its control characters written out ('\\x1b', '\\x00', '\\n', '\\u202e'):
+    a string that a user or a file controls (a suite's name, a path, a benchmark in a result
+    file) must not colour the terminal, move its cursor or forge a line of the tool's own.
+    `newlines` keeps line breaks (a worker's traceback)."""
+    return "".join(_escaped(c) if (unicodedata.category(c) == "Cc" or c in _BIDI)
+                   and not (newlines and c == "\n") else c for c in text)
+
+
+def _escaped(c: str) -> str:
+    code = ord(c)
+    return _NAMED.get(c) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
 
 
 def value(v: float | None, hint: str, decimals: int = 1) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from gpuoverhead.present.console import err
+from gpuoverhead.present.console import err, literal
 
 
 class RichReporter:
@@ -31,16 +31,18 @@ class RichReporter:
         self._progress.stop()
 
     def run_started(self, lines: list[str]) -> None:
+        """The run's first lines, whose suite name, adapters and folder are the user's
+        words: printed as they are, never as markup or control characters."""
         for line in lines:
-            err.print(line, highlight=False, soft_wrap=True)
+            err.print(literal(line), highlight=False, soft_wrap=True)
 
     def benchmark_started(self, label: str, index: int, total: int, seconds: float) -> None:
         if not err.is_terminal:  # no live bar on a pipe: one line per benchmark instead
-            err.print(f"[{index + 1}/{total}] {label}: about {seconds:.0f} s of sampling",
-                      highlight=False, soft_wrap=True)
+            err.print(literal(f"[{index + 1}/{total}] {label}: about {seconds:.0f} s of "
+                              "sampling"), highlight=False, soft_wrap=True)
         self._progress.start()  # only now: errors before the first benchmark print cleanly
-        self._task = self._progress.add_task(f"[{index + 1}/{total}] {label}", total=seconds,
-                                             info="warming up")
+        self._task = self._progress.add_task(literal(f"[{index + 1}/{total}] {label}"),
+                                             total=seconds, info="warming up")
 
     def progress(self, done_s: float, info: str) -> None:
         self._progress.update(self._task, completed=done_s, info=info)
@@ -49,11 +51,12 @@ class RichReporter:
                        ) -> None:
         task = self._progress.tasks[-1]
         if not err.is_terminal:
-            err.print(f"  {label}: {len(errors)} failed" if errors else f"  {label}: done",
-                      highlight=False, soft_wrap=True)
+            err.print(literal(f"  {label}: {len(errors)} failed" if errors
+                              else f"  {label}: done"), highlight=False, soft_wrap=True)
         if errors:
             first = errors[0].splitlines()[0]
-            self._progress.update(self._task, info=f"[red]{len(errors)} failed: {first[:60]}")
+            self._progress.update(self._task,
+                                  info=f"[red]{len(errors)} failed: {literal(first[:60])}")
             return
         head = summary[summary["metric"].isin(("latency_ns", "per_dispatch_ns"))
                        & summary["process"].isna()] if summary is not None else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -133,6 +134,34 @@ def address_space_problem() -> str | None:
             f"can crash the run): raise the limit or lift it")
 
 
+#: An --affinity part: a CPU number or a range of them, in ASCII digits (str.isdigit takes
+#: '²', which int() refuses); no CPU number has more than 18 digits.
+_CPUS = re.compile(r"([0-9]{1,18})(?:-([0-9]{1,18}))?")
+
+
+def parse_cpus(spec: str) -> set[int]:
+    """The CPUs that an --affinity value names ('2-5', '2,3,8'), each one this process may
+    run on, else a UserError. A range is checked before its set is built: '0-200000000'
+    took 15 s and then all memory."""
+    allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") \
+        else set(range(os.cpu_count() or 1))
+    top = max(allowed)
+    cpus: set[int] = set()
+    for part in spec.split(","):
+        found = _CPUS.fullmatch(part.strip())
+        first, last = (int(found[1]), int(found[2] or found[1])) if found else (0, -1)
+        if last < first:
+            raise UserError(f"--affinity takes CPU numbers and ranges such as 2-5,8, "
+                            f"not {spec!r}")
+        named = range(first, min(last, top + 1) + 1)  # at most one past the highest allowed
+        outside = first if first > top else next((c for c in named if c not in allowed), None)
+        if outside is not None:
+            raise UserError(f"--affinity {spec}: CPU {outside} is not one this process may run "
+                            f"on ({len(allowed)} CPUs: {min(allowed)}-{top})")
+        cpus.update(named)
+    return cpus
+
+
 def pin(spec: str | None) -> None:
     """Keep this process, and the worker processes it starts (they inherit the mask), on the
     CPUs that `spec` names ('2-5', '2,3,8'; Linux). On the H100 VM one vCPU made every
@@ -141,15 +170,4 @@ def pin(spec: str | None) -> None:
         return
     if not hasattr(os, "sched_setaffinity"):
         raise UserError("--affinity needs sched_setaffinity (Linux); this OS has none")
-    cpus: set[int] = set()
-    for part in spec.split(","):
-        low, _, high = part.strip().partition("-")
-        if not (low.isdigit() and (high.isdigit() or not high)) or int(high or low) < int(low):
-            raise UserError(f"--affinity takes CPU numbers and ranges such as 2-5,8, "
-                            f"not {spec!r}")
-        cpus |= set(range(int(low), int(high or low) + 1))
-    allowed = os.sched_getaffinity(0)
-    if not cpus <= allowed:
-        raise UserError(f"--affinity {spec}: CPU {min(cpus - allowed)} is not one this process "
-                        f"may run on ({len(allowed)} CPUs: {min(allowed)}-{max(allowed)})")
-    os.sched_setaffinity(0, cpus)
+    os.sched_setaffinity(0, parse_cpus(spec))

@@ -26,6 +26,8 @@ from gpuoverhead.suite.expand import load_suite, quick
 
 #: Worker processes per job without a time limit, where none are asked for.
 DEFAULT_PROCESSES = 3
+#: The largest --time-limit (a day).
+MAX_TIME_LIMIT_S = 86400
 
 
 @dataclass
@@ -146,8 +148,9 @@ def check_options(options: RunOptions) -> None:
         raise UserError(f"--stall-timeout must be a positive number of seconds, not "
                         f"{options.stall_timeout_s}")
     limit = options.time_limit_s
-    if limit is not None and not (math.isfinite(limit) and 0 <= limit <= 86400):
-        raise UserError(f"--time-limit must be between 0 (none) and 86400 seconds, not {limit}")
+    if limit is not None and not (math.isfinite(limit) and 0 <= limit <= MAX_TIME_LIMIT_S):
+        raise UserError(f"--time-limit must be between 0 (none) and {MAX_TIME_LIMIT_S} seconds, "
+                        f"not {limit}")
     adapters.check_backend(options.backend)
     if options.run_id is not None and not RUN_ID.fullmatch(options.run_id):
         raise UserError(f"--run-id {options.run_id[:40]!r} is not a plain folder name: up to "

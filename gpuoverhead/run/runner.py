@@ -28,7 +28,7 @@ from gpuoverhead.run import checks, cpus, environment, noise, startups, worker
 from gpuoverhead.run.budget import FINISH_S, HANDBACK_S, Schedule, Slot, process_cap_s
 from gpuoverhead.run.files import RunFolder
 from gpuoverhead.run.finish import finish, partners
-from gpuoverhead.run.plan import Plan, RunOptions, prepare
+from gpuoverhead.run.plan import MAX_TIME_LIMIT_S, Plan, RunOptions, prepare
 
 
 class Reporter(Protocol):
@@ -167,17 +167,21 @@ def _schedule(plan: Plan, started: float, recorded: dict[str, list[float]]) -> S
     each = " in each half" if plan.halves > 1 else ""
     raise UserError(f"a time limit of {plan.time_limit_s:g} s cannot hold one worker process of "
                     f"any job{each}: after {_spent(schedule):.0f} s of planning, start-up alone is "
-                    f"expected to take longer ({_source(plan, recorded)}); ask for --time-limit "
-                    f"{_holding_all(schedule)} or more (0: none)")
+                    f"expected to take longer ({_source(plan, recorded)}); "
+                    f"{_asking_all(schedule)}")
 
 
 def _spent(schedule: Schedule) -> float:
     return (schedule.limit_s or 0.0) - schedule.left_s()
 
 
-def _holding_all(schedule: Schedule) -> int:
-    """A --time-limit expected to hold the first process of every job."""
-    return math.ceil((schedule.minimum_s() + _spent(schedule)) * 1.3)
+def _asking_all(schedule: Schedule) -> str:
+    """The --time-limit to ask for that is expected to hold the first process of every job
+    (never above the option's largest)."""
+    needed = math.ceil((schedule.minimum_s() + _spent(schedule)) * 1.3)
+    return f"ask for --time-limit {needed} or more (0: none)" if needed <= MAX_TIME_LIMIT_S \
+        else (f"not even the largest --time-limit ({MAX_TIME_LIMIT_S}) can: ask for 0 (none) "
+              "or fewer benchmarks")
 
 
 def _source(plan: Plan, recorded: dict[str, list[float]]) -> str:
@@ -212,8 +216,8 @@ def _what_runs(plan: Plan, folder: Path, schedule: Schedule,
                 for b, j in schedule.left_out]
         lines.append(f"the time limit holds the first process of {jobs - len(left)} of {jobs} "
                      f"jobs as expected ({_source(plan, recorded)}); these run only if time is "
-                     f"left after the others: {', '.join(sorted(left))}; --time-limit "
-                     f"{_holding_all(schedule)} should hold them all")
+                     f"left after the others: {', '.join(sorted(left))}; to hold them all, "
+                     f"{_asking_all(schedule)}")
     return lines
 
 

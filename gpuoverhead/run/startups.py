@@ -26,6 +26,10 @@ from gpuoverhead.gpu.layers.native import cache_dir
 #: Start-ups kept per job (the newest).
 KEEP = 5
 FILE = "startups.json"
+#: The longest start-up believed (an hour: torch.compile of a large model takes minutes).
+MAX_STARTUP_S = 3600.0
+#: A larger file is not one this module wrote (a few hundred bytes a job): it is not read.
+MAX_BYTES = 4 << 20
 
 
 def key(job: Job) -> str:
@@ -40,13 +44,24 @@ def _path() -> Path:
 def load() -> dict[str, list[float]]:
     """Start-ups recorded so far, by `key`; empty where there are none or the file is off."""
     try:
-        found = json.loads(_path().read_text())
-    except (OSError, ValueError):
+        path = _path()
+        if not path.is_file():  # a FIFO would block the read, a device never end it
+            return {}
+        with open(path, "rb") as f:
+            text = f.read(MAX_BYTES + 1)
+        found = json.loads(text) if len(text) <= MAX_BYTES else None
+    except (OSError, ValueError, RecursionError):
         return {}
     if not isinstance(found, dict):
         return {}
-    return {k: [float(x) for x in v if isinstance(x, int | float) and x >= 0]
+    return {k: [float(x) for x in v if _plausible(x)]
             for k, v in found.items() if isinstance(k, str) and isinstance(v, list)}
+
+
+def _plausible(x: object) -> bool:
+    """Whether `x` can be a start-up in seconds (compared before any float(): an integer of
+    400 digits overflows one)."""
+    return isinstance(x, int | float) and not isinstance(x, bool) and 0 <= x <= MAX_STARTUP_S
 
 
 def expected(recorded: dict[str, list[float]], job: Job) -> float | None:
@@ -61,8 +76,8 @@ def save(recorded: dict[str, list[float]], measured: dict[str, list[float]]) -> 
     merged = dict(recorded)
     for k, seconds in measured.items():
         merged[k] = (merged.get(k, []) + seconds)[-KEEP:]
-    path = _path()
     with contextlib.suppress(OSError):
+        path = _path()
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".startups-")
         try:

@@ -3,6 +3,7 @@ this machine leave numpy's state after timed units, and the checks see a step do
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import replace
 
 import numpy as np
@@ -164,6 +165,8 @@ def test_the_cpu_references_are_the_same_step(group):
             verify(dict.fromkeys(cases, 5))
 
 
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                    reason="torch is not installed (pip install 'gpuoverhead[torch]')")
 def test_the_crossover_ci_suite_puts_the_cpu_beside_the_gpu(tmp_path):
     """configs/crossover-ci.yaml on lavapipe with the CPU references, in seconds: per-step
     times of every implementation at each H (each checked against numpy in the run: a

@@ -12,11 +12,9 @@ found, or no folder can be written, the layer is skipped, and `load` says why.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import hashlib
 import importlib.util
-import io
 import os
 import shlex
 import shutil
@@ -25,12 +23,13 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gpuoverhead import encodings
+from gpuoverhead.gpu.output import captured
 from gpuoverhead.gpu.targets import Target
 
 SOURCE = Path(__file__).with_name("native_loop.c")
@@ -59,13 +58,18 @@ class NativeLoop:
 
 
 def cache_dir() -> Path:
-    """The OS's per-user cache folder for gpuoverhead."""
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-        return base / "gpuoverhead" / "Cache"
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "gpuoverhead"
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpuoverhead"
+    """The OS's per-user cache folder for gpuoverhead; where this user has no home folder
+    (no $HOME and no passwd entry: a container's bare uid), the temporary one's, where
+    Path.home()'s RuntimeError had ended every run."""
+    try:
+        if sys.platform == "win32":
+            base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+            return base / "gpuoverhead" / "Cache"
+        if sys.platform == "darwin":
+            return Path.home() / "Library" / "Caches" / "gpuoverhead"
+        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpuoverhead"
+    except RuntimeError:  # "Could not determine home directory."
+        return temporary_cache_dir()
 
 
 def temporary_cache_dir() -> Path:
@@ -123,7 +127,8 @@ def load() -> NativeLoop | str:
             return _load_from(folder() / f"{name}{tag}", name, headers, described)
         except OSError as exc:  # a folder that cannot be made or written: the next one
             tried.append(f"{exc.filename or folder.__name__}: {exc.strerror or exc}")
-    return f"native layer skipped: no cache folder can be written ({'; '.join(tried)})"
+    said = "; ".join(dict.fromkeys(tried))  # without a home folder both are the temporary one
+    return f"native layer skipped: no cache folder can be written ({said})"
 
 
 def _load_from(path: Path, name: str, headers: Path, described: str) -> NativeLoop | str:
@@ -152,7 +157,7 @@ def _build(name: str, headers: Path, path: Path, described: str) -> str | None:
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=path.parent))
     log = work / "compiler.log"
     try:
-        with _captured(log):
+        with open(log, "wb") as sink, captured(sink):  # not on the run's terminal
             built = Path(ffi.compile(tmpdir=str(work), verbose=False))
         os.replace(built, path)
     except Exception as exc:  # the compiler's first error, said in one line
@@ -164,26 +169,6 @@ def _build(name: str, headers: Path, path: Path, described: str) -> str | None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return None
-
-
-@contextlib.contextmanager
-def _captured(log: Path) -> Iterator[None]:
-    """The compiler's output (it writes to file descriptors 1 and 2, and setuptools prints
-    each command) into `log` instead of the run's terminal."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    with open(log, "wb") as sink:
-        os.dup2(sink.fileno(), 1)
-        os.dup2(sink.fileno(), 2)
-        try:
-            with contextlib.redirect_stdout(io.StringIO()), \
-                    contextlib.redirect_stderr(io.StringIO()):
-                yield
-        finally:
-            for fd, copy in zip((1, 2), saved, strict=True):
-                os.dup2(copy, fd)
-                os.close(copy)
 
 
 def issuers(loop: NativeLoop, t: Target) -> dict[str, Callable[[int], None]]:
