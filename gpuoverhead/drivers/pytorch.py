@@ -95,7 +95,8 @@ def setup_hint_s(job: Job) -> float:
     base = 1.5 if job.adapter.is_software else 3.0
     if job.group.fusion == "decode":  # 50-60 s a worker for Qwen2.5-0.5B's on the H100
         return base + (12.0 * compiles + 10.0) * job.group.elements / 896
-    return base + 3.0 * compiles
+    # The first torch.compile of a process brings up inductor (about 20 s on an H200).
+    return base + (15.0 + 3.0 * (compiles - 1) if compiles else 0.0)
 
 
 def listing(browser: str | None, notes: list[str]) -> list[Offer]:

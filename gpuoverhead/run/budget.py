@@ -65,9 +65,8 @@ class Budget:
     process_s: float
     #: The share of `process_s` that one sample may take (larger for a browser's samples).
     sample_share: float = SAMPLE_SHARE
-    #: When (time.monotonic(), shared by the processes of one machine) the worker must have
-    #: handed its rounds back: the run's deadline less HANDBACK_S and what the rest of its
-    #: pass needs (inf: no time limit).
+    #: When (time.monotonic()) the worker must have handed its rounds back: the deadline less
+    #: HANDBACK_S and what the rest of its pass needs (inf: no time limit).
     stop_at: float = math.inf
 
     @property
@@ -113,16 +112,14 @@ class Schedule:
     processes: int
     limit_s: float | None = None
     start: float = field(default_factory=time.monotonic)
-    #: Per kind: seconds beyond sampling that its processes took, and the least sampling
-    #: (warm-up and `min_rounds` rounds) one took.
+    #: Per kind: seconds beyond sampling its processes took, and the least sampling one took.
     _setup: dict[str, list[float]] = field(default_factory=dict)
     _least: dict[str, float] = field(default_factory=dict)
     #: Passes dropped because the time left could not hold them (for run.json).
     dropped: int = 0
     #: The passes asked for: under a time limit the most that may run.
     most: int = 0
-    #: Whether `most` was only a ceiling (--processes not given): passes beyond the chosen
-    #: count are then not said to be dropped.
+    #: Whether `most` was only a ceiling (--processes not given): no pass is then dropped.
     chosen: bool = False
     #: Seconds of the limit left as pass 0 began (what the choice in pass 0 divides).
     _pass0_left: float | None = None
@@ -132,16 +129,13 @@ class Schedule:
     _finishes: list[float] = field(default_factory=list)
     #: Seconds of the limit left when passes were last dropped (for the warning).
     left_at_drop_s: float = 0.0
-    #: How many runs the passes are dealt to in turn (2: an A/A run's halves): passes are
-    #: chosen and dropped in multiples of it, so that the halves stay as many.
+    #: How many runs the passes are dealt to in turn (2: an A/A run's halves, kept as many).
     halves: int = 1
     #: (benchmark, job) of the jobs in the partial pass (the last `halves` passes), if any.
     partial: frozenset[tuple[int, int]] = frozenset()
-    #: `partners[b][j]`: the jobs of benchmark b whose processes job j's ratios are paired
-    #: with (run/finish.py `partners`); a partial pass takes them with it.
+    #: `partners[b][j]`: the jobs whose processes job j's ratios are paired with (finish.py).
     partners: list[list[tuple[int, ...]]] | None = None
-    #: (benchmark, job) of the jobs whose first process the time limit does not hold as
-    #: planned (`leave_out`); each runs after the first pass if the time then holds it.
+    #: (benchmark, job) of the jobs left out by `leave_out` (each runs late if time holds).
     left_out: frozenset[tuple[int, int]] = frozenset()
 
     def __post_init__(self) -> None:
@@ -162,7 +156,7 @@ class Schedule:
             return
         self._pass0_left = self.left_s()
         if self.most > 1:
-            yield from (s for b in range(len(self.jobs)) for s in self.pass_of(b, 0))
+            yield from self._pass(0)
             for b, j in breadth.order([len(jobs) for jobs in self.jobs]):
                 late = Slot(b, 0, j, *self.jobs[b][j])
                 if (b, j) in self.left_out and self.fits(late):
@@ -178,16 +172,24 @@ class Schedule:
             if p > 0 and p % self.halves == 0 and not self._holds(p):
                 self._drop(p)
                 continue
-            for b in range(len(self.jobs)):
-                yield from self.pass_of(b, p)
+            yield from self._pass(p)
             p += 1
+
+    def _pass(self, p: int) -> list[Slot]:
+        """Process `p` of every job in the order it runs: benchmark by benchmark, so that
+        the processes of a ratio's pair are adjacent in time, but under a time limit pass 0
+        breadth first (run/breadth.py: every group gets a job before any gets all)."""
+        found = [s for b in range(len(self.jobs)) for s in self.pass_of(b, p)]
+        if p == 0 and self.limit_s is not None:
+            rank = {job: i for i, job in enumerate(breadth.order(list(map(len, self.jobs))))}
+            found.sort(key=lambda s: rank[(s.benchmark, s.job)])
+        return found
 
     def last(self, slot: Slot) -> bool:
         """Whether `slot` is its benchmark's last (its rows can then be finished)."""
         final = self.processes - 1 if any(b == slot.benchmark for b, _ in self.partial) \
             else self.whole - 1
-        return slot.process == final and slot.job == max(
-            s.job for s in self.pass_of(slot.benchmark, final))
+        return slot == [s for s in self._pass(final) if s.benchmark == slot.benchmark][-1]
 
     def count(self, slot: Slot) -> int:
         """How many processes `slot`'s job runs, as the schedule stands."""
@@ -205,8 +207,7 @@ class Schedule:
         share = free * slot.cap / sum(s.cap for s in rest) / (1 + WARMUP_SHARE)
         # The suite's budget, spread over the passes that will run rather than those asked.
         # However far it may overrun to reach min_rounds, it leaves the rest of its pass
-        # their start-ups and least sampling: a job whose first process cannot start is
-        # not measured at all.
+        # their start-ups and least sampling.
         later = sum(self.least_s(s) for s in self._remaining(slot, slot.process + 1)
                     if s != slot)
         own = self.count(slot) if slot.process > 0 else passes
@@ -321,13 +322,12 @@ class Schedule:
 
     def _remaining(self, slot: Slot, passes: int) -> Iterator[Slot]:
         """`slot` and those after it up to pass `passes`, in the order of a run under a time
-        limit."""
+        limit (a job left out and run late: itself, then the later passes)."""
         for p in range(slot.process, passes):
-            for b in range(slot.benchmark if p == slot.process else 0, len(self.jobs)):
-                for s in self.pass_of(b, p):
-                    if (s.process, s.benchmark, s.job) >= (slot.process, slot.benchmark,
-                                                           slot.job):
-                        yield s
+            found = self._pass(p)
+            if p == slot.process:
+                found = found[found.index(slot):] if slot in found else [slot]
+            yield from found
 
     def least_s(self, slot: Slot) -> float:
         """Seconds `slot` is expected to take at the least: its start-up and least sampling."""

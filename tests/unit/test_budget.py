@@ -37,7 +37,9 @@ def test_without_a_limit_benchmarks_run_one_after_another_with_their_caps():
 
 def test_with_a_limit_processes_run_in_passes_over_every_benchmark():
     schedule = Schedule(JOBS, processes=2, limit_s=1000.0)
-    assert _order(schedule) == [(0, 0, 0), (0, 0, 1), (1, 0, 0), (0, 1, 0), (0, 1, 1),
+    # Pass 0 breadth first (every benchmark's first job, then the second ...), the later
+    # passes benchmark by benchmark (a ratio's pair adjacent in time).
+    assert _order(schedule) == [(0, 0, 0), (1, 0, 0), (0, 0, 1), (0, 1, 0), (0, 1, 1),
                                 (1, 1, 0)]
 
 
@@ -58,8 +60,9 @@ def test_a_process_must_stop_in_time_for_the_rest_of_its_pass():
     the jobs after it in its pass to start and sample their least (1 s hints, least
     MIN_PROCESS_S until measured): the last of a pass only before the run's deadline."""
     schedule = Schedule(JOBS, processes=2, limit_s=20.0)
-    first, second, third = list(schedule.pass_of(0, 0)) + list(schedule.pass_of(1, 0))
+    first, second, third = schedule._pass(0)  # breadth first: (0, 0), (1, 0), (0, 1)
     end = schedule.deadline() - HANDBACK_S
+    assert (second.benchmark, third.job) == (1, 1)
     assert schedule.budget(first).stop_at == pytest.approx(end - 2 * (1.0 + MIN_PROCESS_S))
     assert schedule.budget(second).stop_at == pytest.approx(end - (1.0 + MIN_PROCESS_S))
     assert schedule.budget(third).stop_at == pytest.approx(end)
