@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gpuoverhead import encodings
 from gpuoverhead.methods import SUITE_NAMES
-from gpuoverhead.suite.source import Loc, YamlDocument
+from gpuoverhead.suite.source import Loc, YamlDocument, key_text
 from gpuoverhead.workloads.registry import WORKLOADS
 
 Methodology = Literal[SUITE_NAMES]  # type: ignore[valid-type]
@@ -180,8 +180,7 @@ def error_text(error: Any) -> str:
 def describe(doc: YamlDocument, loc: Loc, message: str) -> str:
     line = doc.line_of(loc)
     where = f"{doc.path}:{line}" if line else str(doc.path)
-    key = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
-    return f"{where}: {key or '(top level)'}: {message}"
+    return f"{where}: {key_text(loc)}: {message}"
 
 
 def settings_of(defaults: _Settings, bench: _Benchmark) -> dict[str, Any]:
