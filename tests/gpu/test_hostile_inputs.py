@@ -1,0 +1,124 @@
+"""Hostile inputs, fourth round (issue 42): huge numbers, deep nesting, NUL bytes, misleading
+messages, partial outputs, runs left out or read from leftovers, sweeps that cannot run.
+
+Each ends in one clear line naming the file, option or value, exit 2, no traceback and no
+partial file. The result sets are copies of a committed run (no measuring needed).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import ROOT, in_process, write_suite
+
+#: A committed run of the default suite: its run.json and tables are what a copy damages.
+COMMITTED = ROOT / "results" / "h100-speed" / "default"
+GOOD = "benchmarks:\n  - {name: a, kernel: empty}\n"
+HUGE = "9" * 5000
+
+
+def _assert_one_clear_line(proc, expected: str) -> None:
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert expected in proc.stderr, proc.stderr
+
+
+def _run(to: Path, samples: bool = False) -> Path:
+    """A copy of the committed run (with its samples where `compare` reads them)."""
+    to.mkdir(parents=True)
+    for name in ("run.json", "summary.parquet") + (("samples.parquet",) if samples else ()):
+        shutil.copy(COMMITTED / name, to / name)
+    return to
+
+
+def _with_run_json(folder: Path, text: str) -> Path:
+    (folder / "run.json").write_text(text)
+    return folder
+
+
+#: Suites whose numbers or characters Python or YAML cannot read.
+HUGE_SUITES = {
+    "decimal elements": (f"benchmarks:\n  - {{name: a, kernel: empty, elements: {HUGE}}}\n",
+                         "suite.yaml:2: benchmarks[0].elements: an integer of 5,000 "
+                         "characters"),
+    "hex workgroup size": (f"benchmarks:\n  - {{name: a, kernel: empty, workgroup_size: "
+                           f"0x{'f' * 5000}}}\n",
+                           "suite.yaml:2: benchmarks[0].workgroup_size: an integer of 5,002"),
+    "hex elements": (f"benchmarks:\n  - {{name: a, kernel: empty, elements: 0x{'f' * 5000}}}\n",
+                     "suite.yaml:2: benchmarks[0].elements: an integer of 5,002"),
+    "decimal key": (f"benchmarks:\n  - name: a\n    kernel: empty\n    ? {HUGE}\n    : 1\n",
+                    "suite.yaml:4: benchmarks[0]: an integer of 5,000"),
+    "NUL byte": ("benchmarks:\n  - {name: a,\0 kernel: empty}\n",
+                 "suite.yaml:2: not valid YAML: character U+0000"),
+}
+
+
+@pytest.mark.parametrize("name", HUGE_SUITES)
+def test_hostile_suite_python_or_yaml_cannot_read(tmp_path, name):
+    """Issue 42.1 and 42.3: a 5,000-digit number (Python reads at most 4,300 digits; a hex
+    one it reads, but cannot print in a message) and a NUL byte ended in tracebacks."""
+    text, expected = HUGE_SUITES[name]
+    suite = write_suite(tmp_path, text)
+    _assert_one_clear_line(in_process("validate", "--no-compile", str(suite)), expected)
+    out = tmp_path / "out"
+    _assert_one_clear_line(in_process("run", "--suite", str(suite), "--out", str(out)),
+                           expected)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["show", "report", "compare"])
+def test_hostile_run_json_with_a_5000_digit_number(tmp_path, command):
+    """Issue 42.1: Python's limit on the digits of an int read from text."""
+    bad = _run(tmp_path / "bad", samples=True)
+    info = (bad / "run.json").read_text()
+    _with_run_json(bad, info.replace('"seed": ', f'"huge": {HUGE}, "seed": ', 1))
+    args = ["compare", str(_run(tmp_path / "good", samples=True)), str(bad)] \
+        if command == "compare" else [command, str(bad)]
+    _assert_one_clear_line(in_process(*args),
+                           "run.json: cannot read: a number of more than 4,300 digits")
+
+
+@pytest.mark.parametrize("command", ["show", "report"])
+def test_hostile_run_json_nested_200000_deep(tmp_path, command):
+    """Issue 42.2: a RecursionError from the JSON parser."""
+    bad = _with_run_json(_run(tmp_path / "bad"), "[" * 200_000)
+    _assert_one_clear_line(in_process(command, str(bad)),
+                           "run.json: cannot read: lists or objects nested too deep")
+
+
+def test_hostile_report_of_a_tree_too_large_to_search(tmp_path, monkeypatch):
+    """Issue 42.1: `report /` walked the whole filesystem for 32 s (and then read a run.json
+    it should not have). The search stops at a bound and says what to name instead."""
+    from gpuoverhead.results import read
+
+    monkeypatch.setattr(read, "MAX_SEARCHED", 20)
+    for i in range(30):
+        (tmp_path / f"d{i}").mkdir()
+    _assert_one_clear_line(in_process("report", str(tmp_path)),
+                           f"{tmp_path}: more than 20 folders to search for runs; name the "
+                           "run folders")
+
+
+def test_hostile_leftover_of_an_interrupted_force_is_no_run(tmp_path):
+    """Issue 42.14: `run --force` writes into `.<run>.<pid>.new` beside the run; an
+    interrupted one leaves it. `show` of the parent listed it, and `report` read the run
+    from it (the same run id, first in sorted order) instead of from the run's folder."""
+    g1 = _run(tmp_path / "good" / "g1")
+    leftover = _run(tmp_path / "good" / ".g1.4242.new")
+    summary = pd.read_parquet(leftover / "summary.parquet")
+    summary[["value", "ci_low", "ci_high"]] *= 1000
+    summary.to_parquet(leftover / "summary.parquet")
+    shown = in_process("show", str(tmp_path / "good"))
+    assert shown.returncode == 0, shown.stderr
+    assert "g1" in shown.stdout and ".new" not in shown.stdout
+    outputs = [tmp_path / "all.csv", tmp_path / "g1.csv"]
+    for path, arg in zip(outputs, [tmp_path / "good", g1], strict=True):
+        proc = in_process("report", str(arg), "-o", str(path))
+        assert proc.returncode == 0, proc.stderr
+        assert "folders" not in proc.stderr  # no "run ... is in 2 folders" note
+    assert outputs[0].read_text() == outputs[1].read_text()
