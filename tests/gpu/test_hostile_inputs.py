@@ -122,3 +122,49 @@ def test_hostile_leftover_of_an_interrupted_force_is_no_run(tmp_path):
         assert proc.returncode == 0, proc.stderr
         assert "folders" not in proc.stderr  # no "run ... is in 2 folders" note
     assert outputs[0].read_text() == outputs[1].read_text()
+
+
+#: Suites that validated or misled: a float YAML 1.1 reads as text, sweeps that cannot run.
+MISLEADING_SUITES = {
+    "exponent without a dot": ("time_limit_s: 1e-300\n" + GOOD,
+                               "suite.yaml:1: time_limit_s: Value error, '1e-300' is text to "
+                               "YAML 1.1 (an exponent needs a dot and a sign): write 1.0e-300"),
+    "exponent without a sign": ("defaults: {budget_s: 2.5E3}\n" + GOOD,
+                                "suite.yaml:1: defaults.budget_s: Value error, '2.5E3' is text "
+                                "to YAML 1.1 (an exponent needs a dot and a sign): write "
+                                "2.5e+3"),
+    "time limit too short for anything": ("time_limit_s: 1.0e-300\n" + GOOD,
+                                          "suite.yaml:1: time_limit_s: Input should be greater "
+                                          "than or equal to 1"),
+    "K of ten million": ("benchmarks:\n  - {name: a, fusion: chain, k_sweep: [1, 10000000]}\n",
+                         "suite.yaml:2: benchmarks[0].k_sweep[1]: Input should be less than "
+                         "or equal to 1048576"),
+    "K of 10^6000": (f"benchmarks:\n  - {{name: a, fusion: loop, elements: 256, k_sweep: "
+                     f"[1, 1{'0' * 6000}]}}\n",
+                     "suite.yaml:2: benchmarks[0].k_sweep[1]: an integer of 6,001 characters"),
+    "K times N": ("benchmarks:\n  - {name: a, fusion: loop, elements: 256, k_sweep: [200000], "
+                  "n_sweep: [1, 8]}\n",
+                  "suite.yaml:2: benchmarks[0].k_sweep: K = 200000 dispatches a unit times "
+                  "N = 8 units a sample is 1,600,000, over the 1,048,576"),
+    "matmul over one binding": ("benchmarks:\n  - {name: a, fusion: matmul, k_sweep: [64, "
+                                "8192]}\n",
+                                "suite.yaml:2: benchmarks[0].k_sweep: a matmul of size 8192 "
+                                "holds 268,435,456 bytes, over the 134,217,728 of one binding: "
+                                "at most 5792"),
+}
+
+
+@pytest.mark.parametrize("name", MISLEADING_SUITES)
+def test_hostile_suite_that_validated_or_misled(tmp_path, name):
+    """Issue 42.12 and 42.15: `1e-300` was "Input should be a valid number" (YAML 1.1 reads
+    it as text); K of 10^7 validated, and the run stopped at its time limit."""
+    text, expected = MISLEADING_SUITES[name]
+    suite = write_suite(tmp_path, text)
+    _assert_one_clear_line(in_process("validate", "--no-compile", str(suite)), expected)
+
+
+def test_hostile_shipped_suites_stay_valid():
+    """The bounds refuse no shipped suite (fusion.yaml's loop asks 10,000 steps x 8)."""
+    for suite in sorted((ROOT / "configs").glob("*.yaml")):
+        proc = in_process("validate", "--no-compile", str(suite))
+        assert proc.returncode == 0, proc.stderr
