@@ -22,6 +22,7 @@ import pandas as pd
 from gpuoverhead import metrics
 from gpuoverhead.errors import UserError
 from gpuoverhead.results.columns import RUN_JSON, SAMPLES, SCHEMA_VERSION, SUMMARY, RunRecord
+from gpuoverhead.suite.source import check_kind
 
 
 @dataclass
@@ -58,9 +59,7 @@ def _runs_under(root: Path) -> list[Path]:
     """The run folders below `root` (not inside a run folder, nor in skipped folders); a
     UserError once MAX_SEARCHED folders were searched without reaching the end."""
     found = []
-    searched = 0
-    for folder, names, files in os.walk(root):
-        searched += 1
+    for searched, (folder, names, files) in enumerate(os.walk(root), 1):
         if searched > MAX_SEARCHED:
             raise UserError(f"{root}: more than {MAX_SEARCHED:,} folders to search for runs; "
                             "name the run folders, or the folder that holds them")
@@ -305,10 +304,16 @@ def check_units(summary: pd.DataFrame, where: Path) -> None:
 
 def _read_parquet(path: Path, columns: list[str] | None = None, filters: list | None = None
                   ) -> pd.DataFrame:
+    """The table, where `path` is a regular file (a FIFO would block the read, a device
+    never end it; pyarrow called both "no such file")."""
     try:
-        return pd.read_parquet(path, columns=columns, filters=filters)
+        check_kind(os.stat(path).st_mode)
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return pd.read_parquet(path, columns=columns, filters=filters)
     except Exception as exc:  # pyarrow raises several types for corrupt or truncated files
         raise UserError(f"{path}: not a readable Parquet file ({type(exc).__name__}: "
                         f"{str(exc).splitlines()[0] if str(exc) else 'no detail'})") from None

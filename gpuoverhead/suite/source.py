@@ -146,12 +146,12 @@ def read_capped(path: Path, limit: int, pipe: bool = False) -> bytes:
     next call; anything else raises OSError, checked before the open (opening a device can
     act on it) and again on what was opened. The open never blocks (O_NONBLOCK: a FIFO with
     no writer holds a plain open forever), nor does a pipe's read (`PIPE_WAIT_S`)."""
-    _check_kind(os.stat(path).st_mode, pipe)
+    check_kind(os.stat(path).st_mode, pipe)
     flags = os.O_RDONLY | sum(getattr(os, f, 0) for f in ("O_NONBLOCK", "O_NOCTTY", "O_BINARY"))
     fd = os.open(path, flags)
     try:
         info = os.fstat(fd)
-        _check_kind(info.st_mode, pipe)
+        check_kind(info.st_mode, pipe)
         if stat.S_ISREG(info.st_mode):
             with open(fd, "rb", closefd=False) as file:
                 return file.read(limit + 1)
@@ -163,7 +163,8 @@ def read_capped(path: Path, limit: int, pipe: bool = False) -> bytes:
         os.close(fd)
 
 
-def _check_kind(mode: int, pipe: bool) -> None:
+def check_kind(mode: int, pipe: bool = False) -> None:
+    """An OSError saying what `mode` is, unless a regular file (or with `pipe`, a FIFO)."""
     if not (stat.S_ISREG(mode) or (pipe and stat.S_ISFIFO(mode))):
         kind = next((k for test, k in _KINDS.items() if test(mode)), "something else")
         raise OSError(0, f"not a regular file but {kind}")

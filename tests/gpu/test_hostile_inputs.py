@@ -8,7 +8,11 @@ partial file. The result sets are copies of a committed run (no measuring needed
 from __future__ import annotations
 
 import json
+import os
+import resource
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -168,3 +172,69 @@ def test_hostile_shipped_suites_stay_valid():
     for suite in sorted((ROOT / "configs").glob("*.yaml")):
         proc = in_process("validate", "--no-compile", str(suite))
         assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("kind", ["FIFO", "link to /dev/zero"])
+@pytest.mark.parametrize("command", ["show", "report"])
+def test_hostile_summary_that_is_not_a_regular_file(tmp_path, kind, command):
+    """Issue 42.12: a FIFO or a symlink to /dev/zero as summary.parquet was "no such file"."""
+    bad = _run(tmp_path / "bad")
+    (bad / "summary.parquet").unlink()
+    if kind == "FIFO":
+        os.mkfifo(bad / "summary.parquet")
+    else:
+        (bad / "summary.parquet").symlink_to("/dev/zero")
+    said = "a FIFO" if kind == "FIFO" else "a character device"
+    _assert_one_clear_line(in_process(command, str(bad)),
+                           f"summary.parquet: cannot read: not a regular file but {said}")
+
+
+@pytest.mark.parametrize("args", [("report", "-o", "afile/x.json"),
+                                  ("report", "--plots", "afile/plots"),
+                                  ("history", "-o", "afile/deeper/x.png")])
+def test_hostile_output_under_a_file(tmp_path, monkeypatch, args):
+    """Issue 42.12: `report -o afile/x.json`, `afile` a file, said "File exists" (after
+    printing the table); it names `afile` as what is not a folder, before reading a run."""
+    run = _run(tmp_path / "runs" / "g1")
+    monkeypatch.chdir(tmp_path)
+    Path("afile").write_text("mine\n")
+    command, option, path = args
+    proc = in_process(command, str(run), option, path)
+    _assert_one_clear_line(proc, f"{path}: afile is not a folder")
+    assert proc.stdout == "" and Path("afile").read_text() == "mine\n"
+
+
+def _limited_to_1_kib() -> None:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+
+
+@pytest.mark.parametrize("output", ["x.json", "x.html", "x.md", "plots"])
+def test_hostile_output_larger_than_ulimit_f_leaves_no_partial_file(tmp_path, output):
+    """Issue 42.13: under `ulimit -f 1` the report's JSON was left truncated at 1,024 bytes.
+    Every output is written beside its name and moved over it once whole."""
+    run = _run(tmp_path / "runs" / "g1", samples=True)  # the plots read samples
+    out = tmp_path / "out"
+    out.mkdir()
+    option = ["--plots", str(out / output)] if output == "plots" else ["-o", str(out / output)]
+    proc = subprocess.run([sys.executable, "-m", "gpuoverhead", "report", str(run), *option],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          preexec_fn=_limited_to_1_kib)
+    _assert_one_clear_line(proc, "File too large")
+    assert [p for p in out.rglob("*") if p.is_file()] == []
+
+
+def test_hostile_history_says_which_runs_it_left_out(tmp_path):
+    """Issue 42.14: `history good/g1 good/ciq` showed only ciq (the default benchmark is
+    `empty`, which g1 did not measure) and did not say so; `report` neither."""
+    g1 = _run(tmp_path / "good" / "g1")
+    summary = pd.read_parquet(g1 / "summary.parquet").assign(benchmark="a")
+    summary.to_parquet(g1 / "summary.parquet")
+    info = json.loads((g1 / "run.json").read_text())
+    (g1 / "run.json").write_text(json.dumps({**info, "run_id": "g1"}))
+    ciq = _run(tmp_path / "good" / "ciq")
+    said = (f"warning: run g1 ({g1}) is left out of 'empty' at 1 elements: it has no benchmark "
+            "'empty' but 'a' (--benchmark)")
+    for command in ("history", "report"):
+        proc = in_process(command, str(g1), str(ciq))
+        assert proc.returncode == 0, proc.stderr
+        assert said in " ".join(proc.stderr.split()), proc.stderr
