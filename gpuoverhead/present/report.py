@@ -191,10 +191,10 @@ def left_out(sets: list[ResultSet], bench: str, size: int, rows: pd.DataFrame) -
         summary = sets[i].summary
         sizes = sorted(int(e) for e in summary.loc[summary["benchmark"] == bench, "elements"]
                        .unique())
+        others = ", ".join(map(repr, dict.fromkeys(summary["benchmark"])))
         has = (f"it measured {bench!r} at {', '.join(map(str, sizes))} elements (--elements)"
-               if sizes else f"it has no benchmark {bench!r} but "
-               f"{', '.join(map(repr, dict.fromkeys(summary['benchmark']))) or 'no estimates'}"
-               " (--benchmark)")
+               if sizes else f"it has no benchmark {bench!r}, only {others} (--benchmark)"
+               if others else "it has no estimates")
         lines.append(f"run {sets[i].info.get('run_id', sets[i].folder.name)} "
                      f"({sets[i].folder}) is left out of {bench!r} at {size} elements: {has}")
     return lines

@@ -233,7 +233,7 @@ def test_hostile_history_says_which_runs_it_left_out(tmp_path):
     (g1 / "run.json").write_text(json.dumps({**info, "run_id": "g1"}))
     ciq = _run(tmp_path / "good" / "ciq")
     said = (f"warning: run g1 ({g1}) is left out of 'empty' at 1 elements: it has no benchmark "
-            "'empty' but 'a' (--benchmark)")
+            "'empty', only 'a' (--benchmark)")
     for command in ("history", "report"):
         proc = in_process(command, str(g1), str(ciq))
         assert proc.returncode == 0, proc.stderr
