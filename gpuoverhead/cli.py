@@ -220,7 +220,7 @@ def report(
         table = reporting.build(sets, benchmark, elements)
         console.print_report(table, sets)
         written = render.publish(table, sets, output or [], plots, published := [])
-    console.show_warnings(list(dict.fromkeys(published)))
+    console.show_warnings(table.left_out + list(dict.fromkeys(published)))
     for path in written:
         console.err.print(f"wrote {path}", highlight=False)
 

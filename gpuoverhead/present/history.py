@@ -9,7 +9,7 @@ each run's estimate with its interval, as tables and as a plot with interval bar
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,7 +20,7 @@ import pandas as pd
 from gpuoverhead import metrics
 from gpuoverhead.errors import UserError
 from gpuoverhead.present import format as fmt
-from gpuoverhead.present.report import ROW_KEYS, Figure, figures_of, pick, select
+from gpuoverhead.present.report import ROW_KEYS, Figure, figures_of, left_out, pick, select
 from gpuoverhead.results.read import ResultSet
 
 if TYPE_CHECKING:
@@ -41,6 +41,8 @@ class History:
     #: One row per figure, row key and run: `position` (the run's place in time order),
     #: `run`, `started`, `value`, `low`, `high`, `level`.
     points: pd.DataFrame
+    #: A line per run read that gave no point (report.left_out).
+    left_out: list[str] = field(default_factory=list)
 
 
 def _started(rs: ResultSet) -> datetime:
@@ -73,7 +75,8 @@ def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | N
                     "started": str(info.get("started", "?")),
                     "value": float(np.median(hit["value"])), "low": float(hit["ci_low"].min()),
                     "high": float(hit["ci_high"].max()), "level": float(hit["ci_level"].min())})
-    return History(bench, size, figures, pd.DataFrame(points))
+    return History(bench, size, figures, pd.DataFrame(points),
+                   left_out(sets, bench, size, rows))
 
 
 def _line(key: tuple) -> str:
@@ -126,11 +129,7 @@ def write(history: History, outputs: list[Path]) -> list[Path]:
     figure = plot(history) if any(p.suffix in (".png", ".svg") for p in outputs) else None
     for path in outputs:
         if path.suffix in (".png", ".svg"):
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                figure.savefig(path, dpi=120)
-            except OSError as exc:
-                raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+            render.save(path, plots.saver(figure, path))
         else:
             render.write(path, markdown(history) if path.suffix == ".md"
                          else history.points.to_csv(index=False))
@@ -202,6 +201,7 @@ def show(paths: list[str], benchmark: str | None, elements: int | None,
     sets = read.load_all(paths, notes)
     console.show_warnings(notes)
     history = build(sets, benchmark, elements)
+    console.show_warnings(history.left_out)
     for label, frame in frames(history).items():
         console.out.print(console.frame_table(frame, title(history, label).replace("`", "")))
     for path in write(history, outputs):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import io
+from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
@@ -179,12 +180,10 @@ def crossover(summary: pd.DataFrame, cpu: tuple[str, ...]) -> Figure | None:
     return fig
 
 
-def save(fig: Figure, folder: Path, name: str) -> list[Path]:
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = [folder / f"{name}.png", folder / f"{name}.svg"]
-    for path in paths:
-        fig.savefig(path, dpi=120)
-    return paths
+def saver(fig: Figure, path: Path) -> Callable[[Path], None]:
+    """What writes `fig` in the format `path` names, to whatever file it is given (the
+    temporary file of an atomic write, whose name names no format)."""
+    return lambda tmp: fig.savefig(tmp, dpi=120, format=path.suffix[1:])
 
 
 def png_base64(fig: Figure) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -12,6 +13,7 @@ from gpuoverhead import metrics
 from gpuoverhead.errors import UserError
 from gpuoverhead.present import format as fmt
 from gpuoverhead.present.report import ROW_KEYS, Report, row_notes
+from gpuoverhead.results.write import atomic
 
 #: Output formats by how a file's name ends (the longest that fits): Markdown, CSV, HTML,
 #: Bencher Metric Format, github-action-benchmark's arrays.
@@ -131,13 +133,19 @@ def html_page(report: Report, images: dict[str, str]) -> str:
             f"{warned}{figures}</body></html>\n")
 
 
-def write(path: Path, text: str) -> None:
-    """Write one output file (its format was checked by `publish` before anything ran)."""
+def save(path: Path, write: Callable[[Path], None]) -> None:
+    """One output file, its folder made, written whole or not at all (results/write.atomic:
+    a full disk or `ulimit -f` leaves no truncated file); a UserError where it cannot be."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        atomic(path, write)
     except OSError as exc:
         raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def write(path: Path, text: str) -> None:
+    """Write one text output (its format was checked by `publish` before anything ran)."""
+    save(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def publish(report: Report, sets: list, outputs: list[Path], plots_dir: Path | None,
@@ -176,9 +184,7 @@ def publish(report: Report, sets: list, outputs: list[Path], plots_dir: Path | N
         written.append(path)
     if plots_dir is not None:
         for name, (_, fig) in figures.items():
-            try:
-                written += plots.save(fig, plots_dir, name)
-            except OSError as exc:
-                raise UserError(f"cannot write plots to {plots_dir}: {exc.strerror or exc}"
-                                ) from None
+            for path in (plots_dir / f"{name}.png", plots_dir / f"{name}.svg"):
+                save(path, plots.saver(fig, path))
+                written.append(path)
     return written

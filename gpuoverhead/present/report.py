@@ -12,7 +12,7 @@ is written into a run folder or onto a result file (`check_outputs`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -122,6 +122,8 @@ class Report:
     notes: list[str]
     #: The runs that gave the table's rows, in the order they were read.
     sources: list[Source]
+    #: A line per run read that gave no row (report.left_out).
+    left_out: list[str] = field(default_factory=list)
 
 
 #: The files of a run folder: a report written onto one would replace a run's results.
@@ -133,6 +135,7 @@ def check_outputs(files: list[Path], folders: list[Path]) -> None:
     inside a run folder (one holding run.json), or for an output file onto an existing
     result file: `report R -o R/summary.csv` replaced the run's own summary."""
     for path, is_folder in [(f, False) for f in files] + [(f, True) for f in folders]:
+        _check_folder(path, path if is_folder else path.parent)
         target = path.resolve()  # through links: a link to R/summary.csv is R/summary.csv
         around = ([target] if is_folder else []) + [target.parent, *target.parent.parents]
         run = next((p for p in around if (p / RUN_JSON).is_file()), None)
@@ -142,6 +145,15 @@ def check_outputs(files: list[Path], folders: list[Path]) -> None:
         if not is_folder and target.name in RESULT_FILES and target.exists():
             raise UserError(f"{path}: exists and is named as a run's result file "
                             f"({', '.join(RESULT_FILES)}); a report is not written over one")
+
+
+def _check_folder(path: Path, folder: Path) -> None:
+    """A UserError where `folder`, or the first of its parents that exists, is no folder:
+    making it would fail with "File exists", which names neither it nor what to do."""
+    found = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if found is not None and not found.is_dir():
+        raise UserError(f"{path}: {found} is not a folder; name an output in a folder that "
+                        "exists or can be made")
 
 
 def merged_summary(sets: list[ResultSet]) -> pd.DataFrame:
@@ -169,6 +181,23 @@ def select(sets: list[ResultSet], benchmark: str | None, elements: int | None
     if rows.empty:
         raise UserError(f"benchmark {bench!r} was not measured at {size} elements")
     return bench, size, rows
+
+
+def left_out(sets: list[ResultSet], bench: str, size: int, rows: pd.DataFrame) -> list[str]:
+    """A line per run that gives none of `rows` (the selected benchmark at its size), saying
+    what it has instead: a table or history that dropped it silently looked complete."""
+    lines = []
+    for i in sorted(set(range(len(sets))) - set(rows["result_set"])):
+        summary = sets[i].summary
+        sizes = sorted(int(e) for e in summary.loc[summary["benchmark"] == bench, "elements"]
+                       .unique())
+        others = ", ".join(map(repr, dict.fromkeys(summary["benchmark"])))
+        has = (f"it measured {bench!r} at {', '.join(map(str, sizes))} elements (--elements)"
+               if sizes else f"it has no benchmark {bench!r}, only {others} (--benchmark)"
+               if others else "it has no estimates")
+        lines.append(f"run {sets[i].info.get('run_id', sets[i].folder.name)} "
+                     f"({sets[i].folder}) is left out of {bench!r} at {size} elements: {has}")
+    return lines
 
 
 def figures_of(rows: pd.DataFrame) -> list[Figure]:
@@ -212,7 +241,7 @@ def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | N
         table = table[table[[f.label for f in figures]].notna().any(axis=1)]
     used = sorted(rows["result_set"].unique())
     return Report(bench, size, table.reset_index(drop=True), figures, notes,
-                  [source(sets[i]) for i in used])
+                  [source(sets[i]) for i in used], left_out(sets, bench, size, rows))
 
 
 def row_notes(report: Report, i: int) -> list[str]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import glob
 import json
+import os
+import sys
 import types
 import typing
 from dataclasses import dataclass, field, fields
@@ -20,6 +22,7 @@ import pandas as pd
 from gpuoverhead import metrics
 from gpuoverhead.errors import UserError
 from gpuoverhead.results.columns import RUN_JSON, SAMPLES, SCHEMA_VERSION, SUMMARY, RunRecord
+from gpuoverhead.suite.source import check_kind
 
 
 @dataclass
@@ -39,6 +42,35 @@ class ResultSet:
         return _read_parquet(self.folder / f"{SAMPLES}.parquet", columns, filters)
 
 
+#: Most folders searched under one path for runs: a folder of result sets holds a few
+#: hundred; more means a path such as `/` or a home folder, whose walk would take minutes.
+MAX_SEARCHED = 10_000
+
+
+def skipped(name: str) -> bool:
+    """Whether a folder met while looking for runs is passed over: a hidden one, which holds
+    no run of its own (.git, .venv), or what an interrupted `run --force` left beside the
+    run it was to replace (`.<run>.<pid>.new`, run/files.py): reading it would stand in
+    for that run."""
+    return name.startswith(".")
+
+
+def _runs_under(root: Path) -> list[Path]:
+    """The run folders below `root` (not inside a run folder, nor in skipped folders); a
+    UserError once MAX_SEARCHED folders were searched without reaching the end."""
+    found = []
+    for searched, (folder, names, files) in enumerate(os.walk(root), 1):
+        if searched > MAX_SEARCHED:
+            raise UserError(f"{root}: more than {MAX_SEARCHED:,} folders to search for runs; "
+                            "name the run folders, or the folder that holds them")
+        if RUN_JSON in files:
+            found.append(Path(folder))
+            names.clear()
+        else:
+            names[:] = sorted(n for n in names if not skipped(n))
+    return found
+
+
 def find_folders(paths: list[str]) -> list[Path]:
     """Run folders under each path (a folder, a glob, or a file inside a run folder)."""
     folders: list[Path] = []
@@ -52,7 +84,7 @@ def find_folders(paths: list[str]) -> list[Path]:
             if (match / RUN_JSON).is_file():
                 folders.append(match)
             else:
-                folders += sorted(p.parent for p in match.rglob(RUN_JSON))
+                folders += _runs_under(match)
     unique = list(dict.fromkeys(f.resolve() for f in folders))
     if not unique:
         raise UserError(f"no result sets (folders with {RUN_JSON}) under {', '.join(paths)}")
@@ -64,10 +96,7 @@ def load(folder: Path) -> ResultSet:
     path = folder / RUN_JSON
     if not path.is_file():
         raise UserError(f"{folder}: not a run folder (no {RUN_JSON})")
-    try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{path}: cannot read: {exc}") from None
+    info = read_json(path)
     version = info.get("schema_version") if isinstance(info, dict) else None
     if isinstance(version, bool) or version not in READABLE:  # true == 1 in Python
         raise UserError(f"{path}: schema version {version!r}, this gpuoverhead reads versions "
@@ -80,6 +109,23 @@ def load(folder: Path) -> ResultSet:
     over_all = summary["process"].isna()
     return ResultSet(folder, info, summary[over_all].reset_index(drop=True),
                      summary[~over_all].reset_index(drop=True))
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file's data; a UserError naming it where it cannot be read or parsed,
+    including a number longer than Python reads (4,300 digits) and nesting deeper than its
+    parser recurses, which no gpuoverhead record has."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{path}: cannot read: {exc}") from None
+    except ValueError:  # int("9" * 5000): Python's limit on digits
+        raise UserError(f"{path}: cannot read: a number of more than "
+                        f"{sys.get_int_max_str_digits():,} digits: not a gpuoverhead run "
+                        "record") from None
+    except RecursionError:
+        raise UserError(f"{path}: cannot read: lists or objects nested too deep: not a "
+                        "gpuoverhead run record") from None
 
 
 #: Schema versions this gpuoverhead reads; older ones gain their missing columns on load.
@@ -258,10 +304,16 @@ def check_units(summary: pd.DataFrame, where: Path) -> None:
 
 def _read_parquet(path: Path, columns: list[str] | None = None, filters: list | None = None
                   ) -> pd.DataFrame:
+    """The table, where `path` is a regular file (a FIFO would block the read, a device
+    never end it; pyarrow called both "no such file")."""
     try:
-        return pd.read_parquet(path, columns=columns, filters=filters)
+        check_kind(os.stat(path).st_mode)
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return pd.read_parquet(path, columns=columns, filters=filters)
     except Exception as exc:  # pyarrow raises several types for corrupt or truncated files
         raise UserError(f"{path}: not a readable Parquet file ({type(exc).__name__}: "
                         f"{str(exc).splitlines()[0] if str(exc) else 'no detail'})") from None
@@ -272,9 +324,11 @@ def runs_in(folder: Path) -> pd.DataFrame | None:
     `show` lists when given a folder of runs rather than one run."""
     rows = []
     for info in sorted(folder.glob("*/run.json")) if folder.is_dir() else []:
+        if skipped(info.parent.name):
+            continue
         try:
-            data = json.loads(info.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = read_json(info)
+        except UserError:
             continue
         if isinstance(data, dict):
             suite = data.get("suite")

@@ -23,7 +23,9 @@ from gpuoverhead.results.columns import RUN_JSON, SAMPLES, SUMMARY
 REPLACE_WAITS_S = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
 
 
-def _atomic(path: Path, write: Callable[[Path], None]) -> None:
+def atomic(path: Path, write: Callable[[Path], None]) -> None:
+    """`write` a temporary file beside `path`, then move it over `path`; the temporary file
+    is removed whatever happens (a full disk, `ulimit -f`), so no partial file is left."""
     tmp = path.with_name(f".{path.name}.partial")
     try:
         write(tmp)
@@ -44,12 +46,12 @@ def _replace(tmp: Path, path: Path) -> None:
 
 def write_table(folder: Path, name: str, table: pd.DataFrame) -> None:
     """`name`.parquet and `name`.csv in `folder`."""
-    _atomic(folder / f"{name}.parquet", lambda p: table.to_parquet(p, index=False))
-    _atomic(folder / f"{name}.csv", lambda p: table.to_csv(p, index=False))
+    atomic(folder / f"{name}.parquet", lambda p: table.to_parquet(p, index=False))
+    atomic(folder / f"{name}.csv", lambda p: table.to_csv(p, index=False))
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    _atomic(path, lambda p: p.write_text(json.dumps(data, indent=2, default=str) + "\n",
+    atomic(path, lambda p: p.write_text(json.dumps(data, indent=2, default=str) + "\n",
                                          encoding="utf-8"))
 
 

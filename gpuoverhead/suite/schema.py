@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
+from math import isqrt
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gpuoverhead import encodings
 from gpuoverhead.methods import SUITE_NAMES
-from gpuoverhead.suite.source import Loc, YamlDocument
+from gpuoverhead.suite.source import Loc, YamlDocument, key_text
+from gpuoverhead.workloads.decode_model import MAX_BINDING
+from gpuoverhead.workloads.matmul import MATMUL_TILE
 from gpuoverhead.workloads.registry import WORKLOADS
 
 Methodology = Literal[SUITE_NAMES]  # type: ignore[valid-type]
@@ -20,11 +24,32 @@ Pattern = Literal[tuple(WORKLOADS)]  # type: ignore[valid-type]
 PosInt = Annotated[int, Field(gt=0)]
 #: Most operations in one sample: more would take longer than any stall timeout allows.
 MAX_N = 65536
+#: Most dispatches one unit times one sample's units may add up to (a fusion workload's
+#: largest K steps or ops a unit, times its largest N): an H100 takes over 1 s for the
+#: dependent loop's 10,000 steps, and fusion.yaml asks 80,000 a sample; a million take
+#: minutes on a slow adapter, longer than a stall timeout allows.
+MAX_DISPATCHES = 1 << 20
+#: Workloads whose K counts dispatches a unit (steps or ops); matmul's K is a size, the
+#: decode step's a cache length (its own limit), the others take none.
+K_STEPS = ("chain", "loop", "population", "recurrent")
+#: Largest matmul size M (k_sweep): M x M f32 in one binding, a multiple of its tile.
+MAX_MATMUL = isqrt(MAX_BINDING // 4) // MATMUL_TILE * MATMUL_TILE
 
 
 def _int_is_float(value: Any) -> Any:
-    """Strict mode refuses an int where a float is expected; in YAML `2` means 2.0 here."""
+    """Strict mode refuses an int where a float is expected; in YAML `2` means 2.0 here.
+    YAML 1.1 reads `1e-3` (no dot, or no sign) as text: said as such, since "a valid
+    number" is what its author believes they wrote."""
+    if isinstance(value, str) and (found := _EXPONENT.fullmatch(value)):
+        sign, whole, part, exponent = found.groups()
+        raise ValueError(f"{value!r} is text to YAML 1.1 (an exponent needs a dot and a "
+                         f"sign): write {sign}{whole}.{part or '0'}e"
+                         f"{exponent if exponent[0] in '+-' else '+' + exponent}")
     return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+#: A number with an exponent that YAML 1.1's float pattern does not take.
+_EXPONENT = re.compile(r"([-+]?)([0-9][0-9_]*)(?:\.([0-9_]*))?[eE]([-+]?[0-9]+)")
 
 
 class _Settings(BaseModel):
@@ -51,7 +76,8 @@ class _Settings(BaseModel):
     torch_compile_max_n: Annotated[int, Field(ge=0)] | None = None
     #: Seconds one torch.compile build may take before it is a failed case's row.
     compile_limit_s: Annotated[float, Field(gt=0, le=3600, allow_inf_nan=False)] | None = None
-    k_sweep: list[PosInt] | None = Field(None, min_length=1)
+    k_sweep: list[Annotated[int, Field(gt=0, le=MAX_DISPATCHES)]] | None = Field(
+        None, min_length=1)
     precision: Literal["f32", "f16"] | None = None
     #: Steps of one sample of a host-read loop (the decode step's token loop, the recurrent
     #: step's `host_reads`; workloads/work.read_loop).
@@ -89,8 +115,9 @@ class SuiteModel(BaseModel):
 
     name: str | None = None
     description: str | None = None
-    #: Seconds the whole run may take: worker processes share what is left (run/budget.py).
-    time_limit_s: Annotated[float, Field(gt=0, le=86400, allow_inf_nan=False)] | None = None
+    #: Seconds the whole run may take: worker processes share what is left (run/budget.py);
+    #: less than one cannot hold a worker's start-up.
+    time_limit_s: Annotated[float, Field(ge=1, le=86400, allow_inf_nan=False)] | None = None
     defaults: _Settings = _Settings()
 
     _floats = field_validator("time_limit_s", mode="before")(_int_is_float)
@@ -139,7 +166,22 @@ def fusion_problems(bench: _Benchmark, cfg: dict[str, Any]) -> list[tuple[str, s
                                     "(it is the sequential methodology's): remove it"))
     if cfg["host_reads"] and not getattr(workload, "HOST_READS", False):
         found.append(("host_reads", HOST_READS_MESSAGE))
+    if problem := k_sweep_problem(bench.fusion, cfg):
+        found.append(("k_sweep", problem))
     return found + workload.problems(cfg)
+
+
+def k_sweep_problem(pattern: str, cfg: dict[str, Any]) -> str | None:
+    """Why a fusion workload's K cannot run (K x N dispatches a sample, a matmul too large
+    for one binding), or None: a run would otherwise stop at its time limit, not here."""
+    k, n = max(cfg["k_sweep"]), max(cfg["n_sweep"])
+    if pattern in K_STEPS and k * n > MAX_DISPATCHES:
+        return (f"K = {k} dispatches a unit times N = {n} units a sample is {k * n:,}, over "
+                f"the {MAX_DISPATCHES:,} a sample can issue in time: lower the largest K or N")
+    if pattern == "matmul" and k > MAX_MATMUL:
+        return (f"a matmul of size {k} holds {k * k * 4:,} bytes, over the {MAX_BINDING:,} of "
+                f"one binding: at most {MAX_MATMUL}")
+    return None
 
 
 #: Where a batch other than 1 is asked of what has none.
@@ -180,8 +222,7 @@ def error_text(error: Any) -> str:
 def describe(doc: YamlDocument, loc: Loc, message: str) -> str:
     line = doc.line_of(loc)
     where = f"{doc.path}:{line}" if line else str(doc.path)
-    key = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
-    return f"{where}: {key or '(top level)'}: {message}"
+    return f"{where}: {key_text(loc)}: {message}"
 
 
 def settings_of(defaults: _Settings, bench: _Benchmark) -> dict[str, Any]:

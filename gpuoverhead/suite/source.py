@@ -35,6 +35,10 @@ _KINDS = {stat.S_ISDIR: "a folder", stat.S_ISCHR: "a character device",
           stat.S_ISBLK: "a block device", stat.S_ISSOCK: "a socket", stat.S_ISFIFO: "a FIFO"}
 #: Deepest nesting of YAML mappings and lists accepted (a suite needs four levels).
 MAX_DEPTH = 32
+#: Longest integer accepted, in characters: every setting's largest value has fewer, and
+#: Python refuses to read one of more than 4,300 digits (its bounds would print it too).
+MAX_INT_CHARS = 40
+INT_TAG = "tag:yaml.org,2002:int"
 
 
 @dataclass(frozen=True)
@@ -70,7 +74,12 @@ def load_yaml(path: Path) -> YamlDocument:
         raise UserError(f"{path}: cannot read: {exc}") from None
     if len(raw) > MAX_BYTES:
         raise UserError(f"{path}: larger than {MAX_BYTES // 1024} KiB: not a suite")
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)  # checks every character: a NUL byte fails here
+    except yaml.reader.ReaderError as exc:
+        raise UserError(f"{path}:{text.count(chr(10), 0, exc.position) + 1}: not valid YAML: "
+                        f"character U+{exc.character:04X} ({exc.reason}); a suite is plain "
+                        "text") from None
     try:
         node = loader.get_single_node()
         if node is None:
@@ -91,6 +100,12 @@ def load_yaml(path: Path) -> YamlDocument:
     return YamlDocument(path, data, lines, hashlib.sha256(raw).hexdigest())
 
 
+def key_text(loc: Loc) -> str:
+    """A key path as a suite's author writes it: `benchmarks[0].elements`."""
+    key = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+    return key or "(top level)"
+
+
 def _index(path: Path, node: yaml.Node, loc: Loc, lines: dict[Loc, int], seen: set[int]) -> None:
     if len(loc) > MAX_DEPTH:
         raise UserError(f"{path}:{node.start_mark.line + 1}: nested deeper than {MAX_DEPTH} "
@@ -101,8 +116,10 @@ def _index(path: Path, node: yaml.Node, loc: Loc, lines: dict[Loc, int], seen: s
         raise UserError(f"{path}:{line}: YAML aliases are not allowed")
     seen.add(id(node))
     lines.setdefault(loc, node.start_mark.line + 1)
+    _check_int(path, node, loc)
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
+            _check_int(path, key, loc)
             child = loc + (str(key.value),)
             if child in lines and child != loc:
                 raise UserError(f"{path}:{key.start_mark.line + 1}: key {key.value!r} appears "
@@ -114,6 +131,14 @@ def _index(path: Path, node: yaml.Node, loc: Loc, lines: dict[Loc, int], seen: s
             _index(path, item, loc + (i,), lines, seen)
 
 
+def _check_int(path: Path, node: yaml.Node, loc: Loc) -> None:
+    """A UserError for an integer longer than MAX_INT_CHARS, before Python reads it."""
+    if node.tag == INT_TAG and len(node.value) > MAX_INT_CHARS:
+        raise UserError(f"{path}:{node.start_mark.line + 1}: {key_text(loc)}: an integer of "
+                        f"{len(node.value):,} characters; no setting takes one longer than "
+                        f"{MAX_INT_CHARS}")
+
+
 def read_capped(path: Path, limit: int, pipe: bool = False) -> bytes:
     """At most `limit + 1` bytes of `path` (more means too large: the caller says so).
 
@@ -121,12 +146,12 @@ def read_capped(path: Path, limit: int, pipe: bool = False) -> bytes:
     next call; anything else raises OSError, checked before the open (opening a device can
     act on it) and again on what was opened. The open never blocks (O_NONBLOCK: a FIFO with
     no writer holds a plain open forever), nor does a pipe's read (`PIPE_WAIT_S`)."""
-    _check_kind(os.stat(path).st_mode, pipe)
+    check_kind(os.stat(path).st_mode, pipe)
     flags = os.O_RDONLY | sum(getattr(os, f, 0) for f in ("O_NONBLOCK", "O_NOCTTY", "O_BINARY"))
     fd = os.open(path, flags)
     try:
         info = os.fstat(fd)
-        _check_kind(info.st_mode, pipe)
+        check_kind(info.st_mode, pipe)
         if stat.S_ISREG(info.st_mode):
             with open(fd, "rb", closefd=False) as file:
                 return file.read(limit + 1)
@@ -138,7 +163,8 @@ def read_capped(path: Path, limit: int, pipe: bool = False) -> bytes:
         os.close(fd)
 
 
-def _check_kind(mode: int, pipe: bool) -> None:
+def check_kind(mode: int, pipe: bool = False) -> None:
+    """An OSError saying what `mode` is, unless a regular file (or with `pipe`, a FIFO)."""
     if not (stat.S_ISREG(mode) or (pipe and stat.S_ISFIFO(mode))):
         kind = next((k for test, k in _KINDS.items() if test(mode)), "something else")
         raise OSError(0, f"not a regular file but {kind}")
