@@ -158,18 +158,19 @@ def cpu_notes(cpus: list[int]) -> dict[str, Any]:
 
 
 def _asked_to_stop(signum: int, frame: object) -> None:
-    """SIGINT in a worker. Before sampling (import, device, pipelines, a compile) there is
-    nothing to hand back: it raises at once. While sampling, the first only asks the rounds
-    to stop at the next sample, outside any timed call and driver call, so that the rounds
-    measured come back. Ctrl-C reaches the whole process group and the parent sends one
-    more: one within ECHO_S of the first is that echo; a later one is a second Ctrl-C, and
-    raises."""
+    """SIGINT or SIGHUP in a worker. Before sampling (device, pipelines, a compile) there is
+    nothing to hand back: it raises at once (and notes the stop, so that a raise that lands
+    in a finalizer, which swallows it, still stops the rounds before they begin). While
+    sampling, the first only asks the rounds to stop at the next sample, outside any timed
+    call and driver call, so that the rounds measured come back. Ctrl-C and a hang-up reach
+    the whole process group and the parent sends one more: one within ECHO_S of the first
+    is that echo; a later one is a second Ctrl-C, and raises."""
     global _first_stop
     now = time.monotonic()
+    interrupts.request(signum)
     if not _sampling or (_first_stop is not None and now - _first_stop > ECHO_S):
         raise KeyboardInterrupt
     _first_stop = _first_stop or now
-    interrupts.request()
 
 
 #: When the worker was first asked to stop (monotonic), and how soon after it a SIGINT is
@@ -180,8 +181,14 @@ ECHO_S = 1.0
 _sampling = False
 
 
+#: The signals that ask a worker to stop: Ctrl-C and a closed terminal reach the whole
+#: process group, and the parent asks with SIGINT (`_wind_down`).
+STOPS = tuple(s for s in (signal.SIGINT, interrupts.SIGHUP) if s is not None)
+
+
 def _child(task: Task, conn: Any) -> None:
-    signal.signal(signal.SIGINT, _asked_to_stop)
+    for signum in STOPS:
+        signal.signal(signum, _asked_to_stop)
 
     def send(message: tuple) -> None:
         try:
@@ -212,7 +219,7 @@ def run(task: Task, on_round: Any, stall_timeout_s: float = float("inf"),
     a kernel that runs far too long) is stopped and its task reported as failed; the clock
     starts when it has set up (start-up, device and pipelines get STARTUP_S more, and each
     torch.compile its `compile_limit_s`: `startup_allowance_s`). A
-    KeyboardInterrupt in the parent (Ctrl-C, SIGTERM) stops the worker before it goes on.
+    KeyboardInterrupt in the parent (Ctrl-C, SIGTERM, SIGHUP) stops the worker before it goes on.
     One still running at `deadline` (monotonic; the run's time limit) is stopped and `cut`.
     """
     began = time.monotonic()
@@ -272,6 +279,7 @@ def _run(task: Task, on_round: Any, stall_timeout_s: float, deadline: float) -> 
         _stop(proc)
         raise
     proc.join()
+    interrupts.check()  # it ended as the run was asked to stop: the stop's, not a failure
     return Outcome(task.process, error=f"worker process {task.process} died "
                                       f"(exit code {proc.exitcode}) before reporting")
 
