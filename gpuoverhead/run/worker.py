@@ -15,9 +15,11 @@ import signal
 import time
 import traceback
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import groupby
+from multiprocessing import resource_tracker
 from time import perf_counter_ns
 from typing import Any
 
@@ -184,6 +186,24 @@ _sampling = False
 #: The signals that ask a worker to stop: Ctrl-C and a closed terminal reach the whole
 #: process group, and the parent asks with SIGINT (`_wind_down`).
 STOPS = tuple(s for s in (signal.SIGINT, interrupts.SIGHUP) if s is not None)
+#: Whether signals can be held back (blocked): not on Windows.
+_MASKS = hasattr(signal, "pthread_sigmask")
+
+
+@contextlib.contextmanager
+def _stops_held() -> Iterator[None]:
+    """Hold back STOPS while a worker is spawned: the child inherits them blocked, so that
+    one sent while its interpreter starts and imports waits for `_child`'s handler instead
+    of raising (a traceback) inside an import. The parent gets its own when they return."""
+    if not _MASKS:
+        yield
+        return
+    resource_tracker.ensure_running()  # its first start unblocks SIGINT when it returns
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _child(task: Task, conn: Any) -> None:
@@ -197,6 +217,8 @@ def _child(task: Task, conn: Any) -> None:
             os._exit(0)
 
     try:
+        if _MASKS:  # a stop sent while it started lands here, in its handler
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
         outcome = measure(task, send)
     except KeyboardInterrupt:
         return
@@ -241,7 +263,8 @@ def _run(task: Task, on_round: Any, stall_timeout_s: float, deadline: float) -> 
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(task, child), daemon=True)
-    proc.start()
+    with _stops_held():
+        proc.start()
     child.close()
     last, limit = time.monotonic(), stall_timeout_s + startup_allowance_s(task.job)
     try:

@@ -24,8 +24,48 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals, 
 NOISE = ("Traceback", "KeyboardInterrupt", "Exception ignored")
 
 
+def _spawned(child: subprocess.Popen) -> set[int]:
+    """The worker processes of `child` now."""
+    found = subprocess.run(["ps", "-ww", "-o", "pid=,args=", "--ppid", str(child.pid)],
+                           capture_output=True, text=True).stdout.splitlines()
+    return {int(line.split()[0]) for line in found if "spawn_main" in line}
+
+
+def _wait_for_worker(child: subprocess.Popen, count: int) -> None:
+    """Until the `count`th worker of `child` has just appeared (it still imports: that takes
+    it a few tenths of a second, and this looks every hundredth)."""
+    seen: set[int] = set()
+    deadline = time.monotonic() + 120
+    while len(seen) < count and time.monotonic() < deadline:
+        assert child.poll() is None, child.communicate()
+        seen |= _spawned(child)
+        time.sleep(0.01)
+    assert len(seen) >= count, seen
+
+
 def _no_noise(stderr: str) -> None:
     assert not [n for n in NOISE if n in stderr], stderr
+
+
+@pytest.mark.parametrize("worker", [1, 2], ids=["first-worker", "second-worker"])
+def test_hostile_ctrl_c_while_a_worker_imports_stops_quietly(tmp_path, worker):
+    """Ctrl-C (the whole process group) as a worker starts: it used to print the traceback
+    of the import it was in (run/worker.py → the drivers' registry → ...), and the run
+    called the benchmark failed ("worker process 0 died (exit code -2)"). The first worker
+    is the one whose start also starts multiprocessing's resource tracker."""
+    child, out = _start(tmp_path)
+    try:
+        _wait_for_worker(child, worker)
+        os.killpg(child.pid, signal.SIGINT)
+        _, stderr = child.communicate(timeout=60)
+    finally:
+        os.killpg(child.pid, signal.SIGKILL) if child.poll() is None else None
+    assert child.returncode == 130, stderr
+    _no_noise(stderr)
+    assert "died" not in stderr and "interrupted in " in stderr, stderr
+    info = json.loads((only_run_folder(out) / "run.json").read_text())
+    assert info["status"] == "interrupted" and not info["errors"], info["errors"]
+    assert all(b["status"] == "ok" for b in info["benchmarks"])
 
 
 def test_hostile_hangup_stops_the_run_as_sigterm_does_and_exits_129(tmp_path):
