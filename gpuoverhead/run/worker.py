@@ -113,8 +113,6 @@ def _sample(task: Task, prepared: Prepared, rng: np.random.Generator, send: Any)
     energy, joules = telemetry.per_sample(gpu, bool(group.fusion)), {}
     before = gpu.read() if gpu else {}
     began = time.monotonic()
-    global _sampling
-    _sampling = True
     samples = sample_group(group, prepared.ops, rng, task.budget, precision, progress, counts,
                            cpus, energy, joules)
     sampling_s = time.monotonic() - began
@@ -160,17 +158,18 @@ def cpu_notes(cpus: list[int]) -> dict[str, Any]:
 
 
 def _asked_to_stop(signum: int, frame: object) -> None:
-    """SIGINT or SIGHUP in a worker. Before sampling (device, pipelines, a compile) there is
-    nothing to hand back: it raises at once (and notes the stop, so that a raise that lands
-    in a finalizer, which swallows it, still stops the rounds before they begin). While
-    sampling, the first only asks the rounds to stop at the next sample, outside any timed
-    call and driver call, so that the rounds measured come back. Ctrl-C and a hang-up reach
-    the whole process group and the parent sends one more: one within ECHO_S of the first
-    is that echo; a later one is a second Ctrl-C, and raises."""
+    """SIGINT or SIGHUP in a worker. The first only asks it to stop at its next safe point:
+    as it starts (`_child`), or at the next sample, outside any timed call and driver call,
+    so that the rounds measured come back. Raised at once, a KeyboardInterrupt lands where
+    the worker happens to be, in a driver's callback too (requesting the device), which
+    prints "Exception ignored" and fails the benchmark; and the parent stops a worker still
+    preparing after GRACE_S. Ctrl-C and a hang-up reach the whole process group and the
+    parent sends one more: one within ECHO_S of the first is that echo; a later one is a
+    second Ctrl-C, and raises."""
     global _first_stop
     now = time.monotonic()
     interrupts.request(signum)
-    if not _sampling or (_first_stop is not None and now - _first_stop > ECHO_S):
+    if _first_stop is not None and now - _first_stop > ECHO_S:
         raise KeyboardInterrupt
     _first_stop = _first_stop or now
 
@@ -179,8 +178,6 @@ def _asked_to_stop(signum: int, frame: object) -> None:
 #: the same stop's echo.
 _first_stop: float | None = None
 ECHO_S = 1.0
-#: Whether the worker samples (set as its rounds begin): only then is a stop deferred.
-_sampling = False
 
 
 #: The signals that ask a worker to stop: Ctrl-C and a closed terminal reach the whole
@@ -219,6 +216,7 @@ def _child(task: Task, conn: Any) -> None:
     try:
         if _MASKS:  # a stop sent while it started lands here, in its handler
             signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
+        interrupts.check()
         outcome = measure(task, send)
     except KeyboardInterrupt:
         return
