@@ -273,13 +273,18 @@ def selftest(
     from gpuoverhead.run.environment import new_run_id
     from gpuoverhead.run.plan import RunOptions
 
+    _install_interrupts(deferred=True)
     with user_errors():
         names = registry.parse(implementation)
         comparing.check_thresholds(threshold, None)
-    runs = _measure(RunOptions(suite=suite, out_root=out, backend=backend, adapter=adapter,
-                               implementations=names, processes=processes,
-                               run_id=f"selftest-{new_run_id()}", halves=True),
-                    affinity).folders
+    result = _measure(RunOptions(suite=suite, out_root=out, backend=backend, adapter=adapter,
+                                 implementations=names, processes=processes,
+                                 run_id=f"selftest-{new_run_id()}", halves=True), affinity)
+    runs = result.folders
+    if result.record.status == "interrupted":  # halves cut short: a verdict would mislead
+        console.err.print(f"interrupted in {result.seconds:.0f} s: no A/A verdict; the halves "
+                          f"measured are kept in {runs[0]} and {runs[1]}", highlight=False)
+        raise typer.Exit(interrupts.exit_code())
     with user_errors():
         table = comparing.compare(read.load(runs[0]), read.load(runs[1]), threshold / 100)
     comparing.show(table)

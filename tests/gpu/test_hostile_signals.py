@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import BACKEND, ROOT, only_run_folder, read_run, write_suite
 from test_interrupt import SUITE, _start, _wait_for_a_worker_started, _wait_for_finished_benchmarks
+from test_selftest import SUITE as AA_SUITE
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals, process "
                                 "groups and terminals")
@@ -66,6 +67,45 @@ def test_hostile_ctrl_c_while_a_worker_imports_stops_quietly(tmp_path, worker):
     info = json.loads((only_run_folder(out) / "run.json").read_text())
     assert info["status"] == "interrupted" and not info["errors"], info["errors"]
     assert all(b["status"] == "ok" for b in info["benchmarks"])
+
+
+def _start_selftest(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
+    """An A/A self-test of four processes a half in a session of its own: about 15 s on
+    lavapipe; returns it and its --out folder."""
+    out = tmp_path / "out"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "gpuoverhead", "selftest", "--suite",
+         str(write_suite(tmp_path, AA_SUITE)), "--backend", BACKEND, "--implementation",
+         "wgpu-native", "--processes", "4", "--out", str(out)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+    return child, out
+
+
+@pytest.mark.parametrize(("signum", "group", "workers"),
+                         [(signal.SIGINT, True, 1), (signal.SIGINT, True, 3),
+                          (signal.SIGTERM, False, 3)],
+                         ids=["ctrl-c-first-process", "ctrl-c-later", "sigterm-later"])
+def test_hostile_selftest_interrupted_keeps_both_halves_and_gives_no_verdict(
+        tmp_path, signum, group, workers):
+    """Interrupted, the self-test used to go on to compare its partial halves ("0.0% of 5
+    estimates are 'same'"), exit 1 and never say it was interrupted."""
+    child, out = _start_selftest(tmp_path)
+    try:
+        _wait_for_worker(child, workers)
+        time.sleep(1.0)  # into the worker's start-up or its rounds
+        os.killpg(child.pid, signum) if group else child.send_signal(signum)
+        stdout, stderr = child.communicate(timeout=60)
+    finally:
+        os.killpg(child.pid, signal.SIGKILL) if child.poll() is None else None
+    assert child.returncode == 130, stderr
+    _no_noise(stderr)
+    assert "interrupted in " in stderr and "no A/A verdict" in stderr, stderr
+    assert "A/A" not in stdout and "same" not in stdout, stdout
+    halves = sorted(out.iterdir())
+    assert [h.name[-2:] for h in halves] == ["-a", "-b"]
+    assert [json.loads((h / "run.json").read_text())["status"] for h in halves] == \
+        ["interrupted"] * 2
 
 
 def test_hostile_hangup_stops_the_run_as_sigterm_does_and_exits_129(tmp_path):
