@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import signal
 import sys
 import tempfile
 import time
@@ -95,29 +94,8 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(EXIT_USER) from None
 
 
-def _install_interrupts(deferred: bool = False) -> None:
-    """The first SIGINT or SIGTERM stops the command cleanly; a second one exits at once.
-    During a run (`deferred`) the first only asks the runner to stop, which it does at its
-    next safe point (within 0.2 s while a worker runs): raised at once, a KeyboardInterrupt
-    can land in a wgpu object's finalizer, where Python swallows it. Result files are
-    replaced atomically, so exiting mid-write leaves the previous complete file."""
-    def second(signum: int, frame: object) -> None:
-        os.write(2, b"\ninterrupted again: exiting at once\n")
-        os._exit(EXIT_INTERRUPTED)
-
-    # Windows never delivers SIGTERM; a cancelled job or console sends Ctrl-Break (SIGBREAK).
-    signums = [s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGBREAK", None))
-               if s is not None]
-
-    def first(signum: int, frame: object) -> None:
-        for s in signums:
-            signal.signal(s, second)
-        interrupts.request()
-        if not deferred:
-            raise KeyboardInterrupt
-
-    for s in signums:
-        signal.signal(s, first)
+#: Ctrl-C, SIGTERM and a hang-up stop a command cleanly (see interrupts.py).
+_install_interrupts = interrupts.install
 
 
 def _measure(options: RunOptions, affinity: str | None) -> RunResult:
@@ -176,7 +154,7 @@ def run(
     console.err.print(f"{result.record.status} in {result.seconds:.0f} s: results in "
                       f"{result.folder}", highlight=False)
     if result.record.status == "interrupted":
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(interrupts.exit_code())
     if result.failed:
         raise typer.Exit(EXIT_FAILED)
 
@@ -295,13 +273,18 @@ def selftest(
     from gpuoverhead.run.environment import new_run_id
     from gpuoverhead.run.plan import RunOptions
 
+    _install_interrupts(deferred=True)
     with user_errors():
         names = registry.parse(implementation)
         comparing.check_thresholds(threshold, None)
-    runs = _measure(RunOptions(suite=suite, out_root=out, backend=backend, adapter=adapter,
-                               implementations=names, processes=processes,
-                               run_id=f"selftest-{new_run_id()}", halves=True),
-                    affinity).folders
+    result = _measure(RunOptions(suite=suite, out_root=out, backend=backend, adapter=adapter,
+                                 implementations=names, processes=processes,
+                                 run_id=f"selftest-{new_run_id()}", halves=True), affinity)
+    runs = result.folders
+    if result.record.status == "interrupted":  # halves cut short: a verdict would mislead
+        console.err.print(f"interrupted in {result.seconds:.0f} s: no A/A verdict; the halves "
+                          f"measured are kept in {runs[0]} and {runs[1]}", highlight=False)
+        raise typer.Exit(interrupts.exit_code())
     with user_errors():
         table = comparing.compare(read.load(runs[0]), read.load(runs[1]), threshold / 100)
     comparing.show(table)

@@ -15,9 +15,11 @@ import signal
 import time
 import traceback
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import groupby
+from multiprocessing import resource_tracker
 from time import perf_counter_ns
 from typing import Any
 
@@ -111,8 +113,6 @@ def _sample(task: Task, prepared: Prepared, rng: np.random.Generator, send: Any)
     energy, joules = telemetry.per_sample(gpu, bool(group.fusion)), {}
     before = gpu.read() if gpu else {}
     began = time.monotonic()
-    global _sampling
-    _sampling = True
     samples = sample_group(group, prepared.ops, rng, task.budget, precision, progress, counts,
                            cpus, energy, joules)
     sampling_s = time.monotonic() - began
@@ -158,30 +158,54 @@ def cpu_notes(cpus: list[int]) -> dict[str, Any]:
 
 
 def _asked_to_stop(signum: int, frame: object) -> None:
-    """SIGINT in a worker. Before sampling (import, device, pipelines, a compile) there is
-    nothing to hand back: it raises at once. While sampling, the first only asks the rounds
-    to stop at the next sample, outside any timed call and driver call, so that the rounds
-    measured come back. Ctrl-C reaches the whole process group and the parent sends one
-    more: one within ECHO_S of the first is that echo; a later one is a second Ctrl-C, and
-    raises."""
+    """SIGINT or SIGHUP in a worker. The first only asks it to stop at its next safe point:
+    as it starts (`_child`), or at the next sample, outside any timed call and driver call,
+    so that the rounds measured come back. Raised at once, a KeyboardInterrupt lands where
+    the worker happens to be, in a driver's callback too (requesting the device), which
+    prints "Exception ignored" and fails the benchmark; and the parent stops a worker still
+    preparing after GRACE_S. Ctrl-C and a hang-up reach the whole process group and the
+    parent sends one more: one within ECHO_S of the first is that echo; a later one is a
+    second Ctrl-C, and raises."""
     global _first_stop
     now = time.monotonic()
-    if not _sampling or (_first_stop is not None and now - _first_stop > ECHO_S):
+    interrupts.request(signum)
+    if _first_stop is not None and now - _first_stop > ECHO_S:
         raise KeyboardInterrupt
     _first_stop = _first_stop or now
-    interrupts.request()
 
 
 #: When the worker was first asked to stop (monotonic), and how soon after it a SIGINT is
 #: the same stop's echo.
 _first_stop: float | None = None
 ECHO_S = 1.0
-#: Whether the worker samples (set as its rounds begin): only then is a stop deferred.
-_sampling = False
+
+
+#: The signals that ask a worker to stop: Ctrl-C and a closed terminal reach the whole
+#: process group, and the parent asks with SIGINT (`_wind_down`).
+STOPS = tuple(s for s in (signal.SIGINT, interrupts.SIGHUP) if s is not None)
+#: Whether signals can be held back (blocked): not on Windows.
+_MASKS = hasattr(signal, "pthread_sigmask")
+
+
+@contextlib.contextmanager
+def _stops_held() -> Iterator[None]:
+    """Hold back STOPS while a worker is spawned: the child inherits them blocked, so that
+    one sent while its interpreter starts and imports waits for `_child`'s handler instead
+    of raising (a traceback) inside an import. The parent gets its own when they return."""
+    if not _MASKS:
+        yield
+        return
+    resource_tracker.ensure_running()  # its first start unblocks SIGINT when it returns
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _child(task: Task, conn: Any) -> None:
-    signal.signal(signal.SIGINT, _asked_to_stop)
+    for signum in STOPS:
+        signal.signal(signum, _asked_to_stop)
 
     def send(message: tuple) -> None:
         try:
@@ -190,6 +214,9 @@ def _child(task: Task, conn: Any) -> None:
             os._exit(0)
 
     try:
+        if _MASKS:  # a stop sent while it started lands here, in its handler
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
+        interrupts.check()
         outcome = measure(task, send)
     except KeyboardInterrupt:
         return
@@ -212,7 +239,7 @@ def run(task: Task, on_round: Any, stall_timeout_s: float = float("inf"),
     a kernel that runs far too long) is stopped and its task reported as failed; the clock
     starts when it has set up (start-up, device and pipelines get STARTUP_S more, and each
     torch.compile its `compile_limit_s`: `startup_allowance_s`). A
-    KeyboardInterrupt in the parent (Ctrl-C, SIGTERM) stops the worker before it goes on.
+    KeyboardInterrupt in the parent (Ctrl-C, SIGTERM, SIGHUP) stops the worker before it goes on.
     One still running at `deadline` (monotonic; the run's time limit) is stopped and `cut`.
     """
     began = time.monotonic()
@@ -234,7 +261,8 @@ def _run(task: Task, on_round: Any, stall_timeout_s: float, deadline: float) -> 
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(task, child), daemon=True)
-    proc.start()
+    with _stops_held():
+        proc.start()
     child.close()
     last, limit = time.monotonic(), stall_timeout_s + startup_allowance_s(task.job)
     try:
@@ -272,6 +300,7 @@ def _run(task: Task, on_round: Any, stall_timeout_s: float, deadline: float) -> 
         _stop(proc)
         raise
     proc.join()
+    interrupts.check()  # it ended as the run was asked to stop: the stop's, not a failure
     return Outcome(task.process, error=f"worker process {task.process} died "
                                       f"(exit code {proc.exitcode}) before reporting")
 
