@@ -38,7 +38,6 @@ app = typer.Typer(
 STARTED = time.monotonic()
 EXIT_USER = 2
 EXIT_FAILED = 1
-EXIT_INTERRUPTED = 130
 
 # Options that `run` and `selftest` share.
 SuiteOption = Annotated[Path, typer.Option(
@@ -86,11 +85,9 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except UserError as exc:
-        from rich.markup import escape
+        from gpuoverhead.present.console import err, literal
 
-        from gpuoverhead.present.console import err
-
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/red] {literal(exc)}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_USER) from None
 
 
@@ -152,7 +149,7 @@ def run(
     console.show_warnings(result.record.warnings)
     console.show_errors(result.record.errors)
     console.err.print(f"{result.record.status} in {result.seconds:.0f} s: results in "
-                      f"{result.folder}", highlight=False)
+                      f"{console.literal(result.folder)}", highlight=False)
     if result.record.status == "interrupted":
         raise typer.Exit(interrupts.exit_code())
     if result.failed:
@@ -367,7 +364,7 @@ def main() -> None:
     try:
         app()
     except KeyboardInterrupt:
-        os._exit(EXIT_INTERRUPTED)
+        os._exit(interrupts.exit_code())
     except (MemoryError, ImportError) as exc:  # a memory limit (ulimit -v) or the machine's,
         if isinstance(exc, ImportError) and "failed to map segment" not in str(exc):
             raise  # ... which a library the loader could not map under it shows as this

@@ -60,9 +60,10 @@ def in_process(*args: str) -> subprocess.CompletedProcess[str]:
     the same code as `gpuoverhead()` without an interpreter's start-up per call."""
     from typer.testing import CliRunner
 
+    from gpuoverhead import interrupts
     from gpuoverhead.cli import app
 
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    handlers = {s: signal.getsignal(s) for s in interrupts.SIGNALS}
     try:
         result = CliRunner().invoke(app, list(args))
     finally:

@@ -90,5 +90,5 @@ def test_the_schedule_expects_what_earlier_runs_took_and_leaves_out_what_it_cann
     # One job unknown: its hint counts, and the refusal says how much was known.
     del recorded[startups.key(jobs[0])]
     plan.time_limit_s = 0.5 * len(jobs)
-    with pytest.raises(UserError, match=f"{len(jobs) - 1} of {len(jobs)} jobs' start-ups as earlier"):
+    with pytest.raises(UserError, match=f"{len(jobs) - 1} of {len(jobs)} jobs' start-ups"):
         runner._schedule(plan, time.monotonic(), recorded)
