@@ -75,6 +75,17 @@ def in_process(*args: str) -> subprocess.CompletedProcess[str]:
                                        result.stderr)
 
 
+def process_centre(values) -> float:
+    """What a run shows over its processes' values: their median from six on, their
+    geometric mean under six (the centre of the t interval on logs, analysis/stats.py)."""
+    import numpy as np
+
+    found = np.asarray(values, dtype=float)
+    if found.size >= 6 or found.size == 1:
+        return float(np.median(found))
+    return float(np.exp(np.log(found).mean()))
+
+
 def only_run_folder(out: Path) -> Path:
     folders = [p for p in out.iterdir() if p.is_dir()]
     assert len(folders) == 1, folders

@@ -187,9 +187,13 @@ def _asking_all(schedule: Schedule) -> str:
 def _source(plan: Plan, recorded: dict[str, list[float]]) -> str:
     """Where the start-ups expected come from."""
     known = sum(startups.expected(recorded, j) is not None for b in plan.benchmarks for j in b)
-    return (f"{known} of {sum(map(len, plan.benchmarks))} jobs' start-ups as earlier runs here "
-            "took, the others from their drivers' hints") if known \
-        else "start-ups from the drivers' hints: no run here yet"
+    jobs = sum(map(len, plan.benchmarks))
+    if known == jobs:
+        return f"all {jobs} jobs' start-ups as earlier runs here took"
+    if not known:
+        return "start-ups from the drivers' hints: no run here yet"
+    return (f"{known} of {jobs} jobs' start-ups as earlier runs here took, the others from "
+            "their drivers' hints")
 
 
 def _what_runs(plan: Plan, folder: Path, schedule: Schedule,

@@ -41,7 +41,8 @@ def test_ci_run_gives_every_encoding_its_bind_group_cost_with_sane_intervals(ci_
         assert set(POSITIVE) | {"bind_group_ns"} <= set(mine.index), encoding
         for metric in POSITIVE:  # an interval over both processes, bounded
             r = mine.loc[metric]
-            assert r.ci_kind.startswith("between processes: median of 2"), (encoding, metric)
+            assert r.ci_kind.startswith("between processes: geometric mean of 2"), \
+                (encoding, metric)
             assert math.isfinite(r.ci_high) and r.value > 0, (encoding, metric)
         cost = mine.loc["bind_group_ns"]
         assert cost.hint == "difference" and cost.ci_kind.startswith("between processes")

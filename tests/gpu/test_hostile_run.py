@@ -74,7 +74,7 @@ def test_hostile_start_ups_that_no_time_limit_can_hold(tmp_path, monkeypatch):
     proc = gpuoverhead("run", "--suite", str(suite), "--backend", BACKEND, "--implementation",
                        "wgpu-native", "--time-limit", "600", "--out", str(tmp_path / "o"),
                        env=env)
-    _assert_one_clear_line(proc, "20 of 20 jobs as earlier runs here took")
+    _assert_one_clear_line(proc, "all 20 jobs' start-ups as earlier runs here took")
     assert f"not even the largest --time-limit ({MOST_LIMIT_S}) can: ask for 0" in proc.stderr
     assert not (tmp_path / "o").exists()
 
