@@ -18,6 +18,7 @@ import os
 from dataclasses import replace
 from typing import Any
 
+from gpuoverhead.gpu import cpu_probe
 from gpuoverhead.run.environment import pin
 
 #: A CPU this many times slower than the fastest at issuing work is left out.
@@ -35,46 +36,56 @@ def choose(affinity: str | None) -> tuple[dict[str, Any], list[str]]:
     allowed = sorted(os.sched_getaffinity(0))
     if len(allowed) < 2:
         return {"affinity": None, "used": span(allowed)}, []
-    from gpuoverhead.gpu import cpu_probe
-
     try:
         probe = cpu_probe.measure(allowed)
-        slow = _slow(probe.seconds)
-        if slow:  # a CPU busy for a moment is not left out: it must be slow again
-            again = cpu_probe.measure(sorted({*slow, min(probe.seconds, key=probe.seconds.get)}))
-            probe = replace(probe, seconds={**probe.seconds, **{
-                c: min(s, probe.seconds[c]) for c, s in again.seconds.items()}},
-                took_s=probe.took_s + again.took_s)
-            slow = _slow(probe.seconds)
+        if slow := _slow(probe):  # a CPU busy for a moment is not left out: slow again
+            fastest = {min(by_cpu, key=by_cpu.get) for by_cpu in probe.seconds.values()}
+            again = cpu_probe.measure(sorted({*slow, *fastest}))
+            probe = replace(probe, took_s=probe.took_s + again.took_s, seconds={
+                name: {c: min(s, again.seconds[name].get(c, s)) for c, s in by_cpu.items()}
+                for name, by_cpu in probe.seconds.items()})
     except Exception as exc:  # a driver that fails here fails the plan too, with its words
         return {"affinity": None, "used": span(allowed),
                 "probe": f"failed: {' '.join(str(exc).split())[:200]}"}, []
-    record = {"affinity": None, "probe": {
-        "path": probe.path, "seconds": round(probe.took_s, 3), "slow_factor": SLOW_FACTOR,
-        "issue_us": {str(c): round(s * 1e6, 2) for c, s in probe.seconds.items()}}}
-    if not slow:
-        return {**record, "used": span(allowed), "slow": []}, []
-    if len(slow) > len(allowed) // 2:
-        return {**record, "used": span(allowed), "slow": []}, [
-            f"CPUs differ: {len(slow)} of {len(allowed)} issue work {SLOW_FACTOR:g}x or more "
-            f"slower than CPU {min(probe.seconds, key=probe.seconds.get)}; the run uses all of "
-            "them (--affinity chooses)"]
-    used = [c for c in allowed if c not in slow]
+    used, record, lines = decide(probe, allowed)
     os.sched_setaffinity(0, used)
-    worst = max(slow, key=slow.get)
-    normal = sorted(probe.seconds[c] for c in used)[len(used) // 2]
+    return record, lines
+
+
+def decide(probe: cpu_probe.Probe, allowed: list[int]
+           ) -> tuple[list[int], dict[str, Any], list[str]]:
+    """The CPUs to use, run.json's record of them and the line to say, from a probe."""
+    slow = _slow(probe)
+    record = {"affinity": None, "probe": {
+        "seconds": round(probe.took_s, 3), "slow_factor": SLOW_FACTOR,
+        "us": {name: {str(c): round(s * 1e6, 3) for c, s in by_cpu.items()}
+               for name, by_cpu in probe.seconds.items()}}}
+    if not slow or len(slow) > len(allowed) // 2:
+        lines = [] if not slow else [
+            f"CPUs differ: {len(slow)} of {len(allowed)} run the probe {SLOW_FACTOR:g}x or more "
+            "slower than the fastest; the run uses all of them (--affinity chooses)"]
+        return allowed, {**record, "used": span(allowed), "slow": []}, lines
+    used = [c for c in allowed if c not in slow]
+    worst = max(slow, key=lambda c: slow[c][0])
+    factor, path = slow[worst]
+    normal = sorted(probe.seconds[path][c] for c in used)[len(used) // 2]
     which = f"CPU {worst}" if len(slow) == 1 else f"CPUs {span(sorted(slow))}"
-    return {**record, "used": span(used), "slow": sorted(slow)}, [
-        f"{which} issued work {slow[worst]:.1f}x slower than the fastest CPU "
-        f"({probe.seconds[worst] * 1e6:.1f} µs against {normal * 1e6:.1f} µs on the others, "
-        f"{probe.path}): the run uses CPUs {span(used)}; --affinity {span(allowed)} "
-        "includes it"]
+    return used, {**record, "used": span(used), "slow": sorted(slow)}, [
+        f"{which} ran {factor:.1f}x slower than the fastest CPU ({path}: "
+        f"{probe.seconds[path][worst] * 1e6:.1f} µs a step against {normal * 1e6:.1f} µs on "
+        f"the others): the run uses CPUs {span(used)}; --affinity {span(allowed)} includes it"]
 
 
-def _slow(seconds: dict[int, float]) -> dict[int, float]:
-    """The CPUs at least SLOW_FACTOR times the fastest, with their factor."""
-    fastest = min(seconds.values())
-    return {c: s / fastest for c, s in seconds.items() if s >= SLOW_FACTOR * fastest}
+def _slow(probe: cpu_probe.Probe) -> dict[int, tuple[float, str]]:
+    """The CPUs at least SLOW_FACTOR times the fastest on some path, with their largest
+    factor and its path."""
+    found: dict[int, tuple[float, str]] = {}
+    for path, by_cpu in probe.seconds.items():
+        fastest = min(by_cpu.values())
+        for cpu, seconds in by_cpu.items():
+            if seconds >= SLOW_FACTOR * fastest and seconds / fastest > found.get(cpu, (0,))[0]:
+                found[cpu] = (seconds / fastest, path)
+    return found
 
 
 def span(cpus: list[int]) -> str:
