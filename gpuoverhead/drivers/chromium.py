@@ -20,6 +20,7 @@ run/finish.py).
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import json
 import math
@@ -31,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuoverhead.browser import launcher, server
+from gpuoverhead.browser import launcher, seen, server
 from gpuoverhead.browser.cdp import BrowserError, Page
 from gpuoverhead.cases import BIND_PER_DISPATCH, HOST_UNITS, TIMESTAMPS, Case, Group, Kernel, Suite
 from gpuoverhead.drivers.base import (
@@ -177,9 +178,17 @@ def page(executable: str, kernel_source: str = ""
 
 def adapter(executable: str) -> tuple[AdapterInfo, dict[str, Any]]:
     """The adapter the browser offers, in the schema's words, and what run.json keeps of the
-    browser (version, flags, timer resolution, isolation, fallback adapter)."""
+    browser (version, flags, timer resolution, isolation, fallback adapter): as it said in
+    the last day (browser/seen.py), else from a browser started to ask."""
+    kept = seen.get(executable)
+    if kept is not None:
+        with contextlib.suppress(KeyError, TypeError, ValueError, BrowserError):
+            return describe(kept["info"], kept["version"], executable)
     with page(executable) as (browser, tab):
-        return describe(tab.evaluate("gpuo.info()"), browser.version(), executable)
+        info, version = tab.evaluate("gpuo.info()"), browser.version()
+    found = describe(info, version, executable)  # an adapter refused is not kept
+    seen.put(executable, {"info": info, "version": version})
+    return found
 
 
 def describe(info: dict[str, Any], version: str, executable: str
