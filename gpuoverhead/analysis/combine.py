@@ -83,6 +83,9 @@ def _estimate(present: list[Series], rng: np.random.Generator, positive: bool) -
     if positive and est.value < 0:  # the noise outweighs the slope: the nearest cost is 0
         est = replace(est, value=0.0, kind=f"{est.kind}; not resolved: its median fell below "
                                            f"zero ({est.value:.4g}), held at 0")
+    if positive and est.ci_high < 0:  # wholly below zero: no interval a cost can have
+        est = replace(est, ci_low=math.nan, ci_high=math.nan, level=0.0,
+                      kind=f"{est.kind}; no interval: it lay wholly below zero")
     return replace(est, n_samples=sum(s.count for s in present))
 
 

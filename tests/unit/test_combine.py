@@ -86,6 +86,15 @@ def test_a_cost_within_one_process_is_held_at_zero_where_single_rounds_are_not()
     assert est.kind.startswith("within one process")
 
 
+def test_a_cost_whose_interval_lies_below_zero_has_none_rather_than_an_inverted_one():
+    # A ci run on lavapipe wrote gpu_fixed_ns [0, -3,924]: its upper end below its lower.
+    rounds = [{_key("fixed_ns"): _series([-5000.0, -4500.0, -4000.0, -3900.0, -3800.0,
+                                          -3700.0, -3600.0])}]
+    cost = _rows(rounds)[0]["fixed_ns"].estimate
+    assert cost.value == 0.0 and np.isnan(cost.ci_low) and np.isnan(cost.ci_high)
+    assert cost.level == 0.0 and "not resolved" in cost.kind and "no interval" in cost.kind
+
+
 def test_a_cost_whose_median_falls_below_zero_is_held_at_zero_and_says_it_is_not_resolved():
     """A slope lost in the wait's noise (the H100 crossover run: Dawn's fused step -27.5 us
     with an interval [0, 7.4 us]) is never a negative cost outside its own interval; a
