@@ -21,7 +21,7 @@ import typer
 from gpuoverhead import __version__, interrupts
 from gpuoverhead.errors import UserError
 from gpuoverhead.gpu.adapters import BACKENDS
-from gpuoverhead.resources import DEFAULT_SUITE, suite_path
+from gpuoverhead.resources import CONFIGS_DIR, DEFAULT_SUITE, suite_path
 
 if TYPE_CHECKING:
     from gpuoverhead.run.plan import RunOptions
@@ -41,8 +41,8 @@ EXIT_FAILED = 1
 
 # Options that `run` and `selftest` share.
 SuiteOption = Annotated[Path, typer.Option(
-    help="Suite YAML file, or a shipped suite's name: default, full, ci, fusion, decode, "
-         "decode-f16.",
+    help="Suite YAML file, or a shipped suite's name: "
+         f"{', '.join(sorted(p.stem for p in CONFIGS_DIR.glob('*.yaml')))}.",
     callback=suite_path)]
 BackendOption = Annotated[str | None, typer.Option(
     help=f"Adapter backend: {', '.join(BACKENDS)}.")]
