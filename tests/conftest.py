@@ -64,11 +64,14 @@ def in_process(*args: str) -> subprocess.CompletedProcess[str]:
     from gpuoverhead.cli import app
 
     handlers = {s: signal.getsignal(s) for s in interrupts.SIGNALS}
+    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     try:
         result = CliRunner().invoke(app, list(args))
-    finally:
+    finally:  # a run pins the process that calls it (and so its workers) to its CPUs
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
+        if cpus is not None:
+            os.sched_setaffinity(0, cpus)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout,

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from gpuoverhead.browser import launcher, seen, server
-from gpuoverhead.browser.cdp import BrowserError, Page
+from gpuoverhead.browser.cdp import BrowserError, Page, require
 from gpuoverhead.cases import BIND_PER_DISPATCH, HOST_UNITS, TIMESTAMPS, Case, Group, Kernel, Suite
 from gpuoverhead.drivers.base import (
     Job,
@@ -180,6 +180,7 @@ def adapter(executable: str) -> tuple[AdapterInfo, dict[str, Any]]:
     """The adapter the browser offers, in the schema's words, and what run.json keeps of the
     browser (version, flags, timer resolution, isolation, fallback adapter): as it said in
     the last day (browser/seen.py), else from a browser started to ask."""
+    require()  # what a browser needs here, whether or not its answer was kept
     kept = seen.get(executable)
     if kept is not None:
         with contextlib.suppress(KeyError, TypeError, ValueError, BrowserError):

@@ -22,6 +22,7 @@ from gpuoverhead.drivers.base import Driver, Job, Offer, Request
 from gpuoverhead.errors import UserError
 from gpuoverhead.gpu import adapters
 from gpuoverhead.run.budget import MOST_PROCESSES
+from gpuoverhead.run.environment import parse_cpus
 from gpuoverhead.run.quick_types import quick_types
 from gpuoverhead.suite.expand import load_suite, quick
 
@@ -164,6 +165,8 @@ def check_options(options: RunOptions) -> None:
         raise UserError(f"--time-limit must be between 0 (none) and {MAX_TIME_LIMIT_S} seconds, "
                         f"not {limit}")
     adapters.check_backend(options.backend)
+    if options.affinity is not None:
+        parse_cpus(options.affinity)
     if options.run_id is not None and not RUN_ID.fullmatch(options.run_id):
         raise UserError(f"--run-id {options.run_id[:40]!r} is not a plain folder name: up to "
                         "100 letters, digits, '.', '_' or '-', starting with a letter or digit")

@@ -60,7 +60,6 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     """Plan, measure each benchmark in its worker processes, finish its rows, write them;
     the caller presents the result."""
     started = options.started
-    chosen_cpus, cpu_lines = cpus.choose(options.affinity)
     plan = prepare(options)
     run_id = options.run_id or environment.new_run_id()
     ids = [run_id] if plan.halves == 1 else [f"{run_id}-{half}" for half in "ab"]
@@ -70,6 +69,8 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
                             "--force to overwrite it")
     recorded = startups.load()
     schedule = _schedule(plan, started, recorded)
+    # Once nothing the user gave can fail: an error leaves the caller's CPUs as they were.
+    chosen_cpus, cpu_lines = cpus.choose(options.affinity)
     seed = options.seed if options.seed is not None else secrets.randbits(32)
     each = plan.processes // len(ids)
     folders = [RunFolder.open(options.out_root / i, _record(plan, options, i, seed, each,
