@@ -6,11 +6,13 @@ process, with an interval over the pairs) at each H of the sweep:
 - an H is *won* where the ratio's interval lies wholly below 1, *lost* wholly above 1, and
   *undecided* where it straddles 1 (or has no interval: one pair of processes);
 - the estimate is the smallest H from which the point ratio stays below 1 up to the largest
-  H; the interval runs from the smallest H from which no H is lost (the earliest crossover
-  the data allow) to the smallest from which every H is won (the latest), `inf` where even
-  the largest H is not won;
-- no estimate (nan) where the point ratio is not below 1 at the largest H: "never in
-  range"; an estimate at the smallest H is "at every H in range".
+  H, claimed only where some H from there on is won (a win needs an interval that excludes
+  a tie); the interval runs from the smallest H from which no H is lost (the earliest
+  crossover the data allow, `inf` where the largest H is lost) to the smallest from which
+  every H is won (the latest), `inf` where even the largest H is not won;
+- no estimate (nan) otherwise: lost at every H (the crossover lies beyond the largest H
+  measured), or not decided (no win from which the ratio stays below 1). Won already at
+  the smallest H, the crossover is censored: at or below the smallest H measured.
 Only the sweep's own H are candidates: nothing is interpolated between them.
 """
 
@@ -32,22 +34,42 @@ LINE = ["benchmark", "implementation", "family", "variant", "k", "sync", "encodi
 
 @dataclass(frozen=True)
 class Crossing:
-    """Where one line crosses below the CPU: `value` nan when never in range, `high` inf
-    where even the largest H is not surely won; the H left undecided, and the sweep."""
+    """Where one line crosses below the CPU: `value` nan where no win decides it, `high`
+    inf where even the largest H is not surely won; the H won, lost and left undecided,
+    so that what is said of it can say which H back it; and the sweep."""
 
     value: float
     low: float
     high: float
+    won: tuple[int, ...]
+    lost: tuple[int, ...]
     undecided: tuple[int, ...]
     sizes: tuple[int, ...]
 
     @property
-    def never(self) -> bool:
-        return math.isnan(self.value)
+    def found(self) -> bool:
+        """A crossover is claimed: a win decides it."""
+        return not math.isnan(self.value)
 
     @property
-    def always(self) -> bool:
-        return self.value == self.sizes[0]
+    def censored(self) -> bool:
+        """Won already at the smallest H measured (and from there on below 1): the
+        crossover is there or below, where the sweep does not look."""
+        return self.value == self.sizes[0] and self.sizes[0] in self.won
+
+    @property
+    def outcome(self) -> str:
+        """What may be said: 'found' (a crossover a win decides), 'beyond' (lost at every
+        H: the crossover is beyond the largest H measured) or 'not decided'."""
+        if self.found:
+            return "found"
+        return "beyond" if len(self.lost) == len(self.sizes) else "not decided"
+
+    @property
+    def span(self) -> str:
+        """The H measured, with no range of one H: 'in H 16–4096' or 'at H = 16'."""
+        first, last = self.sizes[0], self.sizes[-1]
+        return f"at H = {first}" if first == last else f"in H {first}–{last}"
 
 
 def crossing(sizes: list[int], value: list[float], low: list[float], high: list[float]
@@ -59,9 +81,17 @@ def crossing(sizes: list[int], value: list[float], low: list[float], high: list[
     lost = lo > 1
     below = (np.asarray(value, float) < 1) & ~lost  # an estimate outside its interval: lost
     won = (hi < 1) & below  # so that low <= value <= high whatever the intervals hold
-    undecided = tuple(int(h) for h, w, s in zip(sizes, won, lost, strict=True) if not (w or s))
-    return Crossing(_from(sizes, below), _from(sizes, ~lost), _from(sizes, won, math.inf),
-                    undecided, tuple(int(h) for h in sizes))
+    value = _from(sizes, below)
+    if not any(w and h >= value for h, w in zip(sizes, won, strict=True)):
+        value = math.nan  # no interval excludes a tie from there on: nothing is decided
+    return Crossing(value, _from(sizes, ~lost, math.inf), _from(sizes, won, math.inf),
+                    _where(sizes, won), _where(sizes, lost), _where(sizes, ~(won | lost)),
+                    tuple(int(h) for h in sizes))
+
+
+def _where(sizes: list[int], holds: np.ndarray) -> tuple[int, ...]:
+    """The H at which `holds` is true."""
+    return tuple(int(h) for h, x in zip(sizes, holds, strict=True) if x)
 
 
 def _from(sizes: list[int], holds: np.ndarray, otherwise: float = math.nan) -> float:
@@ -93,6 +123,17 @@ def with_crossovers(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([summary, pd.DataFrame(rows)], ignore_index=True)
 
 
+#: How a `crossover_hidden` row's value was read, by the crossing's outcome: where none is
+#: claimed the value is nan and the estimator says why, so no reader takes it as a figure.
+_ESTIMATORS = {
+    "found": "smallest H from which the ratio stays below 1, its interval wholly below 1 at "
+             "some H from there",
+    "beyond": "none, beyond the largest H measured: the ratio's interval lies wholly above 1 "
+              "at every H",
+    "not decided": "none, not decided: no H from which the ratio stays below 1 has its "
+                   "interval wholly below 1"}
+
+
 def _row(last: pd.Series, c: Crossing) -> dict:
     undecided = ", ".join(map(str, c.undecided)) or "none"
     metric = metrics.of(METRIC)
@@ -102,5 +143,5 @@ def _row(last: pd.Series, c: Crossing) -> dict:
             "ci_low": c.low, "ci_high": c.high, "ci_level": math.nan, "rel_ci": math.nan,
             "ci_kind": "the sizes where the per-H intervals of cpu_ratio allow / require it",
             "rel_spread_between": math.nan, "rel_ci_within": math.nan,
-            "estimator": f"smallest H from which {last['call']} / the CPU reference's stays "
-            f"below 1, of H {c.sizes[0]}-{c.sizes[-1]}; undecided at H: {undecided}"}
+            "estimator": f"{_ESTIMATORS[c.outcome]} (ratio: {last['call']} / the CPU "
+            f"reference's), {c.span}; undecided at H: {undecided}"}

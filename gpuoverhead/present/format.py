@@ -104,15 +104,26 @@ def ratio_with_ci(r: float, low: float, high: float) -> str:
 
 def crossover(line: Any, c: Crossing, reference: str) -> str:
     """'recurrent: wgpu-native fused beats torch-cpu from H = 512 [256–1024]', with where it
-    stays undecided; 'does not beat ... in range' where it never does
-    (analysis/crossover.py)."""
-    who = f"{line.benchmark}: {line.implementation} {line.variant}"
-    span = f"H {c.sizes[0]}–{c.sizes[-1]}"
-    if c.never:
-        text = f"{who} does not beat {reference} in range ({span})"
-    else:
-        high = f"beyond {c.sizes[-1]}" if math.isinf(c.high) else f"{c.high:.0f}"
-        text = f"{who} beats {reference} from H = {c.value:.0f} [{c.low:.0f}–{high}]"
-        text += f" (every H in range, {span})" if c.always else ""
-    undecided = ", ".join(map(str, c.undecided))
-    return text + (f"; undecided at H = {undecided}" if undecided else "")
+    stays undecided: a win is claimed only where an interval excludes a tie, and a sweep of
+    one H gets no range (analysis/crossover.py)."""
+    bench, who = f"{line.benchmark}: ", f"{line.implementation} {line.variant}"
+    if c.outcome == "beyond":
+        return (f"{bench}{who} does not beat {reference} {c.span}: its crossover is beyond the "
+                "largest H measured")
+    if c.outcome == "not decided":
+        if not c.won and not c.lost:
+            return f"{bench}whether {who} beats {reference} is not decided {c.span}"
+        return (f"{bench}{who} is not shown to beat {reference} {c.span}"
+                + _at("won", c.won) + _at("lost", c.lost) + _at("undecided", c.undecided))
+    first = c.sizes[0]
+    at = (f"at or below the smallest H measured, H = {first}" if c.censored
+          else f"from H = {c.value:.0f}")
+    low = f"at or below {first}" if c.low == first else f"{c.low:.0f}"
+    high = f"beyond {c.sizes[-1]}" if math.isinf(c.high) else f"{c.high:.0f}"
+    interval = "" if c.low == c.high else f" [{low}–{high}]"
+    return f"{bench}{who} beats {reference} {at}{interval}" + _at("undecided", c.undecided)
+
+
+def _at(what: str, sizes: tuple[int, ...]) -> str:
+    """'; undecided at H = 16, 64', or nothing where there are no such H."""
+    return f"; {what} at H = {', '.join(map(str, sizes))}" if sizes else ""
