@@ -115,7 +115,7 @@ def run(
     backend: BackendOption = None,
     adapter: AdapterOption = None,
     implementation: ImplementationOption = "all",
-    out: OutOption = Path("results"),
+    out: OutOption = Path("runs"),
     quick: Annotated[bool, typer.Option(help="Smoke run: tiny budget, one process.")] = False,
     processes: ProcessesOption = 3,
     seed: Annotated[int | None, typer.Option(help="Seed of the interleaving order.")] = None,
@@ -256,7 +256,7 @@ def selftest(
         help="Worker processes per job in each half (6: from six on the comparison is the "
              "Hodges-Lehmann shift's, which one odd process does not move).")] = 6,
     implementation: ImplementationOption = "all",
-    out: OutOption = Path("results"),
+    out: OutOption = Path("runs"),
     threshold: Annotated[float, typer.Option(help="As for compare, in percent.")] = 5.0,
     affinity: AffinityOption = None,
 ) -> None:
