@@ -16,7 +16,10 @@ head is split into row chunks as large as the device's storage bindings and buff
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -98,7 +101,7 @@ class Weights:
         the same values everywhere (seeded by the shape and the cache, not the run). With
         `f16` the matrices hold values that f16 represents exactly (the reference then
         computes with what the GPU reads)."""
-        w = cls.random(shape, cache, np.random.default_rng((WEIGHTS_SEED, shape.hidden, cache)))
+        w = cls.random(shape, cache, np.random.SeedSequence((WEIGHTS_SEED, shape.hidden, cache)))
         if precision == "f16":
             for layer in w.layers:
                 for name in MATRICES:
@@ -107,35 +110,53 @@ class Weights:
         return w
 
     @classmethod
-    def random(cls, shape: Shape, cache: int, rng: np.random.Generator) -> Weights:
-        h, f, q, kv = shape.hidden, shape.mlp, shape.q_size, shape.kv_size
+    def random(cls, shape: Shape, cache: int, seed: np.random.SeedSequence) -> Weights:
+        """A stream of its own per layer and for the head, drawn in threads (numpy fills
+        arrays without the GIL): drawing 0.5B values one after another was most of a decode
+        worker's start-up (7 s of a 19-37 s start on the H200)."""
+        h = shape.hidden
+        streams = [np.random.default_rng(s) for s in seed.spawn(shape.layers + 1)]
+        with ThreadPoolExecutor(min(len(streams), os.cpu_count() or 1)) as pool:
+            layers = list(pool.map(partial(_layer, shape, cache), streams[:-1]))
+            head = pool.submit(_dense, streams[-1], shape.vocab, h)
+            final_norm = streams[-1].uniform(0.8, 1.2, h).astype(np.float32)
+            return cls(shape, cache, layers, final_norm, head.result())
 
-        def dense(rows: int, cols: int) -> np.ndarray:
-            return (rng.standard_normal((rows, cols), np.float32) / np.float32(cols ** 0.5))
 
-        def norm() -> np.ndarray:
-            return rng.uniform(0.8, 1.2, h).astype(np.float32)
+def _layer(shape: Shape, cache: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    h, f, q, kv = shape.hidden, shape.mlp, shape.q_size, shape.kv_size
 
-        def cache_of() -> np.ndarray:  # positions 0 .. cache, the last one written per step
-            return rng.standard_normal((cache + 1) * kv, np.float32)
+    def norm() -> np.ndarray:
+        return rng.uniform(0.8, 1.2, h).astype(np.float32)
 
-        layers = [{"norm1": norm(), "wqkv": dense(q + 2 * kv, h),
-                   "bqkv": rng.standard_normal(q + 2 * kv, np.float32) * np.float32(0.1),
-                   "wo": dense(h, q), "norm2": norm(), "wgu": dense(2 * f, h),
-                   "wdown": dense(h, f), "kcache": cache_of(), "vcache": cache_of()}
-                  for _ in range(shape.layers)]
-        return cls(shape, cache, layers, norm(), dense(shape.vocab, h))
+    def cache_of() -> np.ndarray:  # positions 0 .. cache, the last one written per step
+        return rng.standard_normal((cache + 1) * kv, np.float32)
+
+    return {"norm1": norm(), "wqkv": _dense(rng, q + 2 * kv, h),
+            "bqkv": rng.standard_normal(q + 2 * kv, np.float32) * np.float32(0.1),
+            "wo": _dense(rng, h, q), "norm2": norm(), "wgu": _dense(rng, 2 * f, h),
+            "wdown": _dense(rng, h, f), "kcache": cache_of(), "vcache": cache_of()}
+
+
+def _dense(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
+    """Uniform of variance 1/cols (numpy draws it 1.5-4x faster than a normal)."""
+    m = rng.random((rows, cols), np.float32)
+    m -= np.float32(0.5)
+    m *= np.float32((12 / cols) ** 0.5)
+    return m
 
 
 def reference(w: Weights, token: int = TOKEN) -> np.ndarray:
-    """The step's logits in float64 from the same f32 weights and caches, its input the
-    embedding of `token`."""
+    """The step's logits from the same f32 weights and caches, its input the embedding of
+    `token`: the matrix-vector products in f32 (BLAS reads the weights as they are; in
+    float64 each product first copied its matrix, 17x slower, for a difference of 2e-7 of
+    the largest value against TOLERANCE's 1e-3), the rest in float64."""
     s, t, d = w.shape, w.cache + 1, w.shape.head_dim
     q_size, kv_size, group = s.q_size, s.kv_size, s.heads // s.kv_heads
     x = w.head[token].astype(np.float64)
     for layer in w.layers:
         n = _rmsnorm(x, layer["norm1"])
-        qkv = layer["wqkv"] @ n + layer["bqkv"]
+        qkv = _mv(layer["wqkv"], n) + layer["bqkv"]
         q, k, v = qkv[:q_size], qkv[q_size:q_size + kv_size], qkv[q_size + kv_size:]
         q, k = _rope(q.reshape(-1, d), w.cache), _rope(k.reshape(-1, d), w.cache)
         keys = layer["kcache"].astype(np.float64).reshape(t, s.kv_heads, d).copy()
@@ -146,11 +167,16 @@ def reference(w: Weights, token: int = TOKEN) -> np.ndarray:
             scores = keys[:, h // group] @ q[h] / np.sqrt(d)
             p = np.exp(scores - scores.max())
             out[h] = (p / p.sum()) @ values[:, h // group]
-        x = x + layer["wo"] @ out.ravel()
+        x = x + _mv(layer["wo"], out.ravel())
         n = _rmsnorm(x, layer["norm2"])
-        gate, up = np.split(layer["wgu"] @ n, 2)
-        x = x + layer["wdown"] @ (gate / (1 + np.exp(-gate)) * up)
-    return w.head @ _rmsnorm(x, w.final_norm)
+        gate, up = np.split(_mv(layer["wgu"], n), 2)
+        x = x + _mv(layer["wdown"], gate / (1 + np.exp(-gate)) * up)
+    return _mv(w.head, _rmsnorm(x, w.final_norm))
+
+
+def _mv(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """matrix @ vector in the matrix's f32, returned in float64."""
+    return (matrix @ vector.astype(np.float32)).astype(np.float64)
 
 
 #: Weight bytes numpy's greedy loop may read in its steps (a float64 step of Qwen2.5-0.5B
