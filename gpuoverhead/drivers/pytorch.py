@@ -17,6 +17,11 @@ WebGPU's implementations (they are other programs, not the same calls).
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import importlib.metadata
+import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from gpuoverhead import kept
 from gpuoverhead.cases import Case, Group, Suite
 from gpuoverhead.drivers.base import Job, Offer, Prepared, Request, without_timestamps
 from gpuoverhead.errors import IntegrityError, UserError
@@ -38,13 +44,19 @@ COMPARED = False
 SAMPLE_SHARE = None
 TAX_OVER: tuple[str, ...] = ()
 SKIPPED = "PyTorch baselines skipped: "
+FILE = "torch.json"
+#: Seconds a device found is trusted (a driver updated in place changes the answer).
+KEEP_S = 86400.0
+_DEVICE_VARIABLES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "PYTORCH_ENABLE_MPS_FALLBACK")
 
 #: Kernels whose semantics the baseline reproduces (`empty` is one increment of data[0]).
 KERNELS = ("add_one", "empty")
 
 
 def available() -> str | None:
-    """None when torch imports, else why not."""
+    """None when torch imports (or did, this boot: its device is kept), else why not."""
+    if (key := _installed()) is not None and kept.get(FILE, key, KEEP_S) is not None:
+        return None
     try:
         import torch  # noqa: F401
     except Exception as exc:
@@ -53,14 +65,37 @@ def available() -> str | None:
 
 
 def offers(request: Request, notes: list[str]) -> list[Offer]:
-    """The device torch finds, where torch imports (asked by name: else an error)."""
+    """The device torch finds, where torch imports (asked by name: else an error); kept a
+    day for this torch and this boot (gpuoverhead/kept.py), since importing torch and
+    finding its device took most of a run's planning."""
+    key = _installed()
+    if key is not None and (info := kept.get(FILE, key, KEEP_S)) is not None:
+        with contextlib.suppress(TypeError):
+            return [Offer(AdapterInfo(**info))]
     reason = available()
     if reason is not None:
         if request.named:
             raise UserError(reason)
         notes.append(SKIPPED + reason)
         return []
-    return [Offer(adapter_info())]
+    info = adapter_info()
+    if key is not None:
+        kept.put(FILE, key, dataclasses.asdict(info))
+    return [Offer(info)]
+
+
+def _installed() -> list[Any] | None:
+    """What decides torch's answer without importing it: this Python, torch's version and
+    files, and the variables that choose its device; None where torch is not installed."""
+    try:
+        found = importlib.metadata.distribution("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    files = found.locate_file("torch/__init__.py")
+    with contextlib.suppress(OSError):
+        return [sys.executable, found.version, str(files), os.stat(files).st_mtime_ns,
+                [os.environ.get(v) for v in _DEVICE_VARIABLES]]
+    return None
 
 
 def jobs(group: Group, offer: Offer, notes: list[str]) -> list[Job]:
