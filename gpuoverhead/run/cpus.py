@@ -4,7 +4,7 @@ A run on a cloud VM cannot know its CPUs in advance: on a lent H200 VM vCPU 14 r
 3.4x slower than the other 15, a worker process that landed there measured 55 µs where the
 others measured 16, and that process alone widened its job's interval to [4-148] µs. So
 before anything is planned the run times the issue path on every CPU it may use
-(gpu/cpu_probe.py, well under a second) and keeps itself and its workers (they inherit the
+(gpu/cpu_probe.py, well under a second; kept an hour this boot) and keeps itself and its workers (they inherit the
 mask) off the CPUs at least SLOW_FACTOR times the fastest, says so in one line and records
 the probe in run.json (`host.cpus`). `--affinity` decides instead, and is recorded alike.
 Where more than half the CPUs would be left out the fastest is the odd one: all are kept.
@@ -14,15 +14,24 @@ slower than its job's others is left out of the estimate (analysis/odd.py) where
 
 from __future__ import annotations
 
+import math
 import os
+import time
 from dataclasses import replace
 from typing import Any
 
+from gpuoverhead import kept
 from gpuoverhead.gpu import cpu_probe
 from gpuoverhead.run.environment import pin
 
 #: A CPU this many times slower than the fastest at issuing work is left out.
 SLOW_FACTOR = 1.5
+#: The probe is kept this long for this boot and these CPUs (gpuoverhead/kept.py): it took
+#: 0.85 s of a run's planning on the 2-core machine and 2.4-2.9 s on the H200 VM, whose
+#: slow vCPU stayed slow all day; a CPU busy for a while is left out that long, as the
+#: start line says.
+KEEP_S = 3600.0
+FILE = "cpus.json"
 
 
 def choose(affinity: str | None) -> tuple[dict[str, Any], list[str]]:
@@ -36,20 +45,52 @@ def choose(affinity: str | None) -> tuple[dict[str, Any], list[str]]:
     allowed = sorted(os.sched_getaffinity(0))
     if len(allowed) < 2:
         return {"affinity": None, "used": span(allowed)}, []
-    try:
-        probe = cpu_probe.measure(allowed)
-        if slow := _slow(probe):  # a CPU busy for a moment is not left out: slow again
-            fastest = {min(by_cpu, key=by_cpu.get) for by_cpu in probe.seconds.values()}
-            again = cpu_probe.measure(sorted({*slow, *fastest}))
-            probe = replace(probe, took_s=probe.took_s + again.took_s, seconds={
-                name: {c: min(s, again.seconds[name].get(c, s)) for c, s in by_cpu.items()}
-                for name, by_cpu in probe.seconds.items()})
-    except Exception as exc:  # a driver that fails here fails the plan too, with its words
-        return {"affinity": None, "used": span(allowed),
-                "probe": f"failed: {' '.join(str(exc).split())[:200]}"}, []
+    probe, age = _kept(allowed), None
+    if probe is not None:
+        probe, age = probe
+    else:
+        try:
+            probe = _measure(allowed)
+        except Exception as exc:  # a driver that fails here fails the plan too, in its words
+            return {"affinity": None, "used": span(allowed),
+                    "probe": f"failed: {' '.join(str(exc).split())[:200]}"}, []
+        kept.put(FILE, allowed, {"seconds": {n: {str(c): s for c, s in by_cpu.items()}
+                                             for n, by_cpu in probe.seconds.items()},
+                                 "took_s": probe.took_s, "time": time.time()})
     used, record, lines = decide(probe, allowed)
+    if age is not None:
+        record["probe"]["kept_from_s_ago"] = round(age)
+        lines = [f"{line} (probed {age / 60:.0f} min ago, kept for {KEEP_S / 3600:g} h this boot)"
+                 for line in lines]
     os.sched_setaffinity(0, used)
     return record, lines
+
+
+def _measure(allowed: list[int]) -> cpu_probe.Probe:
+    probe = cpu_probe.measure(allowed)
+    if slow := _slow(probe):  # a CPU busy for a moment is not left out: slow again
+        fastest = {min(by_cpu, key=by_cpu.get) for by_cpu in probe.seconds.values()}
+        again = cpu_probe.measure(sorted({*slow, *fastest}))
+        probe = replace(probe, took_s=probe.took_s + again.took_s, seconds={
+            name: {c: min(s, again.seconds[name].get(c, s)) for c, s in by_cpu.items()}
+            for name, by_cpu in probe.seconds.items()})
+    return probe
+
+
+def _kept(allowed: list[int]) -> tuple[cpu_probe.Probe, float] | None:
+    """The probe of these CPUs made this boot within KEEP_S, and its age; None if none or
+    it does not read as one."""
+    found = kept.get(FILE, allowed, KEEP_S)
+    try:
+        seconds = {str(n): {int(c): float(s) for c, s in by_cpu.items()}
+                   for n, by_cpu in found["seconds"].items()}
+        probe = cpu_probe.Probe(seconds, float(found["took_s"]))
+        age = time.time() - float(found["time"])
+    except (TypeError, KeyError, ValueError, AttributeError):
+        return None
+    ok = seconds and all(set(by_cpu) == set(allowed) and all(
+        math.isfinite(s) and s > 0 for s in by_cpu.values()) for by_cpu in seconds.values())
+    return (probe, age) if ok else None
 
 
 def decide(probe: cpu_probe.Probe, allowed: list[int]

@@ -17,7 +17,8 @@ def test_a_run_leaves_out_the_cpu_a_busy_process_holds_and_says_so(tmp_path):
                             preexec_fn=lambda: os.sched_setaffinity(0, {busy_cpu}))
     try:
         proc = gpuoverhead("run", "--quick", "--backend", BACKEND, "--implementation",
-                           "wgpu-native", "--out", str(tmp_path))
+                           "wgpu-native", "--out", str(tmp_path),
+                           env={"XDG_CACHE_HOME": str(tmp_path / "cache")})  # probe afresh
     finally:
         busy.kill()
         busy.wait()

@@ -36,3 +36,38 @@ def test_cpus_within_the_factor_are_all_kept_and_a_majority_slow_keeps_all():
 def test_cpu_lists_are_written_as_affinity_takes_them():
     assert span([0, 1, 2, 3, 5, 7, 8, 9, 15]) == "0-3,5,7-9,15"
     assert span([4]) == "4" and span([]) == ""
+
+
+def test_a_probe_is_kept_for_the_same_cpus_this_boot_and_a_damaged_one_is_not(
+        monkeypatch, tmp_path):
+    import json
+
+    from gpuoverhead.run import cpus
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    calls = []
+    issue = {0: 40e-6, 1: 90e-6}
+
+    def measure(allowed):
+        calls.append(list(allowed))
+        return _probe({c: issue[c] for c in allowed})
+
+    monkeypatch.setattr(cpus.cpu_probe, "measure", measure)
+    monkeypatch.setattr(cpus.os, "sched_getaffinity", lambda _: {0, 1})
+    monkeypatch.setattr(cpus.os, "sched_setaffinity", lambda _, used: None)
+    record, lines = cpus.choose(None)
+    assert record["slow"] == [1] and len(calls) == 2 and "probed" not in lines[0]
+    record, lines = cpus.choose(None)  # kept: no probe, the same choice, said to be kept
+    assert len(calls) == 2 and record["slow"] == [1] and "kept_from_s_ago" in record["probe"]
+    assert "(probed 0 min ago, kept for 1 h this boot)" in lines[0]
+    cache = tmp_path / "gpuoverhead" / cpus.FILE
+    entries = json.loads(cache.read_text())
+    for entry in entries.values():
+        entry["value"]["seconds"][ISSUE]["1"] = float("nan")  # not a time: probed again
+    cache.write_text(json.dumps(entries))
+    cpus.choose(None)
+    assert len(calls) == 4
+    monkeypatch.setattr(cpus.os, "sched_getaffinity", lambda _: {0, 1, 2})
+    issue[2] = 41e-6
+    cpus.choose(None)  # other CPUs: another probe
+    assert calls[-2] == [0, 1, 2]
