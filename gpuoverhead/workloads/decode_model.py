@@ -75,8 +75,10 @@ TOKEN = 1
 MAX_BINDING = 128 << 20
 #: Relative tolerance of the logits against numpy (f32 sums in another order, 24 layers).
 TOLERANCE = 1e-3
-#: Seed of the decode weights (with the shape and the cache length).
-WEIGHTS_SEED = 17
+#: Seed of the decode weights (with the shape and the cache length): with it the ci suite's
+#: tiny model's greedy loop chooses 9 different tokens in its first 8 steps, so a loop that
+#: read a fixed row, or the wrong one, fails its check (17 repeated from the 3rd step).
+WEIGHTS_SEED = 19
 ROPE_THETA = 1e6
 EPS = 1e-6
 #: A layer's weight matrices (with the LM head, what `precision: f16` stores as f16).
