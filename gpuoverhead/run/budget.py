@@ -201,14 +201,14 @@ class Schedule:
         if self.limit_s is None:
             return Budget(slot.cap)
         passes = self._expected_passes(slot)
-        rest = list(self._remaining(slot, passes))
-        free = self._until_deadline_s() - HANDBACK_S - sum(self.setup_s(s) for s in rest)
+        rest = list(self.remaining(slot, passes))
+        free = self.until_deadline_s() - HANDBACK_S - sum(self.setup_s(s) for s in rest)
         # A process may warm up for WARMUP_SHARE of its budget beyond it.
         share = free * slot.cap / sum(s.cap for s in rest) / (1 + WARMUP_SHARE)
         # The suite's budget, spread over the passes that will run rather than those asked.
         # However far it may overrun to reach min_rounds, it leaves the rest of its pass
         # their start-ups and least sampling.
-        later = sum(self.least_s(s) for s in self._remaining(slot, slot.process + 1)
+        later = sum(self.least_s(s) for s in self.remaining(slot, slot.process + 1)
                     if s != slot)
         own = self.count(slot) if slot.process > 0 else passes
         # A share never below the least sampling its kind took (the rest of the pass is
@@ -231,13 +231,13 @@ class Schedule:
         """Record what finishing one benchmark took (for the deadline of those still to)."""
         self._finishes.append(seconds)
 
-    def _until_deadline_s(self) -> float:
+    def until_deadline_s(self) -> float:
         return self.deadline() - time.monotonic()
 
     def fits(self, slot: Slot) -> bool:
         """Whether `slot` can start: its start-up and least sampling fit in the time left,
         before it must hand its rounds back (HANDBACK_S before the deadline)."""
-        return self.least_s(slot) + HANDBACK_S <= self._until_deadline_s()
+        return self.least_s(slot) + HANDBACK_S <= self.until_deadline_s()
 
     def done(self, slot: Slot, wall_s: float, sampling_s: float, least_s: float) -> None:
         """Record what `slot` took beyond sampling (its start-up) and the least sampling a
@@ -320,7 +320,7 @@ class Schedule:
                                 done, self.most, cap, self.halves)
         return (best, fit) if self.chosen else (fit, fit)
 
-    def _remaining(self, slot: Slot, passes: int) -> Iterator[Slot]:
+    def remaining(self, slot: Slot, passes: int) -> Iterator[Slot]:
         """`slot` and those after it up to pass `passes`, in the order of a run under a time
         limit (a job left out and run late: itself, then the later passes)."""
         for p in range(slot.process, passes):
@@ -340,7 +340,7 @@ class Schedule:
     def _spare_s(self, p: int) -> float:
         """Seconds of the time left beyond what the passes from `p` on need at the least
         (the last of them handing its rounds back HANDBACK_S before the deadline)."""
-        return self._until_deadline_s() - HANDBACK_S - sum(
+        return self.until_deadline_s() - HANDBACK_S - sum(
             self.least_s(s) for q in range(p, self.processes)
             for b in range(len(self.jobs)) for s in self.pass_of(b, q))
 

@@ -21,6 +21,7 @@ from gpuoverhead.methods import series
 from gpuoverhead.results import tables
 from gpuoverhead.results.columns import SKIPPED
 from gpuoverhead.run import checks
+from gpuoverhead.run.again import AGAIN_FOR
 from gpuoverhead.run.files import Finished
 from gpuoverhead.run.worker import Outcome
 from gpuoverhead.workloads import registry as workloads
@@ -105,9 +106,15 @@ def _odd_warning(group: str, label: str, outcomes: list[Outcome], odd: dict[int,
     said = ", ".join(f"{outcomes[i].process} ({level:.1f}x"
                      + (f", mostly on CPU {cpu})" if (cpu := outcomes[i].device_notes.get(
                          "cpu_most")) is not None else ")") for i, level in odd.items())
+    fresh = {o.device_notes[AGAIN_FOR]: o.process for o in outcomes
+             if AGAIN_FOR in o.device_notes}
+    again = [f"{outcomes[i].process} in {fresh[outcomes[i].process]}" for i in odd
+             if outcomes[i].process in fresh]
     return (f"{group} ({label}): worker process {said} measured far slower than the job's "
-            f"median process (over {FAR:g}x): kept in the samples, left out of the estimates; "
-            "a CPU slower at these calls is the usual cause (--affinity leaves it out)")
+            f"median process (over {FAR:g}x): kept in the samples, left out of the estimates"
+            + (f", measured again in a fresh process ({', '.join(again)})" if again else
+               ", not measured again (the time left did not hold another process)")
+            + "; a CPU slower at these calls is the usual cause (--affinity leaves it out)")
 
 
 def _pairs(run_id: str, jobs: list[Job], done: list[Measured | None], out: Finished) -> None:

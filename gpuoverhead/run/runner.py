@@ -24,8 +24,8 @@ from gpuoverhead.drivers.base import Job
 from gpuoverhead.errors import UserError
 from gpuoverhead.results.columns import RUN_JSON, RunRecord
 from gpuoverhead.results.write import write_json
-from gpuoverhead.run import checks, cpus, environment, noise, startups, worker
-from gpuoverhead.run.budget import FINISH_S, HANDBACK_S, Schedule, Slot, process_cap_s
+from gpuoverhead.run import again, checks, cpus, environment, noise, precision, startups, worker
+from gpuoverhead.run.budget import FINISH_S, HANDBACK_S, Budget, Schedule, Slot, process_cap_s
 from gpuoverhead.run.files import RunFolder
 from gpuoverhead.run.finish import finish, partners
 from gpuoverhead.run.plan import MAX_TIME_LIMIT_S, Plan, RunOptions, prepare
@@ -120,6 +120,7 @@ def _closing_notes(record: RunRecord, schedule: Schedule, summary: pd.DataFrame,
     record.noise["after"] = state
     record.warnings += [w + " (at the end of the run)" for w in noisy]
     record.warnings += checks.cpu_warnings(record.benchmarks, summary)
+    record.precision = precision.limits(summary, record.benchmarks, schedule.limit_s)
     if skipped:
         record.warnings.append(
             f"partial: the time limit of {schedule.limit_s:g} s left out {len(skipped)} "
@@ -272,6 +273,8 @@ def _measure(plan: Plan, schedule: Schedule, folders: list[RunFolder], reporter:
                     slot.process, cut=True, error=_no_room(schedule, slot)))
             interrupts.check()
             if schedule.last(slot):
+                _again(plan, schedule, slot, outcomes[slot.benchmark], reporter, seeding,
+                       stall_timeout_s)
                 finish_all(slot.benchmark)
         interrupts.check()
     except KeyboardInterrupt:  # the processes that ran are as good as a finished run's
@@ -331,11 +334,26 @@ def _started(plan: Plan, schedule: Schedule, slot: Slot, reporter: Reporter) -> 
                                   for s in schedule.pass_of(slot.benchmark, slot.process)))
 
 
+def _again(plan: Plan, schedule: Schedule, last: Slot, outcomes: list[list[worker.Outcome]],
+           reporter: Reporter, seeding: _Seeding, stall_timeout_s: float) -> None:
+    """Before a benchmark is finished, a fresh process of each job in place of each of its
+    processes far off the others, where the time holds it (run/again.py)."""
+    for j, found in enumerate(outcomes):
+        for process in again.odd(found):
+            if (fresh := again.slot_for(schedule, last, j, found, process, plan.halves)):
+                outcome = _process(plan, schedule, fresh[0], reporter, seeding,
+                                   stall_timeout_s, fresh[1])
+                outcome.device_notes[again.AGAIN_FOR] = process
+                found.append(outcome)
+
+
 def _process(plan: Plan, schedule: Schedule, slot: Slot, reporter: Reporter,
-             seeding: _Seeding, stall_timeout_s: float) -> worker.Outcome:
-    """One worker process of `slot`, within its budget and the run's deadline."""
+             seeding: _Seeding, stall_timeout_s: float,
+             budget: Budget | None = None) -> worker.Outcome:
+    """One worker process of `slot`, within its budget (by default the schedule's) and the
+    run's deadline."""
     job = plan.benchmarks[slot.benchmark][slot.job]
-    budget = schedule.budget(slot)
+    budget = budget or schedule.budget(slot)
     if (share := registry.get(job.driver).SAMPLE_SHARE) is not None:
         budget = replace(budget, sample_share=share)
 
