@@ -146,6 +146,8 @@ def run(
         outside_shaders=outside_shaders, stall_timeout_s=stall_timeout,
         time_limit_s=time_limit, browser=browser, started=STARTED), affinity)
     console.print_summary(result.summary)
+    for line in result.record.precision:  # what limited precision (run/precision.py)
+        console.err.print(f"precision: {console.literal(line)}", highlight=False)
     console.show_warnings(result.record.warnings)
     console.show_errors(result.record.errors)
     console.err.print(f"{result.record.status} in {result.seconds:.0f} s: results in "

@@ -66,6 +66,8 @@ class RunRecord:
     drift: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: Per implementation, what limited its widest headline figure (run/precision.py).
+    precision: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {"schema_version": SCHEMA_VERSION, **asdict(self)}
