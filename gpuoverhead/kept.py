@@ -30,7 +30,8 @@ def boot() -> str:
 def get(file: str, key: Any, keep_s: float) -> Any | None:
     """The value kept under `key` (JSON) in `file` within the last `keep_s`, or None."""
     with contextlib.suppress(OSError, ValueError, TypeError, KeyError, RecursionError):
-        entry = json.loads((cache_dir() / file).read_text()).get(_text(key))
+        found = json.loads((cache_dir() / file).read_text())
+        entry = found.get(_text(key)) if isinstance(found, dict) else None
         if isinstance(entry, dict) and 0 <= time.time() - entry["time"] < keep_s:
             return entry["value"]
     return None

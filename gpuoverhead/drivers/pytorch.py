@@ -55,7 +55,7 @@ KERNELS = ("add_one", "empty")
 
 def available() -> str | None:
     """None when torch imports (or did, this boot: its device is kept), else why not."""
-    if (key := _installed()) is not None and kept.get(FILE, key, KEEP_S) is not None:
+    if (key := _installed()) is not None and _kept(key) is not None:
         return None
     try:
         import torch  # noqa: F401
@@ -69,9 +69,8 @@ def offers(request: Request, notes: list[str]) -> list[Offer]:
     day for this torch and this boot (gpuoverhead/kept.py), since importing torch and
     finding its device took most of a run's planning."""
     key = _installed()
-    if key is not None and (info := kept.get(FILE, key, KEEP_S)) is not None:
-        with contextlib.suppress(TypeError):
-            return [Offer(AdapterInfo(**info))]
+    if key is not None and (info := _kept(key)) is not None:
+        return [Offer(info)]
     reason = available()
     if reason is not None:
         if request.named:
@@ -82,6 +81,16 @@ def offers(request: Request, notes: list[str]) -> list[Offer]:
     if key is not None:
         kept.put(FILE, key, dataclasses.asdict(info))
     return [Offer(info)]
+
+
+def _kept(key: list[Any]) -> AdapterInfo | None:
+    """The device kept for this torch, if what was kept reads as one."""
+    found = kept.get(FILE, key, KEEP_S)
+    types = {f.name: f.type for f in dataclasses.fields(AdapterInfo)}
+    if not isinstance(found, dict) or set(found) != set(types) or not all(
+            type(found[name]).__name__ == kind for name, kind in types.items()):
+        return None
+    return AdapterInfo(**found)
 
 
 def _installed() -> list[Any] | None:
