@@ -105,6 +105,10 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     else:
         for files in folders:
             _closing_notes(files.start, schedule, files.summary(), files.skipped())
+            if not options.quick:  # a smoke run's precision is not what it is for
+                files.start.precision = precision.limits(files.summary(),
+                                                         files.start.benchmarks,
+                                                         schedule.limit_s)
             files.save("failed" if files.record().errors else
                        "partial" if files.skipped() else "complete")
     files = folders[0]
@@ -120,7 +124,6 @@ def _closing_notes(record: RunRecord, schedule: Schedule, summary: pd.DataFrame,
     record.noise["after"] = state
     record.warnings += [w + " (at the end of the run)" for w in noisy]
     record.warnings += checks.cpu_warnings(record.benchmarks, summary)
-    record.precision = precision.limits(summary, record.benchmarks, schedule.limit_s)
     if skipped:
         record.warnings.append(
             f"partial: the time limit of {schedule.limit_s:g} s left out {len(skipped)} "
