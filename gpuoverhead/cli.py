@@ -53,8 +53,9 @@ ImplementationOption = Annotated[str, typer.Option(
          "names them), several joined by commas, or all that are installed.")]
 BrowserOption = Annotated[str | None, typer.Option(
     help="The Chromium (or Chrome) that `chromium` starts; default: the first one found.")]
-ProcessesOption = Annotated[int, typer.Option(
-    help="Fresh worker processes per benchmark, one after another.")]
+ProcessesOption = Annotated[int | None, typer.Option(
+    help="Fresh worker processes per benchmark, one after another (default 3; under a "
+         "--time-limit longer than the suite's, 3 per suite limit's worth).")]
 OutOption = Annotated[Path, typer.Option("--out", "-o", help="Folder that receives <run_id>/.")]
 AffinityOption = Annotated[str | None, typer.Option(
     help="CPUs the run and its workers may use, e.g. 2-5 or 2,3 (Linux; default: any).")]
@@ -117,7 +118,7 @@ def run(
     implementation: ImplementationOption = "all",
     out: OutOption = Path("runs"),
     quick: Annotated[bool, typer.Option(help="Smoke run: tiny budget, one process.")] = False,
-    processes: ProcessesOption = 3,
+    processes: ProcessesOption = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the interleaving order.")] = None,
     run_id: Annotated[str | None, typer.Option(help="Name of the run folder.")] = None,
     force: Annotated[bool, typer.Option(help="Overwrite an existing run folder.")] = False,

@@ -15,12 +15,9 @@ Each later pass runs only if the time left holds it whole: passes are dropped fr
 never started as stubs. A process still running at the deadline (the limit less FINISH_S)
 is stopped, so a stated limit holds, give or take the finish, whatever a start-up costs.
 
-How many passes (`processes`: the most asked) is a choice for precision per second
-(`best_passes`): the between-process spread sets the headline widths on real machines, so
-where start-up is cheap against a process's sampling, more processes of fewer rounds narrow
-the intervals more than fewer, longer processes do. Pass 0 is divided as the choice made on
-the start-ups known so far says; at the start of pass 1 the choice is made again on the
-start-ups measured, and the suite's budget (`cap`) is spread over the passes chosen.
+How many passes (`processes`: those asked, run/plan.py) run is what the time holds
+(`fit_passes`): pass 0 is divided as the start-ups known so far say; at the start of pass 1
+the count is made again on the start-ups measured, and passes that do not fit are dropped.
 
 Where the time left holds the passes still to run but not one more whole pass, it runs a
 *partial* pass: one more process (in each half) of the jobs whose start-up and least
@@ -37,7 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from gpuoverhead.run import breadth
-from gpuoverhead.run.passes import best_passes
+from gpuoverhead.run.passes import fit_passes
 
 #: Share of a process's budget that warm-up may take at most.
 WARMUP_SHARE = 0.25
@@ -105,8 +102,8 @@ class Schedule:
 
     `jobs[b][j]` is (kind, cap, setup hint) of job j of benchmark b, its cap for `processes`
     passes; `processes` the passes asked for, under a time limit the most (`most`): the
-    passes chosen for precision per second at the start of pass 1 (`best_passes`), less any
-    that the time left could not hold (`dropped`), are then `processes`."""
+    passes that fit at the start of pass 1 (`fit_passes`), less any that the time left
+    could not hold then (`dropped`), are then `processes`."""
 
     jobs: list[list[tuple[str, float, float]]]
     processes: int
@@ -119,8 +116,6 @@ class Schedule:
     dropped: int = 0
     #: The passes asked for: under a time limit the most that may run.
     most: int = 0
-    #: Whether `most` was only a ceiling (--processes not given): no pass is then dropped.
-    chosen: bool = False
     #: Seconds of the limit left as pass 0 began (what the choice in pass 0 divides).
     _pass0_left: float | None = None
     #: Per kind, the start-ups of the processes that sampled (kept for later runs).
@@ -162,9 +157,9 @@ class Schedule:
                 if (b, j) in self.left_out and self.fits(late):
                     self.left_out -= {(b, j)}
                     yield late
-            # Chosen once, on the start-ups pass 0 measured.
-            self.processes, fit = self._choose(done=1)
-            self.dropped = 0 if self.chosen else self.most - fit  # those that did not fit
+            # Counted once, on the start-ups pass 0 measured.
+            self.processes = self._fit(done=1)
+            self.dropped = self.most - self.processes  # those that did not fit
             self.left_at_drop_s = self.left_s()
             self._add_partial(1)
         p = 1 if self.most > 1 else 0
@@ -298,27 +293,24 @@ class Schedule:
                 yield Slot(b, p, j, kind, cap, hint)
 
     def _expected_passes(self, slot: Slot) -> int:
-        """How many passes the run is expected to hold, counting `slot`'s: in pass 0 the
-        choice for precision per second on the start-ups expected so far (at least this one,
-        so that pass 0 is never divided as if later passes that will not fit were coming);
-        later, those that `slots` kept."""
-        return self.processes if slot.process > 0 else self._choose(done=0)[0]
+        """How many passes the run is expected to hold, counting `slot`'s: in pass 0 those
+        that fit on the start-ups expected so far (at least this one, so that pass 0 is never
+        divided as if later passes that will not fit were coming); later, those that `slots`
+        kept."""
+        return self.processes if slot.process > 0 else self._fit(done=0)
 
-    def _choose(self, done: int) -> tuple[int, int]:
-        """`best_passes` on the time left (in pass 0: as it began, so that the choice
-        changes only as start-ups are measured), each pass's expected start-up and least
-        sampling, and, where the count is chosen, the suite's budget for every pass. A count
-        asked for (--processes) is run whole where the time holds it, even where the suite's
+    def _fit(self, done: int) -> int:
+        """`fit_passes` on the time left (in pass 0: as it began, so that the count changes
+        only as start-ups are measured), each pass's expected start-up and least sampling.
+        A count asked for is run whole where the time holds it, even where the suite's
         budget is less than the processes' least sampling (they overrun it to min_rounds):
         the readback suite on the H100 ran one of two processes with 94 s of 150 left."""
         pass0 = [s for b in range(len(self.jobs)) for s in self.pass_of(b, 0)]
         left = self._pass0_left if done == 0 and self._pass0_left is not None \
             else self.left_s()
-        cap = sum(s.cap for s in pass0) * self.most if self.chosen else math.inf
-        best, fit = best_passes(left - FINISH_S, sum(self.setup_s(s) for s in pass0),
-                                sum(self._least.get(s.kind, MIN_PROCESS_S) for s in pass0),
-                                done, self.most, cap, self.halves)
-        return (best, fit) if self.chosen else (fit, fit)
+        return fit_passes(left - FINISH_S, sum(self.setup_s(s) for s in pass0),
+                          sum(self._least.get(s.kind, MIN_PROCESS_S) for s in pass0), done,
+                          self.most, self.halves)
 
     def remaining(self, slot: Slot, passes: int) -> Iterator[Slot]:
         """`slot` and those after it up to pass `passes`, in the order of a run under a time
@@ -387,7 +379,7 @@ class Schedule:
                  for b in range(len(self.jobs)) for s in self.pass_of(b, 0)
                  if among is None or (s.benchmark, s.job) in among}
         if among is None and sum(costs.values()) <= spare:
-            return  # a whole pass fits: the count chosen for precision stands
+            return  # a whole pass fits: it runs as a pass of its own
         taken: set[tuple[int, int]] = set()
         while found := self._cheapest(costs, taken):
             cost, bundle = found

@@ -41,8 +41,8 @@ class RunOptions:
     #: Per family asked for, the implementations asked of it (None: all; see registry.parse).
     implementations: dict[str, tuple[str, ...] | None] | None = None
     quick: bool = False
-    #: Worker processes per job; None: chosen (up to MOST_PROCESSES under a time limit, for
-    #: precision per second: run/budget.py), else DEFAULT_PROCESSES.
+    #: Worker processes per job; None: DEFAULT_PROCESSES, more under a --time-limit longer
+    #: than the suite's (`_counts`).
     processes: int | None = None
     #: Seconds the whole run may take, instead of the suite's `time_limit_s` (0: none).
     time_limit_s: float | None = None
@@ -83,9 +83,6 @@ class Plan:
     notes: list[str]
     #: Seconds the whole run may take (the suite's, or --time-limit's), if any.
     time_limit_s: float | None = None
-    #: Whether `processes` is only the most that may run, the count chosen by the schedule
-    #: (--processes not given, under a time limit).
-    chosen: bool = False
     #: How many runs the processes are dealt to in turn (2: an A/A run, RunOptions.halves):
     #: each gets the suite's budget as a run of its own would.
     halves: int = 1
@@ -121,11 +118,9 @@ def prepare(options: RunOptions) -> Plan:
     limit = suite.time_limit_s if options.time_limit_s is None else options.time_limit_s
     layers = {k: v for _, o in offered for k, v in o.settings.get("layers", {}).items()}
     described = [{**o.info.__dict__, **o.details} for _, o in offered]
-    processes, sharing, limit = _counts(options, limit)
+    processes, sharing, limit = _counts(options, limit, suite.time_limit_s)
     return Plan(suite, described, benchmarks, processes, layers or {"native": None}, notes,
-                limit or None, chosen=not options.quick and options.processes is None
-                and not options.halves and bool(limit), halves=2 if options.halves else 1,
-                sharing=sharing)
+                limit or None, halves=2 if options.halves else 1, sharing=sharing)
 
 
 def _offers(driver: Driver, request: Request) -> tuple[list[Offer], list[str]]:
@@ -134,14 +129,22 @@ def _offers(driver: Driver, request: Request) -> tuple[list[Offer], list[str]]:
     return driver.offers(request, notes), notes
 
 
-def _counts(options: RunOptions, limit: float | None) -> tuple[int, int, float | None]:
+def _counts(options: RunOptions, limit: float | None, suites: float | None
+            ) -> tuple[int, int, float | None]:
     """Processes per job in all, how many of them share the suite's budget, and the time
-    limit: an A/A run's halves are each `processes` (DEFAULT_PROCESSES unless asked) whose
-    every process gets what one of a run of DEFAULT_PROCESSES gets, the limit scaled alike."""
+    limit. A --time-limit longer than the suite's own buys processes, not longer ones:
+    DEFAULT_PROCESSES per suite limit's worth (up to MOST_PROCESSES), each as long as one
+    of a DEFAULT_PROCESSES run (on the H200 VM processes of 0.8 s differed by 29%, of 3.5 s
+    by 9%, each within ±3.5%: the processes' spread decides, once they are that long). An
+    A/A run's halves are each `processes` (DEFAULT_PROCESSES unless asked) whose every
+    process gets what one of a run of DEFAULT_PROCESSES gets, the limit scaled alike."""
     if options.quick:
         return (2, 1, 2 * limit if limit else limit) if options.halves else (1, 1, limit)
     if not options.halves:
-        processes = options.processes or (MOST_PROCESSES if limit else DEFAULT_PROCESSES)
+        if options.processes is None and limit and suites and limit > suites:
+            return min(MOST_PROCESSES, int(DEFAULT_PROCESSES * limit / suites)), \
+                DEFAULT_PROCESSES, limit
+        processes = options.processes or DEFAULT_PROCESSES
         return processes, processes, limit
     half = options.processes or DEFAULT_PROCESSES
     return 2 * half, DEFAULT_PROCESSES, limit * 2 * half / DEFAULT_PROCESSES if limit else limit

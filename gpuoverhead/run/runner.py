@@ -165,7 +165,7 @@ def _schedule(plan: Plan, started: float, recorded: dict[str, list[float]]) -> S
               process_cap_s(j.group.sampling.budget_per_case_s, len(j.group.cases),
                             plan.sharing), hint(j))
              for j in benchmark] for benchmark in plan.benchmarks]
-    schedule = Schedule(jobs, plan.processes, plan.time_limit_s, started, chosen=plan.chosen,
+    schedule = Schedule(jobs, plan.processes, plan.time_limit_s, started,
                         halves=plan.halves, partners=[partners(b) for b in plan.benchmarks])
     if len(schedule.leave_out()) < sum(map(len, jobs)):
         return schedule

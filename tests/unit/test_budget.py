@@ -17,7 +17,7 @@ from gpuoverhead.run.budget import (
     Schedule,
     Slot,
 )
-from gpuoverhead.run.passes import best_passes, expected_width
+from gpuoverhead.run.passes import fit_passes
 
 #: Two benchmarks: one of two jobs (caps 4 and 2 s), one of one job (cap 2 s); 1 s hints.
 JOBS = [[("a", 4.0, 1.0), ("b", 2.0, 1.0)], [("c", 2.0, 1.0)]]
@@ -116,14 +116,14 @@ def test_pass_zero_is_divided_as_if_alone_where_no_second_pass_would_fit():
         (100.0 - FINISH_S - HANDBACK_S - 50.0) * 30 / 60 / 1.25, rel=1e-3)
 
 
-def _simulated(startup_s: float, limit_s: float, least_s: float = 0.2, chosen: bool = False
+def _simulated(startup_s: float, limit_s: float, least_s: float = 0.2
                ) -> tuple[Schedule, list[tuple[int, float]], float]:
     """A run of three jobs (a suite budget of 40 s each over 20 passes) whose every process
     takes `startup_s` to start and samples its budget plus the whole warm-up share (at least
     `least_s`), the clock moved as much; processes that do not fit are not started, as the
     runner does. Returns the schedule, (process, budget) of each that ran, and the time."""
     jobs = [[("a", 2.0, startup_s), ("b", 2.0, startup_s)], [("c", 2.0, startup_s)]]
-    schedule = Schedule(jobs, processes=MOST_PROCESSES, limit_s=limit_s, chosen=chosen)
+    schedule = Schedule(jobs, processes=MOST_PROCESSES, limit_s=limit_s)
     ran = []
     for slot in schedule.slots():
         if not schedule.fits(slot):
@@ -146,7 +146,7 @@ def test_cheap_start_up_buys_more_processes_than_dear_start_up():
     assert cheap.processes >= 10 and dear.processes <= 4
     for schedule, ran, took in ((cheap, ran_cheap, took_cheap), (dear, ran_dear, took_dear)):
         assert took <= 60.0 - FINISH_S + 0.01  # its deadline, the finish kept
-        # Every job in every whole pass chosen, some in a partial one.
+        # Every job in every whole pass that fitted, some in a partial one.
         assert len(ran) == 3 * schedule.whole + len(schedule.partial)
         assert schedule.whole + schedule.dropped <= MOST_PROCESSES
     assert cheap.dropped == 0
@@ -154,44 +154,31 @@ def test_cheap_start_up_buys_more_processes_than_dear_start_up():
     assert max(b for _, b in ran_dear) > 2 * max(b for _, b in ran_cheap)
 
 
-def test_passes_beyond_a_chosen_count_are_not_called_dropped():
-    """With --processes unset the 20 are only a ceiling: the default run on the H100 warned
-    '4 of 20 processes per job ran: ... could not hold the other 16 passes' every time."""
+def test_passes_asked_that_the_time_does_not_hold_are_said_dropped():
     asked, _, _ = _simulated(5.0, 60.0)
-    chosen, _, _ = _simulated(5.0, 60.0, chosen=True)
-    assert asked.whole == chosen.whole <= 4
-    assert asked.dropped == MOST_PROCESSES - asked.whole and chosen.dropped == 0
+    assert asked.whole <= 4 and asked.dropped == MOST_PROCESSES - asked.whole
     # The warning's figures: what was left when passes were dropped did not hold one more
     # than ran (pass 0 was over by then).
     assert 0 < asked.left_at_drop_s < asked.whole * asked.pass_s()
 
 
-def test_the_choice_is_the_narrowest_expected_interval_among_passes_that_fit():
+def test_the_passes_that_fit_are_those_whose_processes_reach_their_least_sampling():
     # Nothing but start-up and the least sampling fits twice: one pass, which the limit holds.
-    assert best_passes(10.0, 4.0, 2.0, done=0, most=20) == (1, 1)
+    assert fit_passes(10.0, 4.0, 2.0, done=0, most=20) == 1
     # Start-up free, sampling plentiful: all twenty.
-    assert best_passes(1000.0, 0.0, 1.0, done=0, most=20) == (20, 20)
-    # Where start-up is dear: 7 passes would fit (each at exactly its least sampling), but 6
-    # of twice the sampling each give a narrower interval.
-    time_s, startup, least = 7 * (5.0 + 1.0), 5.0, 1.0
-    chosen, fit = best_passes(time_s, startup, least, done=0, most=20)
-    assert fit == 7 and chosen == 6
-    assert expected_width(6, time_s / 6 - startup, least) < expected_width(7, least, least)
-    # Where it is cheap, every pass that fits: 5 of 1 s start-up and 1 s sampling.
-    assert best_passes(5 * (1.0 + 1.0), 1.0, 1.0, done=0, most=20) == (5, 5)
-    # Six processes are worth their order-statistic interval over five of t.
-    assert expected_width(6, 1.0, 0.0) < expected_width(5, 1.0, 0.0)
-    # The suite's budget bounds the sampling: a small one spread over fewer processes
-    # still fits; passes whose share of it is below the least are not planned.
-    assert best_passes(1000.0, 0.1, 1.0, done=0, most=20, cap_s=8.0) == (8, 8)
+    assert fit_passes(1000.0, 0.0, 1.0, done=0, most=20) == 20
+    # Each at exactly its least sampling: 7 passes of 5 s start-up and 1 s sampling.
+    assert fit_passes(7 * (5.0 + 1.0), 5.0, 1.0, done=0, most=20) == 7
+    assert fit_passes(7 * (5.0 + 1.0) - 0.1, 5.0, 1.0, done=0, most=20) == 6
+    # Two already run: the time left is for the passes after them.
+    assert fit_passes(2 * (5.0 + 1.0), 5.0, 1.0, done=2, most=20) == 4
 
 
 def test_an_aa_run_chooses_and_drops_passes_in_pairs():
     """selftest's halves take alternate processes: an odd count would leave one half a
     process short."""
-    chosen, fit = best_passes(1000.0, 0.0, 1.0, done=1, most=11, halves=2)
-    assert chosen % 2 == 0 and fit % 2 == 0 and chosen == 10
-    # Pass 0 takes 10.5 s of a 46 s limit: four passes are chosen. Pass 1 takes 12 s: the
+    assert fit_passes(1000.0, 0.0, 1.0, done=1, most=11, halves=2) == 10
+    # Pass 0 takes 10.5 s of a 46 s limit: four passes fit. Pass 1 takes 12 s: the
     # 20.5 s left hold one more pass but not the pair, so none runs (not a third alone).
     schedule = Schedule([[("a", 1.0, 10.0)]], processes=6, limit_s=46.0, halves=2)
     ran = []
@@ -237,7 +224,7 @@ def test_jobs_with_cheap_start_up_run_a_further_process_where_no_whole_pass_fits
     left: no whole second pass fitted. The jobs whose start-up the spare time holds now
     run a second process, the cheapest first, and the limit still holds."""
     jobs = [[("dear", 2.0, 40.0), ("cheap", 2.0, 2.0)], [("cheap2", 2.0, 3.0)]]
-    schedule = Schedule(jobs, processes=MOST_PROCESSES, limit_s=100.0, chosen=True)
+    schedule = Schedule(jobs, processes=MOST_PROCESSES, limit_s=100.0)
     ran = _run(schedule, lambda s: {"dear": 40.0, "cheap": 2.0, "cheap2": 3.0}[s.kind])
     assert schedule.whole == 1 and schedule.partial == {(0, 1), (1, 0)}
     assert sorted(ran) == [(0, 0, 0), (0, 0, 1), (0, 1, 1), (1, 0, 0), (1, 1, 0)]
@@ -251,8 +238,7 @@ def test_jobs_with_cheap_start_up_run_a_further_process_where_no_whole_pass_fits
 
 def test_an_aa_runs_partial_pass_gives_both_halves_a_process():
     jobs = [[("dear", 2.0, 40.0), ("cheap", 2.0, 2.0)]]
-    schedule = Schedule(jobs, processes=MOST_PROCESSES, limit_s=180.0, halves=2,
-                        chosen=True)
+    schedule = Schedule(jobs, processes=MOST_PROCESSES, limit_s=180.0, halves=2)
     ran = _run(schedule, lambda s: {"dear": 40.0, "cheap": 2.0}[s.kind])
     assert schedule.whole == 2 and schedule.partial == {(0, 1)}
     assert sorted(p for _, p, j in ran if j == 1) == [0, 1, 2, 3]
@@ -286,10 +272,10 @@ def test_a_partial_pass_takes_the_jobs_a_ratio_is_paired_with():
     comes with its partners, the cheapest bundle first."""
     jobs = [[("ref", 0.2, 4.0), ("a", 0.2, 1.0), ("b", 0.2, 1.0), ("dear", 0.2, 40.0)]]
     took = {"ref": 4.0, "a": 1.0, "b": 1.0, "dear": 40.0}
-    alone = Schedule(jobs, processes=MOST_PROCESSES, limit_s=85.0, chosen=True)
+    alone = Schedule(jobs, processes=MOST_PROCESSES, limit_s=85.0)
     _run(alone, lambda s: took[s.kind])
     assert alone.partial == {(0, 1), (0, 2)}  # the cheapest two, with no pair between them
-    paired = Schedule(jobs, processes=MOST_PROCESSES, limit_s=85.0, chosen=True,
+    paired = Schedule(jobs, processes=MOST_PROCESSES, limit_s=85.0,
                       partners=[[(), (0,), (0,), ()]])
     ran = _run(paired, lambda s: took[s.kind])
     assert paired.partial == {(0, 0), (0, 1)}  # a with the reference its ratio needs
