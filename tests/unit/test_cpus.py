@@ -17,6 +17,7 @@ def test_the_lent_vms_slow_vcpu_is_left_out_and_named():
     used, record, lines = decide(_probe(issue), list(range(16)))
     assert used == [*range(14), 15] and record["slow"] == [14] and record["used"] == "0-13,15"
     assert lines[0].startswith("CPU 14 ran 3.") and "--affinity 0-15 includes it" in lines[0]
+    assert "55.0 µs a step against 16.7 µs, their median" in lines[0]
     assert record["probe"]["us"][ISSUE]["14"] == 55.0
 
 
@@ -26,11 +27,25 @@ def test_a_cpu_shared_with_a_busy_process_is_left_out_by_the_loop():
     assert used == [0] and record["slow"] == [1] and f"({LOOP}:" in lines[0]
 
 
-def test_cpus_within_the_factor_are_all_kept_and_a_majority_slow_keeps_all():
+def test_cpus_within_the_factor_of_the_others_are_all_kept_and_one_fast_cpu_is_no_reference():
     used, record, lines = decide(_probe({0: 40e-6, 1: 58e-6, 2: 45e-6}), [0, 1, 2])
     assert used == [0, 1, 2] and record["slow"] == [] and lines == []
     used, record, lines = decide(_probe({0: 20e-6, 1: 50e-6, 2: 50e-6, 3: 50e-6}), [0, 1, 2, 3])
-    assert used == [0, 1, 2, 3] and lines[0].startswith("CPUs differ: 3 of 4")
+    assert used == [0, 1, 2, 3] and lines == []
+
+
+def test_a_fresh_vms_probe_leaves_out_the_slow_vcpu_not_those_a_little_above_the_fastest():
+    # The first probe of a fresh H200 VM (run.json host.cpus): against its fastest CPU,
+    # 6 of 16 were 1.4-1.7x; against the others' median vCPU 14 stands out, and CPU 7's
+    # Python loop (1.5x).
+    issue = dict(enumerate([46.6, 55.8, 49.1, 40.7, 65.7, 43.7, 48.7, 64.1, 45.9, 43.9, 50.3,
+                            52.8, 39.2, 57.6, 93.6, 48.0]))
+    loop = dict(enumerate([1.34, 1.96, 1.49, 1.21, 2.08, 1.37, 1.31, 2.27, 1.33, 1.35, 1.72,
+                           1.77, 1.18, 1.53, 2.03, 1.89]))
+    used, record, lines = decide(_probe({c: v * 1e-6 for c, v in issue.items()},
+                                        {c: v * 1e-6 for c, v in loop.items()}), list(range(16)))
+    assert record["slow"] == [7, 14] and lines[0].startswith("CPUs 7,14 ran 1.9x slower than "
+                                                             "the other CPUs")
 
 
 def test_cpu_lists_are_written_as_affinity_takes_them():
