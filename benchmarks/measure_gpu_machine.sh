@@ -1,14 +1,31 @@
 #!/usr/bin/env bash
 # The published measurements of a GPU machine, each a plain gpuoverhead command, written as
-# results/<question>/ folders (docs/reproduce.md says which figure each one makes):
+# /tmp/results/<question>/ run folders, which go to results/<machine>/<question>/ as they are
+# (docs/reproduce.md says which figure each one makes):
 #   bash benchmarks/measure_gpu_machine.sh QUESTION...    # from the repository root
-# QUESTION: default (a plain run), limit300 (the default suite in 300 s), selftest (the A/A
-# test), selftest-again (the same, later), decode (the decode suite, every implementation,
-# in 300 s: as many of 6 processes a job as that holds),
-# crossover-small (the small crossover suite, every implementation).
+# QUESTION, the name of its folder:
+#   default          a plain run (the default suite, every implementation, its 80 s)
+#   processes-3      the same with --processes 3; processes-10: with --processes 10
+#   limit300         the default suite in 300 s
+#   selftest         the A/A test (its halves in selftest/a and selftest/b);
+#   selftest-again   the same, later (selftest-again/a, b)
+#   decode           the decode suite (Qwen2.5-0.5B's shapes), every implementation, in
+#                    300 s: as many of 6 processes a job as that holds
+#   decode-1.5b      the same with Qwen2.5-1.5B's shapes
+#   decode-energy    the decode suite, WebGPU only, J a token (needs nvidia-ml-py)
+#   crossover        the crossover suite, WebGPU, PyTorch and the CPU references
+#   crossover-webgpu the crossover suite, WebGPU and the CPU references (two processes a job)
+#   crossover-torch  the crossover at four sizes, PyTorch and the CPU references
+#   crossover-small  the small crossover suite, every implementation
+#   readback         readback and sampling up to 1 MiB
+#   engine           bind group per dispatch, the mega-kernel MLP, small readbacks
+#   compile          torch.compile of the dependent loop
+#   fusion           the fusion suite, one run per implementation (fusion/wgpu-native, ...)
 # On a lent machine with no network (the device tool) carry .gl/ and .whl/ made by
 # ../shared/gpu-bundle.sh; where $OUT is set, /tmp/results is packed there after each step,
-# so a call cut short still returns what had finished. Each step is bounded by `timeout`.
+# so a call cut short still returns what had finished. Each step is bounded by `timeout`;
+# its console output is the folder's run.log (selftest.log for the A/A), its wall time from
+# the shell a line of /tmp/results/times.txt.
 set -uo pipefail
 results=/tmp/results
 mkdir -p "$results"
@@ -25,26 +42,64 @@ python3 -m gpuoverhead adapters > "$results/adapters.txt" 2>&1 || \
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version \
   --format=csv > "$results/gpu.txt" 2>&1
 
-timed() {  # timed SECONDS QUESTION COMMAND...: its wall time from the shell in times.txt
-  local limit=$1 question=$2 t0 rc; shift 2; t0=$(date +%s%N)
-  timeout "$limit" python3 -m gpuoverhead "$@" > "$results/$question.log" 2>&1; rc=$?
-  echo "$question: exit $rc, $(( ($(date +%s%N) - t0) / 1000000 )) ms wall" \
+timed() {  # timed SECONDS NAME COMMAND...: its wall time from the shell in times.txt
+  local limit=$1 name=$2 t0 rc; shift 2; t0=$(date +%s%N)
+  mkdir -p "$(dirname "$results/$name")"
+  timeout "$limit" python3 -m gpuoverhead "$@" > "$results/$name.log" 2>&1; rc=$?
+  echo "$name: exit $rc, $(( ($(date +%s%N) - t0) / 1000000 )) ms wall" \
     | tee -a "$results/times.txt"
+  if [ -d "$results/$name" ]; then  # the log beside the run's files, once it has finished
+    mv "$results/$name.log" "$results/$name/$([ -f "$results/$name/run.json" ] \
+      && echo run.log || echo selftest.log)"
+  fi
   [ -n "${OUT:-}" ] && tar -C "$results" -czf "$OUT/results.tgz" .
 }
 
+run() {  # run SECONDS QUESTION ARGS...: gpuoverhead run into /tmp/results/QUESTION/
+  local limit=$1 question=$2; shift 2
+  timed "$limit" "$question" run "$@" --out "$(dirname "$results/$question")" \
+    --run-id "$(basename "$question")"
+}
+
+selftest() {  # selftest QUESTION: the A/A test, its halves as QUESTION/a and QUESTION/b
+  local question=$1 half
+  timed 380 "$question" selftest --out "$results/$question"
+  for half in a b; do
+    for folder in "$results/$question"/selftest-*-"$half"; do
+      [ -d "$folder" ] && mv "$folder" "$results/$question/$half"
+    done
+  done
+}
+
+crossover=(--suite crossover --implementation wgpu-native,dawn,torch,cpu-ref)
 for question in "$@"; do
   rm -rf "${results:?}/$question"  # a question asked again on the same machine starts afresh
-  out=(--out "$results/$question" --run-id "$question")
   case $question in
-    default) timed 120 default run "${out[@]}" ;;
-    limit300) timed 340 limit300 run --time-limit 300 "${out[@]}" ;;
-    selftest|selftest-again) timed 380 "$question" selftest --out "$results/$question" ;;
-    decode) timed 340 decode run --suite decode --implementation all --time-limit 300 \
-      --processes 6 "${out[@]}" ;;
-    crossover-small) timed 80 crossover-small run --suite \
-      benchmarks/suites/crossover-small.yaml --implementation wgpu-native,dawn,torch,cpu-ref \
-      "${out[@]}" ;;
+    default) run 120 default ;;
+    processes-3) run 120 processes-3 --processes 3 ;;
+    processes-10) run 120 processes-10 --processes 10 ;;
+    limit300) run 340 limit300 --time-limit 300 ;;
+    selftest|selftest-again) selftest "$question" ;;
+    decode) run 340 decode --suite decode --implementation all --time-limit 300 --processes 6 ;;
+    decode-1.5b) run 460 decode-1.5b --suite decode-1.5b --implementation all \
+      --time-limit 420 ;;
+    decode-energy) run 240 decode-energy --suite decode --implementation webgpu \
+      --time-limit 200 ;;
+    crossover) run 490 crossover "${crossover[@]}" --time-limit 450 ;;
+    crossover-webgpu) run 310 crossover-webgpu --suite crossover \
+      --implementation wgpu-native,dawn,cpu-ref --time-limit 270 ;;
+    crossover-torch) run 370 crossover-torch --suite benchmarks/suites/crossover-torch.yaml \
+      --implementation torch,cpu-ref --processes 2 --time-limit 330 ;;
+    crossover-small) run 80 crossover-small --suite benchmarks/suites/crossover-small.yaml \
+      --implementation wgpu-native,dawn,torch,cpu-ref ;;
+    readback) run 160 readback --suite benchmarks/suites/readback-large.yaml \
+      --implementation wgpu-native,dawn,torch --processes 2 --time-limit 120 ;;
+    engine) run 260 engine --suite engine --implementation wgpu-native,dawn,torch \
+      --time-limit 220 ;;
+    compile) run 420 compile --suite compile --implementation torch --processes 1 ;;
+    fusion) for impl in wgpu-native dawn torch; do
+        run 590 "fusion/$impl" --suite fusion --implementation "$impl" --processes 2
+      done ;;
     *) echo "unknown question: $question" >&2; exit 2 ;;
   esac
 done

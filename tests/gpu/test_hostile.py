@@ -801,10 +801,10 @@ def test_hostile_no_folder_at_all_for_the_native_loop(tmp_path, monkeypatch):
 def test_hostile_show_on_a_folder_of_runs_lists_them(tmp_path):
     """Issue 26.17: `show results/` lists the runs in it (a refactor had made it raise 'the
     truth value of a DataFrame is ambiguous'); a folder without runs is one line, exit 2."""
-    runs = ROOT / "results" / "round3b-h100-state"
+    runs = ROOT / "results" / "h200"
     proc = in_process("show", str(runs))
     assert proc.returncode == 0, proc.stderr
-    for name in ("h100-default-b", "h100-default-c", "h100-full-webgpu"):
+    for name in ("processes-3", "decode", "crossover-small"):
         assert name in proc.stdout
     proc = in_process("show", str(tmp_path))
     assert proc.returncode == 2 and "not a run folder" in proc.stderr, proc
@@ -817,7 +817,7 @@ def test_hostile_version_short_help_and_a_closed_stdout():
 
     assert in_process("--version").stdout.strip() == f"gpuoverhead {__version__}"
     assert in_process("-h").stdout.startswith("Usage: ")
-    run = ROOT / "results" / "round3b-h100-state" / "h100-default-b"
+    run = ROOT / "results" / "h100" / "default"
     proc = subprocess.run(f'"{sys.executable}" -m gpuoverhead show "{run}" >&-', shell=True,
                           capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr

@@ -20,7 +20,7 @@ import pytest
 from conftest import ROOT, in_process, write_suite
 
 #: A committed run of the default suite: its run.json and tables are what a copy damages.
-COMMITTED = ROOT / "results" / "h100-speed" / "default"
+COMMITTED = ROOT / "results" / "h100" / "default"
 GOOD = "benchmarks:\n  - {name: a, kernel: empty}\n"
 HUGE = "9" * 5000
 

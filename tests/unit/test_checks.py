@@ -45,7 +45,7 @@ def test_slowness_spread_over_cpus_names_none():
 
 
 def test_the_committed_h100_run_names_vcpu_14():
-    run = ROOT / "results" / "round3c-h100-episodes" / "selftest-20261124T043733Z-a7b2-a"
+    run = ROOT / "tests" / "data" / "h100-unpinned-selftest-a"  # an H100 A/A half, unpinned
     (warning,) = cpu_warnings(json.loads((run / "run.json").read_text())["benchmarks"],
                               pd.read_parquet(run / "summary.parquet"))
     assert "on CPU 14" in warning and "submit" in warning

@@ -17,9 +17,9 @@ from gpuoverhead.present import history as past
 from gpuoverhead.present.plots import plt
 from gpuoverhead.results import read
 
-#: Started 2026-11-24 05:11, 2026-11-23 04:56 and 2026-11-23 22:49: not in time order.
-RUNS = [ROOT / "results" / r for r in ("round3c-h100-chosen/h100-default-pinned",
-                                       "h100-speed/default", "round3-h100-default")]
+#: Started 2026-11-25 11:45, 2026-11-23 07:40 and 2026-11-27 14:19: not in time order.
+RUNS = [ROOT / "results" / r for r in ("h100/default", "swiftshader/default",
+                                       "h200/processes-3")]
 
 
 @pytest.fixture(scope="module")

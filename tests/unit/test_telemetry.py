@@ -1,6 +1,6 @@
 """GPU telemetry (run/telemetry.py) on a stand-in for NVML's Python module: which GPU is
 read, what a worker records, and when its samples are flagged. No NVIDIA driver is here;
-on the H100 the same code reads the real one (results/round4-h100-telemetry)."""
+on the H100 the same code reads the real one (results/h100/decode-energy)."""
 
 from __future__ import annotations
 

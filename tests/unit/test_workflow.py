@@ -127,8 +127,8 @@ for arg in "$@"; do case "$arg" in body=@*) cp "${arg#body=@}" "$GH_BODY";; esac
 def test_comment_script_posts_one_comment_then_updates_it(tmp_path, existing):
     from conftest import in_process
 
-    pair = [ROOT / f"results/round3c-h100-pinned/selftest-20261124T044703Z-90cd-{s}"
-            for s in "ab"]
+    # two plain H200 runs (3 processes a job, then the chooser's): one estimate faster
+    pair = [ROOT / f"results/h200/processes-{s}" for s in ("3", "chosen")]
     table = tmp_path / "compare.md"
     table.write_text(in_process("compare", *map(str, pair), "--markdown").stdout)
     (tmp_path / "bin").mkdir()

@@ -1,0 +1,53 @@
+"""The curated `results/`: every result folder the documents name is there, and one
+`report results/*/*` renders the per-vendor table of every machine measured, nested folders
+(an A/A test's halves, the fusion runs) included."""
+
+from __future__ import annotations
+
+import glob
+import re
+
+import pandas as pd
+from conftest import ROOT, in_process
+
+#: The documents that quote result folders (CHANGELOG.md names the ones in the history).
+DOCUMENTS = [ROOT / "README.md", ROOT / "results" / "README.md",
+             *sorted((ROOT / "docs").glob("*.md"))]
+#: `results/<machine>/<question>[/<part>]` as the documents write it.
+FOLDER = re.compile(r"results/[a-z0-9]+/[A-Za-z0-9._{},/-]*[A-Za-z0-9}]")
+
+
+def _named(text: str) -> list[str]:
+    """The result folders a text names, `{a,b}` spelled out."""
+    found = []
+    for name in FOLDER.findall(text):
+        head, _, rest = name.partition("{")
+        parts, _, tail = rest.partition("}")
+        found += [head + p + tail for p in parts.split(",")] if rest else [name]
+    return found
+
+
+def test_every_result_folder_the_documents_name_is_committed():
+    named = {(doc.name, n) for doc in DOCUMENTS for n in _named(doc.read_text("utf-8"))}
+    assert len(named) > 20
+    missing = sorted(f"{doc}: {n}" for doc, n in named
+                     if not (ROOT / n).is_dir() and not (ROOT / n).is_file()
+                     and n not in ("results/REPORT.md",))
+    assert missing == []
+
+
+def test_report_over_every_machine_folder_has_a_row_per_adapter(tmp_path):
+    out = tmp_path / "report.csv"
+    folders = sorted(glob.glob(str(ROOT / "results" / "*" / "*")))
+    proc = in_process("report", *folders, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    table = pd.read_csv(out, keep_default_na=False)
+    measured = set()
+    for summary in (ROOT / "results").rglob("summary.parquet"):
+        rows = pd.read_parquet(summary, columns=["benchmark", "elements", "adapter"])
+        measured |= set(rows.loc[(rows.benchmark == "empty") & (rows.elements == 1), "adapter"])
+    assert {"NVIDIA H100 80GB HBM3", "NVIDIA H200"} <= measured
+    assert set(table["adapter"]) == measured
+    h200 = table[table["adapter"] == "NVIDIA H200"]
+    # processes-3, processes-chosen, processes-10 and both halves of selftest-1
+    assert (h200.loc[h200["implementation"] == "wgpu-native", "runs"] == 5).all()
