@@ -1,4 +1,4 @@
-"""The adapters browsers offered on this machine, kept a day (gpuoverhead/kept.py): every
+"""The adapters browsers offered on this machine, kept a day (gpuoverhead/gpu/kept.py): every
 worker starts its own browser anyway. An entry is keyed by the executable (path, size, time
 of change), the flags it starts with and the variables that choose its Vulkan driver."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from gpuoverhead import kept
+from gpuoverhead.gpu import kept
 from gpuoverhead.browser import launcher
 
 FILE = "browsers.json"

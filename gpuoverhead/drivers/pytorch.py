@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuoverhead import kept
+from gpuoverhead.gpu import kept
 from gpuoverhead.cases import Case, Group, Suite
 from gpuoverhead.drivers.base import Job, Offer, Prepared, Request, without_timestamps
 from gpuoverhead.errors import IntegrityError, UserError
@@ -66,7 +66,7 @@ def available() -> str | None:
 
 def offers(request: Request, notes: list[str]) -> list[Offer]:
     """The device torch finds, where torch imports (asked by name: else an error); kept a
-    day for this torch and this boot (gpuoverhead/kept.py), since importing torch and
+    day for this torch and this boot (gpuoverhead/gpu/kept.py), since importing torch and
     finding its device took most of a run's planning."""
     key = _installed()
     if key is not None and (info := _kept(key)) is not None:

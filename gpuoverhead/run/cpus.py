@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from gpuoverhead import kept
+from gpuoverhead.gpu import kept
 from gpuoverhead.gpu import cpu_probe
 from gpuoverhead.run.environment import pin
 
 #: A CPU this many times slower than the median of the others at issuing work is left out.
 SLOW_FACTOR = 1.5
-#: The probe is kept this long for this boot and these CPUs (gpuoverhead/kept.py): it took
+#: The probe is kept this long for this boot and these CPUs (gpuoverhead/gpu/kept.py): it took
 #: 0.85 s of a run's planning on the 2-core machine and 2.4-2.9 s on the H200 VM, whose
 #: slow vCPU stayed slow all day; a CPU busy for a while is left out that long, as the
 #: start line says.

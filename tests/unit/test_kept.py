@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from gpuoverhead import kept
+from gpuoverhead.gpu import kept
 
 
 def test_a_value_is_kept_for_its_key_this_boot_and_for_its_time(monkeypatch, tmp_path):
