@@ -4,11 +4,12 @@ of change), the flags it starts with and the variables that choose its Vulkan dr
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
-from gpuoverhead.gpu import kept
 from gpuoverhead.browser import launcher
+from gpuoverhead.gpu import kept
 
 FILE = "browsers.json"
 #: Seconds an entry is trusted (a driver or a browser updated in place changes the answer).
@@ -32,7 +33,5 @@ def get(executable: str) -> Any | None:
 
 def put(executable: str, value: Any) -> None:
     """Keep `value` for this browser (JSON)."""
-    try:
+    with contextlib.suppress(OSError):
         kept.put(FILE, _key(executable), value)
-    except OSError:
-        pass

@@ -31,10 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from gpuoverhead.gpu import kept
 from gpuoverhead.cases import Case, Group, Suite
 from gpuoverhead.drivers.base import Job, Offer, Prepared, Request, without_timestamps
 from gpuoverhead.errors import IntegrityError, UserError
+from gpuoverhead.gpu import kept
 from gpuoverhead.records import AdapterInfo
 from gpuoverhead.torch_forms import COMPILE, EAGER, FAMILY, GRAPH, device_name
 from gpuoverhead.workloads import registry as workloads

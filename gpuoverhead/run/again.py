@@ -14,6 +14,7 @@ as the one it replaces, and run.json names the process it was measured again for
 from __future__ import annotations
 
 import statistics
+
 from gpuoverhead.analysis.odd import odd_processes
 from gpuoverhead.methods import series
 from gpuoverhead.run.budget import HANDBACK_S, Budget, Schedule, Slot

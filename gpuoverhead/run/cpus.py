@@ -22,8 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuoverhead.gpu import kept
-from gpuoverhead.gpu import cpu_probe
+from gpuoverhead.gpu import cpu_probe, kept
 from gpuoverhead.run.environment import pin
 
 #: A CPU this many times slower than the median of the others at issuing work is left out.
