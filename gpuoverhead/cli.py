@@ -146,7 +146,7 @@ def run(
         outside_shaders=outside_shaders, stall_timeout_s=stall_timeout,
         time_limit_s=time_limit, browser=browser, started=STARTED), affinity)
     console.print_summary(result.summary)
-    console.show_warnings(result.record.warnings)
+    console.show_warnings(console.run_warnings(result.record.warnings))
     console.show_errors(result.record.errors)
     console.err.print(f"{result.record.status} in {result.seconds:.0f} s: results in "
                       f"{console.literal(result.folder)}", highlight=False)

@@ -29,7 +29,7 @@ import numpy as np
 from gpuoverhead.cases import Case, Group, Suite
 from gpuoverhead.drivers.base import Job, Offer, Prepared, Request, without_timestamps
 from gpuoverhead.errors import IntegrityError, UserError
-from gpuoverhead.records import AdapterInfo
+from gpuoverhead.records import AdapterInfo, LeftOut
 from gpuoverhead.torch_forms import COMPILE, EAGER, FAMILY, GRAPH, device_name
 from gpuoverhead.workloads import registry as workloads
 
@@ -38,6 +38,7 @@ COMPARED = False
 SAMPLE_SHARE = None
 TAX_OVER: tuple[str, ...] = ()
 SKIPPED = "PyTorch baselines skipped: "
+NOT_INSTALLED = "torch is not installed (pip install 'gpuoverhead[torch]')"
 
 #: Kernels whose semantics the baseline reproduces (`empty` is one increment of data[0]).
 KERNELS = ("add_one", "empty")
@@ -52,13 +53,20 @@ def available() -> str | None:
     return None
 
 
+def left_out(name: str, reason: str, text: str) -> LeftOut:
+    """`name` left out for `available`'s `reason`, said in a few words where torch is simply
+    not installed."""
+    short = NOT_INSTALLED if "No module named 'torch'" in reason else reason
+    return LeftOut(name, short, text)
+
+
 def offers(request: Request, notes: list[str]) -> list[Offer]:
     """The device torch finds, where torch imports (asked by name: else an error)."""
     reason = available()
     if reason is not None:
         if request.named:
             raise UserError(reason)
-        notes.append(SKIPPED + reason)
+        notes.append(left_out(FAMILY, reason, SKIPPED + reason))
         return []
     return [Offer(adapter_info())]
 

@@ -21,6 +21,7 @@ from gpuoverhead.drivers import registry
 from gpuoverhead.drivers.base import Driver, Job, Offer, Request
 from gpuoverhead.errors import UserError
 from gpuoverhead.gpu import adapters
+from gpuoverhead.records import LeftOut
 from gpuoverhead.run.budget import MOST_PROCESSES
 from gpuoverhead.run.environment import parse_cpus
 from gpuoverhead.run.quick_types import quick_types
@@ -91,6 +92,8 @@ class Plan:
     halves: int = 1
     #: How many processes of a job share the suite's budget (`budget_s` a case).
     sharing: int = DEFAULT_PROCESSES
+    #: Every implementation the run asked for (`--implementation`; `all`: each driver's).
+    asked: tuple[str, ...] = ()
 
 
 def prepare(options: RunOptions) -> Plan:
@@ -125,7 +128,38 @@ def prepare(options: RunOptions) -> Plan:
     return Plan(suite, described, benchmarks, processes, layers or {"native": None}, notes,
                 limit or None, chosen=not options.quick and options.processes is None
                 and not options.halves and bool(limit), halves=2 if options.halves else 1,
-                sharing=sharing)
+                sharing=sharing, asked=tuple(n for d, r in asked
+                                             for n in r.names or d.IMPLEMENTATIONS))
+
+
+#: Why an implementation asked for and offered measures nothing (its driver gave no reason).
+NOTHING_FOR_IT = "nothing in this suite runs on "
+
+
+def implementations_line(plan: Plan) -> str:
+    """The run's line on what it measures and why each other implementation asked for is
+    left out (not installed, no adapter, no browser, nothing in the suite for it), one reason
+    once: installing an extra (websockets, torch) changes what a plain run measures."""
+    measured = list(dict.fromkeys(j.adapter.implementation for jobs in plan.benchmarks
+                                  for j in jobs))
+    said = {n.implementation: n.reason for n in plan.notes if isinstance(n, LeftOut)}
+    why: dict[str, list[str]] = {}
+    for name in dict.fromkeys(plan.asked):
+        if name not in measured:
+            why.setdefault(said.get(name, NOTHING_FOR_IT), []).append(name)
+    return "; ".join([f"measures {_and(measured)}", *(
+        f"{_and(names)} left out: {reason}"
+        + (("it" if len(names) == 1 else "them") if reason == NOTHING_FOR_IT else "")
+        for reason, names in why.items())])
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 job`, `2 jobs`."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _and(names: list[str]) -> str:
+    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else "".join(names)
 
 
 def _offers(driver: Driver, request: Request) -> tuple[list[Offer], list[str]]:
@@ -170,3 +204,4 @@ def check_options(options: RunOptions) -> None:
     if options.run_id is not None and not RUN_ID.fullmatch(options.run_id):
         raise UserError(f"--run-id {options.run_id[:40]!r} is not a plain folder name: up to "
                         "100 letters, digits, '.', '_' or '-', starting with a letter or digit")
+
