@@ -22,9 +22,17 @@ from gpuoverhead.drivers.base import Driver, Job, Offer, Request
 from gpuoverhead.errors import UserError
 from gpuoverhead.gpu import adapters
 from gpuoverhead.records import LeftOut
-from gpuoverhead.run.budget import MOST_PROCESSES
+from gpuoverhead.run import startups
+from gpuoverhead.run.budget import (
+    FINISH_PRIOR_S,
+    FINISH_S,
+    MOST_PROCESSES,
+    WARMUP_SHARE,
+    process_cap_s,
+)
 from gpuoverhead.run.environment import parse_cpus
 from gpuoverhead.run.quick_types import quick_types
+from gpuoverhead.run.rounds import OVERRUN
 from gpuoverhead.suite.expand import load_suite, quick
 
 #: Worker processes per job without a time limit, where none are asked for.
@@ -122,6 +130,8 @@ def prepare(options: RunOptions) -> Plan:
     if not benchmarks:
         raise UserError("nothing to measure: no adapter and no PyTorch baseline here")
     limit = suite.time_limit_s if options.time_limit_s is None else options.time_limit_s
+    if options.quick and limit is None:
+        limit = quick_limit_s(benchmarks, options.started)
     layers = {k: v for _, o in offered for k, v in o.settings.get("layers", {}).items()}
     described = [{**o.info.__dict__, **o.details} for _, o in offered]
     processes, sharing, limit = _counts(options, limit)
@@ -162,6 +172,28 @@ def _and(names: list[str]) -> str:
     return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else "".join(names)
 
 
+#: Seconds a --quick limit keeps beyond its processes and finishes: the CPU probe (about
+#: 1 s on 2 CPUs, 3 on 16) and a finish slower than expected.
+QUICK_SLACK_S = 10.0
+
+
+def quick_limit_s(benchmarks: list[list[Job]], started: float) -> float:
+    """The time limit of a --quick run whose suite has none: what its one process a job may
+    take at most, each its start-up (as earlier runs here took, else its driver's hint) and
+    OVERRUN times its budget with warm-up, which a process whose rounds are slow may spend
+    to reach min_rounds, with the finishes and the planning so far. Without it `--suite full
+    --quick` said "about 47 s" (budgets and hints only) and took 80.5 s; under a limit the
+    run keeps what it says, a process still running at the deadline being stopped."""
+    recorded = startups.load()
+    jobs = [j for b in benchmarks for j in b]
+    setup = sum(registry.get(j.driver).setup_hint_s(j) if (seen := startups.expected(
+        recorded, j)) is None else seen for j in jobs)
+    sampling = sum(process_cap_s(j.group.sampling.budget_per_case_s, len(j.group.cases), 1)
+                   for j in jobs) * OVERRUN * (1 + WARMUP_SHARE)
+    finishes = FINISH_S + FINISH_PRIOR_S * len(benchmarks) + QUICK_SLACK_S
+    return float(math.ceil(time.monotonic() - started + setup + sampling + finishes))
+
+
 def _offers(driver: Driver, request: Request) -> tuple[list[Offer], list[str]]:
     """A family's offers and the notes it made."""
     notes: list[str] = []
@@ -199,9 +231,20 @@ def check_options(options: RunOptions) -> None:
         raise UserError(f"--time-limit must be between 0 (none) and {MAX_TIME_LIMIT_S} seconds, "
                         f"not {limit}")
     adapters.check_backend(options.backend)
+    _check_out(options.out_root)
     if options.affinity is not None:
         parse_cpus(options.affinity)
     if options.run_id is not None and not RUN_ID.fullmatch(options.run_id):
         raise UserError(f"--run-id {options.run_id[:40]!r} is not a plain folder name: up to "
                         "100 letters, digits, '.', '_' or '-', starting with a letter or digit")
 
+
+def _check_out(out: Path) -> None:
+    """A UserError where --out, or the first of its parents that exists, is no folder:
+    found only after planning, it read "cannot write results to FILE/<run_id>: Not a
+    directory"."""
+    found = next((p for p in (out, *out.parents) if p.exists()), None)
+    if found is not None and not found.is_dir():
+        what = "is a file" if found == out else f"is inside {found}, a file"
+        raise UserError(f"--out {out} {what}: --out takes a folder, which receives each run "
+                        "as FOLDER/<run_id>/ (-o FILE is report's and history's)")

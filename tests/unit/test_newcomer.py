@@ -1,5 +1,7 @@
-"""A newcomer's first hour (issue 42), on fake drivers: a run says what it measures and why
-not the rest, and the warnings at a run's end are in plain words, one line per kind."""
+"""A newcomer's first hour (issue 42), on fake drivers and the CLI's own checks: a run says
+what it measures and why not the rest, `--quick` keeps the time it states, each output
+option says whether it takes a file or a folder and refuses the other kind in one line, and
+the warnings at a run's end are in plain words, one line per kind."""
 
 from __future__ import annotations
 
@@ -8,13 +10,19 @@ from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+from conftest import in_process
+
 from gpuoverhead.drivers import registry
 from gpuoverhead.drivers.base import Job, Offer, Prepared, adapter_notes, without_timestamps
+from gpuoverhead.errors import UserError
 from gpuoverhead.present.console import run_warnings
 from gpuoverhead.records import AdapterInfo, LeftOut
 from gpuoverhead.resources import CONFIGS_DIR
 from gpuoverhead.run import checks
-from gpuoverhead.run.plan import RunOptions, implementations_line, prepare
+from gpuoverhead.run.budget import WARMUP_SHARE
+from gpuoverhead.run.plan import RunOptions, check_options, implementations_line, prepare
+from gpuoverhead.run.rounds import OVERRUN
 
 HINT_S = 2.0
 
@@ -98,3 +106,55 @@ def test_hostile_sampling_warnings_in_plain_words_with_their_plurals():
     assert not any(w in line for line in said for w in ("rel_spread_between", "rel_ci_within",
                                                         "processes stopped", "1 processes"))
     assert "rel_spread_between" in notes[1]  # run.json's text keeps the columns to read
+
+
+def test_hostile_quick_states_a_time_it_keeps(monkeypatch, tmp_path):
+    """`run --suite full --quick` said "about 47 s" (budgets and start-up hints) and took
+    80.5 s. A --quick run of a suite with no time limit now gets one: each process's
+    start-up and OVERRUN times its budget with warm-up, the finishes and the planning; the
+    run says "at most" that and its deadline keeps it. A suite's own limit, or an explicit
+    --time-limit 0, stays as asked."""
+    plan = _plan(monkeypatch, tmp_path, [_driver("a", ["a0"])], "full.yaml", quick=True)
+    jobs = [j for b in plan.benchmarks for j in b]
+    sampling = sum(j.group.sampling.budget_per_case_s * len(j.group.cases) for j in jobs)
+    assert plan.time_limit_s is not None
+    assert plan.time_limit_s >= HINT_S * len(jobs) + sampling * OVERRUN * (1 + WARMUP_SHARE)
+    assert plan.time_limit_s < 3 * (HINT_S * len(jobs) + sampling * OVERRUN) + 60
+    assert _plan(monkeypatch, tmp_path, [_driver("a", ["a0"])], "full.yaml", quick=True,
+                 time_limit_s=0).time_limit_s is None
+    assert _plan(monkeypatch, tmp_path, [_driver("a", ["a0"])], "default.yaml",
+                 quick=True).time_limit_s == 80
+    assert _plan(monkeypatch, tmp_path, [_driver("a", ["a0"])], "full.yaml").time_limit_s \
+        is None
+
+
+def test_hostile_out_that_is_a_file_is_refused_at_once(tmp_path):
+    """`run --out FILE` planned the whole run and then said "cannot write results to
+    FILE/<run_id>: Not a directory"."""
+    (tmp_path / "afile").write_text("")
+    for out, said in ((tmp_path / "afile", "is a file"),
+                      (tmp_path / "afile" / "sub", f"is inside {tmp_path / 'afile'}, a file")):
+        with pytest.raises(UserError, match="--out takes a folder") as caught:
+            check_options(RunOptions(suite=Path(CONFIGS_DIR) / "ci.yaml", out_root=out))
+        assert str(caught.value).startswith(f"--out {out} {said}:")
+
+
+def test_hostile_each_output_option_says_file_or_folder_and_refuses_the_other(tmp_path):
+    """`-o` was a folder for `run` and a file for `report` and `history`, and the help did not
+    say which: `run --out FOLDER`, `report -o FILE --plots FOLDER`, `history -o FILE`, each in
+    its help, and a wrong kind is one line, exit 2, before anything is read."""
+    assert "--out FOLDER" in in_process("run", "-h").stdout
+    assert "-o," not in in_process("run", "-h").stdout  # -o is a file wherever it is taken
+    assert "--out FOLDER" in in_process("selftest", "-h").stdout
+    report, history = in_process("report", "-h").stdout, in_process("history", "-h").stdout
+    assert "-o, --output FILE" in report and "--plots FOLDER" in report
+    assert "-o, --output FILE" in history
+    folder, file = tmp_path / "adir.md", tmp_path / "afile"
+    folder.mkdir()
+    file.write_text("")
+    for args, said in ((("report", "x", "-o", str(folder)), f"-o {folder} is a folder: "),
+                       (("history", "x", "-o", str(folder)), f"-o {folder} is a folder: "),
+                       (("report", "x", "--plots", str(file)), f"--plots {file} is a file: ")):
+        proc = in_process(*args)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.startswith(f"error: {said}") and proc.stderr.count("\n") == 1
