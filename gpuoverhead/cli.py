@@ -21,7 +21,23 @@ import typer
 from gpuoverhead import __version__, interrupts
 from gpuoverhead.errors import UserError
 from gpuoverhead.gpu.adapters import BACKENDS
-from gpuoverhead.resources import CONFIGS_DIR, DEFAULT_SUITE, suite_path
+from gpuoverhead.options import (
+    AdapterOption,
+    AffinityOption,
+    BenchmarkOption,
+    BrowserOption,
+    ElementsOption,
+    HistoryOutputOption,
+    ImplementationOption,
+    OutOption,
+    PathsArgument,
+    PlotsOption,
+    ProcessesOption,
+    QuickOption,
+    ReportOutputOption,
+    SuiteOption,
+)
+from gpuoverhead.resources import DEFAULT_SUITE, suite_path
 
 if TYPE_CHECKING:
     from gpuoverhead.run.plan import RunOptions
@@ -38,34 +54,8 @@ app = typer.Typer(
 STARTED = time.monotonic()
 EXIT_USER = 2
 EXIT_FAILED = 1
-
-# Options that `run` and `selftest` share.
-SuiteOption = Annotated[Path, typer.Option(
-    help="Suite YAML file, or a shipped suite's name: "
-         f"{', '.join(sorted(p.stem for p in CONFIGS_DIR.glob('*.yaml')))}.",
-    callback=suite_path)]
 BackendOption = Annotated[str | None, typer.Option(
     help=f"Adapter backend: {', '.join(BACKENDS)}.")]
-AdapterOption = Annotated[str | None, typer.Option(
-    help="Pick the adapter whose device name contains this (case-insensitive).")]
-ImplementationOption = Annotated[str, typer.Option(
-    help="What to measure: an implementation or a family of them (`gpuoverhead adapters` "
-         "names them), several joined by commas, or all that are installed.")]
-BrowserOption = Annotated[str | None, typer.Option(
-    help="The Chromium (or Chrome) that `chromium` starts; default: the first one found.")]
-ProcessesOption = Annotated[int | None, typer.Option(
-    help="Fresh worker processes per benchmark, one after another (default 3; under a "
-         "--time-limit longer than the suite's, 3 per suite limit's worth).")]
-OutOption = Annotated[Path, typer.Option("--out", "-o", help="Folder that receives <run_id>/.")]
-AffinityOption = Annotated[str | None, typer.Option(
-    help="CPUs the run and its workers may use, e.g. 2-5 or 2,3 (Linux; default: any).")]
-# Options that `report` and `history` share.
-PathsArgument = Annotated[list[str], typer.Argument(help="Result folders, files or globs.")]
-BenchmarkOption = Annotated[str | None, typer.Option(
-    help="Benchmark to tabulate (default: empty, else the first).")]
-ElementsOption = Annotated[int | None, typer.Option(
-    help="Its element count (default: the smallest measured).")]
-
 
 def _version(value: bool) -> None:
     if value:
@@ -117,7 +107,7 @@ def run(
     adapter: AdapterOption = None,
     implementation: ImplementationOption = "all",
     out: OutOption = Path("runs"),
-    quick: Annotated[bool, typer.Option(help="Smoke run: tiny budget, one process.")] = False,
+    quick: QuickOption = False,
     processes: ProcessesOption = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the interleaving order.")] = None,
     run_id: Annotated[str | None, typer.Option(help="Name of the run folder.")] = None,
@@ -133,7 +123,7 @@ def run(
     browser: BrowserOption = None,
     affinity: AffinityOption = None,
 ) -> None:
-    """Measure naive and sequential dispatch overhead and write results/<run_id>/."""
+    """Measure naive and sequential dispatch overhead and write FOLDER/<run_id>/ (--out)."""
     from gpuoverhead.drivers import registry
     from gpuoverhead.present import console
     from gpuoverhead.run.plan import RunOptions
@@ -149,7 +139,7 @@ def run(
     console.print_summary(result.summary)
     for line in result.record.precision:  # what limited precision (run/precision.py)
         console.err.print(f"precision: {console.literal(line)}", highlight=False)
-    console.show_warnings(result.record.warnings)
+    console.show_warnings(console.run_warnings(result.record.warnings))
     console.show_errors(result.record.errors)
     console.err.print(f"{result.record.status} in {result.seconds:.0f} s: results in "
                       f"{console.literal(result.folder)}", highlight=False)
@@ -160,7 +150,7 @@ def run(
 
 
 @app.command()
-def show(folder: Annotated[Path, typer.Argument(help="A run folder (results/<run_id>).")]) -> None:
+def show(folder: Annotated[Path, typer.Argument(help="A run folder (runs/<run_id>).")]) -> None:
     """Print the summary table of a finished run."""
     from gpuoverhead.present import console
     from gpuoverhead.results import read
@@ -179,11 +169,7 @@ def show(folder: Annotated[Path, typer.Argument(help="A run folder (results/<run
 @app.command()
 def report(
     paths: PathsArgument, benchmark: BenchmarkOption = None, elements: ElementsOption = None,
-    output: Annotated[list[Path] | None, typer.Option(
-        "--output", "-o", help="Write the table: .md, .csv, .html, .json (Bencher Metric "
-                                "Format) or .ghab.json (github-action-benchmark) (repeatable).")
-    ] = None,
-    plots: Annotated[Path | None, typer.Option(help="Folder for plots (PNG, SVG).")] = None,
+    output: ReportOutputOption = None, plots: PlotsOption = None,
 ) -> None:
     """Per-vendor tables from result sets, each run counted once (never into a run folder)."""
     from gpuoverhead.present import console, render
@@ -206,9 +192,7 @@ def report(
 @app.command()
 def history(
     paths: PathsArgument, benchmark: BenchmarkOption = None, elements: ElementsOption = None,
-    output: Annotated[list[Path] | None, typer.Option(
-        "--output", "-o", help="Write the tables (.md), the points (.csv) or the plot (.png, "
-                                ".svg) (repeatable).")] = None,
+    output: HistoryOutputOption = None,
 ) -> None:
     """Per headline estimate, the runs in time order with their intervals (drift over runs)."""
     from gpuoverhead.present import history as past

@@ -73,3 +73,42 @@ class SelfTimed:
         if self.gpu_ns is not None:
             return (0, self.gpu_ns)
         return (start_ns + self.issue_ns,) if self.issue_ns is not None else None
+
+
+class Note(str):
+    """A warning: the string is what run.json keeps, in full (column names and all); `plain`
+    is what the terminal says of it at the end of a run, in a user's words, with `{subject}`
+    where its `subject` goes; notes of one `kind` and wording are said in one line, their
+    subjects joined (`plural`: that line's wording for several). `plain` None: the terminal
+    says nothing of it at the end, the run's first lines having said it."""
+
+    kind: str
+    plain: str | None
+    plural: str | None
+    subject: str
+
+    def __new__(cls, text: str, kind: str, plain: str | None, plural: str | None = None,
+                subject: str = "") -> Note:
+        note = super().__new__(cls, text)
+        note.kind, note.plain, note.plural, note.subject = kind, plain, plural, subject
+        return note
+
+    def __reduce__(self) -> tuple:
+        return (Note, (str(self), self.kind, self.plain, self.plural, self.subject))
+
+
+class LeftOut(Note):
+    """A note that an implementation that could be measured is not, with why in a few words
+    (`reason`): the run says these in its first lines (run/plan.py), not again at its end."""
+
+    implementation: str
+    reason: str
+
+    def __new__(cls, implementation: str, reason: str, text: str | None = None) -> LeftOut:
+        note = super().__new__(cls, text or f"{implementation} left out: {reason}", "left out",
+                               None)
+        note.implementation, note.reason = implementation, reason
+        return note
+
+    def __reduce__(self) -> tuple:
+        return (LeftOut, (self.implementation, self.reason, str(self)))

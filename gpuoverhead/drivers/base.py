@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from gpuoverhead.cases import TIMESTAMPS, Case, Group, Suite
-from gpuoverhead.records import AdapterInfo
+from gpuoverhead.records import AdapterInfo, Note
 
 
 @dataclass(frozen=True)
@@ -110,11 +110,19 @@ def without_timestamps(group: Group) -> Group:
 
 def adapter_notes(info: AdapterInfo) -> list[str]:
     """What makes an adapter's figures describe something other than a GPU on its own."""
-    notes = []
+    notes: list[str] = []
     if info.is_software:
-        notes.append(f"{info.device} is a CPU (software) adapter: its figures describe a "
-                     "driver running on the CPU, not a GPU")
+        notes.append(Note(f"{info.device} is a CPU (software) adapter: its figures describe a "
+                          "driver running on the CPU, not a GPU", "software",
+                          "{subject} is a CPU (software) adapter: its figures describe a "
+                          "driver running on the CPU, not a GPU",
+                          "{subject} are CPU (software) adapters: their figures describe "
+                          "drivers running on the CPU, not GPUs", info.device))
     if info.is_virtual:
-        notes.append(f"{info.device} is the GPU of a virtual machine: its timings describe "
-                     "the hypervisor's path as well, not a GPU on its own")
+        notes.append(Note(f"{info.device} is the GPU of a virtual machine: its timings describe "
+                          "the hypervisor's path as well, not a GPU on its own", "virtual",
+                          "{subject} is the GPU of a virtual machine: its timings describe "
+                          "the hypervisor's path as well, not a GPU on its own",
+                          "{subject} are GPUs of a virtual machine: their timings describe "
+                          "the hypervisor's path as well, not GPUs on their own", info.device))
     return notes

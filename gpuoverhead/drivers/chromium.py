@@ -45,7 +45,7 @@ from gpuoverhead.drivers.base import (
 )
 from gpuoverhead.errors import IntegrityError, UserError
 from gpuoverhead.gpu.targets import grid_for
-from gpuoverhead.records import AdapterInfo, SelfTimed
+from gpuoverhead.records import AdapterInfo, LeftOut, SelfTimed
 from gpuoverhead.workloads import registry as workloads
 from gpuoverhead.workloads.work import Step, Work, verify_outputs
 
@@ -83,7 +83,8 @@ def offers(request: Request, notes: list[str]) -> list[Offer]:
     except UserError as exc:
         if request.named:
             raise
-        notes.append(f"chromium skipped: {exc}")
+        notes.append(LeftOut(FAMILY, str(exc).removeprefix(f"{FAMILY} "),
+                             f"chromium skipped: {exc}"))
         return []
     notes += warnings(info, details) + adapter_notes(info)
     return [Offer(info, details, settings={"browser": executable})]

@@ -57,7 +57,7 @@ def offers(request: Request, notes: list[str]) -> list[Offer]:
         if reason is not None:
             if request.named:
                 raise UserError(reason)
-            notes.append(f"{CPU} skipped: {reason}")
+            notes.append(pytorch.left_out(CPU, reason, f"{CPU} skipped: {reason}"))
             continue
         out.append(Offer(_info(name)))
     return out

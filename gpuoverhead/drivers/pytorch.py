@@ -35,7 +35,7 @@ from gpuoverhead.cases import Case, Group, Suite
 from gpuoverhead.drivers.base import Job, Offer, Prepared, Request, without_timestamps
 from gpuoverhead.errors import IntegrityError, UserError
 from gpuoverhead.gpu import kept
-from gpuoverhead.records import AdapterInfo
+from gpuoverhead.records import AdapterInfo, LeftOut
 from gpuoverhead.torch_forms import COMPILE, EAGER, FAMILY, GRAPH, device_name
 from gpuoverhead.workloads import registry as workloads
 
@@ -44,6 +44,7 @@ COMPARED = False
 SAMPLE_SHARE = None
 TAX_OVER: tuple[str, ...] = ()
 SKIPPED = "PyTorch baselines skipped: "
+NOT_INSTALLED = "torch is not installed (pip install 'gpuoverhead[torch]')"
 FILE = "torch.json"
 #: Seconds a device found is trusted (a driver updated in place changes the answer).
 KEEP_S = 86400.0
@@ -64,6 +65,13 @@ def available() -> str | None:
     return None
 
 
+def left_out(name: str, reason: str, text: str) -> LeftOut:
+    """`name` left out for `available`'s `reason`, said in a few words where torch is simply
+    not installed."""
+    short = NOT_INSTALLED if "No module named 'torch'" in reason else reason
+    return LeftOut(name, short, text)
+
+
 def offers(request: Request, notes: list[str]) -> list[Offer]:
     """The device torch finds, where torch imports (asked by name: else an error); kept a
     day for this torch and this boot (gpuoverhead/gpu/kept.py), since importing torch and
@@ -75,7 +83,7 @@ def offers(request: Request, notes: list[str]) -> list[Offer]:
     if reason is not None:
         if request.named:
             raise UserError(reason)
-        notes.append(SKIPPED + reason)
+        notes.append(left_out(FAMILY, reason, SKIPPED + reason))
         return []
     info = adapter_info()
     if key is not None:

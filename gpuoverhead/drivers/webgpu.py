@@ -36,6 +36,7 @@ from gpuoverhead.gpu.bindings import Binding
 from gpuoverhead.gpu.targets import Target, build_targets, compile_pipeline, parse_shader
 from gpuoverhead.gpu.wait import waiter
 from gpuoverhead.methods import fusion as fusion_method
+from gpuoverhead.records import LeftOut
 from gpuoverhead.workloads import registry as workloads
 from gpuoverhead.workloads.work import verify_outputs
 
@@ -67,8 +68,9 @@ def offers(request: Request, notes: list[str]) -> list[Offer]:
     if not found and missing:
         # A named implementation that is not installed needs installing, not lavapipe.
         raise UserError("; ".join(missing if request.named else [adapters.NO_ADAPTER, *missing]))
-    notes += missing
+    notes += missing + _not_installed(asked, request.named)
     chosen = adapters.select(found, request.backend, request.adapter)
+    notes += _unmatched(found, chosen, request)
     suite = request.suite
     native = _native_layer(suite, notes)
     timestamps = _any(suite, lambda c: c.sync == TIMESTAMPS)
@@ -87,6 +89,22 @@ def offers(request: Request, notes: list[str]) -> list[Offer]:
                                 binding(info.implementation).versions()}, limits,
                          {"layers": {"native": native}, "f16": F16 in f.adapter.features}))
     return out
+
+
+def _not_installed(asked: list[Binding], named: bool) -> list[str]:
+    """Why each binding asked for with `all` is not installed (a named one: `discover`)."""
+    return [] if named else [LeftOut(b.name, why.removeprefix(f"{b.name}: "), why)
+                             for b in asked if (why := b.missing()) is not None]
+
+
+def _unmatched(found: list[adapters.FoundAdapter], chosen: list[adapters.FoundAdapter],
+               request: Request) -> list[str]:
+    """The bindings whose adapters --backend or --adapter passed over."""
+    asked = " and ".join(x for x in (request.backend and f"--backend {request.backend}",
+                                     request.adapter and f"--adapter {request.adapter!r}") if x)
+    kept = {f.info.implementation for f in chosen}
+    return [LeftOut(name, f"none of its adapters matches {asked}")
+            for name in dict.fromkeys(f.info.implementation for f in found) if name not in kept]
 
 
 def jobs(group: Group, offer: Offer, notes: list[str]) -> list[Job]:

@@ -17,7 +17,7 @@ from typing import Any
 from gpuoverhead.errors import UserError
 from gpuoverhead.gpu.bindings import Binding
 from gpuoverhead.gpu.output import captured
-from gpuoverhead.records import AdapterInfo
+from gpuoverhead.records import AdapterInfo, LeftOut
 
 BACKENDS = ("vulkan", "metal", "d3d12", "opengl")
 #: The device limits that bound one storage buffer: raised (to the need, or to the
@@ -125,17 +125,20 @@ def discover(bindings: Sequence[Binding], named: bool = False
     found: list[FoundAdapter] = []
     for binding in bindings:
         if (missing := binding.missing()) is not None:
-            notes += [missing] if named else []
+            notes += [LeftOut(binding.name, missing.removeprefix(f"{binding.name}: "),
+                              missing)] if named else []
             continue
         try:
             offered, said = _enumerated(binding)
         except Exception as exc:  # a native library that cannot start an instance here
-            notes.append(f"{binding.name} could not enumerate adapters: {exc}")
+            notes.append(LeftOut(binding.name, f"it could not enumerate adapters ({exc})",
+                                 f"{binding.name} could not enumerate adapters: {exc}"))
             continue
         if not offered:
             why = f" (it said: {'; '.join(dict.fromkeys(said))})" if said else ""
-            notes.append(f"{binding.name} offers no adapter on this machine{why}; Dawn rejects "
-                         "some drivers, Mesa 22's lavapipe among them")
+            notes.append(LeftOut(binding.name, f"it offers no adapter on this machine{why}",
+                                 f"{binding.name} offers no adapter on this machine{why}; Dawn "
+                                 "rejects some drivers, Mesa 22's lavapipe among them"))
         found += [FoundAdapter(describe(a, binding.name), a) for a in offered]
     # WARP is listed twice (as an integrated GPU and as a CPU): once described, keep one.
     unique = {f.info: f for f in reversed(found)}

@@ -135,6 +135,11 @@ def check_outputs(files: list[Path], folders: list[Path]) -> None:
     inside a run folder (one holding run.json), or for an output file onto an existing
     result file: `report R -o R/summary.csv` replaced the run's own summary."""
     for path, is_folder in [(f, False) for f in files] + [(f, True) for f in folders]:
+        if path.exists() and path.is_dir() != is_folder:
+            raise UserError(f"-o {path} is a folder: -o takes the file to write, named with "
+                            "its format (e.g. out.md)" if not is_folder else
+                            f"--plots {path} is a file: --plots takes a folder, which "
+                            "receives the plots")
         _check_folder(path, path if is_folder else path.parent)
         target = path.resolve()  # through links: a link to R/summary.csv is R/summary.csv
         around = ([target] if is_folder else []) + [target.parent, *target.parent.parents]

@@ -90,11 +90,10 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
                             if i in odd else {})} for i, o in enumerate(outcomes)]})
     found = drift.drifts([s for s in per_process if s])
     out.drift.extend({**d, "implementation": job.label} for d in found)
-    out.warnings.extend(checks.timer_warnings(group, outcomes)
-                        + checks.drift_warnings(group, job.label, found))
+    out.warnings.extend(checks.timer_warnings(group, outcomes))
     summary["modes"] = checks.modes_column(rows, summary)
     out.sampling.extend(checks.sampling_notes(group, outcomes, summary)
-                        + checks.mode_notes(summary))
+                        + checks.mode_notes(summary) + checks.drift_notes(group, job.label, found))
     out.samples.append(rows)
     out.summaries.append(summary)
     return per_process, [o.samples for o in kept], numbers

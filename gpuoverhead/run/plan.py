@@ -21,9 +21,18 @@ from gpuoverhead.drivers import registry
 from gpuoverhead.drivers.base import Driver, Job, Offer, Request
 from gpuoverhead.errors import UserError
 from gpuoverhead.gpu import adapters
-from gpuoverhead.run.budget import MOST_PROCESSES
+from gpuoverhead.records import LeftOut
+from gpuoverhead.run import startups
+from gpuoverhead.run.budget import (
+    FINISH_PRIOR_S,
+    FINISH_S,
+    MOST_PROCESSES,
+    WARMUP_SHARE,
+    process_cap_s,
+)
 from gpuoverhead.run.environment import parse_cpus
 from gpuoverhead.run.quick_types import quick_types
+from gpuoverhead.run.rounds import OVERRUN
 from gpuoverhead.suite.expand import load_suite, quick
 
 #: Worker processes per job without a time limit, where none are asked for.
@@ -88,6 +97,8 @@ class Plan:
     halves: int = 1
     #: How many processes of a job share the suite's budget (`budget_s` a case).
     sharing: int = DEFAULT_PROCESSES
+    #: Every implementation the run asked for (`--implementation`; `all`: each driver's).
+    asked: tuple[str, ...] = ()
 
 
 def prepare(options: RunOptions) -> Plan:
@@ -116,11 +127,66 @@ def prepare(options: RunOptions) -> Plan:
     if not benchmarks:
         raise UserError("nothing to measure: no adapter and no PyTorch baseline here")
     limit = suite.time_limit_s if options.time_limit_s is None else options.time_limit_s
+    if options.quick and limit is None:
+        limit = quick_limit_s(benchmarks, options.started)
     layers = {k: v for _, o in offered for k, v in o.settings.get("layers", {}).items()}
     described = [{**o.info.__dict__, **o.details} for _, o in offered]
     processes, sharing, limit = _counts(options, limit, suite.time_limit_s)
     return Plan(suite, described, benchmarks, processes, layers or {"native": None}, notes,
-                limit or None, halves=2 if options.halves else 1, sharing=sharing)
+                limit or None, halves=2 if options.halves else 1, sharing=sharing,
+                asked=tuple(n for d, r in asked for n in r.names or d.IMPLEMENTATIONS))
+
+
+#: Why an implementation asked for and offered measures nothing (its driver gave no reason).
+NOTHING_FOR_IT = "nothing in this suite runs on "
+
+
+def implementations_line(plan: Plan) -> str:
+    """The run's line on what it measures and why each other implementation asked for is
+    left out (not installed, no adapter, no browser, nothing in the suite for it), one reason
+    once: installing an extra (websockets, torch) changes what a plain run measures."""
+    measured = list(dict.fromkeys(j.adapter.implementation for jobs in plan.benchmarks
+                                  for j in jobs))
+    said = {n.implementation: n.reason for n in plan.notes if isinstance(n, LeftOut)}
+    why: dict[str, list[str]] = {}
+    for name in dict.fromkeys(plan.asked):
+        if name not in measured:
+            why.setdefault(said.get(name, NOTHING_FOR_IT), []).append(name)
+    return "; ".join([f"measures {_and(measured)}", *(
+        f"{_and(names)} left out: {reason}"
+        + (("it" if len(names) == 1 else "them") if reason == NOTHING_FOR_IT else "")
+        for reason, names in why.items())])
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 job`, `2 jobs`."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _and(names: list[str]) -> str:
+    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else "".join(names)
+
+
+#: Seconds a --quick limit keeps beyond its processes and finishes: the CPU probe (about
+#: 1 s on 2 CPUs, 3 on 16) and a finish slower than expected.
+QUICK_SLACK_S = 10.0
+
+
+def quick_limit_s(benchmarks: list[list[Job]], started: float) -> float:
+    """The time limit of a --quick run whose suite has none: what its one process a job may
+    take at most, each its start-up (as earlier runs here took, else its driver's hint) and
+    OVERRUN times its budget with warm-up, which a process whose rounds are slow may spend
+    to reach min_rounds, with the finishes and the planning so far. Without it `--suite full
+    --quick` said "about 47 s" (budgets and hints only) and took 80.5 s; under a limit the
+    run keeps what it says, a process still running at the deadline being stopped."""
+    recorded = startups.load()
+    jobs = [j for b in benchmarks for j in b]
+    setup = sum(registry.get(j.driver).setup_hint_s(j) if (seen := startups.expected(
+        recorded, j)) is None else seen for j in jobs)
+    sampling = sum(process_cap_s(j.group.sampling.budget_per_case_s, len(j.group.cases), 1)
+                   for j in jobs) * OVERRUN * (1 + WARMUP_SHARE)
+    finishes = FINISH_S + FINISH_PRIOR_S * len(benchmarks) + QUICK_SLACK_S
+    return float(math.ceil(time.monotonic() - started + setup + sampling + finishes))
 
 
 def _offers(driver: Driver, request: Request) -> tuple[list[Offer], list[str]]:
@@ -168,8 +234,20 @@ def check_options(options: RunOptions) -> None:
         raise UserError(f"--time-limit must be between 0 (none) and {MAX_TIME_LIMIT_S} seconds, "
                         f"not {limit}")
     adapters.check_backend(options.backend)
+    _check_out(options.out_root)
     if options.affinity is not None:
         parse_cpus(options.affinity)
     if options.run_id is not None and not RUN_ID.fullmatch(options.run_id):
         raise UserError(f"--run-id {options.run_id[:40]!r} is not a plain folder name: up to "
                         "100 letters, digits, '.', '_' or '-', starting with a letter or digit")
+
+
+def _check_out(out: Path) -> None:
+    """A UserError where --out, or the first of its parents that exists, is no folder:
+    found only after planning, it read "cannot write results to FILE/<run_id>: Not a
+    directory"."""
+    found = next((p for p in (out, *out.parents) if p.exists()), None)
+    if found is not None and not found.is_dir():
+        what = "is a file" if found == out else f"is inside {found}, a file"
+        raise UserError(f"--out {out} {what}: --out takes a folder, which receives each run "
+                        "as FOLDER/<run_id>/ (-o FILE is report's and history's)")

@@ -28,7 +28,14 @@ from gpuoverhead.run import again, checks, cpus, environment, noise, precision, 
 from gpuoverhead.run.budget import FINISH_S, HANDBACK_S, Budget, Schedule, Slot, process_cap_s
 from gpuoverhead.run.files import RunFolder
 from gpuoverhead.run.finish import finish, partners
-from gpuoverhead.run.plan import MAX_TIME_LIMIT_S, Plan, RunOptions, prepare
+from gpuoverhead.run.plan import (
+    MAX_TIME_LIMIT_S,
+    Plan,
+    RunOptions,
+    implementations_line,
+    plural,
+    prepare,
+)
 
 
 class Reporter(Protocol):
@@ -210,16 +217,16 @@ def _what_runs(plan: Plan, folder: Path, schedule: Schedule,
     p = plan.processes // plan.halves
     if plan.time_limit_s:
         how = (f"up to {p} process{'es' if p > 1 else ''} per job"
-               f"{' in each half' if plan.halves > 1 else ''}, {jobs} jobs: at most "
+               f"{' in each half' if plan.halves > 1 else ''}, {plural(jobs, 'job')}: at most "
                f"{schedule.most_s():.0f} s (its time limit; fewer processes where start-up "
                "leaves no time for all)")
     else:
         how = (f"{p} process{'es' if p > 1 else ''} per job"
-               f"{' in each half' if plan.halves > 1 else ''}, {jobs} jobs: about "
+               f"{' in each half' if plan.halves > 1 else ''}, {plural(jobs, 'job')}: about "
                f"{schedule.most_s():.0f} s (no time limit: a process slow to reach "
                "min_rounds takes longer)")
-    lines = [f"measuring {len(plan.benchmarks)} benchmarks of {plan.suite.name} on "
-             f"{'; '.join(adapters)}, {how}; results in {folder}"]
+    lines = [f"measuring {plural(len(plan.benchmarks), 'benchmark')} of {plan.suite.name} on "
+             f"{'; '.join(adapters)}, {how}; results in {folder}", implementations_line(plan)]
     if schedule.left_out:
         left = [f"{plan.benchmarks[b][j].group.id} ({plan.benchmarks[b][j].label})"
                 for b, j in schedule.left_out]

@@ -173,7 +173,7 @@ def test_hostile_suite_name_that_would_drive_the_terminal(tmp_path):
                        "--implementation", "wgpu-native", "--out", str(tmp_path / "o"))
     assert proc.returncode == 0, proc.stderr
     shown = r"[bold]x[/bold] \x1b[31mred\x1b[0m \x00 \u202eevil\nerror: fake"
-    assert proc.stderr.startswith(f"measuring 1 benchmarks of {shown} on "), proc.stderr
+    assert proc.stderr.startswith(f"measuring 1 benchmark of {shown} on "), proc.stderr
     listed = gpuoverhead("show", str(tmp_path / "o"))
     assert listed.returncode == 0 and shown in listed.stdout, listed.stdout
     for said in (proc.stdout + proc.stderr, listed.stdout + listed.stderr):
@@ -194,3 +194,41 @@ def test_hostile_dawn_driver_warning_in_the_tools_words():
     assert all(line.startswith(("warning: ", "error: ")) for line in lines if line), lines
     dawn = [line for line in lines if line.startswith("warning: dawn offers no adapter")]
     assert len(dawn) <= 1 and ("dawn" in proc.stdout) != bool(dawn), (proc.stdout, lines)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("wgpudawn") is None,
+                    reason="Dawn (pip install wgpudawn) is not installed")
+def test_hostile_dawn_rejecting_the_driver_is_said_once_at_the_start(capfd, tmp_path):
+    """Where Dawn rejects the driver (lavapipe), the run's first lines say so in the tool's
+    words, nothing of the native library's reaches the terminal, and the warnings at the
+    run's end do not say it again (run.json keeps the note)."""
+    from gpuoverhead.drivers import webgpu
+    from gpuoverhead.gpu import adapters
+    from gpuoverhead.present.console import run_warnings
+    from gpuoverhead.run.plan import implementations_line
+
+    capfd.readouterr()
+    plan = prepare(RunOptions(suite=ROOT / "configs" / "default.yaml", out_root=tmp_path,
+                              backend=BACKEND, implementations=registry.parse("webgpu")))
+    line = implementations_line(plan)
+    if adapters.discover([webgpu.binding("dawn")])[0]:  # a machine whose driver Dawn takes
+        assert "dawn" in line.split(";")[0], line
+        return
+    assert "dawn left out: it offers no adapter on this machine" in line, line
+    assert "Warning" not in capfd.readouterr().err
+    assert any(n.startswith("dawn offers no adapter") for n in plan.notes)
+    assert not any("dawn" in w for w in run_warnings(plan.notes))
+
+
+def test_hostile_a_plain_run_says_chromium_is_left_out_without_websockets(monkeypatch, tmp_path):
+    """`pip install ".[test]"` brings websockets and with it Chromium into the next plain run:
+    without it the run's first lines say that Chromium is left out and what to install."""
+    monkeypatch.setitem(sys.modules, "websockets.sync.client", None)  # as if not installed
+    from gpuoverhead.run.plan import implementations_line
+
+    plan = prepare(RunOptions(suite=ROOT / "configs" / "default.yaml", out_root=tmp_path,
+                              backend=BACKEND, implementations=registry.parse("all")))
+    line = implementations_line(plan)
+    assert line.startswith("measures wgpu-native") and "chromium left out: " in line, line
+    if "no Chromium found" not in line:
+        assert "websockets package (pip install 'gpuoverhead[browser]')" in line, line

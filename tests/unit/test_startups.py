@@ -82,7 +82,7 @@ def test_the_schedule_expects_what_earlier_runs_took_and_leaves_out_what_it_cann
     recorded = {startups.key(j): [0.5] for j in jobs}
     schedule = runner._schedule(plan, time.monotonic(), recorded)
     assert [hint for b in schedule.jobs for _, _, hint in b] == [0.5] * len(jobs)
-    assert not schedule.left_out and len(runner._what_runs(plan, Path("o"), schedule, {})) == 1
+    assert not schedule.left_out and len(runner._what_runs(plan, Path("o"), schedule, {})) == 2
     # A limit that holds no job's first process is refused at once.
     plan.time_limit_s = 5
     with pytest.raises(UserError, match="from the drivers' hints: no run here yet"):
