@@ -45,8 +45,10 @@ def _replace(tmp: Path, path: Path) -> None:
 
 
 def write_table(folder: Path, name: str, table: pd.DataFrame) -> None:
-    """`name`.parquet and `name`.csv in `folder`."""
-    atomic(folder / f"{name}.parquet", lambda p: table.to_parquet(p, index=False))
+    """`name`.parquet (zstd: a quarter smaller than the default snappy for a run's samples)
+    and `name`.csv in `folder`."""
+    atomic(folder / f"{name}.parquet", lambda p: table.to_parquet(
+        p, index=False, compression="zstd", compression_level=9))
     atomic(folder / f"{name}.csv", lambda p: table.to_csv(p, index=False))
 
 
