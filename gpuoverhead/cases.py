@@ -164,4 +164,6 @@ class Suite:
     groups: tuple[Group, ...]
     #: Seconds the whole run may take (None: each group its budget; see run/budget.py).
     time_limit_s: float | None = None
+    #: `hardware`: a browser's software adapter (SwiftShader) is refused (suite/schema.py).
+    browser_adapter: str = "any"
 

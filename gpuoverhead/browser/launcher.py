@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,8 @@ CANDIDATES = ("/usr/lib/chromium/chromium", "chromium", "chromium-browser", "goo
 FLAGS = ("--headless=new", "--enable-unsafe-webgpu", "--enable-webgpu-developer-features",
          "--no-first-run", "--no-default-browser-check", "--disable-extensions",
          "--remote-debugging-port=0")
-#: More flags from the environment (e.g. `--enable-features=Vulkan` on a Linux GPU).
+#: More flags from the environment, after a flag set's own (browser/adapter.py); Chromium
+#: takes the last of a repeated switch, so an `--enable-features` here replaces the set's.
 EXTRA_FLAGS = "GPUOVERHEAD_CHROMIUM_FLAGS"
 START_S = 30.0
 CALL_S = 120.0
@@ -63,18 +65,21 @@ def _given(path: str) -> str:
     raise BrowserError(f"--browser {path!r}: {what}; pass the path of a Chromium or Chrome")
 
 
-def flags() -> list[str]:
+def flags(chosen: Sequence[str] = ()) -> list[str]:
+    """The command line's flags: the tool's, a flag set's (`chosen`), the environment's."""
     extra = shlex.split(os.environ.get(EXTRA_FLAGS, ""))
     root = hasattr(os, "geteuid") and os.geteuid() == 0
-    return [*FLAGS, *(["--no-sandbox"] if root else []), *extra]
+    return [*FLAGS, *(["--no-sandbox"] if root else []), *chosen, *extra]
 
 
 class Browser:
     """A running headless browser and its DevTools connection; use as a context manager."""
 
-    def __init__(self, executable: str) -> None:
+    def __init__(self, executable: str, chosen: Sequence[str] = (), call_s: float = CALL_S,
+                 keep_log: Path | None = None) -> None:
         require()
-        self.executable, self.flags = executable, flags()
+        self.executable, self.flags, self.call_s = executable, flags(chosen), call_s
+        self.keep_log = keep_log  # where its stderr is copied on close (the flag probe's)
         self.profile = tempfile.mkdtemp(prefix="gpuoverhead-chromium-")
         self.process: subprocess.Popen | None = None
         self.connection: Connection | None = None
@@ -88,7 +93,7 @@ class Browser:
                      "about:blank"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                     stderr=log, start_new_session=True,
                     preexec_fn=_die_with_parent if sys.platform == "linux" else None)
-            self.connection = Connection(self._endpoint(), CALL_S)
+            self.connection = Connection(self._endpoint(), self.call_s)
         except OSError as exc:  # it cannot be executed after all (a script with no #!)
             self.close()
             raise BrowserError(f"cannot start {self.executable}: {exc.strerror or exc}") \
@@ -117,6 +122,12 @@ class Browser:
             time.sleep(0.05)
         raise BrowserError(f"{self.executable} did not open its DevTools port in {START_S:g} s")
 
+    def log_tail(self, lines: int = 20) -> str:
+        """The last lines the browser wrote to stderr (its GPU process's errors among them)."""
+        with contextlib.suppress(OSError, AttributeError):
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        return ""
+
     def version(self) -> str:
         assert self.connection is not None
         return self.connection.call("Browser.getVersion").get("product", "")
@@ -136,6 +147,9 @@ class Browser:
         if self.process is not None:
             _kill_group(self.process)
             self.process = None
+        if self.keep_log is not None:
+            with contextlib.suppress(OSError):
+                shutil.copyfile(Path(self.profile) / "stderr.log", self.keep_log)
         shutil.rmtree(self.profile, ignore_errors=True)
 
 

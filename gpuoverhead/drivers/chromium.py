@@ -20,19 +20,20 @@ run/finish.py).
 from __future__ import annotations
 
 import base64
-import contextlib
 import copy
 import json
 import math
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from gpuoverhead.browser import launcher, seen, server
+from gpuoverhead.browser import adapter as choice
+from gpuoverhead.browser import launcher, server
+from gpuoverhead.browser.adapter import describe
 from gpuoverhead.browser.cdp import BrowserError, Page, require
 from gpuoverhead.cases import BIND_PER_DISPATCH, HOST_UNITS, TIMESTAMPS, Case, Group, Kernel, Suite
 from gpuoverhead.drivers.base import (
@@ -71,23 +72,29 @@ MIN_LARGEST_UNITS = 64
 SAMPLE_SHARE = 0.5
 #: performance.now() steps coarser than this (µs) make a warning: the page is not isolated.
 FINE_TIMER_US = 20.0
-_TYPES = {"discrete gpu": "DiscreteGPU", "integrated gpu": "IntegratedGPU", "cpu": "CPU"}
 
 
 def offers(request: Request, notes: list[str]) -> list[Offer]:
     """The adapter a fresh browser offers, where a Chromium runs here (asked by name: else an
-    error; with `all`, a note)."""
+    error; with `all`, a note). A software adapter where the suite or the environment asks
+    for hardware is refused the same way (browser/adapter.py)."""
+    tried: list[str] = []
     try:
         executable = launcher.find(request.browser)
-        info, details = adapter(executable)
+        info, details = adapter(executable, tried)
+        who = choice.required(request.suite.browser_adapter)
+        if who and info.is_software:
+            raise BrowserError(choice.refusal(info.device, who))
     except UserError as exc:
         if request.named:
             raise
+        notes += tried
         notes.append(LeftOut(FAMILY, str(exc).removeprefix(f"{FAMILY} "),
                              f"chromium skipped: {exc}"))
         return []
-    notes += warnings(info, details) + adapter_notes(info)
-    return [Offer(info, details, settings={"browser": executable})]
+    notes += tried + warnings(info, details) + adapter_notes(info)
+    return [Offer(info, details, settings={"browser": executable,
+                                           "flags": details["browser_flag_set_flags"]})]
 
 
 def jobs(group: Group, offer: Offer, notes: list[str]) -> list[Job]:
@@ -106,7 +113,8 @@ def prepare(job: Job, rng: Any) -> Iterator[Prepared]:
     parent (SIGTERM) ends the browser too (see browser/launcher.py)."""
     signal.signal(signal.SIGTERM, _interrupted)
     timestamps = any(c.sync == TIMESTAMPS for c in job.group.cases)
-    with page(job.offer.settings["browser"], job.group.kernel.source) as (_, tab):
+    settings = job.offer.settings
+    with page(settings["browser"], job.group.kernel.source, settings.get("flags", ())) as (_, tab):
         ops, verify, timed = workload_operations(job.group, tab, rng) \
             if job.group.fusion is not None else operations(job.group, tab)
         if timestamps and not timed:
@@ -122,12 +130,13 @@ def setup_hint_s(job: Job) -> float:
 
 def listing(browser: str | None, notes: list[str]) -> list[Offer]:
     """The adapter a Chromium offers (`gpuoverhead adapters`), or a note why none."""
+    tried: list[str] = []
     try:
-        info, details = adapter(launcher.find(browser))
+        info, details = adapter(launcher.find(browser), tried)
     except UserError as exc:
-        notes.append(f"chromium: {exc}")
+        notes += [*tried, f"chromium: {exc}"]
         return []
-    notes += warnings(info, details)
+    notes += tried + warnings(info, details) + adapter_notes(info)
     return [Offer(info, details)]
 
 
@@ -170,46 +179,24 @@ def scaled(n_values: tuple[int, ...], largest: int = MIN_LARGEST_N) -> tuple[int
 
 
 @contextmanager
-def page(executable: str, kernel_source: str = ""
+def page(executable: str, kernel_source: str = "", flags: Sequence[str] = ()
          ) -> Iterator[tuple[launcher.Browser, Page]]:
-    """A fresh browser with the runner's page open (closed, with its server, on exit)."""
-    with server.serve(kernel_source) as url, launcher.Browser(executable) as browser:
+    """A fresh browser (with a flag set's `flags`) with the runner's page open (closed, with
+    its server, on exit)."""
+    with server.serve(kernel_source) as url, launcher.Browser(executable, flags) as browser:
         yield browser, browser.open(url + "index.html")
 
 
-def adapter(executable: str) -> tuple[AdapterInfo, dict[str, Any]]:
-    """The adapter the browser offers, in the schema's words, and what run.json keeps of the
-    browser (version, flags, timer resolution, isolation, fallback adapter): as it said in
-    the last day (browser/seen.py), else from a browser started to ask."""
+def adapter(executable: str, notes: list[str] | None = None
+            ) -> tuple[AdapterInfo, dict[str, Any]]:
+    """The adapter the browser offers under the first flag set that gets a GPU, else its
+    default flags (browser/adapter.py), in the schema's words, and what run.json keeps of
+    the browser; a note in `notes` for each flag set passed over."""
     require()  # what a browser needs here, whether or not its answer was kept
-    kept = seen.get(executable)
-    if kept is not None:
-        with contextlib.suppress(KeyError, TypeError, ValueError, BrowserError):
-            return describe(kept["info"], kept["version"], executable)
-    with page(executable) as (browser, tab):
-        info, version = tab.evaluate("gpuo.info()"), browser.version()
-    found = describe(info, version, executable)  # an adapter refused is not kept
-    seen.put(executable, {"info": info, "version": version})
-    return found
-
-
-def describe(info: dict[str, Any], version: str, executable: str
-             ) -> tuple[AdapterInfo, dict[str, Any]]:
-    """`gpuo.info()`'s answer in the schema's words; a BrowserError where it has no adapter."""
-    if "error" in info:
-        raise BrowserError(f"{executable}: {info['error']}")
-    device = info["description"] or info["device"] or "WebGPU adapter"
-    kind = "CPU" if info["isFallbackAdapter"] else _TYPES.get(info["type"].lower(), "Unknown")
-    found = AdapterInfo(FAMILY, info["backend"] or "unknown", kind,
-                        (info["vendor"] or "unknown").lower(), 0, device,
-                        f"{version}; {info['driver']}".strip("; "),
-                        "timestamp-query" in info["features"])
-    details = {"browser": executable, "browser_version": version,
-               "browser_flags": launcher.flags(), "cross_origin_isolated":
-               info["crossOriginIsolated"], "timer_resolution_us":
-               round(info["timerResolutionUs"], 3), "fallback_adapter": info["isFallbackAdapter"],
-               "user_agent": info["userAgent"], "features": info["features"]}
-    return found, details
+    found, tried = choice.choose(executable, choice.mode())
+    if notes is not None:
+        notes += tried
+    return describe(found.info, found.version, executable, found)
 
 
 def warnings(info: AdapterInfo, details: dict[str, Any]) -> list[str]:

@@ -122,7 +122,8 @@ def _expand(path: Path, doc: YamlDocument, outside_shaders: bool) -> Suite:
                                 sampling, cases, cfg["torch_compile_max_n"],
                                 compile_limit_s=cfg["compile_limit_s"]))
     return Suite(path=path, name=model.name or path.stem, sha256=doc.sha256, groups=tuple(groups),
-                 time_limit_s=model.time_limit_s)
+                 time_limit_s=model.time_limit_s,
+                 browser_adapter=model.browser_adapter or "any")
 
 
 def quick(suite: Suite) -> Suite:

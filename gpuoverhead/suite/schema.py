@@ -118,6 +118,10 @@ class SuiteModel(BaseModel):
     #: Seconds the whole run may take: worker processes share what is left (run/budget.py);
     #: less than one cannot hold a worker's start-up.
     time_limit_s: Annotated[float, Field(ge=1, le=86400, allow_inf_nan=False)] | None = None
+    #: `hardware`: the browser's WebGPU adapter must be a GPU; where the page gets a software
+    #: one (SwiftShader), chromium is left out of the run, or the run exits 2 if it was asked
+    #: for by name (drivers/chromium.py). `any` (the default) takes what the page gets.
+    browser_adapter: Literal["any", "hardware"] | None = None
     defaults: _Settings = _Settings()
 
     _floats = field_validator("time_limit_s", mode="before")(_int_is_float)

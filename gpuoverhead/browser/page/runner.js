@@ -8,11 +8,18 @@ const gpuo = {
   device: null, pipeline: null, cases: [], grid: [1, 1], timer: null,
 
   // What the browser offers, without keeping a device: adapter, features, timer, isolation.
-  async info() {
+  // A GPU process that fails to start can leave requestAdapter() unanswered: bounded.
+  async info(waitMs = 15000) {
     const out = {crossOriginIsolated: self.crossOriginIsolated, userAgent: navigator.userAgent,
                  timerResolutionUs: timerResolution() * 1000};
     if (!navigator.gpu) return {...out, error: "navigator.gpu is missing: WebGPU is off"};
-    const adapter = await navigator.gpu.requestAdapter({powerPreference: "high-performance"});
+    const late = new Promise((r) => setTimeout(() => r("late"), waitMs));
+    const adapter = await Promise.race(
+      [navigator.gpu.requestAdapter({powerPreference: "high-performance"}), late]);
+    if (adapter === "late") {
+      return {...out, error: `requestAdapter() did not answer in ${waitMs / 1000} s ` +
+              "(the browser's GPU process may have failed to start)"};
+    }
     if (!adapter) return {...out, error: "requestAdapter() returned null: no WebGPU adapter"};
     const i = adapter.info || {};
     return {...out, vendor: i.vendor || "", architecture: i.architecture || "",

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Pack a headless Chromium for a Linux GPU server that has no network (issue 44; how to carry
+# and use it: docs/browser-gpu.md). From the repository root, on a machine with network:
+#   bash benchmarks/chromium_bundle.sh
+# writes .chromium/ (git-ignored):
+#   headless_shell.xz  npm's @sparticuz/chromium binary (chrome-headless-shell, 199 MiB),
+#                      xz with the x86 filter at -9e: about 61 MiB, 5% under npm's brotli
+#   rest.tar.xz        its NSS libraries, ANGLE's libEGL/libGLESv2 and the Vulkan loader it
+#                      opens beside the binary (libvulkan.so.1), the layer built from
+#                      benchmarks/chromium_surface_layer.c, and websockets, unzipped (the
+#                      GPU image has none)
+#   SHA256SUMS, VERSION, BINARY_SHA256 (a rerun keeps headless_shell.xz of the same binary)
+# SwiftShader is left out: on the GPU server it is what must not answer, and it does not fit.
+# The unpacker is benchmarks/chromium_unpack.sh (plain python3 and sh on the GPU server).
+# Needs npm, python3 (installs the brotli wheel where missing), gcc, xz and Vulkan's headers
+# (apt-get download libvulkan-dev where /usr/include/vulkan is missing).
+set -euo pipefail
+version=${CHROMIUM_NPM_VERSION:-153.0.0}
+root=$(git rev-parse --show-toplevel)
+cd "$root"
+out=.chromium
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+grep -qx '/.chromium/' .gitignore || { echo "error: .gitignore lacks /.chromium/" >&2; exit 2; }
+
+echo "npm: @sparticuz/chromium@$version"
+(cd "$work" && npm pack -q "@sparticuz/chromium@$version" >/dev/null && tar xzf ./*.tgz)
+python3 -c "import brotli" 2>/dev/null || python3 -m pip install -q brotli
+python3 - "$work" <<'EOF'
+import brotli, sys, tarfile, pathlib
+work = pathlib.Path(sys.argv[1]); bin_ = work / "package" / "bin"
+stage = work / "stage"; (stage / "lib").mkdir(parents=True)
+(stage / "headless_shell").write_bytes(brotli.decompress((bin_ / "chromium.br").read_bytes()))
+for name in ("al2023.tar.br", "swiftshader.tar.br"):
+    (work / name[:-3]).write_bytes(brotli.decompress((bin_ / name).read_bytes()))
+with tarfile.open(work / "al2023.tar") as t:  # lib/: NSS, NSPR, expat; not NSS's crypto
+    # module (softokn, freebl): Chromium loads it only to set NSS up for TLS, which a page
+    # on http://127.0.0.1 never asks for (seen with them hidden), and it is 0.5 MiB of xz.
+    t.extractall(stage, filter="data", members=[m for m in t.getmembers() if not any(
+        k in m.name for k in ("softokn", "freebl"))])
+with tarfile.open(work / "swiftshader.tar") as t:
+    for m in t.getmembers():  # ANGLE and the loader it opens beside the binary; no SwiftShader
+        if m.name in ("libEGL.so", "libGLESv2.so", "libvulkan.so.1"):
+            t.extract(m, stage, filter="data")
+EOF
+
+headers=/usr/include
+if [ ! -f /usr/include/vulkan/vk_layer.h ]; then
+  (cd "$work" && apt-get download -q libvulkan-dev >/dev/null && dpkg -x libvulkan-dev_*.deb dev)
+  headers=$work/dev/usr/include
+fi
+layer=$work/stage/share/vulkan/implicit_layer.d
+mkdir -p "$layer"
+gcc -shared -fPIC -O2 -fvisibility=hidden -I"$headers" -o "$layer/libgpuo_headless_surface.so" \
+  benchmarks/chromium_surface_layer.c
+cat > "$layer/gpuo_headless_surface.json" <<'EOF'
+{
+  "file_format_version": "1.1.2",
+  "layer": {
+    "name": "VK_LAYER_GPUOVERHEAD_headless_surface",
+    "type": "GLOBAL",
+    "library_path": "./libgpuo_headless_surface.so",
+    "api_version": "1.3.0",
+    "implementation_version": "1",
+    "description": "lists VK_EXT_headless_surface for headless Chromium (benchmarks/chromium_surface_layer.c)",
+    "instance_extensions": [{"name": "VK_EXT_headless_surface", "spec_version": "1"}],
+    "functions": {"vkGetInstanceProcAddr": "hs_GetInstanceProcAddr",
+                  "vkGetDeviceProcAddr": "hs_GetDeviceProcAddr"},
+    "enable_environment": {"GPUOVERHEAD_HEADLESS_SURFACE": "1"},
+    "disable_environment": {"GPUOVERHEAD_HEADLESS_SURFACE_OFF": "1"}
+  }
+}
+EOF
+python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+  --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+  --platform manylinux2014_x86_64 -d "$work/whl" 'websockets>=12' 2>&1 \
+  | grep -v '^WARNING' || true
+# Unzipped (xz packs its sources to half the wheel's zip): the unpacker copies site/ as is.
+python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' \
+  "$(ls "$work"/whl/websockets-*.whl)" "$work/stage/site"
+
+binary_sha=$(sha256sum "$work/stage/headless_shell" | cut -d' ' -f1)
+if [ -f "$out/headless_shell.xz" ] && [ "$(cat "$out/BINARY_SHA256" 2>/dev/null)" = "$binary_sha" ]; then
+  echo "xz: headless_shell.xz of this binary kept from the last bundle"
+  mv "$out/headless_shell.xz" "$work/headless_shell.xz"
+else
+  echo "xz: headless_shell ($(du -m "$work/stage/headless_shell" | cut -f1) MiB; minutes)"
+  xz -T1 --x86 --lzma2=preset=9e,dict=256MiB,nice=273,lc=4,pb=0 -c "$work/stage/headless_shell" \
+    > "$work/headless_shell.xz"
+fi
+rm -rf "$out"
+mkdir -p "$out"
+mv "$work/headless_shell.xz" "$out/"
+echo "$binary_sha" > "$out/BINARY_SHA256"
+tar -C "$work/stage" --owner=0 --group=0 -cf - lib share site libEGL.so libGLESv2.so \
+  libvulkan.so.1 | xz -9e > "$out/rest.tar.xz"
+echo "$version" > "$out/VERSION"
+(cd "$out" && sha256sum headless_shell.xz rest.tar.xz VERSION > SHA256SUMS)
+
+# What one device call carries (64 MiB: the tree's tracked files and the carried paths).
+tree=$(git ls-files -z --cached --others --exclude-standard | grep -zv '^results/' \
+  | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+size() { du -sb "$1" 2>/dev/null | cut -f1 || echo 0; }
+bundle=$(size "$out") gl=$(size .gl) whl=$(size .whl) limit=$((64 * 1024 * 1024))
+mib() { awk -v b="$1" 'BEGIN { printf "%.2f MiB", b / 1048576 }'; }
+echo ".chromium $(mib "$bundle"), tree without results/ $(mib "$tree"), .gl $(mib "$gl"), .whl $(mib "$whl")"
+echo "call 1 (.chromium):     $(mib $((bundle + tree))) of 64 MiB"
+echo "call 1 (.chromium .gl): $(mib $((bundle + gl + tree))) of 64 MiB"
+echo "call 2 (.gl .whl):      $(mib $((gl + whl + tree))) of 64 MiB"
+[ $((bundle + tree)) -lt $limit ] || echo "warning: call 1 is over 64 MiB: move results/ aside" >&2
