@@ -2,7 +2,8 @@
 # WebGPU in Chromium on a lent NVIDIA machine (issue 44; docs/browser-gpu.md): two device
 # calls from the repository root, the second within 30 s of the first's end (the machine
 # keeps /tmp only while it stays warm):
-#   call 1, carry .chromium:  bash benchmarks/chromium_gpu_session.sh probe
+#   call 1, carry .chromium .gl (results/ and tests/data/ moved aside):
+#                             bash benchmarks/chromium_gpu_session.sh probe
 #   call 2, carry .gl .whl:   bash benchmarks/chromium_gpu_session.sh run
 # probe: unpacks .chromium into /tmp/gpuo-chromium, runs benchmarks/chromium_gpu_probe.py into
 #   /tmp/gpuo-probe ($OUT/probe.tgz); exits 0 where a flag set got the GPU, 1 where none did.
