@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -41,9 +42,55 @@ def measured_adapter() -> tuple[str, str]:
     return info.device, info.vendor
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The fast tests first, the few marked slow after them (a stable sort)."""
+    """The fast tests first, the few marked slow after them (a stable sort); and for
+    pytest-xdist (`--dist loadgroup`) the tests that share a fixture of this suite's that
+    outlives one test (`ci_run`, a module's device or run) in one group, which one worker
+    runs: each worker would otherwise make that fixture again."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is not None)
+    for item, group in shared_groups(items).items():
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+#: This suite's fixtures that every test uses: they group nothing.
+AUTOUSE = ("own_temporary_folder",)
+
+
+def shared_groups(items: list[pytest.Item]) -> dict[pytest.Item, str]:
+    """A group name for each test that uses a session or module fixture defined in tests/;
+    tests linked by any such fixture (one uses `ci_run` and a module's run, another only
+    that module's run) share one group."""
+    parent: dict[str, str] = {}
+
+    def root(key: str) -> str:
+        while parent.setdefault(key, key) != key:
+            key = parent[key]
+        return key
+
+    keys: dict[pytest.Item, list[str]] = {}
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        mine = [f"{Path(str(item.path)).stem}.{name}" if defs[-1].scope == "module" else name
+                for name, defs in (info.name2fixturedefs.items() if info else ())
+                if defs and defs[-1].scope in ("session", "module") and name not in AUTOUSE
+                and Path(defs[-1].func.__code__.co_filename).is_relative_to(ROOT / "tests")]
+        for key in mine:
+            parent[root(key)] = root(mine[0])
+        if mine:
+            keys[item] = mine
+    return {item: root(mine[0]) for item, mine in keys.items()}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Temporary files of this session and of every process it starts in a folder of its
+    own: a browser's profile folder then tells this session's browsers from those of
+    another session (or xdist worker) on the same machine (test_chromium.py)."""
+    folder = tmp_path_factory.getbasetemp() / "tmp"
+    folder.mkdir(exist_ok=True)
+    os.environ["TMPDIR"] = str(folder)
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR again
 
 
 def gpuoverhead(*args: str, timeout: float = 300, env: dict[str, str] | None = None,

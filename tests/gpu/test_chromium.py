@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -31,12 +32,14 @@ PROFILE = "gpuoverhead-chromium-"
 
 
 def browsers_left(wait_s: float = 0.0) -> list[str]:
-    """Command lines of this tool's browser processes still running after `wait_s`."""
-    end = time.monotonic() + wait_s
+    """Command lines of this session's browser processes still running after `wait_s`: those
+    whose profile lies in this session's temporary folder (conftest.py gives each session
+    and xdist worker its own), not another's running beside it."""
+    end, mine = time.monotonic() + wait_s, os.path.join(tempfile.gettempdir(), PROFILE)
     while True:
         found = subprocess.run(["ps", "-ww", "-eo", "stat=,args="], capture_output=True, text=True
                                ).stdout.splitlines()
-        left = [line for line in found if PROFILE in line and not line.lstrip().startswith("Z")]
+        left = [line for line in found if mine in line and not line.lstrip().startswith("Z")]
         if not left or time.monotonic() >= end:
             return left
         time.sleep(0.1)
