@@ -31,6 +31,7 @@ from conftest import (
     measured_adapter,
     only_run_folder,
     read_run,
+    without_cpu_note,
     write_suite,
 )
 
@@ -668,7 +669,7 @@ def test_hostile_output_read_through_pipes(tmp_path):
                            "wgpu-native", "--out", str(tmp_path / "o")],
                           cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
-    first = proc.stderr.splitlines()[0]
+    first = without_cpu_note(proc.stderr).splitlines()[0]
     assert first.startswith(f"measuring 1 benchmarks of suite on {measured_adapter()[0]}")
     assert "results in" in first
     assert "[1/1] a/elements=64 (wgpu-native)" in proc.stderr

@@ -14,7 +14,15 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import BACKEND, ROOT, gpuoverhead, only_run_folder, read_run, write_suite
+from conftest import (
+    BACKEND,
+    ROOT,
+    gpuoverhead,
+    only_run_folder,
+    read_run,
+    without_cpu_note,
+    write_suite,
+)
 
 from gpuoverhead.drivers import registry
 from gpuoverhead.errors import UserError
@@ -173,7 +181,8 @@ def test_hostile_suite_name_that_would_drive_the_terminal(tmp_path):
                        "--implementation", "wgpu-native", "--out", str(tmp_path / "o"))
     assert proc.returncode == 0, proc.stderr
     shown = r"[bold]x[/bold] \x1b[31mred\x1b[0m \x00 \u202eevil\nerror: fake"
-    assert proc.stderr.startswith(f"measuring 1 benchmarks of {shown} on "), proc.stderr
+    assert without_cpu_note(proc.stderr).startswith(f"measuring 1 benchmarks of {shown} on "), \
+        proc.stderr
     listed = gpuoverhead("show", str(tmp_path / "o"))
     assert listed.returncode == 0 and shown in listed.stdout, listed.stdout
     for said in (proc.stdout + proc.stderr, listed.stdout + listed.stderr):

@@ -11,7 +11,15 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import BACKEND, ROOT, measured_adapter, only_run_folder, read_run, write_suite
+from conftest import (
+    BACKEND,
+    ROOT,
+    measured_adapter,
+    measuring_first,
+    only_run_folder,
+    read_run,
+    write_suite,
+)
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals, process "
                                 "groups, SIGKILL and resource limits")
@@ -123,7 +131,7 @@ def _start(tmp_path, *extra: str, suite: str = SUITE) -> tuple[subprocess.Popen,
          "--backend", BACKEND, "--implementation", "wgpu-native", "--out", str(out),
          *processes, *extra],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)
+        start_new_session=True, preexec_fn=measuring_first)
     return child, out
 
 
