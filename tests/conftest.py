@@ -46,15 +46,22 @@ def measured_adapter() -> tuple[str, str]:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The fast tests first, the few marked slow after them (a stable sort); and for
+    """The readers of a long run (SLOW_FIXTURES) slow like the others marked so; the fast
+    tests first, the slow after them (a stable sort); and for
     pytest-xdist (`--dist loadgroup`) the tests that share a fixture of this suite's that
     outlives one test (`ci_run`, a module's device or run) in one group, which one worker
     runs: each worker would otherwise make that fixture again."""
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
     items.sort(key=lambda item: item.get_closest_marker("slow") is not None)
     for item, group in shared_groups(items).items():
         item.add_marker(pytest.mark.xdist_group(group))
 
 
+#: Fixtures that make a long run: the tests that read it are `slow` with it (ci_run: about
+#: 80 s on the quiet 2-core machine; test_report's second run, 6 s).
+SLOW_FIXTURES = {"ci_run", "second_run"}
 #: This suite's fixtures that every test uses: they group nothing.
 AUTOUSE = ("own_temporary_folder",)
 

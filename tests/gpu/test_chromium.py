@@ -59,6 +59,7 @@ def chromium_run(tmp_path_factory):
     return proc, only_run_folder(out)
 
 
+@pytest.mark.slow
 def test_ci_suite_in_chromium_checks_outputs_and_writes_rows(chromium_run):
     proc, folder = chromium_run
     assert browsers_left() == []
@@ -83,6 +84,7 @@ def test_ci_suite_in_chromium_checks_outputs_and_writes_rows(chromium_run):
     assert set(summary[summary.methodology == "fusion"].benchmark) == {"chain", "loop"}
 
 
+@pytest.mark.slow
 def test_report_has_a_chromium_row(chromium_run):
     _, folder = chromium_run
     result = in_process("report", str(folder))
@@ -109,6 +111,7 @@ def test_a_browser_without_webgpu_and_a_page_that_throws_are_browser_errors():
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.slow
 def test_an_interrupted_run_leaves_no_browser(tmp_path, signum):
     child = subprocess.Popen(
         [sys.executable, "-m", "gpuoverhead", "run", "--suite", "ci", "--implementation",

@@ -21,6 +21,7 @@ def _hog(cpu: int) -> None:
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
                     reason="needs Linux and two CPUs to pin a busy process to one of them")
+@pytest.mark.slow
 def test_a_run_leaves_out_the_cpu_a_busy_process_holds_and_says_so(tmp_path):
     busy_cpu = max(os.sched_getaffinity(0))
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"],

@@ -282,6 +282,7 @@ benchmarks:
     assert (builds.value > 0).all()
 
 
+@pytest.mark.slow
 def test_a_torch_compile_that_fails_is_a_result_row_not_a_crash(tmp_path: Path):
     """torch.compile with no working C++ compiler (Inductor's CPU code needs one) fails as
     a compile does: the fused case is an error row with the message and a warning, the

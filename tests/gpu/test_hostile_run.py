@@ -137,6 +137,7 @@ def test_hostile_browser_that_cannot_be_started(tmp_path, given, expected):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG_CACHE_HOME is Linux's")
+@pytest.mark.slow
 def test_hostile_no_home_folder(tmp_path):
     """No $HOME and a uid with no passwd entry (a container's bare uid; each process here
     is made so by a sitecustomize that hides this uid from pwd): Path.home()'s RuntimeError

@@ -18,8 +18,10 @@ from conftest import BACKEND, ROOT, measuring_first, only_run_folder, read_run, 
 from test_interrupt import SUITE, _start, _wait_for_a_worker_started, _wait_for_finished_benchmarks
 from test_selftest import SUITE as AA_SUITE
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals, process "
-                                "groups and terminals")
+#: Each test here starts a real run and waits for a moment in it (5-8 s on 2 cores): slow.
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals, process "
+                                 "groups and terminals")]
 
 #: What no interrupted command may print.
 NOISE = ("Traceback", "KeyboardInterrupt", "Exception ignored")

@@ -21,8 +21,10 @@ from conftest import (
     write_suite,
 )
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals, process "
-                                "groups, SIGKILL and resource limits")
+#: Each test here starts a real run and waits for a moment in it (5-8 s on 2 cores): slow.
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals, process "
+                                 "groups, SIGKILL and resource limits")]
 
 #: Four small benchmarks of five cases (one layer: no reference loop), measured in one
 #: process each unless a test asks for more: about 3 s a benchmark on lavapipe.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 from conftest import (
     BACKEND,
     CI_RUN_LIMIT_S,
@@ -204,6 +205,7 @@ def test_summary_table_is_printed(ci_run):
     assert "CPU (software) adapter" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_kernel_that_does_not_write_fails_its_benchmark_loudly(tmp_path):
     (tmp_path / "lazy.wgsl").write_text(
         "override WG: u32 = 64;\n"
@@ -260,6 +262,7 @@ def test_show_refuses_a_folder_without_results(tmp_path):
     assert proc.returncode == 2 and "not a run folder (no run.json)" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_heavier_kernel_raises_wall_time_per_dispatch_but_not_cpu_time(tmp_path):
     """Wall time per dispatch holds the GPU's work once the GPU is the slower side; the
     issue time (the clock read before the wait) does not: that is what CPU cost means.

@@ -21,6 +21,9 @@ from gpuoverhead.present import compare as comparing
 from gpuoverhead.results import read
 
 FOLDERS = sorted(p.parent for p in (ROOT / "results").rglob("run.json"))
+#: The sets checked in the fast tests (`-m "not slow"`): the three smallest; every set,
+#: 1-3 s each, in the whole suite.
+FAST = sorted(FOLDERS, key=lambda f: (f / "summary.parquet").stat().st_size)[:3]
 #: What a copy of a set multiplies every time by: far beyond compare's 5% threshold.
 FACTOR = 2.0
 
@@ -120,7 +123,8 @@ def _expected(base: read.ResultSet, table: pd.DataFrame) -> pd.Series:
                      index=table.index)
 
 
-@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.relative_to(ROOT).as_posix())
+@pytest.mark.parametrize("folder", [f if f in FAST else pytest.param(f, marks=pytest.mark.slow)
+                                    for f in FOLDERS], ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_a_committed_set_shows_and_compare_finds_its_times_doubled(folder, tmp_path,
                                                                    monkeypatch):
     runner = CliRunner()
