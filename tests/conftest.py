@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import getpass
 import json
 import os
 import re
@@ -45,16 +46,19 @@ def measured_adapter() -> tuple[str, str]:
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The readers of a long run (SLOW_FIXTURES) slow like the others marked so; the fast
-    tests first, the slow after them (a stable sort); and for
-    pytest-xdist (`--dist loadgroup`) the tests that share a fixture of this suite's that
-    outlives one test (`ci_run`, a module's device or run) in one group, which one worker
-    runs: each worker would otherwise make that fixture again."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The readers of a long run (SLOW_FIXTURES) slow like the others marked so. In one
+    process the fast tests first, the slow after them (a stable sort: the first failure
+    comes soon); spread over pytest-xdist's workers the slow first, so that no worker is
+    left with a long test while the others idle. And for xdist (`--dist loadgroup`) the
+    tests that share a fixture of this suite's that outlives one test (`ci_run`, a
+    module's device or run) in one group, which one worker runs: each worker would
+    otherwise make that fixture again."""
     for item in items:
         if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-    items.sort(key=lambda item: item.get_closest_marker("slow") is not None)
+    spread = hasattr(config, "workerinput")  # this process is one of xdist's workers
+    items.sort(key=lambda item: (item.get_closest_marker("slow") is None) == spread)
     for item, group in shared_groups(items).items():
         item.add_marker(pytest.mark.xdist_group(group))
 
@@ -98,6 +102,11 @@ def own_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
     another session (or xdist worker) on the same machine (test_chromium.py)."""
     folder = tmp_path_factory.getbasetemp() / "tmp"
     folder.mkdir(exist_ok=True)
+    # torch.compile's cache stays where it was (under the usual temporary folder), as warm or
+    # as cold as it would be without this folder.
+    with contextlib.suppress(KeyError, OSError):  # a user without a name: torch's fallback
+        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(
+            tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}"))
     os.environ["TMPDIR"] = str(folder)
     tempfile.tempdir = None  # gettempdir() reads TMPDIR again
 
