@@ -305,9 +305,13 @@ def test_every_sequential_sample_has_its_issue_time_and_every_layer_its_cpu_cost
     that the wait holds. From N = 1 to a case's largest N, per (benchmark, encoding,
     layer): with `submit` each op is submitted as it is issued and lavapipe runs it there,
     so the issue time grows with the wall time; with `pass` and `dispatch` the one submit
-    hands the GPU all N ops at the end, so the wait (wall - issue) grows with it. (A clock
-    read after the wait leaves a wait of ~0 and fails the second; one read before the
-    issue leaves an issue time of ~0 and fails the first.)"""
+    hands the GPU all N ops at the end, so the wait (wall - issue) grows with it where the
+    ops give the GPU work (add_one). The empty kernel gives it next to none: from N = 1 to
+    32 its issue grew by 0.7 us a dispatch of recording and its wait by less than the
+    median's noise on a busy machine (-0.8 of 22.8 us), so there every N's wait is held to
+    be a wait, over a microsecond. (A clock read after the wait leaves a wait of ~0 and fails
+    the second and third; one read before the issue leaves an issue time of ~0 and fails
+    the first.)"""
     _, folder = ci_run
     samples, summary, _ = read_run(folder)
     sequential = samples[(samples.methodology == "sequential") & (samples.sync == "wait")]
@@ -319,8 +323,11 @@ def test_every_sequential_sample_has_its_issue_time_and_every_layer_its_cpu_cost
     for (bench, encoding, layer), rows in medians.groupby(level=[0, 1, 2]):
         grown = rows.iloc[-1] - rows.iloc[0]
         assert len(rows) >= 2 and grown.wall_ns > 0, (bench, encoding, layer, rows)
-        part = grown.issue_ns if encoding == "submit" else grown.wait_ns
-        assert part > 0.3 * grown.wall_ns, (bench, encoding, layer, rows)
+        if encoding == "submit" or bench != "empty":
+            part = grown.issue_ns if encoding == "submit" else grown.wait_ns
+            assert part > 0.3 * grown.wall_ns, (bench, encoding, layer, rows)
+        else:
+            assert (rows.wait_ns > 1000).all(), (bench, encoding, layer, rows)
     cpu = summary[(summary.metric == "cpu_per_dispatch_ns") & summary.process.isna()
                   & (summary.variant == "")]
     wall = summary[(summary.metric == "per_dispatch_ns") & summary.process.isna()
