@@ -7,12 +7,16 @@ machine without a GPU that is Mesa's lavapipe (`apt-get install mesa-vulkan-driv
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import getpass
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -41,18 +45,109 @@ def measured_adapter() -> tuple[str, str]:
     return info.device, info.vendor
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The fast tests first, the few marked slow after them (a stable sort)."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is not None)
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The readers of a long run (SLOW_FIXTURES) slow like the others marked so. In one
+    process the fast tests first, the slow after them (a stable sort: the first failure
+    comes soon); spread over pytest-xdist's workers the slow first, so that no worker is
+    left with a long test while the others idle. And for xdist (`--dist loadgroup`) the
+    tests that share a fixture of this suite's that outlives one test (`ci_run`, a
+    module's device or run) in one group, which one worker runs: each worker would
+    otherwise make that fixture again."""
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+    spread = hasattr(config, "workerinput")  # this process is one of xdist's workers
+    items.sort(key=lambda item: (item.get_closest_marker("slow") is None) == spread)
+    for item, group in shared_groups(items).items():
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+#: Fixtures that make a long run: the tests that read it are `slow` with it (ci_run: about
+#: 80 s on the quiet 2-core machine; test_report's second run, 6 s).
+SLOW_FIXTURES = {"ci_run", "second_run"}
+#: This suite's fixtures that every test uses: they group nothing.
+AUTOUSE = ("own_temporary_folder",)
+
+
+def shared_groups(items: list[pytest.Item]) -> dict[pytest.Item, str]:
+    """A group name for each test that uses a session or module fixture defined in tests/;
+    tests linked by any such fixture (one uses `ci_run` and a module's run, another only
+    that module's run) share one group."""
+    parent: dict[str, str] = {}
+
+    def root(key: str) -> str:
+        while parent.setdefault(key, key) != key:
+            key = parent[key]
+        return key
+
+    keys: dict[pytest.Item, list[str]] = {}
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        mine = [f"{Path(str(item.path)).stem}.{name}" if defs[-1].scope == "module" else name
+                for name, defs in (info.name2fixturedefs.items() if info else ())
+                if defs and defs[-1].scope in ("session", "module") and name not in AUTOUSE
+                and Path(defs[-1].func.__code__.co_filename).is_relative_to(ROOT / "tests")]
+        for key in mine:
+            parent[root(key)] = root(mine[0])
+        if mine:
+            keys[item] = mine
+    return {item: root(mine[0]) for item, mine in keys.items()}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Temporary files of this session and of every process it starts in a folder of its
+    own: a browser's profile folder then tells this session's browsers from those of
+    another session (or xdist worker) on the same machine (test_chromium.py)."""
+    folder = tmp_path_factory.getbasetemp() / "tmp"
+    folder.mkdir(exist_ok=True)
+    # torch.compile's cache stays where it was (under the usual temporary folder), as warm or
+    # as cold as it would be without this folder.
+    with contextlib.suppress(KeyError, OSError):  # a user without a name: torch's fallback
+        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(
+            tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}"))
+    os.environ["TMPDIR"] = str(folder)
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+
+
+#: The nice value of the runs the tests start (and so of their workers): above the other
+#: tests running beside them (pytest-xdist) and whatever else keeps the machine busy, so that
+#: what a test checks of a run's estimates describes the tool rather than the load.
+RUN_NICE = -15
+
+
+def measuring_first() -> None:
+    """`preexec_fn` of a run a test starts: RUN_NICE where this user may raise a priority
+    (root, as CI runs); elsewhere the run keeps the priority it had."""
+    with contextlib.suppress(OSError):
+        os.setpriority(os.PRIO_PROCESS, 0, RUN_NICE)
 
 
 def gpuoverhead(*args: str, timeout: float = 300, env: dict[str, str] | None = None,
                 ) -> subprocess.CompletedProcess[str]:
-    """Run `python -m gpuoverhead ARGS` and capture its output."""
+    """Run `python -m gpuoverhead ARGS` (first in line for the CPU) and capture its output."""
     return subprocess.run(
         [sys.executable, "-m", "gpuoverhead", *args], capture_output=True, text=True,
         timeout=timeout, cwd=ROOT, env={**os.environ, **(env or {})},
+        preexec_fn=measuring_first,
     )
+
+
+#: The line a run starts with where its probe found a CPU much slower than the others, as a
+#: busy machine makes one (run/cpus.py).
+CPU_NOTE = re.compile(r"CPUs? [\d,-]+ ran [\d.]+x slower than the fastest CPU \(.+\): the run "
+                      r"uses CPUs [\d,-]+; --affinity [\d,-]+ includes it|CPUs differ: .+")
+
+
+def without_cpu_note(stderr: str) -> str:
+    """A run's stderr less the CPU line that a busy machine puts first, that line checked
+    for its form: what the run says after it is the same on a quiet machine."""
+    first, _, rest = stderr.partition("\n")
+    if first.startswith("CPU"):
+        assert CPU_NOTE.fullmatch(first), first
+        return rest
+    return stderr
 
 
 def in_process(*args: str) -> subprocess.CompletedProcess[str]:

@@ -45,6 +45,7 @@ def suite_path(tmp_path_factory):
     return write_suite(tmp_path_factory.mktemp("browser-fusion"), SUITE)
 
 
+@pytest.mark.slow
 def test_fusion_patterns_in_the_browser_beside_wgpu_native_with_the_tax(suite_path, tmp_path):
     proc = gpuoverhead("run", "--suite", str(suite_path), "--implementation",
                        "wgpu-native,chromium", "--backend", BACKEND, "--out", str(tmp_path),

@@ -1,5 +1,6 @@
 """A run leaves out a CPU that a busy process slows, and says so (run/cpus.py)."""
 
+import contextlib
 import json
 import os
 import subprocess
@@ -9,12 +10,22 @@ import pytest
 from conftest import BACKEND, gpuoverhead, only_run_folder
 
 
+def _hog(cpu: int) -> None:
+    """The busy process: on `cpu` alone, and where this user may, ahead of the run (which
+    the tests start at RUN_NICE) and of anything else there, so that the probe finds that
+    CPU the slower however busy the other is (another test, another process)."""
+    os.sched_setaffinity(0, {cpu})
+    with contextlib.suppress(OSError):
+        os.setpriority(os.PRIO_PROCESS, 0, -20)  # the highest, above RUN_NICE
+
+
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
                     reason="needs Linux and two CPUs to pin a busy process to one of them")
+@pytest.mark.slow
 def test_a_run_leaves_out_the_cpu_a_busy_process_holds_and_says_so(tmp_path):
     busy_cpu = max(os.sched_getaffinity(0))
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"],
-                            preexec_fn=lambda: os.sched_setaffinity(0, {busy_cpu}))
+                            preexec_fn=lambda: _hog(busy_cpu))
     try:
         proc = gpuoverhead("run", "--quick", "--backend", BACKEND, "--implementation",
                            "wgpu-native", "--out", str(tmp_path),

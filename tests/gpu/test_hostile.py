@@ -31,6 +31,7 @@ from conftest import (
     measured_adapter,
     only_run_folder,
     read_run,
+    without_cpu_note,
     write_suite,
 )
 
@@ -217,6 +218,7 @@ def test_hostile_adapter_name_not_present(tmp_path):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"),
                     reason="hides the Vulkan and EGL drivers, as only Linux loads them")
+@pytest.mark.slow
 def test_hostile_no_adapter_at_all(tmp_path):
     hide = {"VK_DRIVER_FILES": str(tmp_path / "none.json"),
             "VK_ICD_FILENAMES": str(tmp_path / "none.json"),
@@ -243,6 +245,7 @@ def test_hostile_output_folder_is_a_file(tmp_path):
     _assert_one_clear_line(proc, f"cannot write results to {blocker}")
 
 
+@pytest.mark.slow
 def test_hostile_existing_run_folder(tmp_path):
     suite = write_suite(tmp_path, "defaults: {n_sweep: [1, 2], budget_s: 0.02, min_rounds: 3,"
                                   " warmup_max_rounds: 1}\n" + GOOD)
@@ -668,7 +671,7 @@ def test_hostile_output_read_through_pipes(tmp_path):
                            "wgpu-native", "--out", str(tmp_path / "o")],
                           cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
-    first = proc.stderr.splitlines()[0]
+    first = without_cpu_note(proc.stderr).splitlines()[0]
     assert first.startswith(f"measuring 1 benchmark of suite on {measured_adapter()[0]}")
     assert "results in" in first
     assert "[1/1] a/elements=64 (wgpu-native)" in proc.stderr
@@ -690,6 +693,7 @@ def _child(*args: str, pass_fds: tuple[int, ...] = (), env: dict[str, str] | Non
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+@pytest.mark.slow
 def test_hostile_fifo_as_shader_or_suite(tmp_path):
     """A FIFO is refused as a shader at once; as the suite, one nobody writes to is given up
     after the pipe's wait, and one that is written to is read (issue 26.7: both hung)."""
@@ -759,6 +763,7 @@ def test_hostile_shader_too_large_or_a_device(tmp_path, shader, expected):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG_CACHE_HOME is Linux's")
 @pytest.mark.parametrize("where", ["unwritable XDG_CACHE_HOME", "read-only HOME"])
+@pytest.mark.slow
 def test_hostile_cache_folder_that_cannot_be_written(tmp_path, where):
     """The native layer's cache: a PermissionError traceback before (issue 26.9); now the loop
     is built in a private folder under the temporary one, and the run says where."""
@@ -844,6 +849,7 @@ def test_hostile_memory_limit_is_one_line(limit_mib, said):
     assert len(lines) == 1 and said in lines[0], proc.stderr
 
 
+@pytest.mark.slow
 def test_hostile_two_forced_runs_into_one_id_both_finish(tmp_path):
     """Issue 26.13: two `--force` runs into the same id a second apart shared a staging
     folder and the second died mid-run; each now stages in a folder of its own."""

@@ -11,10 +11,20 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import BACKEND, ROOT, measured_adapter, only_run_folder, read_run, write_suite
+from conftest import (
+    BACKEND,
+    ROOT,
+    measured_adapter,
+    measuring_first,
+    only_run_folder,
+    read_run,
+    write_suite,
+)
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals, process "
-                                "groups, SIGKILL and resource limits")
+#: Each test here starts a real run and waits for a moment in it (5-8 s on 2 cores): slow.
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals, process "
+                                 "groups, SIGKILL and resource limits")]
 
 #: Four small benchmarks of five cases (one layer: no reference loop), measured in one
 #: process each unless a test asks for more: about 3 s a benchmark on lavapipe.
@@ -123,7 +133,7 @@ def _start(tmp_path, *extra: str, suite: str = SUITE) -> tuple[subprocess.Popen,
          "--backend", BACKEND, "--implementation", "wgpu-native", "--out", str(out),
          *processes, *extra],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)
+        start_new_session=True, preexec_fn=measuring_first)
     return child, out
 
 

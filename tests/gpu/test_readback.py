@@ -88,6 +88,7 @@ def test_gpu_timestamps_are_refused(tmp_path):
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                     reason="torch is not installed (pip install 'gpuoverhead[torch]')")
+@pytest.mark.slow
 def test_the_readback_ci_suite_gives_each_size_and_form_in_each_implementation(tmp_path):
     """configs/readback-ci.yaml on lavapipe and PyTorch on the CPU (each checked in the
     run; Chromium adds 11 s of browser start-ups, so its page is tested below): per size

@@ -167,6 +167,7 @@ def test_the_cpu_references_are_the_same_step(group):
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                     reason="torch is not installed (pip install 'gpuoverhead[torch]')")
+@pytest.mark.slow
 def test_the_crossover_ci_suite_puts_the_cpu_beside_the_gpu(tmp_path):
     """configs/crossover-ci.yaml on lavapipe with the CPU references, in seconds: per-step
     times of every implementation at each H (each checked against numpy in the run: a

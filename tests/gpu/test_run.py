@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 from conftest import (
     BACKEND,
     CI_RUN_LIMIT_S,
@@ -16,6 +17,7 @@ from conftest import (
     write_suite,
 )
 
+from gpuoverhead.run.rounds import MIN_ROUNDS
 from gpuoverhead.suite.expand import load_suite
 
 SAMPLE_COLUMNS = {"run_id", "benchmark", "case", "methodology", "encoding", "layer", "call",
@@ -57,8 +59,10 @@ def test_a_time_limit_is_shared_by_the_worker_processes(ci_run):
     assert info["time_limit_s"] == CI_RUN_LIMIT_S
     sampling = {b["id"]: b["sampling"]["budget_per_case_s"] for b in info["benchmarks"]}
     processes = [(b["id"], p) for b in info["benchmarks"] for p in b["processes"]]
-    # A process that stopped on its budget took it whole; one that converged may not have.
-    assert all(0 < p["budget_s"] <= p["seconds"] or p["stop"] == "converged"
+    # A process that stopped on its budget took it whole; one that converged may not have,
+    # nor one stopped short at the run's deadline (a busy machine's, said: _stopped_short).
+    _stopped_short(info)
+    assert all(0 < p["budget_s"] <= p["seconds"] or p["stop"] in ("converged", "short")
                for _, p in processes), [p for _, p in processes if p["budget_s"] > p["seconds"]]
     assert sum(p["budget_s"] for _, p in processes) < CI_RUN_LIMIT_S
     largest = max(len(g.cases) for g in load_suite(CONFIGS / "ci.yaml").groups)
@@ -70,15 +74,30 @@ def test_a_time_limit_is_shared_by_the_worker_processes(ci_run):
             assert len(n) >= 2 and tuple(n) == case.n_values[:len(n)], (i, n)
 
 
+def _stopped_short(info: dict) -> set[str]:
+    """The benchmarks with a process that stopped `short` (its rounds took longer than the
+    time limit left it: a busy machine's), each with MIN_ROUNDS or more, and the run's one
+    warning that counts them all; no warning where none did."""
+    short = [(b["benchmark"], p) for b in info["benchmarks"] for p in b["processes"]
+             if p["stop"] == "short"]
+    assert all(p["rounds"] >= MIN_ROUNDS for _, p in short), short
+    said = [w for w in info["warnings"] if "stopped short of the suite's min_rounds" in w]
+    assert said == ([f"{len(short)} processes stopped short{said[0].split('short', 1)[1]}"]
+                    if short else []), (said, short)
+    return {name for name, _ in short}
+
+
 def test_every_process_measured_its_minimum_and_no_positive_figure_reaches_below_zero(ci_run):
     """Under the time limit no process is a stub: each ran at least the suite's min_rounds
-    (at every N its probe kept); and a time, ratio or rate has no bound below zero (only a
-    difference or a share may)."""
+    (at every N its probe kept), or, where the load made its rounds longer than the limit
+    left it, stopped `short` at the floor of MIN_ROUNDS and the run said so; and a time,
+    ratio or rate has no bound below zero (only a difference or a share may)."""
     _, folder = ci_run
     _, summary, info = read_run(folder)
     least = {b["id"]: b["sampling"]["min_rounds"] for b in info["benchmarks"]}
+    _stopped_short(info)
     assert all(p["rounds"] >= least[b["id"]] for b in info["benchmarks"]
-               for p in b["processes"])
+               for p in b["processes"] if p["stop"] != "short")
     positive = summary[summary.hint.isin(["time", "ratio", "rate"])]
     assert len(positive) > 100 and not (positive.ci_low < 0).any(), \
         positive[positive.ci_low < 0][["case", "metric", "ci_low"]]
@@ -86,7 +105,7 @@ def test_every_process_measured_its_minimum_and_no_positive_figure_reaches_below
 
 def test_summary_says_what_each_interval_is(ci_run):
     _, folder = ci_run
-    _, summary, _ = read_run(folder)
+    _, summary, info = read_run(folder)
     for bench in ("empty", "add_one"):
         rows = summary[(summary.benchmark == bench) & summary.process.isna()]
         naive = rows[(rows.metric == "latency_ns") & (rows.methodology == "naive")
@@ -104,8 +123,13 @@ def test_summary_says_what_each_interval_is(ci_run):
     first = combined[combined.metric == "first_round_ns"]
     assert len(first) and (first.ci_level < 0.95).all() | first.ci_kind.str.startswith(
         "between processes").all()
-    assert summary.stop.str.split(",").map(
-        lambda stops: set(stops) <= {"converged", "budget", "max_rounds"}).all()
+    # How each estimate's sampling stopped; `short` only where a process of its benchmark
+    # stopped so, and said so (_stopped_short).
+    short = _stopped_short(info)
+    stops = summary.stop.str.split(",").map(set)
+    assert (stops.map(lambda s: s <= {"converged", "budget", "max_rounds", "short"})
+            & (summary.benchmark.isin(short) | ~stops.map(lambda s: "short" in s))).all(), \
+        summary[["case", "metric", "stop"]].drop_duplicates("stop")
 
 
 def test_sequential_slope_lies_below_naive_latency(ci_run):
@@ -181,6 +205,7 @@ def test_summary_table_is_printed(ci_run):
     assert "CPU (software) adapter" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_kernel_that_does_not_write_fails_its_benchmark_loudly(tmp_path):
     (tmp_path / "lazy.wgsl").write_text(
         "override WG: u32 = 64;\n"
@@ -237,6 +262,7 @@ def test_show_refuses_a_folder_without_results(tmp_path):
     assert proc.returncode == 2 and "not a run folder (no run.json)" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_heavier_kernel_raises_wall_time_per_dispatch_but_not_cpu_time(tmp_path):
     """Wall time per dispatch holds the GPU's work once the GPU is the slower side; the
     issue time (the clock read before the wait) does not: that is what CPU cost means.
@@ -279,9 +305,13 @@ def test_every_sequential_sample_has_its_issue_time_and_every_layer_its_cpu_cost
     that the wait holds. From N = 1 to a case's largest N, per (benchmark, encoding,
     layer): with `submit` each op is submitted as it is issued and lavapipe runs it there,
     so the issue time grows with the wall time; with `pass` and `dispatch` the one submit
-    hands the GPU all N ops at the end, so the wait (wall - issue) grows with it. (A clock
-    read after the wait leaves a wait of ~0 and fails the second; one read before the
-    issue leaves an issue time of ~0 and fails the first.)"""
+    hands the GPU all N ops at the end, so the wait (wall - issue) grows with it where the
+    ops give the GPU work (add_one). The empty kernel gives it next to none: from N = 1 to
+    32 its issue grew by 0.7 us a dispatch of recording and its wait by less than the
+    median's noise on a busy machine (-0.8 of 22.8 us), so there every N's wait is held to
+    be a wait, over a microsecond. (A clock read after the wait leaves a wait of ~0 and fails
+    the second and third; one read before the issue leaves an issue time of ~0 and fails
+    the first.)"""
     _, folder = ci_run
     samples, summary, _ = read_run(folder)
     sequential = samples[(samples.methodology == "sequential") & (samples.sync == "wait")]
@@ -293,8 +323,11 @@ def test_every_sequential_sample_has_its_issue_time_and_every_layer_its_cpu_cost
     for (bench, encoding, layer), rows in medians.groupby(level=[0, 1, 2]):
         grown = rows.iloc[-1] - rows.iloc[0]
         assert len(rows) >= 2 and grown.wall_ns > 0, (bench, encoding, layer, rows)
-        part = grown.issue_ns if encoding == "submit" else grown.wait_ns
-        assert part > 0.3 * grown.wall_ns, (bench, encoding, layer, rows)
+        if encoding == "submit" or bench != "empty":
+            part = grown.issue_ns if encoding == "submit" else grown.wait_ns
+            assert part > 0.3 * grown.wall_ns, (bench, encoding, layer, rows)
+        else:
+            assert (rows.wait_ns > 1000).all(), (bench, encoding, layer, rows)
     cpu = summary[(summary.metric == "cpu_per_dispatch_ns") & summary.process.isna()
                   & (summary.variant == "")]
     wall = summary[(summary.metric == "per_dispatch_ns") & summary.process.isna()

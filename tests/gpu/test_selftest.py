@@ -27,6 +27,7 @@ benchmarks:
 """
 
 
+@pytest.mark.slow
 def test_selftest_compares_the_even_and_odd_processes_of_one_interleaved_run(tmp_path):
     suite = write_suite(tmp_path, SUITE)
     proc = gpuoverhead("selftest", "--suite", str(suite), "--backend", BACKEND,

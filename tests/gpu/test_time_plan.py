@@ -3,9 +3,11 @@ a run that exits 0 (`partial` where a job was left out), not a failed one (issue
 
 import json
 
+import pytest
 from conftest import BACKEND, gpuoverhead, only_run_folder, write_suite
 
 
+@pytest.mark.slow
 def test_a_limit_too_short_for_every_job_names_them_at_the_start_and_exits_0(tmp_path):
     # Six groups of the empty kernel and its reference loop: twelve first processes of about
     # 1 s each as the drivers' hints say (no earlier run in this cache) in a limit of 16 s.
