@@ -48,7 +48,8 @@ NOT_INSTALLED = "torch is not installed (pip install 'gpuoverhead[torch]')"
 FILE = "torch.json"
 #: Seconds a device found is trusted (a driver updated in place changes the answer).
 KEEP_S = 86400.0
-_DEVICE_VARIABLES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "PYTORCH_ENABLE_MPS_FALLBACK")
+_DEVICE_VARIABLES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "PYTORCH_ENABLE_MPS_FALLBACK",
+                     "PYTHONPATH")  # another torch first on the path: asked again
 
 #: Kernels whose semantics the baseline reproduces (`empty` is one increment of data[0]).
 KERNELS = ("add_one", "empty")

@@ -28,7 +28,7 @@ def test_a_run_leaves_out_the_cpu_a_busy_process_holds_and_says_so(tmp_path):
                             preexec_fn=lambda: _hog(busy_cpu))
     try:
         proc = gpuoverhead("run", "--quick", "--backend", BACKEND, "--implementation",
-                           "wgpu-native", "--out", str(tmp_path),
+                           "wgpu-native", "--out", str(tmp_path / "out"),
                            env={"XDG_CACHE_HOME": str(tmp_path / "cache")})  # probe afresh
     finally:
         busy.kill()
@@ -36,7 +36,7 @@ def test_a_run_leaves_out_the_cpu_a_busy_process_holds_and_says_so(tmp_path):
     assert proc.returncode == 0, proc.stderr
     said = [line for line in proc.stderr.splitlines() if line.startswith(f"CPU {busy_cpu} ")]
     assert said and "slower than the other CPUs" in said[0] and "the run uses CPUs" in said[0]
-    info = json.loads((only_run_folder(tmp_path) / "run.json").read_text())
+    info = json.loads((only_run_folder(tmp_path / "out") / "run.json").read_text())
     assert info["host"]["cpus"]["slow"] == [busy_cpu]
     ran = {c for b in info["benchmarks"] for p in b["processes"] for c in p["cpus"]}
     assert ran and busy_cpu not in ran

@@ -242,7 +242,7 @@ def test_hostile_output_folder_is_a_file(tmp_path):
     blocker = tmp_path / "results"
     blocker.write_text("not a folder")
     proc = in_process("run", "--suite", str(CONFIGS / "ci.yaml"), "--out", str(blocker))
-    _assert_one_clear_line(proc, f"cannot write results to {blocker}")
+    _assert_one_clear_line(proc, f"--out {blocker} is a file: --out takes a folder")
 
 
 @pytest.mark.slow
@@ -857,7 +857,7 @@ def test_hostile_two_forced_runs_into_one_id_both_finish(tmp_path):
                                   "n_sweep: [1, 4], budget_s: 0.3}\n")
     args = [sys.executable, "-m", "gpuoverhead", "run", "--suite", str(suite), "--processes",
             "1", "--implementation", "wgpu-native", "--backend", BACKEND, "--run-id", "same",
-            "--force", "-o", str(tmp_path / "out")]
+            "--force", "--out", str(tmp_path / "out")]
     first = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
     threading.Event().wait(1.0)
