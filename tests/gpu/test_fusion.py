@@ -389,12 +389,30 @@ def test_decode_gpu_time_is_measured_against_the_read_stream_of_its_worker(ci_ru
     assert set(rows.variant) == {"fused", "unfused"}
     assert (rows.value > 1).all(), rows[["variant", "process", "value"]]
     # Each process's own interval (over two, a t interval of one degree of freedom is the
-    # processes' spread, not the floor's): one process of each form excludes the floor.
-    # Not every one: a round whose slope (N = 2 less N = 1) lavapipe's noise takes to zero
-    # or below holds that process's lower bound at 0, which is honest (1 run in 3 here).
+    # processes' spread, not the floor's): the order statistics of its rounds, each round's
+    # multiple its GPU-time slope (N = 2 less N = 1) over the floor. One process of each
+    # form excludes the floor, unless a round of every process of that form fell to it or
+    # below: lavapipe's noise does that to one round in eight now and then (1 run in 3 here,
+    # more on a busy machine), and a lower end so held is honest. A lower end at or under
+    # the floor with no round there is not.
     own = rows[rows.process.notna()]
-    assert (own.ci_low >= 0).all() and (own.groupby("variant").ci_low.max() > 1).all(), \
-        own[["variant", "process", "value", "ci_low"]]
+    assert (own.ci_low >= 0).all(), own[["variant", "process", "value", "ci_low"]]
+    read = {p["process"]: p["read_gb_s"] for entry in info["benchmarks"]
+            if entry["benchmark"] == "decode" for p in entry["processes"]}
+    samples, _, _ = read_run(folder)
+    stamped = samples[(samples.benchmark == "decode") & (samples.sync == TIMESTAMPS)
+                      & (samples.phase == "measure")]
+    for variant, mine in own.groupby("variant"):
+        crossed = []
+        for r in mine.itertuples():
+            needed = decode.bytes_per_token(MODELS[int(r.elements)], int(r.k))
+            rounds = stamped[(stamped.variant == variant) & (stamped.process == r.process)
+                             ].pivot_table(index="repetition", columns="n_dispatches",
+                                           values="gpu_ns").astype(float)
+            multiple = (rounds[2] - rounds[1]).dropna() * read[r.process] / needed
+            crossed.append(bool(len(multiple)) and bool((multiple <= 1).any()))
+            assert r.ci_low > 1 or crossed[-1], (variant, r.process, r.ci_low, multiple)
+        assert (mine.ci_low > 1).any() or all(crossed), (variant, mine.ci_low)
     assert summary[summary.metric == "floor_multiple"].empty  # no data sheet: no guess
 
 
