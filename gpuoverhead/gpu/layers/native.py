@@ -12,6 +12,7 @@ found, or no folder can be written, the layer is skipped, and `load` says why.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import importlib.util
@@ -23,7 +24,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,7 +158,7 @@ def _build(name: str, headers: Path, path: Path, described: str) -> str | None:
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=path.parent))
     log = work / "compiler.log"
     try:
-        with open(log, "wb") as sink, captured(sink):  # not on the run's terminal
+        with open(log, "wb") as sink, captured(sink), _home(work):  # not on the terminal
             built = Path(ffi.compile(tmpdir=str(work), verbose=False))
         os.replace(built, path)
     except Exception as exc:  # the compiler's first error, said in one line
@@ -169,6 +170,23 @@ def _build(name: str, headers: Path, path: Path, described: str) -> str | None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return None
+
+
+@contextlib.contextmanager
+def _home(folder: Path) -> Iterator[None]:
+    """$HOME set to `folder` while the loop compiles, where this user has none (no $HOME and
+    no passwd entry): setuptools in a fresh venv reads ~/.pydistutils.cfg and stopped with
+    "Could not determine home directory"; where there is one, nothing changes."""
+    try:
+        Path.home()
+    except RuntimeError:
+        os.environ["HOME"] = str(folder)
+        try:
+            yield
+        finally:
+            os.environ.pop("HOME", None)
+        return
+    yield
 
 
 def issuers(loop: NativeLoop, t: Target) -> dict[str, Callable[[int], None]]:
