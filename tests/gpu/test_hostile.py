@@ -8,6 +8,7 @@ written), run options, and result sets given to `report`/`compare`.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import math
 import os
@@ -292,6 +293,8 @@ BAD_RUNS = {
 @pytest.mark.parametrize("name", BAD_RUNS)
 def test_hostile_run_option(tmp_path, name):
     args, expected = BAD_RUNS[name]
+    if name == "dawn not installed" and importlib.util.find_spec("wgpudawn") is not None:
+        pytest.skip("wgpudawn is installed here: Dawn's own refusal is another test's")
     args = [str(write_suite(tmp_path, a[len("{suite:"):-1])) if a.startswith("{suite:") else a
             for a in args]
     out = tmp_path / "out"
