@@ -5,7 +5,7 @@
 #   bash benchmarks/measure_gpu_machine.sh QUESTION...    # from the repository root
 # QUESTION, the name of its folder:
 #   default          a plain run (the default suite, every implementation, its 80 s)
-#   processes-3      the same with --processes 3; processes-10: with --processes 10
+#   processes-3      the same with --processes 3; processes-6, processes-10: with 6, 10
 #   limit300         the default suite in 300 s
 #   selftest         the A/A test (its halves in selftest/a and selftest/b);
 #   selftest-again   the same, later (selftest-again/a, b)
@@ -77,6 +77,7 @@ for question in "$@"; do
   case $question in
     default) run 120 default ;;
     processes-3) run 120 processes-3 --processes 3 ;;
+    processes-6) run 120 processes-6 --processes 6 ;;
     processes-10) run 120 processes-10 --processes 10 ;;
     limit300) run 340 limit300 --time-limit 300 ;;
     selftest|selftest-again) selftest "$question" ;;
