@@ -23,8 +23,7 @@ class GroupSamples:
     """Raw samples of one group: one record per timed call, plus how sampling ended."""
 
     cases: tuple[Case, ...]
-    #: (case index, n, round, phase, start_ns, wall_ns) per sample; phase 0 measured, 1
-    #: warm-up, 2 measured in a round whose CPU was contended (analysis/contended.py).
+    #: (case index, n, round, is_warmup, start_ns, wall_ns) per sample.
     records: list[tuple[int, int, int, bool, int, int]] = field(default_factory=list)
     #: Parts of a sample that its operation returned (per-call times, GPU ticks, the clock
     #: read after the last submit), by record.
@@ -32,9 +31,6 @@ class GroupSamples:
     #: Per case index, the N values measured where the probe cut the case's sweep short
     #: (run/rounds.py: a sample at a larger N would have taken too much of the budget).
     cut: dict[int, tuple[int, ...]] = field(default_factory=dict)
-    #: Per measured round, in order, ns of the CPU check around it (run/rounds.py
-    #: `cpu_check_ns`, the slower of its two ends); empty where none was made (a browser).
-    checks: list[int] = field(default_factory=list)
     warmup_rounds: int = 0
     warmup_settled: bool = False
     rounds: int = 0

@@ -48,7 +48,7 @@ def samples_table(run_id: str, adapter: AdapterInfo, samples: GroupSamples, proc
     table = base.iloc[rec[:, 0]].reset_index(drop=True)
     table["n_dispatches"] = rec[:, 1]
     table["repetition"] = rec[:, 2]
-    table["phase"] = np.array(["measure", "warmup", "contended"])[rec[:, 3]]
+    table["phase"] = np.where(rec[:, 3] == 1, "warmup", "measure")
     table["process"] = process
     table["elapsed_ns"] = rec[:, 4] + clock_offset_ns - run_start_ns
     table["wall_ns"] = rec[:, 5]

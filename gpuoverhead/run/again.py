@@ -8,17 +8,13 @@ processes a job; leaving the process out without a new one narrows the count ins
 Under a time limit a process is run again only where its start-up and least sampling fit
 beside the least of every process the run still has to start (it never takes another
 job's place); without a limit, always. The new process goes to the same half of an A/A run
-as the one it replaces, and run.json names the process it was measured again for. A
-process's level is judged, here as in finishing, without the rounds it measured on a
-contended CPU (`quiet`).
+as the one it replaces, and run.json names the process it was measured again for.
 """
 
 from __future__ import annotations
 
 import statistics
-from dataclasses import replace
 
-from gpuoverhead.analysis import contended
 from gpuoverhead.analysis.odd import odd_processes
 from gpuoverhead.methods import series
 from gpuoverhead.run.budget import HANDBACK_S, Budget, Schedule, Slot
@@ -32,17 +28,9 @@ def odd(outcomes: list[Outcome]) -> list[int]:
     """The numbers of the processes of one job that finishing will leave out as far off,
     less those already measured again."""
     done = [o for o in outcomes if not o.cut and not o.error and o.samples is not None]
-    done, _ = quiet(done)
     every = [series(o.samples, o.calibration, o.clock_offset_ns) for o in done]
     again = {o.device_notes.get(AGAIN_FOR) for o in outcomes}
     return [done[i].process for i, _ in odd_processes(every) if done[i].process not in again]
-
-
-def quiet(outcomes: list[Outcome]) -> tuple[list[Outcome], list[int]]:
-    """A job's outcomes with the rounds each measured on a contended CPU marked so
-    (analysis/contended.py), and how many each had."""
-    marked, counts = contended.mark([o.samples for o in outcomes])
-    return [replace(o, samples=s) for o, s in zip(outcomes, marked, strict=True)], counts
 
 
 def slot_for(schedule: Schedule, last: Slot, job: int, outcomes: list[Outcome], process: int,

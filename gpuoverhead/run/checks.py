@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from gpuoverhead.analysis import contended, modes
+from gpuoverhead.analysis import modes
 from gpuoverhead.analysis.combine import Row
 from gpuoverhead.analysis.samples import backwards_stamps, gpu_timer
 from gpuoverhead.analysis.series import STOP_METRICS, precise_enough
@@ -59,8 +59,8 @@ def timer_warnings(group: Group, outcomes: list[Outcome]) -> list[str]:
 
 
 #: Kinds of note that a run states once, over all its groups (see `said_once`).
-CUT, UNSETTLED, IMPRECISE, SHORT, GPU_STATE, MODES, DRIFT, CONTENDED = (
-    "cut", "unsettled", "imprecise", "short", "gpu", "modes", "drift", "contended")
+CUT, UNSETTLED, IMPRECISE, SHORT, GPU_STATE, MODES, DRIFT = (
+    "cut", "unsettled", "imprecise", "short", "gpu", "modes", "drift")
 
 
 def sampling_notes(group: Group, outcomes: list[Outcome], summary: pd.DataFrame
@@ -88,15 +88,6 @@ def sampling_notes(group: Group, outcomes: list[Outcome], summary: pd.DataFrame
             notes.append((IMPRECISE, f"{r.case} {r.metric} ±{r.rel_ci:.0%} (target "
                                      f"±{target:.0%}, stopped by {r.stop}; {_limit(r)})"))
     return notes
-
-
-def contended_notes(group: Group, label: str, outcomes: list[Outcome], slowed: list[int]
-                    ) -> list[tuple[str, str]]:
-    """The processes of a job that left rounds measured on a contended CPU out
-    (analysis/contended.py), as (CONTENDED, example) notes."""
-    return [(CONTENDED, f"{group.id} ({label}) process {o.process}: {n} of "
-                        f"{o.samples.rounds} rounds")
-            for o, n in zip(outcomes, slowed, strict=True) if n]
 
 
 def modes_column(samples: pd.DataFrame, summary: pd.DataFrame) -> pd.Series:
@@ -173,11 +164,6 @@ _DETAIL = {
                 "component: rel_spread_between and rel_ci_within in the summary)"),
     DRIFT: ("trends over time (run.json's drift has each: its job, case, metric, change "
             "from the first to the last quarter and scope)"),
-    CONTENDED: (f"processes measured rounds while their CPU ran a fixed Python loop "
-                f"{contended.CONTENDED:g}x slower than the job's quiet CPU or more (a core "
-                "shared with other work, or a slower core): those rounds are kept in the "
-                "samples (phase `contended`), left out of the estimates (run.json's "
-                "contended_rounds per process)"),
 }
 
 #: Each kind in the terminal's words: (one, several, what it means and what to do).
@@ -204,11 +190,6 @@ _PLAIN = {
                 "headline figures are less precise than their suite's target",
                 "the run's time or the machine's noise limited the precision; a quieter "
                 "machine, a longer --time-limit or more --processes narrows the intervals"),
-    CONTENDED: ("process measured some rounds on a contended CPU",
-                "processes measured some rounds on a contended CPU",
-                f"their CPU ran {contended.CONTENDED:g}x slower or more then (a core shared "
-                "with other work); those rounds are kept in the samples and left out of the "
-                "figures, which are the cost on a CPU not shared"),
     DRIFT: ("figure drifted while the run measured", "figures drifted while the run measured",
             "the machine changed under it (other work, clocks, heat); a quieter machine, or "
             "more processes, makes that matter less"),

@@ -21,7 +21,7 @@ from gpuoverhead.methods import series
 from gpuoverhead.results import tables
 from gpuoverhead.results.columns import SKIPPED
 from gpuoverhead.run import checks
-from gpuoverhead.run.again import AGAIN_FOR, quiet
+from gpuoverhead.run.again import AGAIN_FOR
 from gpuoverhead.run.files import Finished
 from gpuoverhead.run.worker import Outcome
 from gpuoverhead.workloads import registry as workloads
@@ -65,7 +65,6 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
         out.entries.append({**entry, "status": "failed"})
         out.summaries.append(tables.error_row(run_id, adapter, group, errors[0]))
         return None
-    outcomes, slowed = quiet(outcomes)
     every = [series(o.samples, o.calibration, o.clock_offset_ns) for o in outcomes]
     rows = pd.concat([tables.samples_table(run_id, adapter, o.samples, o.process,
                                            run_start_ns, o.clock_offset_ns, o.calibration)
@@ -87,15 +86,13 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
         out.warnings.append(f"{case.id} ({job.label}): left out, its build failed: {message}")
     out.entries.append({**entry, "status": "ok", "sampling": group.sampling.__dict__,
                         "processes": [{**checks.process_entry(o), **(
-                            {"contended_rounds": slowed[i]} if slowed[i] else {}), **(
                             {"left_out": f"{odd[i]:.2f}x the job's median process"}
                             if i in odd else {})} for i, o in enumerate(outcomes)]})
     found = drift.drifts([s for s in per_process if s])
     out.drift.extend({**d, "implementation": job.label} for d in found)
     out.warnings.extend(checks.timer_warnings(group, outcomes))
     summary["modes"] = checks.modes_column(rows, summary)
-    out.sampling.extend(checks.contended_notes(group, job.label, outcomes, slowed)
-                        + checks.sampling_notes(group, outcomes, summary)
+    out.sampling.extend(checks.sampling_notes(group, outcomes, summary)
                         + checks.mode_notes(summary) + checks.drift_notes(group, job.label, found))
     out.samples.append(rows)
     out.summaries.append(summary)

@@ -25,11 +25,7 @@ the parent would hand back nothing.
 
 At each round's start, outside any timed call, the CPU the worker runs on is read into
 `cpus` (one entry per round, warm-up rounds first), so that a slow period can be matched
-with the CPU it ran on (run.json's worker entries: run/worker.py `cpu_notes`). Around each
-measured round, also outside the timed calls, a fixed Python loop is timed (`cpu_check_ns`)
-into `GroupSamples.checks`: on a lent GPU VM a vCPU ran that loop 2x slower for stretches of
-0.1-1.5 s (another tenant on its core) and `submit` 1.5x slower with it, so a round whose
-CPU was slowed so can be told apart from the others (analysis/contended.py).
+with the CPU it ran on (run.json's worker entries: run/worker.py `cpu_notes`).
 """
 
 from __future__ import annotations
@@ -164,14 +160,11 @@ def _round(units: list[Unit], timed: Timed, rng: np.random.Generator, out: Group
 
     def one_round(index: int, warmup: bool) -> int:
         cpus.append(current_cpu())
-        before = 0 if warmup else cpu_check_ns()
         total = 0
         for k in rng.permutation(len(units)):
             record, extra = timed(units[k], index, warmup)
             _keep(out, record, extra)
             total += record[5]
-        if not warmup:  # the slower end: the CPU's state may change within the round
-            out.checks.append(max(before, cpu_check_ns()))
         return total
 
     return one_round
@@ -252,19 +245,6 @@ def _find_getcpu() -> Callable[[], int]:
         return found
     except (OSError, AttributeError, TypeError):
         return lambda: -1
-
-
-def cpu_check_ns() -> int:
-    """ns of a fixed Python loop on this CPU now (about 10 µs where the CPU is not shared):
-    the least of three, so that an interrupt in one is not taken for the CPU's speed."""
-    best = 0
-    for _ in range(3):
-        t0 = perf_counter_ns()
-        for _ in range(8):
-            sum(range(200))
-        took = perf_counter_ns() - t0
-        best = took if not best or took < best else best
-    return best
 
 
 def timer_cost_ns(pairs: int = 20_000) -> float:
