@@ -94,7 +94,7 @@ SCENARIOS = (
              on_normal_cpu=True),
     # The H200 VM's vCPUs (benchmarks/process_levels.py): `submit` 1.5x slower in stretches
     # of 0.1-1.5 s, about 40% of the time; stretches of 2 rounds (of 20) put process medians
-    # 11% apart (sd on logs), as the VM's were (6-14% over its jobs and runs).
+    # 11% apart (sd on logs), as the VM's were (4-14% in its runs).
     Scenario("CPU 1.5x slower in 40% of rounds", spread=0.05, states=(1.5, 0.4, 2.0)),
 )
 #: A/A comparisons also meet processes in two modes (Chromium's completion on lavapipe
