@@ -22,10 +22,10 @@ import subprocess
 import sys
 import time
 
+from gpuoverhead.gpu import cpu_probe
+
 MODES = ("set", "quiet1", "quiet3")
 N = 32
-_SHADER = """@group(0) @binding(0) var<storage, read_write> data: array<u32>;
-@compute @workgroup_size(1) fn main() { data[0] = data[0] + 1u; }"""
 
 
 def _loop_us() -> float:
@@ -47,30 +47,14 @@ def _cpu_now() -> int:
 
 def child(seconds: float) -> dict:
     t0 = time.perf_counter()
-    import wgpu
-
-    adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
-    device = adapter.request_device_sync()
+    found = cpu_probe._webgpu_issue()  # the run's own probe path: wgpu-native, best adapter
+    if found is None:
+        raise SystemExit("no wgpu-native adapter")
+    issue, name, wait = found
     t_device = time.perf_counter()
-    buf = device.create_buffer(size=256, usage=wgpu.BufferUsage.STORAGE)
-    module = device.create_shader_module(code=_SHADER)
-    pipe = device.create_compute_pipeline(layout="auto", compute={"module": module})
-    bind = device.create_bind_group(layout=pipe.get_bind_group_layout(0), entries=[
-        {"binding": 0, "resource": {"buffer": buf, "offset": 0, "size": 256}}])
-    queue = device.queue
-
-    def issue() -> None:
-        enc = device.create_command_encoder()
-        p = enc.begin_compute_pass()
-        p.set_pipeline(pipe)
-        p.set_bind_group(0, bind)
-        p.dispatch_workgroups(1)
-        p.end()
-        queue.submit([enc.finish()])
-
     for _ in range(3 * N):
         issue()
-    device._poll_wait()
+    wait()
     loop_before, cpus = _loop_us(), {_cpu_now()}
     rounds, start = [], time.perf_counter()
     while time.perf_counter() - start < seconds:
@@ -78,13 +62,13 @@ def child(seconds: float) -> dict:
         for _ in range(N):
             issue()
         b = time.perf_counter()
-        device._poll_wait()
+        wait()
         rounds.append((b - a) / N * 1e6)
         cpus.add(_cpu_now())
     return {"submit_us": statistics.median(rounds), "rounds": rounds,
             "loop_before_us": loop_before, "loop_after_us": _loop_us(),
             "cpus_seen": sorted(cpus), "startup_s": round(t_device - t0, 3),
-            "adapter": adapter.info.get("device", "")}
+            "path": name}
 
 
 def quietest(allowed: list[int], k: int) -> tuple[list[int], dict[int, float]]:
