@@ -64,6 +64,9 @@ def _why(row: pd.Series, left_out: bool, limit_s: float | None) -> str:
         return (f"each process's own samples varied ±{within:.0%} (the range of their "
                 f"medians: {spread:.0%} of the figure): longer processes narrow it "
                 f"(--processes {count} {longer}, about twice the time)")
+    # Under a time limit a longer one buys processes as long (run/plan.py `_counts`);
+    # without one, more processes share the suite's budget unless it grows too.
+    more = (f"--time-limit {2 * limit_s:g}" if limit_s else
+            f"--processes {2 * count} and a budget_s twice the suite's")
     return (f"its {count} processes differed by {spread:.0%} of the figure, each within "
-            f"±{within:.0%}: more processes as long narrow it (--processes {2 * count}"
-            + (f" --time-limit {2 * limit_s:g}" if limit_s else "") + ", about twice the time)")
+            f"±{within:.0%}: more processes as long narrow it ({more}, about twice the time)")

@@ -31,7 +31,9 @@ def test_each_implementation_gets_one_line_for_its_widest_figure_and_its_cause()
     assert lines[0].startswith("dawn, submit per op ±21% against the suite's target of ±2% "
                                "(and 1 more of its headline figures): its 3 processes "
                                "differed by 40%")
-    assert "more processes as long narrow it (--processes 6 --time-limit 160" in lines[0]
+    assert "more processes as long narrow it (--time-limit 160, about twice" in lines[0]
+    unlimited = limits(summary, benchmarks, None)[0]
+    assert "(--processes 6 and a budget_s twice the suite's, about twice" in unlimited
     assert lines[1].startswith("wgpu-native, naive latency with readback ±19%")
     assert "own samples varied ±18%" in lines[1] and "--processes 3 --time-limit 160" in lines[1]
     assert lines[2].startswith("torch-eager, sequential per op") and "quieter CPU set" in lines[2]
