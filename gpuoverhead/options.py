@@ -23,9 +23,8 @@ ImplementationOption = Annotated[str, typer.Option(
 BrowserOption = Annotated[str | None, typer.Option(
     help="The Chromium (or Chrome) that `chromium` starts; default: the first one found.")]
 ProcessesOption = Annotated[int | None, typer.Option(
-    help="Fresh worker processes per benchmark, one after another (default 6 within the "
-         "suite's time limit, as many as it holds; under a longer --time-limit 3 per suite "
-         "limit's worth; 3 where the run has no limit).")]
+    help="Fresh worker processes per benchmark, one after another (default 3; under a "
+         "--time-limit longer than the suite's, 3 per suite limit's worth).")]
 OutOption = Annotated[Path, typer.Option("--out", metavar="FOLDER", help=(
     "Folder that receives the run as FOLDER/<run_id>/ (made if missing; a folder, not a file)."))]
 AffinityOption = Annotated[str | None, typer.Option(

@@ -37,12 +37,6 @@ from gpuoverhead.suite.expand import load_suite, quick
 
 #: Worker processes per job without a time limit, where none are asked for.
 DEFAULT_PROCESSES = 3
-#: Worker processes per job within the suite's own time limit (or a shorter one), where
-#: none are asked for, sharing the suite's budget: on the H200 VM (2026-11-27) six
-#: processes of about 1 s (four to six held) narrowed the default suite's headline
-#: intervals in its 80 s more than three of 5 s did, as t(n-1)/sqrt(n) (2.5 at three, 1.0
-#: at six) says they should where processes differ by 5-14%: see docs/methodology.md.
-LIMITED_PROCESSES = 6
 #: The largest --time-limit (a day).
 MAX_TIME_LIMIT_S = 86400
 
@@ -56,8 +50,8 @@ class RunOptions:
     #: Per family asked for, the implementations asked of it (None: all; see registry.parse).
     implementations: dict[str, tuple[str, ...] | None] | None = None
     quick: bool = False
-    #: Worker processes per job; None: LIMITED_PROCESSES within the suite's time limit,
-    #: more under a longer one, DEFAULT_PROCESSES without one (`_counts`).
+    #: Worker processes per job; None: DEFAULT_PROCESSES, more under a --time-limit longer
+    #: than the suite's (`_counts`).
     processes: int | None = None
     #: Seconds the whole run may take, instead of the suite's `time_limit_s` (0: none).
     time_limit_s: float | None = None
@@ -204,24 +198,18 @@ def _offers(driver: Driver, request: Request) -> tuple[list[Offer], list[str]]:
 def _counts(options: RunOptions, limit: float | None, suites: float | None
             ) -> tuple[int, int, float | None]:
     """Processes per job in all, how many of them share the suite's budget, and the time
-    limit. Within the suite's own time limit (or a shorter one) a run asks for
-    LIMITED_PROCESSES, sharing the suite's budget. A longer limit buys processes, not
-    longer ones: DEFAULT_PROCESSES per suite limit's worth (at least LIMITED_PROCESSES, up
-    to MOST_PROCESSES), each as long as one of a DEFAULT_PROCESSES run: from about ten
-    processes more of them narrow an interval little, and longer ones carry less of their
-    warm-up and noise (`--time-limit 300` with eleven of 5 s: ±4.6%; with twenty of 1 s:
-    ±6.8%, on two H200 VMs). Without a time limit a run asks for DEFAULT_PROCESSES (its
-    length grows with them). An A/A run's halves are each `processes` (DEFAULT_PROCESSES
-    unless asked) whose every process gets what one of a run of DEFAULT_PROCESSES gets, the
-    limit scaled alike."""
+    limit. A --time-limit longer than the suite's own buys processes, not longer ones:
+    DEFAULT_PROCESSES per suite limit's worth (up to MOST_PROCESSES), each as long as one
+    of a DEFAULT_PROCESSES run (on the H200 VM processes of 0.8 s differed by 29%, of 3.5 s
+    by 9%, each within ±3.5%: the processes' spread decides, once they are that long). An
+    A/A run's halves are each `processes` (DEFAULT_PROCESSES unless asked) whose every
+    process gets what one of a run of DEFAULT_PROCESSES gets, the limit scaled alike."""
     if options.quick:
         return (2, 1, 2 * limit if limit else limit) if options.halves else (1, 1, limit)
     if not options.halves:
-        if options.processes is None and limit and suites:
-            if limit > suites:
-                return min(MOST_PROCESSES, max(LIMITED_PROCESSES, int(
-                    DEFAULT_PROCESSES * limit / suites))), DEFAULT_PROCESSES, limit
-            return LIMITED_PROCESSES, LIMITED_PROCESSES, limit
+        if options.processes is None and limit and suites and limit > suites:
+            return min(MOST_PROCESSES, int(DEFAULT_PROCESSES * limit / suites)), \
+                DEFAULT_PROCESSES, limit
         processes = options.processes or DEFAULT_PROCESSES
         return processes, processes, limit
     half = options.processes or DEFAULT_PROCESSES

@@ -99,17 +99,16 @@ def test_a_group_no_driver_runs_is_left_out_and_nothing_at_all_is_an_error(monke
 def test_a_longer_time_limit_buys_processes_each_as_long_as_one_of_three():
     from pathlib import Path
 
-    from gpuoverhead.run.plan import DEFAULT_PROCESSES, LIMITED_PROCESSES, RunOptions, _counts
+    from gpuoverhead.run.plan import DEFAULT_PROCESSES, RunOptions, _counts
 
     def counts(**options):
         return _counts(RunOptions(suite=Path("s"), out_root=Path("o"), **options),
                        options.get("time_limit_s") or 80.0, 80.0)
 
-    assert counts() == (LIMITED_PROCESSES, LIMITED_PROCESSES, 80.0)  # the suite's own limit
+    assert counts() == (DEFAULT_PROCESSES, DEFAULT_PROCESSES, 80.0)  # the suite's own limit
     assert counts(time_limit_s=300.0) == (11, DEFAULT_PROCESSES, 300.0)  # 3 per 80 s
-    assert counts(time_limit_s=100.0) == (6, DEFAULT_PROCESSES, 100.0)  # never fewer
     assert counts(time_limit_s=86400.0)[0] == 20  # MOST_PROCESSES
-    assert counts(time_limit_s=40.0) == (6, 6, 40.0)  # a shorter one: fewer will fit
+    assert counts(time_limit_s=40.0) == (3, 3, 40.0)  # a shorter one: fewer will fit
     assert counts(time_limit_s=300.0, processes=4) == (4, 4, 300.0)  # asked: as asked
     assert _counts(RunOptions(suite=Path("s"), out_root=Path("o"), time_limit_s=300.0),
                    300.0, None) == (3, 3, 300.0)  # a suite without a limit of its own
