@@ -107,8 +107,32 @@ def own_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
     with contextlib.suppress(KeyError, OSError):  # a user without a name: torch's fallback
         os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(
             tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}"))
+    keep_bytecode()
     os.environ["TMPDIR"] = str(folder)
     tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+
+
+def keep_bytecode() -> None:
+    """Where PYTHONDONTWRITEBYTECODE is set (as on the 2-core development machine), every
+    Python process the tests start (a run, each of its workers, a `show`: several hundred)
+    would compile the package's modules from source again, 1-1.5 s of CPU a run with one
+    worker. The processes keep their bytecode instead, as they would without that variable,
+    under the usual temporary folder (PYTHONPYCACHEPREFIX) rather than beside the sources,
+    so that the checkout stays as it was; the first processes fill it once. Nothing of what
+    a test checks depends on where bytecode lives."""
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    with contextlib.suppress(KeyError, OSError):  # a user without a name: no shared folder
+        os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(
+            tempfile.gettempdir(), f"gpuoverhead-tests-bytecode_{getpass.getuser()}")
+        del os.environ["PYTHONDONTWRITEBYTECODE"]
+
+
+def without_bytecode_writes() -> dict[str, str]:
+    """The environment of a process a test starts under a file-size limit (RLIMIT_FSIZE):
+    one that writes no bytecode (`keep_bytecode`), since importlib keeps a .pyc that the
+    limit cut short, and every later process importing that module would fail to read it."""
+    return {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 #: The nice value of the runs the tests start (and so of their workers): above the other

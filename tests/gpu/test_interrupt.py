@@ -18,6 +18,7 @@ from conftest import (
     measuring_first,
     only_run_folder,
     read_run,
+    without_bytecode_writes,
     write_suite,
 )
 
@@ -284,7 +285,8 @@ def test_hostile_fault_disk_full_mid_run_ends_in_one_line_and_stays_readable(tmp
         [sys.executable, "-m", "gpuoverhead", "run", "--suite", str(write_suite(tmp_path, suite)),
          "--backend", BACKEND, "--implementation", "wgpu-native", "--processes", "1",
          "--out", str(tmp_path / "out")],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, preexec_fn=limit)
+        cwd=ROOT, capture_output=True, text=True, timeout=300, preexec_fn=limit,
+        env=without_bytecode_writes())
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert "cannot write results to" in proc.stderr
     folder = only_run_folder(tmp_path / "out")
