@@ -235,14 +235,20 @@ def write_suite(folder: Path, text: str, name: str = "suite.yaml") -> Path:
     return path
 
 
-def ci_run_suite(folder: Path, benchmarks: int | None = None) -> Path:
+def ci_run_suite(folder: Path, benchmarks: int | None = None,
+                 budget_s: float | None = None) -> Path:
     """configs/ci.yaml as the shared CI run measures it (CI_RUN_FUSION, CI_RUN_DECODE; its
     benchmarks, cases, sizes, sweeps, methodologies and layers as they are), written into
-    `folder`; with `benchmarks`, only its first so many."""
+    `folder`; with `benchmarks`, only its first so many; with `budget_s`, that budget per
+    case for all of them."""
     suite = yaml.safe_load((CONFIGS / "ci.yaml").read_text())
     for bench in suite["benchmarks"]:
         if "fusion" in bench:
             bench.update(CI_RUN_DECODE if bench["fusion"] == "decode" else CI_RUN_FUSION)
+        if budget_s is not None:
+            bench.pop("budget_s", None)
+    if budget_s is not None:
+        suite["defaults"]["budget_s"] = budget_s
     suite["benchmarks"] = suite["benchmarks"][:benchmarks]
     return write_suite(folder, yaml.safe_dump(suite, sort_keys=False), "ci.yaml")
 
