@@ -21,17 +21,25 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "configs"
 #: The backend the GPU tests measure.
 BACKEND = os.environ.get("GPUOVERHEAD_TEST_BACKEND", "vulkan")
-#: The shared CI run's time limit in seconds: its 9 jobs' first processes take about 35 s
-#: on 2 cores, mostly start-up (the decode step's about 9 s); at 60 s the time left held
-#: no second pass, and the tests read intervals over two processes. With --processes the
-#: budgets stay the suite's (the limit only cuts them), so a margin for a slower machine
-#: costs nothing on this one.
+#: The shared CI run's time limit in seconds. Its suite (`ci_run_suite`) takes about 85 s on
+#: the quiet 2-core machine; with --processes the budgets stay the suite's (the limit only
+#: cuts them), so the margin for a busy or slower machine costs nothing on this one, and a
+#: limit that held no second pass would leave the tests without intervals over two processes.
 CI_RUN_LIMIT_S = 150
+#: What the shared CI run changes of configs/ci.yaml (`ci_run_suite`): the decode step
+#: (about 40 ms a token on lavapipe, 2 s a round at 2 tokens, 4-6 s at 8) in loops of 2
+#: tokens and 3 rounds after one warm-up round, the other fusion patterns (whose processes
+#: are mostly start-up) on half the budget per case. The kernels keep theirs: the layer
+#: split's checks (test_layers.py) hold the submit loop's few us per layer against ~300 us.
+#: The suite's every benchmark, case and check runs, in about 75% of configs/ci.yaml's time.
+CI_RUN_FUSION = {"budget_s": 0.2}
+CI_RUN_DECODE = {"loop_tokens": 2, "min_rounds": 3, "warmup_max_rounds": 1}
 
 
 @functools.cache
@@ -107,8 +115,32 @@ def own_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
     with contextlib.suppress(KeyError, OSError):  # a user without a name: torch's fallback
         os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(
             tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}"))
+    keep_bytecode()
     os.environ["TMPDIR"] = str(folder)
     tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+
+
+def keep_bytecode() -> None:
+    """Where PYTHONDONTWRITEBYTECODE is set (as on the 2-core development machine), every
+    Python process the tests start (a run, each of its workers, a `show`: several hundred)
+    would compile the package's modules from source again, 1-1.5 s of CPU a run with one
+    worker. The processes keep their bytecode instead, as they would without that variable,
+    under the usual temporary folder (PYTHONPYCACHEPREFIX) rather than beside the sources,
+    so that the checkout stays as it was; the first processes fill it once. Nothing of what
+    a test checks depends on where bytecode lives."""
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    with contextlib.suppress(KeyError, OSError):  # a user without a name: no shared folder
+        os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(
+            tempfile.gettempdir(), f"gpuoverhead-tests-bytecode_{getpass.getuser()}")
+        del os.environ["PYTHONDONTWRITEBYTECODE"]
+
+
+def without_bytecode_writes() -> dict[str, str]:
+    """The environment of a process a test starts under a file-size limit (RLIMIT_FSIZE):
+    one that writes no bytecode (`keep_bytecode`), since importlib keeps a .pyc that the
+    limit cut short, and every later process importing that module would fail to read it."""
+    return {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 #: The nice value of the runs the tests start (and so of their workers): above the other
@@ -203,13 +235,31 @@ def write_suite(folder: Path, text: str, name: str = "suite.yaml") -> Path:
     return path
 
 
+def ci_run_suite(folder: Path, benchmarks: int | None = None,
+                 budget_s: float | None = None) -> Path:
+    """configs/ci.yaml as the shared CI run measures it (CI_RUN_FUSION, CI_RUN_DECODE; its
+    benchmarks, cases, sizes, sweeps, methodologies and layers as they are), written into
+    `folder`; with `benchmarks`, only its first so many; with `budget_s`, that budget per
+    case for all of them."""
+    suite = yaml.safe_load((CONFIGS / "ci.yaml").read_text())
+    for bench in suite["benchmarks"]:
+        if "fusion" in bench:
+            bench.update(CI_RUN_DECODE if bench["fusion"] == "decode" else CI_RUN_FUSION)
+        if budget_s is not None:
+            bench.pop("budget_s", None)
+    if budget_s is not None:
+        suite["defaults"]["budget_s"] = budget_s
+    suite["benchmarks"] = suite["benchmarks"][:benchmarks]
+    return write_suite(folder, yaml.safe_dump(suite, sort_keys=False), "ci.yaml")
+
+
 @pytest.fixture(scope="session")
 def ci_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path]:
-    """One run of configs/ci.yaml on the Vulkan adapter in two worker processes, shared by
-    every test that only reads results; under a time limit."""
+    """One run of the CI suite (`ci_run_suite`) on the Vulkan adapter in two worker
+    processes, shared by every test that only reads results; under a time limit."""
     out = tmp_path_factory.mktemp("ci-run")
-    proc = gpuoverhead("run", "--suite", str(CONFIGS / "ci.yaml"), "--backend", BACKEND,
-                       "--out", str(out), "--seed", "7", "--processes", "2",
+    proc = gpuoverhead("run", "--suite", str(ci_run_suite(out)), "--backend", BACKEND,
+                       "--out", str(out / "runs"), "--seed", "7", "--processes", "2",
                        "--implementation", "wgpu-native", "--time-limit", str(CI_RUN_LIMIT_S))
     assert proc.returncode == 0, proc.stderr
-    return proc, only_run_folder(out)
+    return proc, only_run_folder(out / "runs")

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import BACKEND, gpuoverhead, only_run_folder
+from conftest import BACKEND, gpuoverhead, only_run_folder, write_suite
 
 
 def _hog(cpu: int) -> None:
@@ -24,11 +24,18 @@ def _hog(cpu: int) -> None:
 @pytest.mark.slow
 def test_a_run_leaves_out_the_cpu_a_busy_process_holds_and_says_so(tmp_path):
     busy_cpu = max(os.sched_getaffinity(0))
+    # The smallest run that measures (the probe comes before any suite's benchmarks): the
+    # busy process holds a CPU for as long as it lasts, 5 s here against 15-18 s of --quick.
+    suite = write_suite(tmp_path, "defaults: {n_sweep: [1, 2], budget_s: 0.05, min_rounds: 3,"
+                        " warmup_max_rounds: 1, methodologies: [sequential], layers: [wrapper],"
+                        " gpu_timestamps: false}\n"
+                        "benchmarks:\n  - {name: a, kernel: empty}\n")
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"],
                             preexec_fn=lambda: _hog(busy_cpu))
     try:
-        proc = gpuoverhead("run", "--quick", "--backend", BACKEND, "--implementation",
-                           "wgpu-native", "--out", str(tmp_path / "out"),
+        proc = gpuoverhead("run", "--suite", str(suite), "--processes", "1", "--backend",
+                           BACKEND, "--implementation", "wgpu-native",
+                           "--out", str(tmp_path / "out"),
                            env={"XDG_CACHE_HOME": str(tmp_path / "cache")})  # probe afresh
     finally:
         busy.kill()

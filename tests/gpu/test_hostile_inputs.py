@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ROOT, in_process, write_suite
+from conftest import ROOT, in_process, without_bytecode_writes, write_suite
 
 #: A committed run of the default suite: its run.json and tables are what a copy damages.
 COMMITTED = ROOT / "results" / "h100" / "default"
@@ -218,7 +218,7 @@ def test_hostile_output_larger_than_ulimit_f_leaves_no_partial_file(tmp_path, ou
     option = ["--plots", str(out / output)] if output == "plots" else ["-o", str(out / output)]
     proc = subprocess.run([sys.executable, "-m", "gpuoverhead", "report", str(run), *option],
                           capture_output=True, text=True, timeout=120, cwd=ROOT,
-                          preexec_fn=_limited_to_1_kib)
+                          preexec_fn=_limited_to_1_kib, env=without_bytecode_writes())
     _assert_one_clear_line(proc, "File too large")
     assert [p for p in out.rglob("*") if p.is_file()] == []
 

@@ -10,21 +10,25 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import BACKEND, CONFIGS, gpuoverhead, in_process, measured_adapter, only_run_folder
+from conftest import (
+    BACKEND,
+    ci_run_suite,
+    gpuoverhead,
+    in_process,
+    measured_adapter,
+    only_run_folder,
+)
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-#: The CI suite's first benchmark (`empty`) alone: what a second machine's run needs to be
-#: merged with the first in a per-vendor table, and compared with copies of itself.
-SECOND = (CONFIGS / "ci.yaml").read_text().split("  - name: add_one")[0]
-
-
 @pytest.fixture(scope="module")
 def second_run(tmp_path_factory) -> Path:
+    """The CI run's suite's first benchmark (`empty`) alone: what a second machine's run
+    needs to be merged with the first in a per-vendor table, and compared with copies of
+    itself."""
     out = tmp_path_factory.mktemp("second")
-    suite = out / "ci-plain.yaml"
-    suite.write_text(SECOND)
+    suite = ci_run_suite(out, benchmarks=1)
     proc = gpuoverhead("run", "--suite", str(suite), "--backend", BACKEND,
                        "--out", str(out / "runs"), "--processes", "1", "--implementation",
                        "wgpu-native", "--time-limit", "45")

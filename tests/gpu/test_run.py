@@ -1,8 +1,10 @@
-"""A full run of the CI suite on the real Vulkan adapter, checked against the result schema."""
+"""A full run of the CI suite (configs/ci.yaml on smaller budgets: conftest.ci_run_suite) on the
+real Vulkan adapter, checked against the result schema."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -65,9 +67,10 @@ def test_a_time_limit_is_shared_by_the_worker_processes(ci_run):
     assert all(0 < p["budget_s"] <= p["seconds"] or p["stop"] in ("converged", "short")
                for _, p in processes), [p for _, p in processes if p["budget_s"] > p["seconds"]]
     assert sum(p["budget_s"] for _, p in processes) < CI_RUN_LIMIT_S
-    largest = max(len(g.cases) for g in load_suite(CONFIGS / "ci.yaml").groups)
+    groups = load_suite(Path(info["suite"]["path"])).groups  # the suite the run measured
+    largest = max(len(g.cases) for g in groups)
     assert all(p["budget_s"] <= sampling[i] * largest / 2 for i, p in processes)  # the cap
-    cases = {c.id: c for g in load_suite(CONFIGS / "ci.yaml").groups for c in g.cases}
+    cases = {c.id: c for g in groups for c in g.cases}
     for _, p in processes:  # a cut keeps the sweep's first N, at least two
         for i, n in p["n_cut"].items():  # (a reference loop's case is its native case's)
             case = cases[i.removesuffix("/reference")]
@@ -149,7 +152,8 @@ def test_sequential_slope_lies_below_naive_latency(ci_run):
 def test_samples_are_interleaved_and_warmup_is_kept_apart(ci_run):
     _, folder = ci_run
     samples, summary, info = read_run(folder)
-    group = next(g for g in load_suite(CONFIGS / "ci.yaml").groups if g.benchmark == "add_one")
+    group = next(g for g in load_suite(Path(info["suite"]["path"])).groups
+                 if g.benchmark == "add_one")
     first = samples[(samples.benchmark == "add_one") & (samples.repetition == 0)
                     & (samples.phase == "measure") & (samples.call == "")
                     & (samples.process == 0) & (samples.variant != "reference")]
