@@ -168,8 +168,9 @@ def gpuoverhead(*args: str, timeout: float = 300, env: dict[str, str] | None = N
 
 #: The line a run starts with where its probe found a CPU much slower than the others, as a
 #: busy machine makes one (run/cpus.py).
-CPU_NOTE = re.compile(r"CPUs? [\d,-]+ ran [\d.]+x slower than the fastest CPU \(.+\): the run "
-                      r"uses CPUs [\d,-]+; --affinity [\d,-]+ includes it|CPUs differ: .+")
+CPU_NOTE = re.compile(r"CPUs? [\d,-]+ ran [\d.]+x slower than the other CPUs \(.+\): the run "
+                      r"uses CPUs [\d,-]+; --affinity [\d,-]+ includes it"
+                      r"( \(probed \d+ min ago, kept for [\d.]+ h this boot\))?|CPUs differ: .+")
 
 
 def without_cpu_note(stderr: str) -> str:

@@ -23,7 +23,7 @@ SCHEMAS = ROOT / "docs" / "schemas"
 NEGATIVE = ROOT / "tests/data/h100-negative-python"  # an H100 A/A half (run.json, summary)
 #: A decode run: its figures are speedups, better when higher.
 DECODE = ROOT / "results/h100/decode"
-PAIR = [ROOT / f"results/h200/selftest-3/{s}" for s in "ab"]
+PAIR = [ROOT / f"results/h200/selftest-again/{s}" for s in "ab"]
 
 
 def _schema(name: str) -> dict:

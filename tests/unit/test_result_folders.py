@@ -50,5 +50,5 @@ def test_report_over_every_machine_folder_has_a_row_per_adapter(tmp_path):
     assert set(table["adapter"]) == measured
     h200 = table[table["adapter"] == "NVIDIA H200"]
     # default, limit300, processes-3, processes-10, browser-default and both halves of
-    # selftest-3
+    # selftest-again
     assert (h200.loc[h200["implementation"] == "wgpu-native", "runs"] == 7).all()
