@@ -30,6 +30,7 @@ from conftest import (
     gpuoverhead,
     in_process,
     measured_adapter,
+    measuring_first,
     only_run_folder,
     read_run,
     without_cpu_note,
@@ -248,8 +249,10 @@ def test_hostile_output_folder_is_a_file(tmp_path):
 
 @pytest.mark.slow
 def test_hostile_existing_run_folder(tmp_path):
+    # One job of one methodology: what is checked is the run folder (every methodology and
+    # layer, with its reference loop, made each of the two runs 2 s longer).
     suite = write_suite(tmp_path, "defaults: {n_sweep: [1, 2], budget_s: 0.02, min_rounds: 3,"
-                                  " warmup_max_rounds: 1}\n" + GOOD)
+                                  " warmup_max_rounds: 1, methodologies: [naive]}\n" + GOOD)
     args = ("run", "--suite", str(suite), "--backend", BACKEND, "--out", str(tmp_path / "o"),
             "--run-id", "same", "--processes", "1", "--implementation", "wgpu-native")
     assert gpuoverhead(*args).returncode == 0
@@ -304,16 +307,28 @@ def test_hostile_run_option(tmp_path, name):
 
 
 @pytest.fixture(scope="module")
-def good_run(tmp_path_factory) -> Path:
-    """One small finished run whose copies the result-set cases damage."""
+def good_run_read_through_pipes(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    """One small finished run, its stdout and stderr piped (and no XDG_RUNTIME_DIR, which
+    Mesa complains of): what test_hostile_output_read_through_pipes reads of it, and the run
+    whose copies the result-set cases damage."""
     out = tmp_path_factory.mktemp("good")
     suite = write_suite(out, "defaults: {n_sweep: [1, 2], budget_s: 0.02, min_rounds: 3,"
                              " warmup_max_rounds: 1, methodologies: [naive, sequential]}\n"
                         + GOOD)
-    proc = gpuoverhead("run", "--suite", str(suite), "--backend", BACKEND, "--processes", "1",
-                       "--implementation", "wgpu-native", "--out", str(out / "o"))
+    env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+    proc = subprocess.run([sys.executable, "-m", "gpuoverhead", "run", "--suite", str(suite),
+                           "--backend", BACKEND, "--processes", "1", "--implementation",
+                           "wgpu-native", "--out", str(out / "o")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, env=env,
+                          preexec_fn=measuring_first)
     assert proc.returncode == 0, proc.stderr
-    return only_run_folder(out / "o")
+    return proc, only_run_folder(out / "o")
+
+
+@pytest.fixture(scope="module")
+def good_run(good_run_read_through_pipes) -> Path:
+    """One small finished run whose copies the result-set cases damage."""
+    return good_run_read_through_pipes[1]
 
 
 def _truncate(folder: Path) -> None:
@@ -662,25 +677,17 @@ def test_hostile_torch_asked_for_but_not_importable(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_hostile_output_read_through_pipes(tmp_path):
+def test_hostile_output_read_through_pipes(good_run_read_through_pipes):
     """What a user reads with stdout and stderr piped: what will be measured and where,
     a line per benchmark, whole table lines, no Mesa noise; typed columns for other tools."""
-    suite = write_suite(tmp_path, "defaults: {n_sweep: [1, 2], budget_s: 0.02, min_rounds: 3,"
-                                  " warmup_max_rounds: 1, methodologies: [naive, sequential]}\n"
-                        + GOOD)
-    env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
-    proc = subprocess.run([sys.executable, "-m", "gpuoverhead", "run", "--suite", str(suite),
-                           "--backend", BACKEND, "--processes", "1", "--implementation",
-                           "wgpu-native", "--out", str(tmp_path / "o")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
-    assert proc.returncode == 0, proc.stderr
+    proc, folder = good_run_read_through_pipes
     first = without_cpu_note(proc.stderr).splitlines()[0]
     assert first.startswith(f"measuring 1 benchmark of suite on {measured_adapter()[0]}")
     assert "results in" in first
     assert "[1/1] a/elements=64 (wgpu-native)" in proc.stderr
     assert "XDG_RUNTIME_DIR" not in proc.stderr
     assert max(len(line) for line in proc.stdout.splitlines()) > 80  # not cut to 80 columns
-    summary = pd.read_parquet(only_run_folder(tmp_path / "o") / "summary.parquet")
+    summary = pd.read_parquet(folder / "summary.parquet")
     assert str(summary["n_dispatches"].dtype) == "Int64"
 
 
