@@ -306,16 +306,43 @@ class Drift:
 
 def drift(values: np.ndarray, times: np.ndarray) -> Drift | None:
     """The trend of `values` over `times` if it is strong and significant, else None."""
-    from scipy import stats as sps
-
     values, times = np.asarray(values, dtype=float), np.asarray(times, dtype=float)
     if values.size < 8 or np.ptp(values) == 0:
         return None
-    result = sps.spearmanr(times, values)
-    rho, p = float(result.statistic), float(result.pvalue)
+    rho, p = _spearman(times, values)
     if not (abs(rho) >= DRIFT_MIN_RHO and p <= DRIFT_MAX_P):
         return None
     return Drift(rho, p, _change(values[np.argsort(times)]))
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Spearman's rho of `y` against `x` and its two-sided p by the t approximation on
+    n - 2 degrees of freedom: scipy.stats.spearmanr's figures, without importing
+    scipy.stats (about 1.5 s of CPU at the end of every run) for them."""
+    from scipy.special import stdtr
+
+    rx, ry = (_ranks(v) - (v.size + 1) / 2 for v in (x, y))
+    scale = math.sqrt((rx @ rx) * (ry @ ry))
+    if scale == 0:
+        return math.nan, math.nan
+    rho = float(np.clip(rx @ ry / scale, -1.0, 1.0))
+    df = x.size - 2
+    if abs(rho) == 1.0:
+        return rho, 0.0
+    t = rho * math.sqrt(df / ((1.0 + rho) * (1.0 - rho)))
+    return rho, float(2.0 * stdtr(df, -abs(t)))
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks from 1, ties given the mean of the ranks they span (scipy.stats.rankdata's
+    'average')."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    ends = np.r_[starts[1:], values.size]
+    ranks = np.empty(values.size)
+    ranks[order] = np.repeat((starts + ends + 1) / 2.0, ends - starts)
+    return ranks
 
 
 def _change(ordered: np.ndarray) -> float:
@@ -342,16 +369,14 @@ def drift_within(groups: list[np.ndarray]) -> Drift | None:
     round order. Each process's Spearman rho (variance 1 / (n - 1) under no trend) is
     pooled with weight n - 1, so that many short processes, none long enough to show it
     alone, still do; the change is the median of the processes' changes."""
-    from scipy import stats as sps
-
     groups = [np.asarray(g, dtype=float) for g in groups]
     groups = [g for g in groups if g.size >= 3 and np.ptp(g) > 0]
     weights = np.array([g.size - 1.0 for g in groups])
     if weights.sum() < 8:
         return None
-    rhos = np.array([_rank_trend(sps.rankdata(g)) for g in groups])
+    rhos = np.array([_rank_trend(_ranks(g)) for g in groups])
     rho = float(weights @ rhos / weights.sum())
-    p = float(2.0 * sps.norm.sf(abs(weights @ rhos) / math.sqrt(weights.sum())))
+    p = math.erfc(abs(weights @ rhos) / math.sqrt(weights.sum()) / math.sqrt(2.0))
     if not (abs(rho) >= DRIFT_MIN_RHO and p <= DRIFT_MAX_P):
         return None
     return Drift(rho, p, float(np.median([_change(g) for g in groups])))

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from gpuoverhead.analysis.stats import (
+    DRIFT_MAX_P,
+    DRIFT_MIN_RHO,
     between_processes,
     drift,
     drift_within,
@@ -173,3 +175,25 @@ def test_a_falling_time_changes_by_no_more_than_all_of_it():
     values = np.r_[np.full(10, 4.0), np.ones(30)] * np.linspace(1.01, 1.0, 40)
     found = drift(values, np.arange(values.size))
     assert found is not None and found.change == pytest.approx(-0.75, abs=0.01)
+
+
+def test_drift_gives_scipy_spearman_figures_with_ties_and_without():
+    """drift's rho and p are scipy.stats.spearmanr's (computed without importing
+    scipy.stats at the end of every run): rising, falling, flat, and tied values."""
+    from scipy import stats as sps
+
+    rng = np.random.default_rng(71)
+    times = rng.permutation(40).astype(float)
+    cases = [100 + 0.4 * times + rng.normal(0, 4, 40), 100 - 0.3 * times + rng.normal(0, 2, 40),
+             np.round(100 + 0.5 * times + rng.normal(0, 3, 40)), 1.0 + 4.0 * (times >= 30)]
+    drifting = 0
+    for values in cases:
+        expected = sps.spearmanr(times, values)
+        found = drift(values, times)
+        assert (found is not None) == (abs(expected.statistic) >= DRIFT_MIN_RHO
+                                       and expected.pvalue <= DRIFT_MAX_P), expected
+        if found is not None:
+            drifting += 1
+            assert found.rho == pytest.approx(expected.statistic, rel=1e-12)
+            assert found.p == pytest.approx(expected.pvalue, rel=1e-9, abs=1e-300)
+    assert drifting == len(cases)
