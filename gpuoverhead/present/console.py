@@ -219,6 +219,10 @@ def print_summary(summary: pd.DataFrame) -> None:
     a torch.compile that failed is also a line of the compile grid)."""
     if summary.empty:
         return
+    # Text columns as Python objects: the grids select rows hundreds of times, and each
+    # selection of pandas' Arrow-backed strings costs a pyarrow `take` per column (seconds
+    # of `show` on a fusion set).
+    summary = summary.astype({c: object for c, kind in summary.dtypes.items() if kind == "str"})
     builds = workload_grids.compile_grid(summary)  # a failed compile's row is its figure
     summary = summary[~summary["metric"].isin((ERROR, SKIPPED))]
     plain = summary[summary["methodology"] != "fusion"]

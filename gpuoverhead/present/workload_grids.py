@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from rich.table import Table
 
@@ -23,8 +24,12 @@ def _fusion_rows(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def pick(part: pd.DataFrame, variant: str, metric: str) -> Any:
-    hit = part[(part.variant == variant) & (part.metric == metric)]
-    return hit.iloc[0] if not hit.empty else None
+    """The first row of `part` of this variant and metric, or None. Compared as numpy
+    arrays: a boolean Series and the frame it selects cost about a millisecond each, and
+    a fused suite's grids pick thousands of times (seconds of `show`)."""
+    at = np.flatnonzero((part["variant"].to_numpy() == variant)
+                        & (part["metric"].to_numpy() == metric))
+    return part.iloc[at[0]] if at.size else None
 
 
 def ratio_cells(r: Any) -> list[str]:
