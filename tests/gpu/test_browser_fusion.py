@@ -70,6 +70,7 @@ def test_fusion_patterns_in_the_browser_beside_wgpu_native_with_the_tax(suite_pa
     assert "Browser tax" in proc.stdout
 
 
+@pytest.mark.slow
 def test_a_fused_loop_one_step_short_fails_its_check(suite_path, monkeypatch):
     group = next(g for g in load_suite(suite_path).groups if g.benchmark == "loop")
     record = page.PageContext.pipeline

@@ -101,6 +101,7 @@ def test_a_missing_browser_is_one_line_and_exit_2():
     assert result.stderr.strip().count("\n") == 0 and "/no/such/chrome" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_browser_without_webgpu_and_a_page_that_throws_are_browser_errors():
     with page.page(BROWSER) as (browser, tab):
         with pytest.raises(BrowserError, match="the page threw: Error: broken"):

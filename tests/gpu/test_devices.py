@@ -8,6 +8,7 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 
 import numpy as np
+import pytest
 from conftest import BACKEND, CONFIGS, read_run
 
 from gpuoverhead.cases import BIND_PER_DISPATCH, TIMESTAMPS
@@ -42,6 +43,7 @@ def test_the_full_suite_s_submit_cases_never_share_a_device_with_large_encoders(
             for v in ("", BIND_PER_DISPATCH) if (e, v) != ("submit", "")]
 
 
+@pytest.mark.slow
 def test_prepare_puts_submit_targets_on_another_device_than_pass_and_dispatch():
     """A default-suite group, and its reference loop, prepared in a fresh process as a worker
     prepares it: the targets of `submit` (with naive, breakdown and the FFI floor) are on

@@ -598,6 +598,7 @@ def test_decode_with_the_head_in_small_chunks_matches_numpy_in_logits_and_tokens
         assert got == tokens[1:], form
 
 
+@pytest.mark.slow
 def test_decode_token_loop_feeds_each_token_to_the_next_step_as_numpy_greedy_does():
     """The token loop's step reads the embedding of the token its previous step chose on the
     GPU: in both engines, synced and pipelined, through the timed op, the token after each

@@ -658,6 +658,7 @@ def test_hostile_stdout_that_is_full(good_run):
     assert "cannot write the output" in proc.stderr
 
 
+@pytest.mark.slow
 def test_hostile_mesa_runtime_dir_noise_is_gone():
     env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
     proc = subprocess.run([sys.executable, "-m", "gpuoverhead", "adapters"], env=env,
@@ -725,6 +726,7 @@ def test_hostile_fifo_as_shader_or_suite(tmp_path):
     assert proc.returncode == 0 and "ok: 1 groups" in proc.stdout, proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/dev/fd"), reason="needs /dev/fd")
 @pytest.mark.parametrize("command", ["validate", "run"])
 def test_hostile_suite_through_a_pipe_is_read_once(tmp_path, command):

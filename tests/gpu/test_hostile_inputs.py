@@ -208,6 +208,7 @@ def _limited_to_1_kib() -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("output", ["x.json", "x.html", "x.md", "plots"])
 def test_hostile_output_larger_than_ulimit_f_leaves_no_partial_file(tmp_path, output):
     """Issue 42.13: under `ulimit -f 1` the report's JSON was left truncated at 1,024 bytes.

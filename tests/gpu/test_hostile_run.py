@@ -57,6 +57,7 @@ def _cache_of(tmp_path: Path, suite: Path, seconds: object, monkeypatch) -> dict
     return {"XDG_CACHE_HOME": str(cache)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seconds", ["Infinity", "1e308", "NaN", "-5", "1" + "0" * 400],
                          ids=["Infinity", "1e308", "NaN", "below zero", "400 digits"])
 def test_hostile_start_up_cache_with_values_no_start_up_takes(tmp_path, monkeypatch, seconds):
@@ -73,6 +74,7 @@ def test_hostile_start_up_cache_with_values_no_start_up_takes(tmp_path, monkeypa
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_hostile_start_ups_that_no_time_limit_can_hold(tmp_path, monkeypatch):
     """20 jobs whose workers took an hour each to start: no message asks for a --time-limit
     above the option's maximum; it says that none can hold the suite."""
@@ -117,6 +119,7 @@ def test_hostile_affinity_range_is_checked_before_it_is_built():
     assert environment.parse_cpus(",".join(map(str, sorted(allowed)))) == allowed
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
 @pytest.mark.parametrize(("given", "expected"), [
     ("/etc/passwd", "--browser '/etc/passwd': not executable (chmod +x it"),
@@ -169,6 +172,7 @@ def test_hostile_no_home_folder(tmp_path):
         assert info["layers"]["native"]["library"].startswith(str(cache)), info["layers"]
 
 
+@pytest.mark.slow
 def test_hostile_suite_name_that_would_drive_the_terminal(tmp_path):
     """A suite's name reached the terminal raw: its escape sequences and NUL bytes as they
     were, its rich markup consumed ('[bold]x[/bold]' showed as 'x'), its newline starting a
@@ -191,6 +195,7 @@ def test_hostile_suite_name_that_would_drive_the_terminal(tmp_path):
         assert not any(line.startswith("error") for line in said.splitlines()), said
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("wgpudawn") is None,
                     reason="Dawn (pip install wgpudawn) is not installed")
 def test_hostile_dawn_driver_warning_in_the_tools_words():

@@ -119,6 +119,7 @@ def test_the_readback_ci_suite_gives_each_size_and_form_in_each_implementation(t
     assert "Readback and sampling" in proc.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(BROWSER is None, reason="no Chromium here")
 def test_in_the_page_each_form_is_checked_and_a_stale_read_or_wrong_argmax_fails(
         tmp_path, monkeypatch):

@@ -140,6 +140,7 @@ def test_validate_parses_a_workloads_shader(device):
         parse_shader(device, broken)
 
 
+@pytest.mark.slow
 def test_the_cpu_references_are_the_same_step(group):
     """The host driver's cases (unfused only: the CPU has nothing to fuse) in numpy and in
     PyTorch on the CPU leave numpy's f64 state after timed units, through the same build and

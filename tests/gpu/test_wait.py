@@ -34,6 +34,7 @@ def _target(kernel_name: str, elements: int):
                          waiter(device))[case]
 
 
+@pytest.mark.slow
 def test_wait_blocks_until_the_dispatches_are_done():
     target = _target("add_one", ELEMENTS)
     submit_each(target, 1)  # first use: pipeline compilation stays out of the timing

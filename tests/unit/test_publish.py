@@ -139,6 +139,7 @@ def test_report_notes_land_on_the_rows_they_are_about(tmp_path):
     assert (h200["note texts"] == reporting.MERGED).all()
 
 
+@pytest.mark.slow
 def test_report_says_where_it_came_from_and_keeps_stored_bounds(tmp_path):
     paths = [tmp_path / f"r.{s}" for s in ("md", "html", "csv")]
     proc = in_process("report", str(NEGATIVE), str(SOFTWARE),

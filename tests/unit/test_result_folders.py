@@ -8,6 +8,7 @@ import glob
 import re
 
 import pandas as pd
+import pytest
 from conftest import ROOT, in_process
 
 #: The documents that quote result folders (CHANGELOG.md names the ones in the history).
@@ -36,6 +37,7 @@ def test_every_result_folder_the_documents_name_is_committed():
     assert missing == []
 
 
+@pytest.mark.slow
 def test_report_over_every_machine_folder_has_a_row_per_adapter(tmp_path):
     out = tmp_path / "report.csv"
     folders = sorted(glob.glob(str(ROOT / "results" / "*" / "*")))

@@ -122,6 +122,7 @@ for arg in "$@"; do case "$arg" in body=@*) cp "${arg#body=@}" "$GH_BODY";; esac
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("bash") is None, reason="the action's script is bash")
 @pytest.mark.parametrize("existing", ["", "4242"], ids=["first push", "later push"])
 def test_comment_script_posts_one_comment_then_updates_it(tmp_path, existing):
