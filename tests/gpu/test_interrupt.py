@@ -85,7 +85,11 @@ def test_a_run_interrupted_in_a_later_pass_keeps_what_its_processes_measured(tmp
     assert [b["benchmark"] for b in info["benchmarks"]] == ["first", "second"]
     assert {len(b["processes"]) for b in info["benchmarks"]} <= {1, 2}
     assert set(summary.benchmark) == {"first", "second"}
-    assert (summary[summary.metric == "per_dispatch_ns"].value > 0).all()
+    # Estimated from what had run: every per-op figure a time (a slope that a busy machine's
+    # noise took below zero is held at 0: one in a run with a core kept busy beside it), and
+    # each benchmark's above zero.
+    per_op = summary[summary.metric == "per_dispatch_ns"]
+    assert (per_op.value >= 0).all() and (per_op.groupby("benchmark").value.max() > 0).all()
     assert any(w.startswith("interrupted: each benchmark") for w in info["warnings"])
 
 
