@@ -106,6 +106,26 @@ def _wait_for_workers(child, count: int) -> None:
     assert len(seen) >= count, seen
 
 
+def _wait_for_worker_cpu(child, seconds: float) -> None:
+    """Until a worker of `child` has used `seconds` of CPU (its threads, lavapipe's
+    included): its own progress, where a wall-clock wait on a busy machine (a core kept
+    busy beside the tests) ended before its start-up had, and no round came back."""
+    tick = os.sysconf("SC_CLK_TCK")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        found = subprocess.run(["ps", "-ww", "-o", "pid=,args=", "--ppid", str(child.pid)],
+                               capture_output=True, text=True).stdout.splitlines()
+        for pid in (line.split()[0] for line in found if "spawn_main" in line):
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:  # it ended between the two reads
+                continue
+            if (int(fields[11]) + int(fields[12])) / tick >= seconds:  # utime + stime
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"no worker used {seconds} s of CPU")
+
+
 def _wait_for_a_worker_started(child) -> None:
     """Until a worker of `child` has run for a second: killed while it spawns one, the
     parent would leave Python's own bootstrap (not ours) reading a half-sent job."""
@@ -353,7 +373,7 @@ def test_the_running_worker_hands_back_its_rounds_when_interrupted(tmp_path, gro
     child, out = _start(tmp_path, suite=suite)
     try:
         _wait_for_workers(child, 1)
-        time.sleep(4.0)  # start-up (about 2.3 s on lavapipe) and some rounds
+        _wait_for_worker_cpu(child, 4.0)  # start-up (about 2.3 s on lavapipe), some rounds
         began = time.monotonic()
         if group:
             os.killpg(child.pid, signal.SIGINT)
