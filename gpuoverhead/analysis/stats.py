@@ -321,6 +321,8 @@ def _spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     scipy.stats (about 1.5 s of CPU at the end of every run) for them."""
     from scipy.special import stdtr
 
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):  # as scipy's: nan propagates
+        return math.nan, math.nan
     rx, ry = (_ranks(v) - (v.size + 1) / 2 for v in (x, y))
     scale = math.sqrt((rx @ rx) * (ry @ ry))
     if scale == 0:

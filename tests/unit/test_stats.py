@@ -197,3 +197,6 @@ def test_drift_gives_scipy_spearman_figures_with_ties_and_without():
             assert found.rho == pytest.approx(expected.statistic, rel=1e-12)
             assert found.p == pytest.approx(expected.pvalue, rel=1e-9, abs=1e-300)
     assert drifting == len(cases)
+    gap = cases[0].copy()
+    gap[5] = np.nan  # a round without a value: scipy's rho is nan, and so no drift
+    assert math.isnan(sps.spearmanr(times, gap).statistic) and drift(gap, times) is None
