@@ -49,8 +49,8 @@ def test_every_sequential_encoding_is_split_into_api_and_python(ci_run):
                 # the issue dominates: the split adds up within 10%, or within how far the
                 # run's processes differed where the machine's speed moved more than that
                 # (the C loop measures apart from the Python layers: one busy-core run gave
-                # wrapper 214 and native 131 us, another native 412 and 266 us in its two
-                # processes, wrapper 351 and 246)
+                # wrapper 214 and native 131 us; a run on the quiet machine, native 412 and
+                # 266 us in its two processes, wrapper 351 and 246)
                 assert cpu["raw"] < 1.15 * cpu["wrapper"], (bench, encoding, cpu)
                 closure = derived.loc["closure_ns", "value"]
                 spread = max(derived.loc["api_ns", "rel_spread_between"],
