@@ -88,9 +88,7 @@ class Outcome:
 def measure(task: Task, send: Any) -> Outcome:
     """The worker's body: its driver prepares the ops; they are sampled, outputs checked."""
     rng = np.random.default_rng(list(task.seed))
-    with contextlib.ExitStack() as stack:
-        with quick_types():  # prepare only: a type first met while sampling is as before
-            prepared = stack.enter_context(registry.get(task.job.driver).prepare(task.job, rng))
+    with quick_types(), registry.get(task.job.driver).prepare(task.job, rng) as prepared:
         return _sample(task, prepared, rng, send)
 
 
