@@ -9,8 +9,11 @@ by the WebGPU driver (drivers/webgpu.py).
 from __future__ import annotations
 
 import importlib
+import sys
 from dataclasses import dataclass
 from typing import Any
+
+from gpuoverhead.gpu.kept_header import kept_header
 
 #: wgpu-native's instance backend flag per backend name of gpu/adapters.py.
 INSTANCE_BACKENDS = {"vulkan": "Vulkan", "metal": "Metal", "d3d12": "DX12", "opengl": "GL"}
@@ -37,11 +40,11 @@ class Binding:
         return importlib.import_module(self.package)
 
     def backend(self) -> Any:
-        return importlib.import_module(self.backend_module)
+        return _imported(self.backend_module)
 
     def ffi_lib(self) -> tuple[Any, Any]:
         """The cffi `ffi` and the unchecked `lib` of the native library the binding loaded."""
-        found = importlib.import_module(self.ffi_module)
+        found = _imported(self.ffi_module)
         return found.ffi, found.lib
 
     def request_device(self, adapter: Any, features: list[str], limits: dict[str, int]
@@ -106,3 +109,11 @@ class Binding:
         except Exception as exc:  # a native library that fails to load
             return f"{self.name}: {self.package} is not usable: {exc}"
         return None
+
+
+def _imported(name: str) -> Any:
+    """A binding's module; imported with its C header's parse kept (gpu/kept_header.py)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    with kept_header():
+        return importlib.import_module(name)

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpuoverhead.gpu.layers.native import cache_dir
+from gpuoverhead.gpu.cache_folder import cache_dir
 
 
 def boot() -> str:

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from gpuoverhead.drivers.base import Job
-from gpuoverhead.gpu.layers.native import cache_dir
+from gpuoverhead.gpu.cache_folder import cache_dir
 
 #: Start-ups kept per job (the newest).
 KEEP = 5

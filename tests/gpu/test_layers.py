@@ -18,6 +18,7 @@ from conftest import (
     write_suite,
 )
 
+from gpuoverhead.gpu import cache_folder
 from gpuoverhead.gpu.layers import native, raw, wrapper
 from gpuoverhead.records import CALLS
 
@@ -42,8 +43,14 @@ def test_every_sequential_encoding_is_split_into_api_and_python(ci_run):
             api = derived.loc["api_ns"]
             assert api.estimator == "native issue slope"
             assert api.value == pytest.approx(cpu["native"], rel=1e-9), (bench, encoding)
+            spread = enc[enc.metric == "cpu_per_dispatch_ns"].set_index("layer")[
+                "rel_spread_between"]
             if encoding != "submit":
-                assert api.value < cpu["raw"] < cpu["wrapper"], (bench, encoding, cpu)
+                # the C loop's few us a dispatch, measured in processes of its own: below
+                # raw's (a quiet run: 1.35 against 2.80 us), or above it by less than its
+                # processes differed (one beside a busy core: 2.65 against 2.46 us)
+                assert api.value < cpu["raw"] * (1 + spread["native"]), (bench, encoding, cpu)
+                assert cpu["raw"] < cpu["wrapper"], (bench, encoding, cpu)
             else:  # lavapipe's ~70 us submit leaves each layer's few us within the spread
                 # of its processes (one CI run: wrapper 69.9, raw 72.6, native 73.3 us), but
                 # the issue dominates: the split adds up within 10%, or within how far the
@@ -53,11 +60,9 @@ def test_every_sequential_encoding_is_split_into_api_and_python(ci_run):
                 # 266 us in its two processes, wrapper 351 and 246)
                 assert cpu["raw"] < 1.15 * cpu["wrapper"], (bench, encoding, cpu)
                 closure = derived.loc["closure_ns", "value"]
-                spread = max(derived.loc["api_ns", "rel_spread_between"],
-                             enc[(enc.metric == "cpu_per_dispatch_ns")
-                                 & (enc.layer == "wrapper")].rel_spread_between.iat[0])
-                assert abs(closure) < max(0.1, spread) * cpu["wrapper"], (
-                    bench, closure, spread, cpu)
+                moved = max(derived.loc["api_ns", "rel_spread_between"], spread["wrapper"])
+                assert abs(closure) < max(0.1, moved) * cpu["wrapper"], (
+                    bench, closure, moved, cpu)
             check = enc[enc.metric == "ffi_check_ns"]
             assert len(check) == 1 and check.layer.iat[0] == "raw"
     floor = summary[summary.metric == "ffi_floor_ns"]
@@ -261,7 +266,7 @@ def test_native_loop_builds_through_cffi_with_a_cc_that_has_arguments(tmp_path, 
     ("darwin", {}, "~/Library/Caches/gpuoverhead"),
     ("linux", {"XDG_CACHE_HOME": "/x"}, "/x/gpuoverhead")])
 def test_native_loop_is_cached_in_the_os_cache_folder(monkeypatch, platform, env, want):
-    monkeypatch.setattr(native.sys, "platform", platform)
+    monkeypatch.setattr(cache_folder.sys, "platform", platform)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    assert native.cache_dir() == Path(want).expanduser()
+    assert cache_folder.cache_dir() == Path(want).expanduser()

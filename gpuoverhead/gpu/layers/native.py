@@ -13,13 +13,11 @@ found, or no folder can be written, the layer is skipped, and `load` says why.
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import importlib.util
 import os
 import shlex
 import shutil
-import stat
 import subprocess
 import sys
 import sysconfig
@@ -30,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuoverhead import encodings
+from gpuoverhead.gpu.cache_folder import cache_dir, temporary_cache_dir
 from gpuoverhead.gpu.output import captured
 from gpuoverhead.gpu.targets import Target
 
@@ -56,35 +55,6 @@ class NativeLoop:
     lib: Any
     path: Path
     compiler: str
-
-
-def cache_dir() -> Path:
-    """The OS's per-user cache folder for gpuoverhead; where this user has no home folder
-    (no $HOME and no passwd entry: a container's bare uid), the temporary one's, where
-    Path.home()'s RuntimeError had ended every run."""
-    try:
-        if sys.platform == "win32":
-            base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-            return base / "gpuoverhead" / "Cache"
-        if sys.platform == "darwin":
-            return Path.home() / "Library" / "Caches" / "gpuoverhead"
-        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpuoverhead"
-    except RuntimeError:  # "Could not determine home directory."
-        return temporary_cache_dir()
-
-
-def temporary_cache_dir() -> Path:
-    """The fallback where the OS's cache folder cannot be written: a folder of this user's
-    under the temporary one, made private and checked to be (a library loaded from a shared
-    /tmp must not be one that another user put there)."""
-    user = f"-{os.getuid()}" if hasattr(os, "getuid") else ""  # Windows: TEMP is per user
-    folder = Path(tempfile.gettempdir()) / f"gpuoverhead-cache{user}"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    info = os.lstat(folder)
-    if user and (stat.S_ISLNK(info.st_mode) or info.st_uid != os.getuid()
-                 or info.st_mode & 0o022):
-        raise PermissionError(errno.EACCES, "not a private folder of this user", str(folder))
-    return folder
 
 
 def compiler() -> str | None:
