@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import pickle
 import sys
-import tempfile
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,16 +47,23 @@ def _load(path: Path) -> dict[str, Any] | None:
 
 
 def _store(path: Path, parser: Any) -> None:
+    """Keep the parser's declarations at `path`, whole or not at all (a file written
+    beside it, then renamed; removed where the disk refuses it)."""
     if parser._recomplete:
         return
     state = {k: v for k, v in vars(parser).items() if k not in _TRANSIENT}
-    with contextlib.suppress(OSError, pickle.PicklingError, TypeError, AttributeError,
-                             RecursionError):
+    try:
+        blob = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
+        return
+    written = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("wb", dir=path.parent, delete=False,
-                                         suffix=".tmp") as out:
-            pickle.dump(state, out, protocol=pickle.HIGHEST_PROTOCOL)
-        Path(out.name).replace(path)
+        written.write_bytes(blob)
+        written.replace(path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            written.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
@@ -73,7 +80,10 @@ def kept_header() -> Iterator[None]:
         if (override or any(options.values()) or not isinstance(csource, str)
                 or len(csource) < MIN_CHARS or self._parser._declarations):
             return slow(self, csource, override=override, **options)
-        path = _file(csource)
+        try:
+            path = _file(csource)
+        except OSError:  # no private cache folder here (gpu/cache_folder.py): parse
+            return slow(self, csource, override=override, **options)
         state = _load(path)
         if state is None:
             slow(self, csource, override=override, **options)

@@ -85,3 +85,18 @@ def test_short_sources_and_a_second_cdef_are_left_to_cffi(tmp_path, monkeypatch)
         ffi.cdef(wgpu_ffi.get_wgpu_header())
     assert ffi.sizeof("S") == 4 and ffi.sizeof("WGPUBufferDescriptor") > 0
     assert not any(tmp_path.rglob("*.pickle"))
+
+
+def test_a_cache_folder_that_cannot_be_had_leaves_the_parse_to_cffi(tmp_path, monkeypatch):
+    header = wgpu_ffi.get_wgpu_header()
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # a file where a folder would go
+    assert _fresh(header, cached=True).sizeof("WGPUBufferDescriptor") > 0
+    assert list(tmp_path.iterdir()) == [blocker] and blocker.read_text() == ""
+
+    def not_private() -> None:  # gpu/cache_folder.py's refusal of a shared /tmp folder
+        raise PermissionError("not a private folder of this user")
+
+    monkeypatch.setattr(kept_header, "cache_dir", not_private)
+    assert _fresh(header, cached=True).sizeof("WGPUBufferDescriptor") > 0
