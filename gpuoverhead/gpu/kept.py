@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from gpuoverhead.gpu.cache_folder import cache_dir
+from gpuoverhead.whole_files import atomic
 
 
 def boot() -> str:
@@ -48,10 +48,7 @@ def put(file: str, key: Any, value: Any) -> None:
             found = {}
         found[_text(key)] = {"time": time.time(), "value": value}
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False,
-                                         suffix=".tmp") as out:
-            json.dump(found, out)
-        Path(out.name).replace(path)
+        atomic(path, lambda p: p.write_text(json.dumps(found)))
 
 
 def _text(key: Any) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import pickle
 import sys
 import weakref
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuoverhead.gpu.cache_folder import cache_dir
+from gpuoverhead.whole_files import atomic
 
 #: Headers shorter than this parse in less time than a file takes to read: left to cffi.
 MIN_CHARS = 20_000
@@ -47,8 +47,7 @@ def _load(path: Path) -> dict[str, Any] | None:
 
 
 def _store(path: Path, parser: Any) -> None:
-    """Keep the parser's declarations at `path`, whole or not at all (a file written
-    beside it, then renamed; removed where the disk refuses it)."""
+    """Keep the parser's declarations at `path`, whole or not at all."""
     if parser._recomplete:
         return
     state = {k: v for k, v in vars(parser).items() if k not in _TRANSIENT}
@@ -56,14 +55,9 @@ def _store(path: Path, parser: Any) -> None:
         blob = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
     except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
         return
-    written = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
+    with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
-        written.write_bytes(blob)
-        written.replace(path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            written.unlink(missing_ok=True)
+        atomic(path, lambda p: p.write_bytes(blob))
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ from gpuoverhead import metrics
 from gpuoverhead.errors import UserError
 from gpuoverhead.present import format as fmt
 from gpuoverhead.present.report import ROW_KEYS, Report, row_notes
-from gpuoverhead.results.write import atomic
+from gpuoverhead.whole_files import atomic
 
 #: Output formats by how a file's name ends (the longest that fits): Markdown, CSV, HTML,
 #: Bencher Metric Format, github-action-benchmark's arrays.
@@ -134,7 +134,7 @@ def html_page(report: Report, images: dict[str, str]) -> str:
 
 
 def save(path: Path, write: Callable[[Path], None]) -> None:
-    """One output file, its folder made, written whole or not at all (results/write.atomic:
+    """One output file, its folder made, written whole or not at all (whole_files.atomic:
     a full disk or `ulimit -f` leaves no truncated file); a UserError where it cannot be."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import platform
 import statistics
-import tempfile
 from pathlib import Path
 
 from gpuoverhead.drivers.base import Job
 from gpuoverhead.gpu.cache_folder import cache_dir
+from gpuoverhead.whole_files import atomic
 
 #: Start-ups kept per job (the newest).
 KEEP = 5
@@ -79,11 +78,4 @@ def save(recorded: dict[str, list[float]], measured: dict[str, list[float]]) -> 
     with contextlib.suppress(OSError):
         path = _path()
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".startups-")
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump(merged, f, indent=0, sort_keys=True)
-            os.replace(tmp, path)
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+        atomic(path, lambda p: p.write_text(json.dumps(merged, indent=0, sort_keys=True)))

@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from gpuoverhead import whole_files
 from gpuoverhead.results import write
 
 
@@ -18,8 +19,8 @@ def test_a_replace_refused_twice_is_tried_again(tmp_path, monkeypatch):
             raise PermissionError(13, "The process cannot access the file")
         real(src, dst)
 
-    monkeypatch.setattr(write.os, "replace", held_open)
-    monkeypatch.setattr(write, "REPLACE_WAITS_S", (0.0,) * 3)
+    monkeypatch.setattr(whole_files.os, "replace", held_open)
+    monkeypatch.setattr(whole_files, "REPLACE_WAITS_S", (0.0,) * 3)
     write.write_json(tmp_path / "run.json", {"status": "complete"})
     assert len(refusals) == 2 and (tmp_path / "run.json").read_text().strip().endswith("}")
     assert not list(tmp_path.glob(".*partial"))
@@ -31,8 +32,8 @@ def test_a_replace_refused_for_good_raises_and_keeps_the_old_file(tmp_path, monk
     def refused(src, dst):
         raise PermissionError(13, "The process cannot access the file")
 
-    monkeypatch.setattr(write.os, "replace", refused)
-    monkeypatch.setattr(write, "REPLACE_WAITS_S", (0.0,) * 3)
+    monkeypatch.setattr(whole_files.os, "replace", refused)
+    monkeypatch.setattr(whole_files, "REPLACE_WAITS_S", (0.0,) * 3)
     with pytest.raises(PermissionError):
         write.write_json(tmp_path / "run.json", {"status": "complete"})
     assert (tmp_path / "run.json").read_text() == "old"
