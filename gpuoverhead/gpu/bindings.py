@@ -37,7 +37,7 @@ class Binding:
     queue_period: bool = False
 
     def module(self) -> Any:
-        return importlib.import_module(self.package)
+        return _imported(self.package)
 
     def backend(self) -> Any:
         return _imported(self.backend_module)
@@ -65,7 +65,7 @@ class Binding:
         if self.quantization_toggle is None or self.toggles_module is None:
             return adapter.request_device_sync(required_features=features,
                                                required_limits=limits), {}
-        extras = importlib.import_module(self.toggles_module)
+        extras = _imported(self.toggles_module)
         try:
             device = extras.request_device_sync(
                 adapter, required_features=features, required_limits=limits,
@@ -82,7 +82,7 @@ class Binding:
         one, and starting every backend costs it 0.3 s on lavapipe (to be called before the
         first enumeration; bindings without instance extras enumerate all)."""
         if self.instance_extras is not None and backend in INSTANCE_BACKENDS:
-            extras = importlib.import_module(self.instance_extras)
+            extras = _imported(self.instance_extras)
             extras.set_instance_extras(backends=[INSTANCE_BACKENDS[backend]])
 
     def tick_ns(self, queue: Any) -> float:
