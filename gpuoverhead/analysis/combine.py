@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpuoverhead.analysis.series import Key, Series
-from gpuoverhead.analysis.stats import Estimate, process_median_ci, ratio_ci
+from gpuoverhead.analysis.stats import Estimate, held_at_zero, process_median_ci, ratio_ci
 from gpuoverhead.cases import DECODE_KERNEL, FUSION, Case
 
 #: Differences, negative where the part subtracted is the larger (the FFI check says how
@@ -71,21 +71,13 @@ def combine(per_process: list[dict[Key, Series]], rng: np.random.Generator) -> l
 
 def _estimate(present: list[Series], rng: np.random.Generator, positive: bool) -> Estimate:
     """The median (or ratio of medians) over these processes' values, with its interval;
-    a positive quantity's interval held at zero (single rounds' values within one process
-    can fall below it, the quantity cannot), and so its value where the median itself fell
-    below (a slope lost in the wait's noise: said in its kind)."""
+    a positive quantity's held at zero (`held_at_zero`)."""
     if present[0].denominator is not None:
         est = ratio_ci([(s.values, s.denominator) for s in present], rng)
     else:
         est = process_median_ci([s.values for s in present], positive)
-    if positive and est.ci_low < 0:
-        est = replace(est, ci_low=0.0)
-    if positive and est.value < 0:  # the noise outweighs the slope: the nearest cost is 0
-        est = replace(est, value=0.0, kind=f"{est.kind}; not resolved: its median fell below "
-                                           f"zero ({est.value:.4g}), held at 0")
-    if positive and est.ci_high < 0:  # wholly below zero: no interval a cost can have
-        est = replace(est, ci_low=math.nan, ci_high=math.nan, level=0.0,
-                      kind=f"{est.kind}; no interval: it lay wholly below zero")
+    if positive:
+        est = held_at_zero(est)
     return replace(est, n_samples=sum(s.count for s in present))
 
 

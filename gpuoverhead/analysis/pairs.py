@@ -18,7 +18,7 @@ import numpy as np
 
 from gpuoverhead.analysis.combine import Row
 from gpuoverhead.analysis.series import Key, Series
-from gpuoverhead.analysis.stats import Estimate, over_processes, ratio_of
+from gpuoverhead.analysis.stats import Estimate, held_at_zero, over_processes, ratio_of
 from gpuoverhead.cases import Case
 
 Processes = list[dict[Key, Series]]
@@ -54,10 +54,13 @@ def paired_ratios(mine: Processes, theirs: Processes, label: str, metric_name: s
 
 
 def _estimate(ratios: np.ndarray, count: int) -> Estimate:
+    """The pairs' ratio with its interval, held at zero (`held_at_zero`): one process's
+    slope lost in its noise gives a pair ratio below zero, which a ratio of costs cannot
+    be."""
     if ratios.size == 1:
-        return Estimate(float(ratios[0]), math.nan, math.nan, count, 0.0,
-                        "one pair of processes: no interval")
-    return over_processes(ratios, True, "pair ratios", count)
+        return held_at_zero(Estimate(float(ratios[0]), math.nan, math.nan, count, 0.0,
+                                     "one pair of processes: no interval"))
+    return held_at_zero(over_processes(ratios, True, "pair ratios", count))
 
 
 def same_case(key: Key) -> Key:

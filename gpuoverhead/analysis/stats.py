@@ -24,7 +24,7 @@ gpuoverhead/analysis/coverage.py checks those claims in simulation.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import combinations
 
@@ -200,6 +200,22 @@ def over_processes(values: np.ndarray, positive: bool, what: str, count: int) ->
     found = between_processes(values, positive, what)
     return Estimate(float(found.value[0]), float(found.low[0]), float(found.high[0]), count,
                     found.level, found.kind)
+
+
+def held_at_zero(est: Estimate) -> Estimate:
+    """A positive quantity's estimate (a cost, a ratio of costs) as one a cost can have: its
+    interval's lower end held at zero (single values can fall below it, the quantity
+    cannot), and so its value where the estimate itself fell below (a slope lost in the
+    wait's noise: said in its kind); an interval wholly below zero is none."""
+    if est.ci_low < 0:
+        est = replace(est, ci_low=0.0)
+    if est.value < 0:  # the noise outweighs the slope: the nearest cost is 0
+        est = replace(est, value=0.0, kind=f"{est.kind}; not resolved: its estimate fell "
+                                           f"below zero ({est.value:.4g}), held at 0")
+    if est.ci_high < 0:
+        est = replace(est, ci_low=math.nan, ci_high=math.nan, level=0.0,
+                      kind=f"{est.kind}; no interval: it lay wholly below zero")
+    return est
 
 
 def process_median_ci(groups: list[np.ndarray], positive: bool) -> Estimate:

@@ -96,3 +96,18 @@ def test_each_job_is_paired_with_the_jobs_its_ratios_divide_by():
         (),            # the CPU reference itself
         (6,),          # numpy-cpu
     ]
+
+
+def test_a_pair_whose_slope_fell_below_zero_gives_a_ratio_held_at_zero():
+    """One process's slope lost in its noise (below zero) makes its pair's ratio negative;
+    the mean of two pairs then fell below zero (-0.043 in a crossover run beside a busy
+    core, outside its own interval [0, 12.7]): a ratio of costs is held at 0, said so."""
+    two = _ratio([-30.0, 5.0], [100.0, 100.0]).estimate
+    assert two.value == 0.0 and two.ci_low == 0.0 and two.ci_high > 0.05
+    assert "fell below zero (-0.125), held at 0" in two.kind
+    one = _ratio([-30.0], [100.0]).estimate
+    assert one.value == 0.0 and math.isnan(one.ci_high) and "held at 0" in one.kind
+    below = _ratio([-30.0, -20.0, -25.0, -26.0, -31.0, -22.0], [100.0] * 6).estimate
+    assert math.isnan(below.ci_low) and below.level == 0.0 and "wholly below" in below.kind
+    kept = _ratio([30.0, -2.0, 28.0], [100.0] * 3).estimate
+    assert kept.value == pytest.approx(56 / 300) and kept.ci_low == 0.0
