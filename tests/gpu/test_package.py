@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, only_run_folder, read_run
+from conftest import ROOT, measuring_first, only_run_folder, read_run
 
 pytest.importorskip("build")
 pytest.importorskip("hatchling")  # built here, not in an isolated environment per build
@@ -72,7 +72,8 @@ def test_wheel_in_a_fresh_venv_runs_quick(tmp_path):
     run = subprocess.run([str(_venv_bin(venv, "gpuoverhead")), "run", "--quick",
                           "--implementation", "wgpu-native", "--out", str(out)],
                          capture_output=True, text=True, timeout=900, cwd=tmp_path,
-                         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+                         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+                         preexec_fn=measuring_first)  # first in line, as the other runs
     assert run.returncode == 0, run.stderr[-3000:]
     _, summary, info = read_run(only_run_folder(out))
     assert info["status"] == "complete"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
-from gpuoverhead.run.quick_types import quick_types, resolve
+from gpuoverhead.run.quick_types import narrow_parse, quick_types, resolve
 
 _ffi = pytest.importorskip("wgpu.backends.wgpu_native._ffi").ffi
 
@@ -47,3 +49,39 @@ def test_anything_else_is_left_to_cffi_and_the_patch_is_undone():
         assert _ffi.typeof("WGPUBufferDescriptor *") is _ffi.typeof("WGPUBufferDescriptor*")
         assert _ffi.sizeof("WGPUBufferDescriptor[4]") == 4 * _ffi.sizeof("WGPUBufferDescriptor")
     assert FFI._typeof_locked is before
+
+
+#: Names a run's parent and worker met that are not simple typedef names (callbacks'
+#: signatures, primitives), and others of the kinds a header has.
+OTHERS = ("void(WGPULogLevel, WGPUStringView, void *)", "char []", "intptr_t", "uint32_t []",
+          "void(WGPUDevice const *, WGPUDeviceLostReason, WGPUStringView, void *, void *)",
+          "void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)",
+          "const WGPUBufferDescriptor *", "WGPUBool **", "struct WGPUBufferDescriptor",
+          "WGPUBufferMapCallback", "int(*)(WGPUBool, ...)")
+
+
+@pytest.mark.parametrize("cdecl", OTHERS)
+def test_a_parse_declaring_only_the_typedefs_named_gives_cffis_type(cdecl):
+    parser = _ffi._parser
+    slow = parser.parse_type_and_quals(cdecl)
+    parser._parse = partial(narrow_parse, parser)
+    try:
+        quick = parser.parse_type_and_quals(cdecl)
+    finally:
+        del parser._parse
+    assert quick == slow, cdecl
+    rendered = [tp.as_function_pointer() if tp.is_raw_function else tp  # as FFI.typeof
+                for tp, _ in (quick, slow)]
+    with _ffi._lock:
+        assert _ffi._get_cached_btype(rendered[0]) is _ffi._get_cached_btype(rendered[1])
+
+
+def test_a_name_that_is_no_type_fails_as_in_cffi():
+    from cffi import CDefError
+
+    with pytest.raises(CDefError) as slow:
+        _ffi.typeof("NotAType *")
+    with quick_types(), pytest.raises(CDefError) as quick:
+        _ffi.typeof("NotAType *")
+    assert str(quick.value) == str(slow.value)
+    assert "_parse" not in vars(_ffi._parser)  # the narrowing is undone
