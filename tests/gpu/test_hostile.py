@@ -695,12 +695,14 @@ def test_hostile_output_read_through_pipes(good_run_read_through_pipes):
 def _child(*args: str, pass_fds: tuple[int, ...] = (), env: dict[str, str] | None = None,
            ) -> subprocess.CompletedProcess[str]:
     """The CLI in a child process under a timeout (a read that blocks fails the test instead
-    of holding CI), with a pipe's wait for its writer cut to 1 s."""
+    of holding CI), with a pipe's wait for its writer cut to 1 s; first in line for the CPU,
+    as every run the tests start (a small run through a pipe took 3 s alone, 37-61 s
+    behind the other xdist worker's runs)."""
     code = ("import sys; from gpuoverhead.suite import source; source.PIPE_WAIT_S = 1.0; "
             "from gpuoverhead.cli import main; main()")
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                           timeout=120, cwd=ROOT, pass_fds=pass_fds,
-                          env={**os.environ, **(env or {})})
+                          env={**os.environ, **(env or {})}, preexec_fn=measuring_first)
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
