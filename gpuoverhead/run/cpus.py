@@ -104,6 +104,14 @@ def decide(probe: cpu_probe.Probe, allowed: list[int]
                for name, by_cpu in probe.seconds.items()}}}
     if not slow:  # against the others' median, never most of them
         return allowed, {**record, "used": span(allowed), "slow": []}, []
+    if len(slow) == len(allowed):  # each slower on a path: other work moved between them
+        return allowed, {**record, "used": span(allowed), "slow": [],
+                         "undecided": sorted(slow)}, [
+            "CPUs differ: " + "; ".join(
+                f"CPU {c} ran {f:.1f}x slower than the others ({path})"
+                for c, (f, path) in sorted(slow.items()))
+            + ": other work moved between them while they were probed, so none is left out;"
+            f" the run uses CPUs {span(allowed)}"]
     used = [c for c in allowed if c not in slow]
     worst = max(slow, key=lambda c: slow[c][0])
     factor, path = slow[worst]

@@ -27,6 +27,22 @@ def test_a_cpu_shared_with_a_busy_process_is_left_out_by_the_loop():
     assert used == [0] and record["slow"] == [1] and f"({LOOP}:" in lines[0]
 
 
+def test_cpus_each_slower_on_another_path_are_all_kept_and_said_so():
+    """Beside a busy process that moved between the two CPUs while they were probed, CPU 1
+    was slower at the issue and CPU 0 at the loop: leaving out both is no CPU to run on
+    (the run stopped with a traceback: sched_setaffinity of an empty set), so none is."""
+    import re
+
+    from conftest import CPU_NOTE
+
+    used, record, lines = decide(_probe({0: 76e-6, 1: 120e-6}, {0: 2.1e-6, 1: 1.25e-6}),
+                                 [0, 1])
+    assert used == [0, 1] and record["slow"] == [] and record["undecided"] == [0, 1]
+    assert re.fullmatch(CPU_NOTE, lines[0]), lines[0]
+    assert lines[0].startswith(f"CPUs differ: CPU 0 ran 1.7x slower than the others ({LOOP})"
+                               f"; CPU 1 ran 1.6x slower than the others ({ISSUE})")
+
+
 def test_cpus_within_the_factor_of_the_others_are_all_kept_and_one_fast_cpu_is_no_reference():
     used, record, lines = decide(_probe({0: 40e-6, 1: 58e-6, 2: 45e-6}), [0, 1, 2])
     assert used == [0, 1, 2] and record["slow"] == [] and lines == []
