@@ -93,9 +93,11 @@ def split_medians(values: pd.Series, process: pd.Series) -> Modes | None:
     if found is None:
         return None
     middle = math.sqrt(found.low_ns * found.high_ns)
-    per_process = (values > middle).groupby(process.loc[values.index])
-    both = per_process.mean().between(MIN_SHARE / 2, 1 - MIN_SHARE / 2)
-    medians = values.groupby(process.loc[values.index]).median()
+    owner, _ = pd.factorize(process.loc[values.index])  # numpy per process: pandas' groupby
+    mine = values.to_numpy(float)                        # cost 3 ms an estimate
+    upper = np.bincount(owner, mine > middle) / np.bincount(owner)
+    both = (upper >= MIN_SHARE / 2) & (upper <= 1 - MIN_SHARE / 2)
+    medians = np.array([np.median(mine[owner == i]) for i in range(len(upper))])
     split = (medians < middle).any() and (medians > middle).any()
     return found if split and both.mean() >= 0.5 else None
 

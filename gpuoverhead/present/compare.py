@@ -70,13 +70,9 @@ def _modes(samples: dict[tuple[str, str], pd.DataFrame], row: dict) -> str:
     return "" if mine is None else modes.of_estimate(mine, row["metric"], row["call"])
 
 
-def _p_value(b_values: np.ndarray | None, n_values: np.ndarray | None,
-             raw_b: pd.Series | None, raw_n: pd.Series | None) -> float:
-    """p of no change: of the two runs' process values where both have two or more
-    (`runs_p`), else Mann-Whitney on the raw samples where there are such, else nan."""
-    if b_values is not None and n_values is not None and min(len(b_values),
-                                                             len(n_values)) >= 2:
-        return runs_p(b_values, n_values)
+def _raw_p(raw_b: pd.Series | None, raw_n: pd.Series | None) -> float:
+    """p of no change by Mann-Whitney on the raw samples behind an estimate where there are
+    such (runs of one process), else nan."""
     if raw_b is not None and raw_n is not None and len(raw_b) and len(raw_n):
         return float(sps.mannwhitneyu(raw_b.to_numpy(), raw_n.to_numpy(),
                                       alternative="two-sided").pvalue)
@@ -91,16 +87,34 @@ def _by_key(per_process: pd.DataFrame) -> dict[tuple, np.ndarray]:
             for key, part in per_process.groupby(KEY, dropna=False, sort=False)}
 
 
-def _ratio_ci(b: dict[str, float], n: dict[str, float], b_values: np.ndarray | None,
-              n_values: np.ndarray | None) -> tuple[float, float, float]:
-    """NEW / BASE with its interval (see the module's docstring)."""
-    if b_values is not None and n_values is not None and min(len(b_values),
-                                                             len(n_values)) >= 2:
-        found = runs_ratio(b_values, n_values)
-    else:
-        found = combined_ratio(*(Interval(*(np.array([x[k]]) for k in ("value", "ci_low",
-                                                                         "ci_high")),
-                                          CONFIDENCE, "") for x in (b, n)))
+def _between_runs(pairs: list[tuple[np.ndarray | None, np.ndarray | None]],
+                  ) -> list[tuple[float, float, float, float] | None]:
+    """Ratio, its interval and p of each estimate whose runs both have two or more process
+    values (`runs_ratio`, `runs_p`), judged together by process counts; None elsewhere."""
+    found = np.full((4, len(pairs)), math.nan)
+    counts: dict[tuple[int, int], list[int]] = {}
+    for i, (b, n) in enumerate(pairs):
+        if b is not None and n is not None and min(len(b), len(n)) >= 2:
+            counts.setdefault((len(b), len(n)), []).append(i)
+    for rows in counts.values():
+        b, n = (np.array([pairs[i][side] for i in rows]) for side in (0, 1))
+        positive = (b > 0).all(axis=1) & (n > 0).all(axis=1)  # runs_ratio: all or none
+        for mask in (positive, ~positive):
+            if mask.any():
+                ratio = runs_ratio(b[mask], n[mask])
+                at = np.asarray(rows)[mask]
+                found[:3, at] = ratio.value, ratio.low, ratio.high
+                found[3, at] = runs_p(b[mask], n[mask])
+    judged = {i for rows in counts.values() for i in rows}
+    return [tuple(map(float, found[:, i])) if i in judged else None
+            for i in range(len(pairs))]
+
+
+def _combined(b: dict[str, float], n: dict[str, float]) -> tuple[float, float, float]:
+    """NEW / BASE of two estimates from their own intervals (`combined_ratio`)."""
+    found = combined_ratio(*(Interval(*(np.array([x[k]]) for k in ("value", "ci_low",
+                                                                    "ci_high")),
+                                      CONFIDENCE, "") for x in (b, n)))
     return float(found.value[0]), float(found.low[0]), float(found.high[0])
 
 
@@ -136,14 +150,18 @@ def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> pd.Data
     base_samples = _by_case(base.samples(_RAW_COLUMNS))
     new_samples = _by_case(new.samples(_RAW_COLUMNS))
     base_values, new_values = _by_key(base.per_process), _by_key(new.per_process)
+    records = joined.to_dict("records")  # plain dicts: a Series per row cost 1 s a 1,000
+    keys = [tuple(r[k] for k in KEY) for r in records]
+    paired = _between_runs([(base_values.get(k), new_values.get(k)) for k in keys])
     rows = []
-    for r in joined.to_dict("records"):  # plain dicts: a Series per row cost 1 s a 1,000
+    for r, by_processes in zip(records, paired, strict=True):
         b = {k: r[f"{k}_base"] for k in ("value", "ci_low", "ci_high")}
         n = {k: r[f"{k}_new"] for k in ("value", "ci_low", "ci_high")}
-        key = tuple(r[k] for k in KEY)
-        ratio, low, high = _ratio_ci(b, n, base_values.get(key), new_values.get(key))
-        raw_b, raw_n = _raw(base_samples, r), _raw(new_samples, r)
-        p = _p_value(base_values.get(key), new_values.get(key), raw_b, raw_n)
+        if by_processes is None:  # not two process values a run
+            ratio, low, high = _combined(b, n)
+            p = _raw_p(_raw(base_samples, r), _raw(new_samples, r))
+        else:
+            ratio, low, high, p = by_processes
         rows.append({**{k: r[k] for k in KEY}, "unit": r["unit_base"],
                      "hint": r["hint_base"], "better": r["better_base"],
                      "base": b["value"], "new": n["value"], "ratio": ratio,

@@ -4,7 +4,7 @@ tables: Welch's interval as scipy computes it, Mann-Whitney's critical values.""
 import numpy as np
 import pytest
 
-from gpuoverhead.analysis.runs import _shift_rank, runs_ratio, welch_ratio
+from gpuoverhead.analysis.runs import _shift_rank, runs_p, runs_ratio, welch_ratio
 
 
 def test_welch_ratio_is_scipy_s_welch_interval_on_logs():
@@ -30,3 +30,25 @@ def test_the_shift_interval_uses_mann_whitney_s_critical_values():
     assert (found.low[0], found.high[0]) == pytest.approx((np.exp(shifts[5]),
                                                            np.exp(shifts[30])))
     assert "Hodges-Lehmann" in found.kind and "Welch" in runs_ratio(base[:5], new[:5]).kind
+
+
+@pytest.mark.parametrize("processes", [3, 6])
+def test_runs_p_of_many_rows_is_each_row_s_own_test(processes):
+    """Rows judged in one call (as compare judges a set's estimates) get the p each row
+    gets alone from scipy's test on logs (Welch's t under six processes, exact
+    Mann-Whitney from six); a row holding a value at or below zero or not finite is nan,
+    and leaves the others as they were."""
+    from scipy import stats as sps
+
+    rng = np.random.default_rng(11)
+    base = rng.lognormal(3.0, 0.2, (5, processes))
+    new = base * rng.lognormal(0.3, 0.2, (5, processes))
+    new[1, 0], base[3, -1] = 0.0, np.inf
+    found = runs_p(base, new)
+    for row in (0, 2, 4):
+        lb, ln = np.log(base[row]), np.log(new[row])
+        alone = (sps.mannwhitneyu(lb, ln, alternative="two-sided", method="exact")
+                 if processes >= 6 else sps.ttest_ind(lb, ln, equal_var=False)).pvalue
+        assert found[row] == pytest.approx(alone)
+    assert np.isnan(found[[1, 3]]).all() and np.isfinite(found[[0, 2, 4]]).all()
+    assert np.isnan(runs_p(base[:, :1], new[:, :1])).all()  # one process a run: no test
