@@ -75,8 +75,9 @@ def _half_widths(summary: read.ResultSet, table: pd.DataFrame) -> pd.Series:
     """Half-width on logs of each compared row's NEW/BASE interval, found without compare:
     where the set has ORDER_MIN or more processes of the estimate, the Hodges-Lehmann
     shift's Mann-Whitney interval (`_hodges_lehmann_half`); two to five, Welch's interval of
-    their log values against the same values moved by the row's factor (scipy's), nan where
-    one is not above zero or unbounded; otherwise sqrt(2) x the set's own half-width on logs
+    their log values against the same values moved by the row's factor (scipy's, for the
+    rows of one process count at once; a shift does not change its width), nan where one
+    is not above zero or unbounded; otherwise sqrt(2) x the set's own half-width on logs
     (both sets have the same relative widths)."""
     from scipy import stats as sps
 
@@ -84,26 +85,29 @@ def _half_widths(summary: read.ResultSet, table: pd.DataFrame) -> pd.Series:
                    summary.per_process.groupby(comparing.KEY, dropna=False, sort=False)}
     own = table.merge(summary.summary[comparing.KEY + ["ci_low", "ci_high"]],
                       on=comparing.KEY, how="left", validate="one_to_one")
-    halves = []
-    for (_, row), (_, mine) in zip(table.iterrows(), own.iterrows(), strict=True):
-        values = per_process.get(tuple(row[k] for k in comparing.KEY))
-        if values is not None and len(values) >= 2:
-            if not (np.isfinite(values) & (values > 0)).all():
-                halves.append(math.nan)
-            elif np.ptp(np.log(values)) == 0:
-                halves.append(0.0)
-            elif len(values) >= ORDER_MIN:
-                halves.append(_hodges_lehmann_half(np.log(values)))
-            else:
-                logs = np.log(values)
-                shift = math.log(FACTOR) if row["unit"] == "ns" else 0.0
-                ci = sps.ttest_ind(logs + shift, logs, equal_var=False).confidence_interval()
-                halves.append((ci.high - ci.low) / 2)
+    halves = np.full(len(table), math.nan)
+    welch: dict[int, list[int]] = {}
+    keys = zip(*(table[k] for k in comparing.KEY), strict=True)
+    for i, (key, base, low, high) in enumerate(zip(keys, table["base"], own["ci_low"],
+                                                   own["ci_high"], strict=True)):
+        values = per_process.get(key)
+        if values is None or len(values) < 2:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                if base > 0 and low > 0:
+                    halves[i] = math.sqrt(2) * math.log(high / low) / 2
+        elif not (np.isfinite(values) & (values > 0)).all():
             continue
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ok = row["base"] > 0 and mine["ci_low"] > 0
-            halves.append(math.sqrt(2) * math.log(mine["ci_high"] / mine["ci_low"]) / 2
-                          if ok else math.nan)
+        elif np.ptp(np.log(values)) == 0:
+            halves[i] = 0.0
+        elif len(values) >= ORDER_MIN:
+            halves[i] = _hodges_lehmann_half(np.log(values))
+        else:
+            welch.setdefault(len(values), []).append(i)
+    for rows in welch.values():
+        logs = np.log([per_process[tuple(table[k].iat[i] for k in comparing.KEY)]
+                       for i in rows])
+        ci = sps.ttest_ind(logs, logs, equal_var=False, axis=1).confidence_interval()
+        halves[rows] = (ci.high - ci.low) / 2
     return pd.Series(halves, index=table.index)
 
 
