@@ -111,10 +111,15 @@ def own_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
     folder = tmp_path_factory.getbasetemp() / "tmp"
     folder.mkdir(exist_ok=True)
     # torch.compile's cache stays where it was (under the usual temporary folder), as warm or
-    # as cold as it would be without this folder.
+    # as cold as it would be without this folder: Inductor keeps its precompiled header
+    # (about 10 CPU-s of g++ to build) under the temporary folder whatever its cache folder,
+    # so that name in this folder is the usual one.
     with contextlib.suppress(KeyError, OSError):  # a user without a name: torch's fallback
-        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(
-            tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}"))
+        name = f"torchinductor_{getpass.getuser()}"
+        usual = Path(os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR",
+                                           os.path.join(tempfile.gettempdir(), name)))
+        usual.mkdir(exist_ok=True)
+        (folder / name).symlink_to(usual, target_is_directory=True)
     keep_bytecode()
     os.environ["TMPDIR"] = str(folder)
     tempfile.tempdir = None  # gettempdir() reads TMPDIR again
