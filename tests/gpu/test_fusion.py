@@ -255,30 +255,49 @@ def test_run_reports_speedups_with_ci_and_the_crossover(ci_run):
     assert math.isfinite(cross.value.iat[0]) or cross.estimator.iat[0].startswith("not reached")
 
 
-@pytest.mark.slow
-def test_torch_fusion_baseline_checks_its_outputs(tmp_path: Path):
+@pytest.fixture(scope="module")
+def torch_run(tmp_path_factory: pytest.TempPathFactory):
+    """One run of the fusion patterns' PyTorch forms on the CPU, one process a job: chain,
+    rmsnorm and matmul eager only (torch_compile_max_n 0); the dependent loop and the
+    population also through torch.compile, and the loop again with a `compile_limit_s` far
+    below what a compile takes. Each job is a worker that imports torch (about 3 CPU-s):
+    one run for both tests that read it."""
     pytest.importorskip("torch")
-    suite = write_suite(tmp_path, """
+    folder = tmp_path_factory.mktemp("torch-fusion")
+    suite = write_suite(folder, """
 defaults: {n_sweep: [1, 2], budget_s: 0.1, min_rounds: 3, warmup_max_rounds: 1,
-           torch_compile_max_n: 0}
+           gpu_timestamps: false, torch_compile_max_n: 0}
 benchmarks:
   - {name: chain, fusion: chain, k_sweep: [3], elements: 1000}
-  - {name: loop, fusion: loop, k_sweep: [4], elements: 32}
+  - {name: loop, fusion: loop, k_sweep: [4], elements: 32, torch_compile_max_n: 8}
+  - {name: limited, fusion: loop, k_sweep: [4], elements: 32, torch_compile_max_n: 8,
+     compile_limit_s: 0.01}
   - {name: rmsnorm, fusion: rmsnorm, elements: 896}
   - {name: matmul, fusion: matmul, k_sweep: [16, 32]}
+  - {name: population, fusion: population, k_sweep: [3], elements: 64,
+     torch_compile_max_n: 8}
 """)
-    out = tmp_path / "out"
     proc = gpuoverhead("run", "--suite", str(suite), "--implementation", "torch",
-                       "--processes", "1", "--out", str(out))
+                       "--processes", "1", "--out", str(folder / "out"))
     assert proc.returncode == 0, proc.stderr
-    _, summary, info = read_run(only_run_folder(out))
+    return proc, read_run(only_run_folder(folder / "out"))
+
+
+@pytest.mark.slow
+def test_torch_fusion_baseline_checks_its_outputs(torch_run):
+    """Each pattern's eager form measured, its outputs checked against numpy in the run
+    (a mismatch is an error); with compile off, eager is its only form."""
+    _, (_, summary, info) = torch_run
     assert not info["errors"]
-    units = summary[(summary.metric == "per_unit_ns") & summary.process.isna()]
-    assert set(units.benchmark) == {"chain", "loop", "rmsnorm", "matmul"}
-    assert set(units.implementation) == {"torch-eager"}  # compile off, no CUDA graph on CPU
-    # Each case's build (here: one eager unit run) is a figure of its own.
-    builds = summary[(summary.metric == "build_ns") & summary.process.isna()]
-    assert set(builds.case) == set(summary.loc[summary.process.isna(), "case"])
+    rows = summary[summary.process.isna()]
+    units = rows[rows.metric == "per_unit_ns"]
+    assert set(units.benchmark) == {"chain", "loop", "limited", "rmsnorm", "matmul",
+                                    "population"}
+    eager_only = units[units.benchmark.isin(("chain", "rmsnorm", "matmul"))]
+    assert set(eager_only.implementation) == {"torch-eager"}  # no CUDA graph on the CPU
+    # Each case's build (here: one eager unit run, or a compile) is a figure of its own.
+    builds = rows[rows.metric == "build_ns"]
+    assert set(builds.case) == set(rows.loc[rows.metric != "error", "case"])
     assert (builds.value > 0).all()
 
 
@@ -309,32 +328,20 @@ benchmarks:
 
 
 @pytest.mark.slow
-def test_torch_compile_of_the_loop_is_timed_and_one_past_its_limit_is_a_row(tmp_path: Path):
+def test_torch_compile_of_the_loop_is_timed_and_one_past_its_limit_is_a_row(torch_run):
     """The dependent loop's L steps through torch.compile on the CPU: measured, its output
     checked against numpy, its build a `build_ns` figure; with `compile_limit_s` far below
     what a compile takes, that case is an error row naming the limit, the eager steps
     beside it are measured and the run ends well. The console lists both builds. The
     population shares the loop's PyTorch forms: its compiled steps are compiled too (once
     they ran as a CUDA graph under torch.compile's name)."""
-    pytest.importorskip("torch")
-    suite = write_suite(tmp_path, """
-defaults: {n_sweep: [1, 2], budget_s: 0.1, min_rounds: 3, warmup_max_rounds: 1,
-           gpu_timestamps: false, torch_compile_max_n: 8}
-benchmarks:
-  - {name: loop, fusion: loop, k_sweep: [4], elements: 32}
-  - {name: limited, fusion: loop, k_sweep: [4], elements: 32, compile_limit_s: 0.01}
-  - {name: population, fusion: population, k_sweep: [3], elements: 64}
-""")
-    out = tmp_path / "out"
-    proc = gpuoverhead("run", "--suite", str(suite), "--implementation", "torch",
-                       "--processes", "1", "--out", str(out))
-    assert proc.returncode == 0, proc.stderr
+    proc, (_, summary, info) = torch_run
     assert "left out, its build failed: CompileTimeout" in proc.stderr
     assert "torch.compile: seconds to compile" in proc.stdout
-    _, summary, info = read_run(only_run_folder(out))
     assert not info["errors"]  # the outputs matched numpy before and after sampling
     rows = summary[summary.process.isna()]
-    units = rows[rows.metric == "per_unit_ns"]
+    units = rows[(rows.metric == "per_unit_ns")
+                 & rows.benchmark.isin(("loop", "limited", "population"))]
     assert set(zip(units.benchmark, units.implementation, strict=True)) == {
         ("loop", "torch-eager"), ("loop", "torch-compile"), ("limited", "torch-eager"),
         ("population", "torch-eager"), ("population", "torch-compile")}
