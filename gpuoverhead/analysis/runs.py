@@ -54,20 +54,25 @@ def runs_ratio(base: np.ndarray, new: np.ndarray) -> Interval:
     column per process; at least two a run). Where both runs have ORDER_MIN or more
     processes: the Hodges-Lehmann shift on logs (the median of every new / base pair) with
     its Mann-Whitney interval, exact wherever the two runs' processes come from the same
-    distribution, whatever it is (two modes included); otherwise `welch_ratio`."""
+    distribution, whatever it is (two modes included); otherwise `welch_ratio`. A row
+    with a value at or below zero is undetermined (nan), as in `welch_ratio`."""
     b, n = (np.atleast_2d(np.asarray(v, dtype=float)) for v in (base, new))
     m, k = b.shape[1], n.shape[1]
     if min(m, k) < ORDER_MIN:
         return welch_ratio(b, n)
-    if not (np.all(b > 0) and np.all(n > 0)):
-        nan = np.full(max(len(b), len(n)), math.nan)
-        return Interval(nan, nan, nan, CONFIDENCE, "undetermined: a value at or below zero")
-    shifts = np.sort((np.log(n)[:, None, :] - np.log(b)[:, :, None]).reshape(-1, m * k),
-                     axis=1)
-    rank = _shift_rank(m, k)
-    return Interval(np.exp(np.median(shifts, axis=1)), np.exp(shifts[:, rank - 1]),
-                    np.exp(shifts[:, m * k - rank]), CONFIDENCE,
-                    "Hodges-Lehmann shift on logs, Mann-Whitney interval")
+    rows = max(len(b), len(n))
+    b, n = np.broadcast_to(b, (rows, m)), np.broadcast_to(n, (rows, k))
+    ok = (b > 0).all(axis=1) & (n > 0).all(axis=1)  # a value at or below zero: nan, its row
+    found = np.full((3, rows), math.nan)
+    if ok.any():
+        shifts = np.sort((np.log(n[ok])[:, None, :] - np.log(b[ok])[:, :, None])
+                         .reshape(-1, m * k), axis=1)
+        rank = _shift_rank(m, k)
+        found[:, ok] = np.exp([np.median(shifts, axis=1), shifts[:, rank - 1],
+                               shifts[:, m * k - rank]])
+    return Interval(*found, CONFIDENCE, "Hodges-Lehmann shift on logs, Mann-Whitney interval"
+                    if ok.all() else "Hodges-Lehmann shift on logs, Mann-Whitney interval; "
+                    "undetermined where a value is at or below zero")
 
 
 @lru_cache(maxsize=256)

@@ -98,13 +98,8 @@ def _between_runs(pairs: list[tuple[np.ndarray | None, np.ndarray | None]],
             counts.setdefault((len(b), len(n)), []).append(i)
     for rows in counts.values():
         b, n = (np.array([pairs[i][side] for i in rows]) for side in (0, 1))
-        positive = (b > 0).all(axis=1) & (n > 0).all(axis=1)  # runs_ratio: all or none
-        for mask in (positive, ~positive):
-            if mask.any():
-                ratio = runs_ratio(b[mask], n[mask])
-                at = np.asarray(rows)[mask]
-                found[:3, at] = ratio.value, ratio.low, ratio.high
-                found[3, at] = runs_p(b[mask], n[mask])
+        ratio = runs_ratio(b, n)
+        found[:, rows] = ratio.value, ratio.low, ratio.high, runs_p(b, n)
     judged = {i for rows in counts.values() for i in rows}
     return [tuple(map(float, found[:, i])) if i in judged else None
             for i in range(len(pairs))]

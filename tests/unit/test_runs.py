@@ -52,3 +52,18 @@ def test_runs_p_of_many_rows_is_each_row_s_own_test(processes):
         assert found[row] == pytest.approx(alone)
     assert np.isnan(found[[1, 3]]).all() and np.isfinite(found[[0, 2, 4]]).all()
     assert np.isnan(runs_p(base[:, :1], new[:, :1])).all()  # one process a run: no test
+
+
+def test_a_row_with_a_value_at_or_below_zero_leaves_the_other_rows_their_shift():
+    """Hodges-Lehmann over rows (six processes a run): the row holding a zero is
+    undetermined, every other row is what it is alone."""
+    rng = np.random.default_rng(5)
+    base, new = rng.lognormal(0.0, 0.2, (4, 6)), rng.lognormal(0.1, 0.2, (4, 6))
+    new[2, 3] = 0.0
+    found = runs_ratio(base, new)
+    assert np.isnan([found.value[2], found.low[2], found.high[2]]).all()
+    for row in (0, 1, 3):
+        alone = runs_ratio(base[row], new[row])
+        assert (found.value[row], found.low[row], found.high[row]) == pytest.approx(
+            (alone.value[0], alone.low[0], alone.high[0]))
+    assert "undetermined" in found.kind and "undetermined" not in alone.kind
