@@ -2,7 +2,7 @@
 holding one million sample rows in all. Prints wall time and peak memory; the targets are
 under 5 s and under 1 GiB.
 
-    python tests/bench_report_scale.py [RUN_FOLDER]
+    python benchmarks/report_scale.py [RUN_FOLDER]
 
 RUN_FOLDER is any real run (default: the first under results/); its samples are repeated,
 and its folder copied, until the copies hold 1,000,000 sample rows.
