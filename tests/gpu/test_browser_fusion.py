@@ -47,9 +47,12 @@ def suite_path(tmp_path_factory):
 
 @pytest.mark.slow
 def test_fusion_patterns_in_the_browser_beside_wgpu_native_with_the_tax(suite_path, tmp_path):
+    """Without a time limit: the tax's interval needs both process pairs, and a limit drops a
+    pass where start-ups run long (a CI machine took 122 s of 150 with Chromium's and ran
+    one pair of the population: no interval, as a time-limited run rightly says)."""
     proc = gpuoverhead("run", "--suite", str(suite_path), "--implementation",
                        "wgpu-native,chromium", "--backend", BACKEND, "--out", str(tmp_path),
-                       "--seed", "3", "--processes", "2", "--time-limit", "150")
+                       "--seed", "3", "--processes", "2")
     assert proc.returncode == 0, proc.stderr
     _, summary, info = read_run(only_run_folder(tmp_path))
     assert info["status"] == "complete" and not info["errors"]
