@@ -15,7 +15,7 @@ from conftest import ROOT, in_process
 DOCUMENTS = [ROOT / "README.md", ROOT / "results" / "README.md",
              *sorted((ROOT / "docs").glob("*.md"))]
 #: `results/<machine>/<question>[/<part>]` as the documents write it.
-FOLDER = re.compile(r"results/[a-z0-9]+/[A-Za-z0-9._{},/-]*[A-Za-z0-9}]")
+FOLDER = re.compile(r"results/[a-z0-9-]+/[A-Za-z0-9._{},/-]*[A-Za-z0-9}]")
 
 
 def _named(text: str) -> list[str]:
@@ -37,6 +37,20 @@ def test_every_result_folder_the_documents_name_is_committed():
     assert missing == []
 
 
+def test_the_results_readme_lists_every_committed_set_and_only_those():
+    """Its table names folders without `results/` (the check above cannot see them): each
+    named is there, and every run folder (a run.json) is under one named."""
+    text = (ROOT / "results" / "README.md").read_text("utf-8")
+    cells = [line.split("|")[1] for line in text.splitlines() if line.startswith("| `")]
+    named = {n.removeprefix("results/") for cell in cells
+             for n in _named(" ".join(f"results/{c}" for c in re.findall(r"`([^`]+)`", cell)))}
+    assert sorted(n for n in named if not (ROOT / "results" / n).exists()) == []
+    runs = {str(p.parent.relative_to(ROOT / "results"))
+            for p in (ROOT / "results").rglob("run.json")}
+    assert sorted(r for r in runs if not any(r == n or r.startswith(n + "/")
+                                             for n in named)) == []
+
+
 @pytest.mark.slow
 def test_report_over_every_machine_folder_has_a_row_per_adapter(tmp_path):
     out = tmp_path / "report.csv"
@@ -51,6 +65,6 @@ def test_report_over_every_machine_folder_has_a_row_per_adapter(tmp_path):
     assert {"NVIDIA H100 80GB HBM3", "NVIDIA H200"} <= measured
     assert set(table["adapter"]) == measured
     h200 = table[table["adapter"] == "NVIDIA H200"]
-    # default, limit300, processes-3, processes-10, browser-default and both halves of
-    # selftest-again
-    assert (h200.loc[h200["implementation"] == "wgpu-native", "runs"] == 7).all()
+    # h200: default, limit300, processes-3, processes-10, browser-default and both halves
+    # of selftest-again; h200-x4: default and both halves of selftest
+    assert (h200.loc[h200["implementation"] == "wgpu-native", "runs"] == 10).all()
