@@ -4,10 +4,13 @@ The loop is built as a small extension module through cffi's API mode, which com
 setuptools' compiler discovery: the C compiler Python was built with or $CC (arguments
 included) on Linux and macOS, MSVC found through vswhere on Windows, no developer prompt
 needed. It is built against the webgpu.h that ships in the wgpu wheel, cached per source,
-header, interpreter and compiler in the OS's cache folder (or, where that cannot be written,
-a private folder under the temporary one), and handed the function pointers of the library
-that the binding already loaded, so it calls exactly what `raw` calls. Where no compiler is
-found, or no folder can be written, the layer is skipped, and `load` says why.
+header, interpreter and compiler in the OS's cache folder (or, where that cannot be written
+or is not private, a private folder under the temporary one; gpu/cache_folder.py), and
+handed the function pointers of the library that the binding already loaded, so it calls
+exactly what `raw` calls. A kept module is loaded only where it is this user's own and
+private, and one that is not, or that does not load, is built again, said in a line. Where
+no compiler is found, or no folder can be written, the layer is skipped, and `load` says
+why.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuoverhead import encodings
-from gpuoverhead.gpu.cache_folder import cache_dir, temporary_cache_dir
+from gpuoverhead.gpu import private
+from gpuoverhead.gpu.cache_folder import cache_dir, note, temporary_cache_dir
 from gpuoverhead.gpu.output import captured
 from gpuoverhead.gpu.targets import Target
 
@@ -103,17 +107,50 @@ def load() -> NativeLoop | str:
 
 
 def _load_from(path: Path, name: str, headers: Path, described: str) -> NativeLoop | str:
-    """The loop module at `path`, built there first if it is not; OSError where its folder
-    cannot be made or written."""
-    if not path.is_file():
-        failed = _build(name, headers, path, described)
-        if failed:
-            return failed
+    """The loop module at `path`, built there first where none was, or where the one there
+    is not this user's own and private or does not load (said); OSError where its folder
+    cannot be written."""
+    if _kept(path):
+        try:
+            return _imported(path, name, described)
+        except (ImportError, AttributeError) as exc:  # damaged: a traceback on every run
+            note(f"{path} does not load ({_first_words(exc)}): the C loop is built again")
+    failed = _build(name, headers, path, described)
+    if failed:
+        return failed
+    try:
+        return _imported(path, name, described)
+    except (ImportError, AttributeError) as exc:
+        return f"native layer skipped: the C loop built as {path} does not load: " \
+               f"{_first_words(exc)}"
+
+
+def _kept(path: Path) -> bool:
+    """Whether a loop built before is at `path` to be loaded: only where it is this user's
+    own and private (gpu/private.py); one that is not is said, and built again over it."""
+    try:
+        private.check_file(path)
+    except FileNotFoundError:
+        return False
+    except private.NotPrivate as exc:
+        note(f"{exc.reason}: the C loop there is not loaded, but built again")
+        return False
+    return True
+
+
+def _imported(path: Path, name: str, described: str) -> NativeLoop:
+    """The loop module at `path`, loaded: ImportError where it is not a module, and
+    AttributeError where it is not the loop's."""
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    module.lib.gpuoverhead_issue  # noqa: B018  (a loop module, not another)
     return NativeLoop(module.ffi, module.lib, path, described)
+
+
+def _first_words(exc: Exception) -> str:
+    return " ".join(str(exc).split())[:200] or type(exc).__name__
 
 
 def _build(name: str, headers: Path, path: Path, described: str) -> str | None:
@@ -124,12 +161,12 @@ def _build(name: str, headers: Path, path: Path, described: str) -> str | None:
     ffi = cffi.FFI()
     ffi.cdef(_CDEF)
     ffi.set_source(name, SOURCE.read_text(), include_dirs=[str(headers)])
-    path.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=path.parent))
     log = work / "compiler.log"
     try:
         with open(log, "wb") as sink, captured(sink), _home(work):  # not on the terminal
             built = Path(ffi.compile(tmpdir=str(work), verbose=False))
+        built.chmod(0o700)  # only this user's to write, whatever the umask (gpu/private.py)
         os.replace(built, path)
     except Exception as exc:  # the compiler's first error, said in one line
         text = log.read_text(errors="replace") if log.is_file() else ""
