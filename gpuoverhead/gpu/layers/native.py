@@ -8,7 +8,8 @@ header, interpreter and compiler in the OS's cache folder (or, where that cannot
 or is not private, a private folder under the temporary one; gpu/cache_folder.py), and
 handed the function pointers of the library that the binding already loaded, so it calls
 exactly what `raw` calls. A kept module is loaded only where it is this user's own and
-private, and one that is not, or that does not load, is built again, said in a line. Where
+private and its bytes are those built (a digest beside it), and one that is not, or that
+does not load, is built again, said in a line. Where
 no compiler is found, or no folder can be written, the layer is skipped, and `load` says
 why.
 """
@@ -35,6 +36,7 @@ from gpuoverhead.gpu import private
 from gpuoverhead.gpu.cache_folder import cache_dir, note, temporary_cache_dir
 from gpuoverhead.gpu.output import captured
 from gpuoverhead.gpu.targets import Target
+from gpuoverhead.whole_files import atomic
 
 SOURCE = Path(__file__).with_name("native_loop.c")
 #: wgpu-native functions in the order of the C `Procs` struct.
@@ -44,6 +46,8 @@ PROCS = ("wgpuDeviceCreateCommandEncoder", "wgpuCommandEncoderBeginComputePass",
          "wgpuComputePassEncoderRelease", "wgpuCommandEncoderFinish",
          "wgpuCommandEncoderRelease", "wgpuQueueSubmit", "wgpuCommandBufferRelease")
 ENCODINGS = {e.name: e.native_code for e in encodings.ENCODINGS}
+#: A larger file is not a loop module (37 kB with gcc on Linux): it is not read.
+MAX_BYTES = 64 << 20
 #: What Python sees of the loop (handles as void *: the C side has their real types).
 _CDEF = """
 int gpuoverhead_issue(const void *procs, void *device, void *queue, void *pipeline,
@@ -127,15 +131,27 @@ def _load_from(path: Path, name: str, headers: Path, described: str) -> NativeLo
 
 def _kept(path: Path) -> bool:
     """Whether a loop built before is at `path` to be loaded: only where it is this user's
-    own and private (gpu/private.py); one that is not is said, and built again over it."""
+    own and private (gpu/private.py), and its bytes those built (the digest kept beside it:
+    a module cut short crashed the loader with SIGBUS); one that is not is said, and built
+    again over it. One without a digest (kept by an earlier version) is built again."""
     try:
         private.check_file(path)
+        blob = private.read(path, MAX_BYTES)
+        kept = private.read(_digest_file(path), 100).decode(errors="replace").strip()
     except FileNotFoundError:
         return False
     except private.NotPrivate as exc:
         note(f"{exc.reason}: the C loop there is not loaded, but built again")
         return False
+    if kept != hashlib.sha256(blob).hexdigest():
+        note(f"{path} is not the C loop as it was built (its bytes differ from its digest "
+             f"in {_digest_file(path).name}): built again")
+        return False
     return True
+
+
+def _digest_file(path: Path) -> Path:
+    return path.with_name(f"{path.name}.sha256")
 
 
 def _imported(path: Path, name: str, described: str) -> NativeLoop:
@@ -167,7 +183,9 @@ def _build(name: str, headers: Path, path: Path, described: str) -> str | None:
         with open(log, "wb") as sink, captured(sink), _home(work):  # not on the terminal
             built = Path(ffi.compile(tmpdir=str(work), verbose=False))
         built.chmod(0o700)  # only this user's to write, whatever the umask (gpu/private.py)
+        digest = hashlib.sha256(built.read_bytes()).hexdigest().encode()
         os.replace(built, path)
+        atomic(_digest_file(path), lambda p: private.write(p, digest))
     except Exception as exc:  # the compiler's first error, said in one line
         text = log.read_text(errors="replace") if log.is_file() else ""
         said = [line for line in text.splitlines() if "error" in line.lower()] \
