@@ -135,12 +135,16 @@ def keep_bytecode() -> None:
     worker. The processes keep their bytecode instead, as they would without that variable,
     under the usual temporary folder (PYTHONPYCACHEPREFIX) rather than beside the sources,
     so that the checkout stays as it was; the first processes fill it once. Nothing of what
-    a test checks depends on where bytecode lives."""
+    a test checks depends on where bytecode lives. The folder is used only where it is this
+    user's own and private (gpu/private.py): bytecode another user planted there would run."""
     if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
         return
-    with contextlib.suppress(KeyError, OSError):  # a user without a name: no shared folder
-        os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(
-            tempfile.gettempdir(), f"gpuoverhead-tests-bytecode_{getpass.getuser()}")
+    from gpuoverhead.gpu import private
+
+    with contextlib.suppress(KeyError, OSError):  # no user name, or not private: none kept
+        folder = private.folder(
+            Path(tempfile.gettempdir()) / f"gpuoverhead-tests-bytecode_{getpass.getuser()}")
+        os.environ["PYTHONPYCACHEPREFIX"] = str(folder)
         del os.environ["PYTHONDONTWRITEBYTECODE"]
 
 
