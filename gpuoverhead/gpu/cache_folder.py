@@ -37,9 +37,8 @@ def cache_dir() -> Path:
     try:
         fallback = temporary_cache_dir()
     except OSError as exc:
-        why = getattr(exc, "reason", f"{exc.filename}: {exc.strerror}")
-        note(f"no cache folder is private ({refused.reason}; {why}): nothing is kept or "
-             "loaded from one")
+        note(f"no cache folder is private ({refused.reason}; {_why(exc)}): nothing is kept "
+             "or loaded from one")
         raise
     note(f"the cache folder is not private ({refused.reason}): using {fallback} instead")
     return fallback
@@ -66,14 +65,14 @@ def temporary_cache_dir() -> Path:
 
 def runtime_dir() -> Path | None:
     """A private runtime folder for Mesa's drivers: `gpuoverhead-runtime-<uid>` under the
-    temporary folder, made 0700 and checked; where another user made that name first (a
-    folder, a link), a fresh one (mkdtemp, removed at exit), said; None where the
-    temporary folder itself is not private enough to hold one."""
+    temporary folder, made 0700 and checked; where something else has that name (another
+    user's folder, a link, a file), a fresh one (mkdtemp, removed at exit), said; None
+    where the temporary folder itself is not private enough to hold one."""
     temp = Path(tempfile.gettempdir())
     named = temp / f"gpuoverhead-runtime-{os.geteuid()}"
     try:
         return private.folder(named)
-    except private.NotPrivate as exc:
+    except OSError as exc:  # another user's, a link, a file: or the temporary folder's fault
         refused = exc
     fresh = Path(tempfile.mkdtemp(prefix=f"{named.name}-", dir=temp))
     try:
@@ -82,8 +81,12 @@ def runtime_dir() -> Path | None:
         shutil.rmtree(fresh, ignore_errors=True)
         return None
     atexit.register(shutil.rmtree, fresh, ignore_errors=True)
-    note(f"the runtime folder is not private ({refused.reason}): using {fresh} instead")
+    note(f"the runtime folder is not private ({_why(refused)}): using {fresh} instead")
     return fresh
+
+
+def _why(exc: OSError) -> str:
+    return getattr(exc, "reason", f"{exc.filename}: {exc.strerror}")
 
 
 def note(text: str) -> None:
