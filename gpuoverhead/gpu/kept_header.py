@@ -103,8 +103,9 @@ def _problem(state: Any) -> str | None:
         return "attributes that are not a parser's"
     declared = state["_declarations"]
     if not declared or not all(
-            isinstance(k, str) and type(v) is tuple and len(v) == 2
-            and isinstance(v[0], model.BaseTypeByIdentity | int | str) and type(v[1]) is int
+            isinstance(k, str) and type(v) is tuple and len(v) == 2 and type(v[1]) is int
+            and (isinstance(v[0], model.BaseTypeByIdentity)
+                 or k.startswith("macro ") and isinstance(v[0], int | str))
             for k, v in declared.items()):
         return "declarations that are not types"
     if not all(isinstance(k, str) and type(v) is int for k, v in state["_int_constants"].items()):
