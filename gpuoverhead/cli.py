@@ -9,7 +9,6 @@ import contextlib
 import errno
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -340,10 +339,11 @@ def main() -> None:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
     if not os.environ.get("XDG_RUNTIME_DIR") and sys.platform.startswith("linux"):
-        runtime = Path(tempfile.gettempdir()) / f"gpuoverhead-runtime-{os.getuid()}"
-        with contextlib.suppress(OSError):
-            runtime.mkdir(mode=0o700, exist_ok=True)
-            os.environ["XDG_RUNTIME_DIR"] = str(runtime)
+        from gpuoverhead.gpu.cache_folder import runtime_dir
+
+        with contextlib.suppress(OSError):  # another user's, refused: gpu/cache_folder.py
+            if runtime := runtime_dir():
+                os.environ["XDG_RUNTIME_DIR"] = str(runtime)
     for name in ("stdout", "stderr"):  # a closed stream (`>&-`) drops what it would show
         if getattr(sys, name) is None:
             setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115

@@ -126,9 +126,8 @@ def ask(executable: str, name: str, flags: tuple[str, ...], keep: bool = True,
     a browser started to ask (kept where `keep`; a page with no adapter only where
     `keep_errors`: a set passed over is not asked again each run, a last one is)."""
     kept = seen.get(executable, flags) if keep else None
-    if isinstance(kept, dict):
-        with contextlib.suppress(KeyError, TypeError):
-            return Answer(name, flags, kept["info"], kept["version"], kept.get("status", {}))
+    if kept is not None:
+        return Answer(name, flags, kept["info"], kept["version"], kept["status"])
     with server.serve() as url, launcher.Browser(executable, flags, CALL_S) as browser:
         tab = browser.open(url + "index.html")
         info = tab.evaluate(f"gpuo.info({WAIT_S * 1000:.0f})")

@@ -94,7 +94,11 @@ def offers(request: Request, notes: list[str]) -> list[Offer]:
 
 def _kept(key: list[Any]) -> AdapterInfo | None:
     """The device kept for this torch, if what was kept reads as one."""
-    found = kept.get(FILE, key, KEEP_S)
+    return kept.get(FILE, key, KEEP_S, _as_info)
+
+
+def _as_info(found: Any) -> AdapterInfo | None:
+    """A kept device as an AdapterInfo, or None where it is not one (gpu/kept.py says so)."""
     types = {f.name: f.type for f in dataclasses.fields(AdapterInfo)}
     if not isinstance(found, dict) or set(found) != set(types) or not all(
             type(found[name]).__name__ == kind for name, kind in types.items()):

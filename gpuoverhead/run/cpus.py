@@ -81,16 +81,22 @@ def _measure(allowed: list[int]) -> cpu_probe.Probe:
 def _kept(allowed: list[int]) -> tuple[cpu_probe.Probe, float] | None:
     """The probe of these CPUs made this boot within KEEP_S, and its age; None if none or
     it does not read as one."""
-    found = kept.get(FILE, allowed, KEEP_S)
+    return kept.get(FILE, allowed, KEEP_S, lambda found: _as_probe(found, allowed))
+
+
+def _as_probe(found: Any, allowed: list[int]) -> tuple[cpu_probe.Probe, float] | None:
+    """A kept probe of `allowed` and its age, or None where it is not one (gpu/kept.py says
+    so)."""
     try:
         seconds = {str(n): {int(c): float(s) for c, s in by_cpu.items()}
                    for n, by_cpu in found["seconds"].items()}
         probe = cpu_probe.Probe(seconds, float(found["took_s"]))
         age = time.time() - float(found["time"])
-    except (TypeError, KeyError, ValueError, AttributeError):
+    except (TypeError, KeyError, ValueError, AttributeError, OverflowError):
         return None
-    ok = seconds and all(set(by_cpu) == set(allowed) and all(
-        math.isfinite(s) and s > 0 for s in by_cpu.values()) for by_cpu in seconds.values())
+    ok = seconds and math.isfinite(probe.took_s) and math.isfinite(age) and all(
+        set(by_cpu) == set(allowed) and all(math.isfinite(s) and s > 0 for s in by_cpu.values())
+        for by_cpu in seconds.values())
     return (probe, age) if ok else None
 
 

@@ -59,7 +59,7 @@ def test_start_ups_round_trip_keeping_the_newest(plan):
 
 def test_a_damaged_file_is_ignored_and_replaced(plan):
     path = startups._path()
-    path.parent.mkdir(parents=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     for text in ("{not json", '["a list"]', '{"k": "not a list"}'):
         path.write_text(text)
         assert startups.expected(startups.load(), plan.benchmarks[0][0]) is None
