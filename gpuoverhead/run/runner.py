@@ -115,7 +115,7 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
             if not options.quick:  # a smoke run's precision is not what it is for
                 files.start.precision = precision.limits(files.summary(),
                                                          files.start.benchmarks,
-                                                         schedule.limit_s)
+                                                         schedule.limit_s, plan.halves > 1)
             files.save("failed" if files.record().errors else
                        "partial" if files.skipped() else "complete")
     files = folders[0]
