@@ -28,7 +28,7 @@ def _left_out(benchmarks: list[dict], label: str) -> list[dict]:
     """run.json's entries with the second process of `label`'s job left out."""
     marked = copy.deepcopy(benchmarks)
     entry = next(b for b in marked if b["implementation"] == label)
-    entry["processes"][1]["left_out"] = "3.40x the job's median process"
+    entry["processes"][1]["left_out"] = "3.40x the median of the job's processes kept"
     return marked
 
 
