@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from gpuoverhead.analysis.combine import SIGNED
+from gpuoverhead.analysis.combine import DIFFERENCES, SIGNED
 from gpuoverhead.analysis.series import Key, Series
 from gpuoverhead.analysis.stats import OUTLIER_Z
 
@@ -69,11 +69,11 @@ def _rule(levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def levels(per_process: list[dict[Key, Series]]) -> np.ndarray:
-    """Each process's log level: over its keys that are times (unit ns, not a signed
-    difference), the median of log(its value / the median of all processes' values of that
-    key); nan for a process with no such key."""
+    """Each process's log level: over its keys that are times (unit ns, not a difference:
+    SIGNED, DIFFERENCES), the median of log(its value / the median of all processes' values
+    of that key); nan for a process with no such key."""
     keys = [k for k in dict.fromkeys(k for p in per_process for k in p)
-            if k.unit == "ns" and k.metric not in SIGNED]
+            if k.unit == "ns" and k.metric not in SIGNED | DIFFERENCES]
     logs = np.full((len(per_process), len(keys) + 1), np.nan)  # a column of nan: never empty
     for j, key in enumerate(keys):
         values = np.array([p[key].point() if key in p else np.nan for p in per_process])
