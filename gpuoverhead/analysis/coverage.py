@@ -13,8 +13,9 @@ needs no simulation; where the CPU switches speed within processes (`states`) th
 the median of 200,000 simulated processes' medians. Kinds of estimate:
 
 - `value`: a positive cost, THETA * y (through `combine` as `latency_ns`);
-- `signed`: a difference, AT + SCALE * (y - 1) (`python_ns`; medians follow an increasing
-  map exactly);
+- `signed`: a difference, AT + SCALE * (y - 1) (`ffi_check_ns`, a linear interval; medians
+  follow an increasing map exactly; a cost measured as a difference, `python_ns`, gets the
+  same interval held at zero, which covers a truth at or above zero as often);
 - `ratio`: THETA * y over THETA / RATIO * E, the scenario's process effects on the
   numerator only (a factor common to both cancels exactly), through `combine` (a series
   with its denominator) and `pairs.paired_ratios` (two jobs, process by process).
@@ -48,7 +49,7 @@ THETA, RATIO, AT, SCALE = 20_000.0, 4.0, 20.0, 100.0
 KINDS = ("value", "signed", "ratio")
 #: The process counts the plan uses.
 COUNTS = (3, 5, 10, 20)
-_METRIC = {"value": "latency_ns", "signed": "python_ns", "ratio": "fusion_speedup"}
+_METRIC = {"value": "latency_ns", "signed": "ffi_check_ns", "ratio": "fusion_speedup"}
 _CASE = Case("coverage", "simulated", 1, 64, "sequential", "submit", "wait", (1,))
 
 

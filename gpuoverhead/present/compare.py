@@ -244,28 +244,77 @@ SPREAD = 0.25
 
 def aa_lines(table: pd.DataFrame) -> list[str]:
     """What an A/A comparison says: the share of `same` over all estimates and over the
-    headline ones, and of the headline ones not `same`, how many had samples in two modes
-    that split the processes' medians (`modes`), and of the others how many had processes
-    in either run spread over SPREAD of the estimate (the machine, which more processes
-    average)."""
+    headline ones, and of the headline ones not `same`, how many were called a change, and
+    of those left unsure how many had samples in two modes that split the processes'
+    medians (`modes`), how many others had processes in either run spread over SPREAD of
+    the estimate (the machine, which more processes average), and how many neither."""
     lines = []
     for label, headline_only in (("all", False), ("headline (latency, per dispatch)", True)):
         share, count = share_same(table, headline_only)
         lines.append(f"A/A, {label}: {share:.1%} of {count} estimates are 'same'")
-    other = table[table["metric"].isin(HEADLINE) & (table["verdict"] != "same")]
-    if len(other):
-        split = other[other["modes"] != ""]
-        rest = other[other["modes"] == ""]
-        lines.append(f"of the {len(other)} headline estimates not 'same', {len(split)} had "
-                     "samples in two modes with processes' medians in either, which more "
-                     "processes do not narrow"
-                     + (f" (e.g. {split.iloc[0]['implementation']} {split.iloc[0]['case']}: "
-                        f"{split.iloc[0]['modes']})" if len(split) else "")
-                     + f"; {int((rest['spread'] > SPREAD).sum())} of the other "
-                     f"{len(rest)} had processes whose medians ranged over {SPREAD:.0%} of "
-                     "the estimate in one run or both (rel_spread_between): the machine's "
-                     "spread, which more processes (--processes) average out")
+    changed, split, spread, unsure = _not_same(table)
+    parts = []
+    if len(changed):
+        first = changed.iloc[0]
+        ratio = fmt.ratio_with_ci(first["ratio"], first["ratio_low"], first["ratio_high"])
+        parts.append(f"{len(changed)} were called a change (e.g. {first['implementation']} "
+                     f"{first['case']} {first['metric']} {first['verdict']}, {ratio})")
+    if len(split):
+        first = split.iloc[0]
+        parts.append(f"{len(split)} were unsure with samples in two modes and processes' "
+                     f"medians in either, which more processes do not narrow (e.g. "
+                     f"{first['implementation']} {first['case']}: {first['modes']})")
+    if len(spread):
+        parts.append(f"{len(spread)} were unsure with processes whose medians ranged over "
+                     f"{SPREAD:.0%} of the estimate in one run or both (rel_spread_between): "
+                     "the machine's spread, which more processes (--processes) average out")
+    if len(unsure):
+        parts.append(f"{len(unsure)} were unsure with neither: a ratio too far off 1, or an "
+                     f"interval wider than x{RESOLVABLE}, for 'same'")
+    if parts:
+        count = len(changed) + len(split) + len(spread) + len(unsure)
+        lines.append(f"of the {count} headline estimates not 'same', " + "; ".join(parts))
     return lines
+
+
+def _not_same(table: pd.DataFrame) -> tuple[pd.DataFrame, ...]:
+    """The headline estimates not `same`, apart: called a change; else (unsure) in two
+    modes; else with processes spread over SPREAD; else neither."""
+    other = table[table["metric"].isin(HEADLINE) & (table["verdict"] != "same")]
+    changed, rest = other[other["verdict"] != "unsure"], other[other["verdict"] == "unsure"]
+    split, rest = rest[rest["modes"] != ""], rest[rest["modes"] == ""]
+    return changed, split, rest[rest["spread"] > SPREAD], rest[~(rest["spread"] > SPREAD)]
+
+
+#: The share of the headline estimates an A/A must find `same` (`selftest` exits 1 under).
+AA_PASS = 0.95
+
+
+def aa_verdict(table: pd.DataFrame, processes: int) -> tuple[bool, str]:
+    """Whether an A/A of `processes` a half passed, and one line that says so and, where it
+    failed, what would pass it."""
+    share, count = share_same(table, True)
+    if not count:
+        return False, "A/A failed: the halves share no headline estimate to judge"
+    same, need = round(share * count), math.ceil(AA_PASS * count - 1e-9)
+    said = f"{same} of {count} headline estimates are 'same' ({share:.1%})"
+    if same >= need:
+        return True, f"A/A passed: {said}, at least the {AA_PASS:.0%} it asks"
+    changed, split, spread, unsure = _not_same(table)
+    ways = []
+    if len(split) > count - need:
+        ways.append(f"the {len(split)} in two modes stay unsure however many processes, so "
+                    f"no A/A of these estimates reaches {need} on this machine")
+    else:
+        if len(spread) or len(unsure):
+            ways.append(f"more processes a half narrow those the machine's spread or noise "
+                        f"left unsure (--processes {2 * processes}, about twice the time)")
+        if len(changed):
+            ways.append(f"the {len(changed)} called a change are, in an A/A, the machine or "
+                        "chance: again on a quieter machine (nothing else running, or "
+                        "--affinity on CPUs left alone)")
+    return False, (f"A/A failed: {said}, under the {AA_PASS:.0%} it asks ({need} of {count}); "
+                   + "; ".join(ways))
 
 
 def share_same(table: pd.DataFrame, headline_only: bool) -> tuple[float, int]:

@@ -86,7 +86,7 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
         out.warnings.append(f"{case.id} ({job.label}): left out, its build failed: {message}")
     out.entries.append({**entry, "status": "ok", "sampling": group.sampling.__dict__,
                         "processes": [{**checks.process_entry(o), **(
-                            {"left_out": f"{odd[i]:.2f}x the job's median process"}
+                            {"left_out": f"{odd[i]:.2f}x the median of the job's processes kept"}
                             if i in odd else {})} for i, o in enumerate(outcomes)]})
     found = drift.drifts([s for s in per_process if s])
     out.drift.extend({**d, "implementation": job.label} for d in found)
@@ -110,7 +110,8 @@ def _odd_warning(group: str, label: str, outcomes: list[Outcome], odd: dict[int,
     again = [f"{outcomes[i].process} in {fresh[outcomes[i].process]}" for i in odd
              if outcomes[i].process in fresh]
     return (f"{group} ({label}): worker process {said} measured far slower than the job's "
-            f"median process (over {FAR:g}x): kept in the samples, left out of the estimates"
+            f"others (over {FAR:g}x the median of those kept, and beyond their spread): kept in "
+            "the samples, left out of the estimates"
             + (f", measured again in a fresh process ({', '.join(again)})" if again else
                ", not measured again (the time left did not hold another process)")
             + "; a CPU slower at these calls is the usual cause (--affinity leaves it out)")

@@ -115,7 +115,7 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
             if not options.quick:  # a smoke run's precision is not what it is for
                 files.start.precision = precision.limits(files.summary(),
                                                          files.start.benchmarks,
-                                                         schedule.limit_s)
+                                                         schedule.limit_s, plan.halves > 1)
             files.save("failed" if files.record().errors else
                        "partial" if files.skipped() else "complete")
     files = folders[0]
@@ -347,13 +347,15 @@ def _started(plan: Plan, schedule: Schedule, slot: Slot, reporter: Reporter) -> 
 def _again(plan: Plan, schedule: Schedule, last: Slot, outcomes: list[list[worker.Outcome]],
            reporter: Reporter, seeding: _Seeding, stall_timeout_s: float) -> None:
     """Before a benchmark is finished, a fresh process of each job in place of each of its
-    processes far off the others, where the time holds it (run/again.py)."""
+    processes far off the others (in an A/A run, one in each half at a time), where the
+    time holds it (run/again.py)."""
     for j, found in enumerate(outcomes):
-        for process in again.odd(found):
-            if (fresh := again.slot_for(schedule, last, j, found, process, plan.halves)):
-                outcome = _process(plan, schedule, fresh[0], reporter, seeding,
-                                   stall_timeout_s, fresh[1])
-                outcome.device_notes[again.AGAIN_FOR] = process
+        for processes in again.odd(found, plan.halves):
+            fresh = again.slots_for(schedule, last, j, found, processes) or []
+            for slot, budget, notes in fresh:
+                outcome = _process(plan, schedule, slot, reporter, seeding, stall_timeout_s,
+                                   budget)
+                outcome.device_notes.update(notes)
                 found.append(outcome)
 
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from gpuoverhead.analysis.combine import SIGNED, combine
+from gpuoverhead.analysis.combine import combine
 from gpuoverhead.analysis.drift import WITHIN_PROCESSES, drifts
 from gpuoverhead.analysis.samples import Calibration
 from gpuoverhead.analysis.series import Key, Series
@@ -69,14 +69,22 @@ def test_many_processes_get_order_statistics_that_one_slow_process_barely_moves(
     assert slowed.estimate.ci_high - calm.ci_high < 0.5 * (calm.ci_high - calm.ci_low)
 
 
-def test_a_difference_keeps_a_linear_interval_across_zero_and_a_cost_never_goes_below():
-    assert {"python_ns", "ffi_check_ns"} <= SIGNED
+def test_a_check_keeps_a_linear_interval_across_zero_and_a_cost_never_goes_below():
+    """A check of the layer split is either sign; a cost measured as a difference (Python's
+    share, a bind group's) is a cost: its linear interval held at zero, as a time's."""
     medians = [-5.0, 3.0, 12.0]
+    check = _rows(_processes(medians, "ffi_check_ns"))[0]["ffi_check_ns"].estimate
+    assert check.ci_low < 0 < check.ci_high and "on logs" not in check.kind
+    for metric in ("python_ns", "bind_group_ns", "latency_ns"):  # one below the resolution
+        cost = _rows(_processes(medians, metric))[0][metric].estimate
+        assert cost.ci_low == 0.0 and cost.ci_high == pytest.approx(check.ci_high), metric
+    # All three above zero: the difference keeps its linear interval (a log one would
+    # exclude zero, which the cost may be), the time its interval on logs.
+    medians = [1.0, 8.0, 20.0]
     python = _rows(_processes(medians, "python_ns"))[0]["python_ns"].estimate
-    assert python.ci_low < 0 < python.ci_high and "on logs" not in python.kind
-    # The same numbers as a cost: one process below the clock's resolution.
-    cost = _rows(_processes(medians, "latency_ns"))[0]["latency_ns"].estimate
-    assert cost.ci_low == 0.0 and cost.ci_high == pytest.approx(python.ci_high)
+    assert "on logs" not in python.kind and python.ci_low == 0.0
+    time = _rows(_processes(medians, "latency_ns"))[0]["latency_ns"].estimate
+    assert "on logs" in time.kind and time.ci_low > 0
 
 
 def test_a_cost_within_one_process_is_held_at_zero_where_single_rounds_are_not():
@@ -98,14 +106,16 @@ def test_a_cost_whose_interval_lies_below_zero_has_none_rather_than_an_inverted_
 def test_a_cost_whose_median_falls_below_zero_is_held_at_zero_and_says_it_is_not_resolved():
     """A slope lost in the wait's noise (the H100 crossover run: Dawn's fused step -27.5 us
     with an interval [0, 7.4 us]) is never a negative cost outside its own interval; a
-    difference keeps its sign."""
-    rounds = [{_key("per_dispatch_ns"): _series([-80.0, -60.0, -40.0, -30.0, -10.0, 5.0, 20.0]),
-               _key("python_ns"): _series([-80.0, -60.0, -40.0, -30.0, -10.0, 5.0, 20.0])}]
-    rows = _rows(rounds)[0]
-    cost, difference = rows["per_dispatch_ns"].estimate, rows["python_ns"].estimate
-    assert cost.value == 0.0 and cost.ci_low == 0.0 <= cost.ci_high
-    assert "not resolved" in cost.kind and "-30" in cost.kind
-    assert difference.value == -30.0 and "not resolved" not in difference.kind
+    check keeps its sign."""
+    values = [-80.0, -60.0, -40.0, -30.0, -10.0, 5.0, 20.0]
+    rows = _rows([{_key(m): _series(values) for m in ("per_dispatch_ns", "python_ns",
+                                                      "ffi_check_ns")}])[0]
+    for metric in ("per_dispatch_ns", "python_ns"):
+        cost = rows[metric].estimate
+        assert cost.value == 0.0 and cost.ci_low == 0.0 <= cost.ci_high
+        assert "not resolved" in cost.kind and "-30" in cost.kind
+    check = rows["ffi_check_ns"].estimate
+    assert check.value == -30.0 and "not resolved" not in check.kind
 
 
 def test_a_ratio_is_the_centre_of_the_process_ratios_of_medians():
