@@ -61,6 +61,7 @@ def test_prepare_puts_submit_targets_on_another_device_than_pass_and_dispatch():
             found = pool.submit(_prepare_and_run, job).result(timeout=300)
             devices = found["devices"]
             assert found["notes"]["devices"] == len(devices) == 3 == found["waits"]
+            assert found["adapters"] == 3  # enumerated afresh for each device
             submit = next(d for d in devices if ("sequential", "submit") in d)
             assert submit <= SMALL
             assert ("sequential", "pass") not in submit
@@ -70,6 +71,34 @@ def test_prepare_puts_submit_targets_on_another_device_than_pass_and_dispatch():
             stamped = any(c.sync == TIMESTAMPS for c in job.group.cases)
             assert (found["tick_ns"] is not None) == stamped
             assert found["stamped_on"] == ([{("sequential", "dispatch")}] if stamped else [])
+
+
+@pytest.mark.slow
+def test_on_opengl_a_worker_s_devices_come_from_one_adapter_and_every_op_runs():
+    """wgpu-hal's GLES backend has one EGL context an instance, and each enumeration wraps
+    it in an adapter object with a lock of its own: devices from two enumerations made it
+    current on two threads at once (wgpu-py's poll thread reading timestamps on one, the
+    other issuing), and the worker aborted on EGL's BadAccess in 3 of 3 default runs. A
+    default-suite group on llvmpipe's OpenGL: its 3 devices on one adapter object, every
+    op run and checked."""
+    suite = load_suite(CONFIGS / "default.yaml")
+    offer = _opengl_offer(suite)
+    product, _ = webgpu.jobs(suite.groups[0], offer, [])
+    with ProcessPoolExecutor(1, get_context("spawn"), max_tasks_per_child=1) as pool:
+        found = pool.submit(_prepare_and_run, product).result(timeout=300)
+    assert found["notes"]["devices"] == len(found["devices"]) == 3
+    assert found["adapters"] == 1
+    assert found["tick_ns"] is not None  # the GPU-time cases are there
+
+
+def _opengl_offer(suite):
+    """wgpu-native's offer on the OpenGL backend, or a skip where it has none here."""
+    from gpuoverhead.errors import UserError
+
+    try:
+        return webgpu.offers(Request(suite, backend="opengl", names=("wgpu-native",)), [])[0]
+    except UserError as exc:
+        pytest.skip(f"no OpenGL adapter here: {exc}")
 
 
 def _prepare_and_run(job) -> dict:
@@ -94,6 +123,7 @@ def _prepare_and_run(job) -> dict:
         prepared.verify(counts)
         stamped = {id(t.device) for c, t in targets.items() if c.sync == TIMESTAMPS}
         return {"devices": list(devices.values()), "waits": len(waits),
+                "adapters": len({id(t.device.adapter) for t in targets.values()}),
                 "notes": prepared.notes, "tick_ns": prepared.tick_ns,
                 "stamped_on": [devices[d] for d in stamped]}
 
