@@ -17,7 +17,8 @@ from gpuoverhead.cases import (
 )
 from gpuoverhead.present import format as fmt
 from gpuoverhead.present import workload_grids
-from gpuoverhead.records import AdapterInfo, Note
+from gpuoverhead.present.note_words import run_warnings as run_warnings  # the run's last lines
+from gpuoverhead.records import AdapterInfo
 from gpuoverhead.results.columns import ERROR, SKIPPED
 
 # Piped output keeps whole lines: rich would cut tables to 80 columns.
@@ -239,32 +240,6 @@ def show_errors(errors: list[str]) -> None:
     for e in errors:
         err.print(f"[red]error:[/red] {literal(e, newlines=True)}", highlight=False,
                   soft_wrap=True)
-
-
-def run_warnings(warnings: list[str]) -> list[str]:
-    """A run's warnings as its last lines say them: a `Note` in its plain words, notes of one
-    kind and wording in one line with their subjects joined, none that the run's first lines
-    said (`plain` None), a repeated line once; run.json keeps each in full."""
-    said: dict[tuple[str, ...], list[str]] = {}
-    for w in warnings:
-        if not isinstance(w, Note):
-            said.setdefault((w,), []).append(w)
-        elif w.plain is not None:
-            said.setdefault((w.kind, w.plain, w.plural or ""), []).append(w.subject)
-    lines = []
-    for key, subjects in said.items():
-        if len(key) == 1:
-            lines.append(key[0])
-            continue
-        _, one, several = key
-        subjects = list(dict.fromkeys(subjects))
-        text = several if len(subjects) > 1 and several else one
-        lines.append(text.replace("{subject}", _joined(subjects)))
-    return lines
-
-
-def _joined(names: list[str]) -> str:
-    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else "".join(names)
 
 
 def show_warnings(warnings: list[str]) -> None:
