@@ -39,6 +39,7 @@ from gpuoverhead.analysis.stats import CONFIDENCE, Interval
 from gpuoverhead.errors import UserError
 from gpuoverhead.metrics import HEADLINE
 from gpuoverhead.present import format as fmt
+from gpuoverhead.present import run_environments
 from gpuoverhead.results.read import ResultSet, check_units
 
 #: A ratio CI wider than this factor either way leaves a comparison `unsure`.
@@ -169,7 +170,8 @@ def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> pd.Data
 
 
 def differences(base: ResultSet, new: ResultSet) -> list[str]:
-    """What makes two runs less comparable than they look: another suite, another adapter."""
+    """What makes two runs less comparable than they look: another suite, another adapter,
+    any other change of environment (present/run_environments.py)."""
     found = []
     suites = [rs.info.get("suite", {}).get("sha256") for rs in (base, new)]
     if suites[0] != suites[1]:
@@ -180,7 +182,7 @@ def differences(base: ResultSet, new: ResultSet) -> list[str]:
     if devices[0] != devices[1]:
         found.append(f"the runs measured different adapters ({', '.join(devices[0])} vs "
                      f"{', '.join(devices[1])}): a ratio between them is not a regression")
-    return found
+    return found + run_environments.differences(base, new)
 
 
 def regressions(table: pd.DataFrame, fail_above: float) -> pd.DataFrame:
