@@ -39,7 +39,7 @@ from gpuoverhead.analysis.stats import CONFIDENCE, Interval
 from gpuoverhead.errors import UserError
 from gpuoverhead.metrics import HEADLINE
 from gpuoverhead.present import format as fmt
-from gpuoverhead.present import run_environments
+from gpuoverhead.present import glossary, run_environments
 from gpuoverhead.results.read import ResultSet, check_units
 
 #: A ratio CI wider than this factor either way leaves a comparison `unsure`.
@@ -228,10 +228,14 @@ def show(table: pd.DataFrame, form: str = "table",
                                              threshold, differences(*runs))), end="")
         return
     shown = display(table)
+    words = glossary.caption(table["metric"], "every metric: docs/schema.md")
     if form == "markdown":
-        print(shown.to_markdown(index=False))
+        print(shown.to_markdown(index=False) + "\n" + "".join(f"\n- {w}" for w in
+                                                               words.splitlines()) + "\n")
     else:
-        console.out.print(console.frame_table(shown, "NEW vs BASE"))
+        grid = console.frame_table(shown, "NEW vs BASE")
+        grid.caption, grid.caption_justify = words, "left"
+        console.out.print(grid)
     console.out.print(verdict_counts(table), highlight=False)
 
 

@@ -16,7 +16,7 @@ from gpuoverhead.cases import (
     BIND_PER_DISPATCH,
 )
 from gpuoverhead.present import format as fmt
-from gpuoverhead.present import workload_grids
+from gpuoverhead.present import glossary, workload_grids
 from gpuoverhead.present.note_words import run_warnings as run_warnings  # the run's last lines
 from gpuoverhead.records import AdapterInfo
 from gpuoverhead.results.columns import ERROR, SKIPPED
@@ -65,6 +65,7 @@ def summary_grid(summary: pd.DataFrame) -> Table:
                           ("interval", "right"), ("±", "right"), ("bound", "left"),
                           ("rounds", "right")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    shown: list[str] = []  # the measures shown, and `bound` where it says one: the caption
     combined = summary[summary["process"].isna()] if "process" in summary else summary
     combined = combined[combined["variant"].fillna("") == ""] if "variant" in combined \
         else combined
@@ -82,7 +83,9 @@ def summary_grid(summary: pd.DataFrame) -> Table:
             r = hit.iloc[0]
             table.add_row(labels.pop(0) if labels else "", name, *_shown(r),
                           getattr(r, "bound", "") or "", str(r.rounds))
+            shown += [name.strip(), *(["bound"] if getattr(r, "bound", "") else [])]
         table.add_section()
+    table.caption, table.caption_justify = glossary.caption(shown), "left"
     return table
 
 

@@ -62,9 +62,10 @@ PLAIN = {
                 "processes measured while the GPU's clock fell or it throttled",
                 "the figures then may be the clocks', not the overhead's; lock the clocks "
                 "(nvidia-smi -lgc) and run again"),
-    MODES: ("headline figure fell in two modes", "headline figures fell in two modes",
-            "some processes measured one, some the other: such a figure is either mode, and "
-            "more processes do not narrow the interval"),
+    MODES: ("headline figure has two typical values", "headline figures have two typical "
+            "values", "the samples gather around two values (modes), some processes' medians "
+            "at one and some at the other: the figure is either value, and more processes do "
+            "not narrow its interval"),
     IMPRECISE: ("headline figure is less precise than its suite's target",
                 "headline figures are less precise than their suite's target",
                 "the run's time or the machine's noise limited the precision; a quieter "

@@ -57,13 +57,14 @@ def _why(row: pd.Series, left_out: bool, limit_s: float | None) -> str:
         return ("a process far slower than its job's others was left out (its warning says "
                 "which CPU): a quieter CPU set narrows it (--affinity, without that CPU)")
     if count < 2 or not math.isfinite(spread):
-        return (f"one process, whose own samples varied ±{within:.0%}: more processes give an "
-                f"interval over processes (--processes 3"
+        return (f"one process, whose own interval was ±{within:.0%} of the figure: more "
+                "processes give an interval over processes (--processes 3"
                 + (f" --time-limit {3 * limit_s:g})" if limit_s else ")"))
     if within >= WITHIN_SHARE * spread:
-        return (f"each process's own samples varied ±{within:.0%} (the range of their "
-                f"medians: {spread:.0%} of the figure): longer processes narrow it "
-                f"(--processes {count} {longer}, about twice the time)")
+        return (f"each process alone pinned it only to ±{within:.0%} (its own interval: the "
+                f"noise within it), against {spread:.0%} between the processes' medians: "
+                f"longer processes narrow it (--processes {count} {longer}, about twice the "
+                "time)")
     # Under a time limit a longer one buys processes as long (run/plan.py `_counts`);
     # without one, more processes share the suite's budget unless it grows too.
     more = (f"--time-limit {2 * limit_s:g}" if limit_s else
