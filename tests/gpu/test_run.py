@@ -241,7 +241,7 @@ def test_a_kernel_that_does_not_write_fails_its_benchmark_loudly(tmp_path):
 @pytest.mark.slow
 def test_a_run_on_opengl_completes_with_every_layer_and_gpu_times(tmp_path):
     """Issue 56: `run --backend opengl` (llvmpipe's OpenGL here) died in 3 of 3 runs, a
-    worker aborting in wgpu's poll thread (EGL's BadAccess: test_devices.py has why). The
+    worker aborting in wgpu-py's poll thread (EGL's BadAccess: test_devices.py has why). The
     default suite's benchmark, every methodology and layer, at two N on a small budget:
     measured on OpenGL, the C loop and the GPU's timestamps included."""
     suite = write_suite(tmp_path, (CONFIGS / "default.yaml").read_text().replace(
