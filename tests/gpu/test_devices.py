@@ -14,6 +14,7 @@ from conftest import BACKEND, CONFIGS, read_run
 from gpuoverhead.cases import BIND_PER_DISPATCH, TIMESTAMPS
 from gpuoverhead.drivers import webgpu
 from gpuoverhead.drivers.base import Request
+from gpuoverhead.gpu import adapters
 from gpuoverhead.suite.expand import load_suite
 
 SMALL = {("naive", "naive"), ("sequential", "submit"), ("breakdown", "breakdown"),
@@ -61,7 +62,8 @@ def test_prepare_puts_submit_targets_on_another_device_than_pass_and_dispatch():
             found = pool.submit(_prepare_and_run, job).result(timeout=300)
             devices = found["devices"]
             assert found["notes"]["devices"] == len(devices) == 3 == found["waits"]
-            assert found["adapters"] == 3  # enumerated afresh for each device
+            # Enumerated afresh for each device; on OpenGL one for all (the test below).
+            assert found["adapters"] == (1 if BACKEND == "opengl" else 3)
             submit = next(d for d in devices if ("sequential", "submit") in d)
             assert submit <= SMALL
             assert ("sequential", "pass") not in submit
@@ -73,32 +75,22 @@ def test_prepare_puts_submit_targets_on_another_device_than_pass_and_dispatch():
             assert found["stamped_on"] == ([{("sequential", "dispatch")}] if stamped else [])
 
 
-@pytest.mark.slow
-def test_on_opengl_a_worker_s_devices_come_from_one_adapter_and_every_op_runs():
+def test_on_opengl_a_worker_s_devices_come_from_one_adapter():
     """wgpu-hal's GLES backend has one EGL context an instance, and each enumeration wraps
     it in an adapter object with a lock of its own: devices from two enumerations made it
     current on two threads at once (wgpu-py's poll thread reading timestamps on one, the
-    other issuing), and the worker aborted on EGL's BadAccess in 3 of 3 default runs. A
-    default-suite group on llvmpipe's OpenGL: its 3 devices on one adapter object, every
-    op run and checked."""
-    suite = load_suite(CONFIGS / "default.yaml")
-    offer = _opengl_offer(suite)
-    product, _ = webgpu.jobs(suite.groups[0], offer, [])
-    with ProcessPoolExecutor(1, get_context("spawn"), max_tasks_per_child=1) as pool:
-        found = pool.submit(_prepare_and_run, product).result(timeout=300)
-    assert found["notes"]["devices"] == len(found["devices"]) == 3
-    assert found["adapters"] == 1
-    assert found["tick_ns"] is not None  # the GPU-time cases are there
-
-
-def _opengl_offer(suite):
-    """wgpu-native's offer on the OpenGL backend, or a skip where it has none here."""
-    from gpuoverhead.errors import UserError
-
-    try:
-        return webgpu.offers(Request(suite, backend="opengl", names=("wgpu-native",)), [])[0]
-    except UserError as exc:
-        pytest.skip(f"no OpenGL adapter here: {exc}")
+    other issuing), and the worker aborted on EGL's BadAccess in 3 of 3 default runs
+    (test_run.py runs one on OpenGL). There every device of a worker comes from one adapter
+    object; elsewhere each from an adapter enumerated afresh, as before."""
+    found = adapters.discover([webgpu.binding("wgpu-native")])[0]
+    gl = next((f.info for f in found if f.info.backend == "opengl"), None)
+    if gl is None:
+        pytest.skip("no OpenGL adapter here")
+    source = webgpu.adapter_source(gl)
+    assert source() is source()
+    if BACKEND != "opengl":
+        fresh = webgpu.adapter_source(next(f.info for f in found if f.info.backend == BACKEND))
+        assert fresh() is not fresh()
 
 
 def _prepare_and_run(job) -> dict:
