@@ -39,6 +39,7 @@ from gpuoverhead.analysis.stats import CONFIDENCE, Interval
 from gpuoverhead.errors import UserError
 from gpuoverhead.metrics import HEADLINE
 from gpuoverhead.present import format as fmt
+from gpuoverhead.present import glossary, run_environments
 from gpuoverhead.results.read import ResultSet, check_units
 
 #: A ratio CI wider than this factor either way leaves a comparison `unsure`.
@@ -169,7 +170,8 @@ def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> pd.Data
 
 
 def differences(base: ResultSet, new: ResultSet) -> list[str]:
-    """What makes two runs less comparable than they look: another suite, another adapter."""
+    """What makes two runs less comparable than they look: another suite, another adapter,
+    any other change of environment (present/run_environments.py)."""
     found = []
     suites = [rs.info.get("suite", {}).get("sha256") for rs in (base, new)]
     if suites[0] != suites[1]:
@@ -180,7 +182,7 @@ def differences(base: ResultSet, new: ResultSet) -> list[str]:
     if devices[0] != devices[1]:
         found.append(f"the runs measured different adapters ({', '.join(devices[0])} vs "
                      f"{', '.join(devices[1])}): a ratio between them is not a regression")
-    return found
+    return found + run_environments.differences(base, new)
 
 
 def regressions(table: pd.DataFrame, fail_above: float) -> pd.DataFrame:
@@ -226,10 +228,14 @@ def show(table: pd.DataFrame, form: str = "table",
                                              threshold, differences(*runs))), end="")
         return
     shown = display(table)
+    words = glossary.caption(table["metric"], "every metric: docs/schema.md")
     if form == "markdown":
-        print(shown.to_markdown(index=False))
+        print(shown.to_markdown(index=False) + "\n" + "".join(f"\n- {w}" for w in
+                                                               words.splitlines()) + "\n")
     else:
-        console.out.print(console.frame_table(shown, "NEW vs BASE"))
+        grid = console.frame_table(shown, "NEW vs BASE")
+        grid.caption, grid.caption_justify = words, "left"
+        console.out.print(grid)
     console.out.print(verdict_counts(table), highlight=False)
 
 

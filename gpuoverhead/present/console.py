@@ -16,8 +16,9 @@ from gpuoverhead.cases import (
     BIND_PER_DISPATCH,
 )
 from gpuoverhead.present import format as fmt
-from gpuoverhead.present import workload_grids
-from gpuoverhead.records import AdapterInfo, Note
+from gpuoverhead.present import glossary, workload_grids
+from gpuoverhead.present.note_words import run_warnings as run_warnings  # the run's last lines
+from gpuoverhead.records import AdapterInfo
 from gpuoverhead.results.columns import ERROR, SKIPPED
 
 # Piped output keeps whole lines: rich would cut tables to 80 columns.
@@ -64,6 +65,7 @@ def summary_grid(summary: pd.DataFrame) -> Table:
                           ("interval", "right"), ("±", "right"), ("bound", "left"),
                           ("rounds", "right")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    shown: list[str] = []  # the measures shown, and `bound` where it says one: the caption
     combined = summary[summary["process"].isna()] if "process" in summary else summary
     combined = combined[combined["variant"].fillna("") == ""] if "variant" in combined \
         else combined
@@ -81,7 +83,9 @@ def summary_grid(summary: pd.DataFrame) -> Table:
             r = hit.iloc[0]
             table.add_row(labels.pop(0) if labels else "", name, *_shown(r),
                           getattr(r, "bound", "") or "", str(r.rounds))
+            shown += [name.strip(), *(["bound"] if getattr(r, "bound", "") else [])]
         table.add_section()
+    table.caption, table.caption_justify = glossary.caption(shown), "left"
     return table
 
 
@@ -239,32 +243,6 @@ def show_errors(errors: list[str]) -> None:
     for e in errors:
         err.print(f"[red]error:[/red] {literal(e, newlines=True)}", highlight=False,
                   soft_wrap=True)
-
-
-def run_warnings(warnings: list[str]) -> list[str]:
-    """A run's warnings as its last lines say them: a `Note` in its plain words, notes of one
-    kind and wording in one line with their subjects joined, none that the run's first lines
-    said (`plain` None), a repeated line once; run.json keeps each in full."""
-    said: dict[tuple[str, ...], list[str]] = {}
-    for w in warnings:
-        if not isinstance(w, Note):
-            said.setdefault((w,), []).append(w)
-        elif w.plain is not None:
-            said.setdefault((w.kind, w.plain, w.plural or ""), []).append(w.subject)
-    lines = []
-    for key, subjects in said.items():
-        if len(key) == 1:
-            lines.append(key[0])
-            continue
-        _, one, several = key
-        subjects = list(dict.fromkeys(subjects))
-        text = several if len(subjects) > 1 and several else one
-        lines.append(text.replace("{subject}", _joined(subjects)))
-    return lines
-
-
-def _joined(names: list[str]) -> str:
-    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else "".join(names)
 
 
 def show_warnings(warnings: list[str]) -> None:

@@ -12,6 +12,7 @@ from rich.table import Table
 from gpuoverhead import metrics
 from gpuoverhead.errors import UserError
 from gpuoverhead.present import format as fmt
+from gpuoverhead.present import glossary
 from gpuoverhead.present.report import ROW_KEYS, Report, row_notes
 from gpuoverhead.whole_files import atomic
 
@@ -61,7 +62,13 @@ def terminal(report: Report) -> Table:
         table.add_column(f"{row.adapter}\n{row.backend}, {row.implementation}", justify="right")
     for column in ["vendor", "runs"] + [f.label for f in report.figures] + ["notes"]:
         table.add_row(column, *map(str, frame[column]))
+    table.caption, table.caption_justify = words(report), "left"
     return table
+
+
+def words(report: Report) -> str:
+    """What the table's rows that a newcomer could not place mean (present/glossary.py)."""
+    return glossary.caption(f.label for f in report.figures)
 
 
 def footnotes(report: Report) -> list[str]:
@@ -86,7 +93,8 @@ def markdown(report: Report) -> str:
     warned = "".join(f"\nWarnings of run {s.run_id}:\n\n"
                      + "".join(f"- {w}\n" for w in s.warnings)
                      for s in report.sources if s.warnings)
-    return (f"Runs:\n\n{runs}\n\n{title(report)}\n\n{body}\n"
+    said = "".join(f"\n- {w}" for w in words(report).splitlines())
+    return (f"Runs:\n\n{runs}\n\n{title(report)}\n\n{body}\n" + (said and f"{said}\n")
             + (f"\nNotes:\n\n{notes}\n" if notes else "") + warned)
 
 
@@ -129,7 +137,9 @@ def html_page(report: Report, images: dict[str, str]) -> str:
         for s in report.sources if s.warnings)
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>gpuoverhead report"
             f"</title><style>{_STYLE}</style></head><body><h1>gpuoverhead report</h1>"
-            f"<h2>Runs</h2>{runs}<p>{heading}</p>{table}<ol id='notes'>{notes}</ol>"
+            f"<h2>Runs</h2>{runs}<p>{heading}</p>{table}"
+            + "".join(f"<p class='words'>{html.escape(w)}</p>" for w in words(report).splitlines())
+            + f"<ol id='notes'>{notes}</ol>"
             f"{warned}{figures}</body></html>\n")
 
 

@@ -89,8 +89,8 @@ def _why(row: pd.Series, left_out: bool, limit_s: float | None, aa: bool) -> str
                 "which CPU): a quieter CPU set narrows it (--affinity, without that CPU)")
     if count < 2 or not math.isfinite(spread):
         ask = "--processes 3" + (f" --time-limit {3 * limit_s:g}" if limit_s and not aa else "")
-        return (f"one process, whose own samples varied ±{within:.0%}: more processes give an "
-                f"interval over processes ({ask}"
+        return (f"one process, whose own interval was ±{within:.0%} of the figure: more "
+                f"processes give an interval over processes ({ask}"
                 + (", about three times the time)" if aa else ")"))
     if within >= WITHIN_SHARE * spread:
         # A process's length is the suite's budget_s shared by its processes; a time limit
@@ -100,9 +100,9 @@ def _why(row: pd.Series, left_out: bool, limit_s: float | None, aa: bool) -> str
         else:
             longer = (f"budget_s twice the suite's, --processes {count}"
                       + (f" --time-limit {2 * limit_s:g}" if limit_s else ""))
-        return (f"each process's own samples varied ±{within:.0%} (the range of their "
-                f"medians: {spread:.0%} of the figure): longer processes narrow it "
-                f"({longer}, about twice the time)")
+        return (f"each process alone pinned it only to ±{within:.0%} (its own interval: the "
+                f"noise within it), against {spread:.0%} between the processes' medians: "
+                f"longer processes narrow it ({longer}, about twice the time)")
     # Under a time limit a longer one buys processes as long (run/plan.py `_counts`);
     # without one, more processes share the suite's budget unless it grows too. An A/A
     # run's processes are each as long as a plain run's, however many (`selftest`).

@@ -215,14 +215,16 @@ def _what_runs(plan: Plan, folder: Path, schedule: Schedule,
                        for a in plan.adapters})
     jobs = sum(len(j) for j in plan.benchmarks)
     p = plan.processes // plan.halves
-    if plan.time_limit_s:
-        how = (f"up to {p} process{'es' if p > 1 else ''} per job"
-               f"{' in each half' if plan.halves > 1 else ''}, {plural(jobs, 'job')}: at most "
-               f"{schedule.most_s():.0f} s (its time limit; fewer processes where start-up "
-               "leaves no time for all)")
+    each = f" per job{' in each half' if plan.halves > 1 else ''}, {plural(jobs, 'job')}"
+    if plan.time_limit_s and p > 1:
+        how = (f"up to {p} processes{each}: at most {schedule.most_s():.0f} s (its time limit; "
+               "fewer processes where start-up leaves no time for all)")
+    elif plan.time_limit_s:  # a smoke run (--quick), or --processes 1
+        sampling = plan.halves * sum(cap for caps in schedule.jobs for _, cap, _ in caps)
+        how = (f"1 process{each}: about {sampling:.0f} s of sampling in all, start-up aside, "
+               f"and at most {schedule.most_s():.0f} s (its time limit)")
     else:
-        how = (f"{p} process{'es' if p > 1 else ''} per job"
-               f"{' in each half' if plan.halves > 1 else ''}, {plural(jobs, 'job')}: about "
+        how = (f"{p} process{'es' if p > 1 else ''}{each}: about "
                f"{schedule.most_s():.0f} s (no time limit: a process slow to reach "
                "min_rounds takes longer)")
     lines = [f"measuring {plural(len(plan.benchmarks), 'benchmark')} of {plan.suite.name} on "

@@ -69,9 +69,10 @@ def test_the_widest_figure_is_taken_over_every_layer_and_cpu_time():
     lines = limits(summary, benchmarks, limit)
     assert _line(lines, "dawn").startswith(
         "dawn, dispatch CPU time per op through the raw FFI ±63% against the suite's target "
-        "of ±2% (and 27 more of its figures): each process's own samples varied ±26% (the "
-        "range of their medians: 48% of the figure): longer processes narrow it (budget_s "
-        "twice the suite's, --processes 3 --time-limit 160, about twice the time)")
+        "of ±2% (and 27 more of its figures): each process alone pinned it only to ±26% (its "
+        "own interval: the noise within it), against 48% between the processes' medians: "
+        "longer processes narrow it (budget_s twice the suite's, --processes 3 --time-limit "
+        "160, about twice the time)")
     assert _line(lines, "wgpu-native").startswith(
         "wgpu-native, dispatch CPU time per op in the reference loop ±77%")
     assert "more processes as long narrow it (--time-limit 160" in _line(lines, "wgpu-native")
@@ -124,8 +125,9 @@ def test_each_implementation_gets_one_line_for_its_widest_figure_and_its_cause()
     unlimited = limits(summary, benchmarks, None)[0]
     assert "(--processes 6 and a budget_s twice the suite's, about twice" in unlimited
     assert lines[1].startswith("wgpu-native, naive latency with readback ±19%")
-    assert lines[1].endswith("own samples varied ±18% (the range of their medians: 15% of the "
-                             "figure): longer processes narrow it (budget_s twice the suite's, "
+    assert lines[1].endswith("each process alone pinned it only to ±18% (its own interval: the "
+                             "noise within it), against 15% between the processes' medians: "
+                             "longer processes narrow it (budget_s twice the suite's, "
                              "--processes 3 --time-limit 160, about twice the time)")
     assert lines[2].startswith("torch-eager, sequential per op") and "quieter CPU set" in lines[2]
     assert lines[3].startswith("numpy-cpu") and "one process" in lines[3]
