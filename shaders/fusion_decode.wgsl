@@ -41,6 +41,7 @@ const EPS: f32 = 1e-6;
 const MAX_D4: u32 = 32u;      // D / 4 at most
 const MAX_Q4: u32 = 384u;     // NH * D / 4 at most (the attention output in workgroup memory)
 const MAX_HB: u32 = 512u;     // NH * NB at most
+const MAX_H4: u32 = 384u;     // H / 4 at most (a normed residual stream in workgroup memory)
 alias W = f32;
 
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
@@ -64,6 +65,7 @@ var<workgroup> os: array<vec4<f32>, MAX_Q4>;
 var<workgroup> hw: array<f32, MAX_HB>;
 var<workgroup> lw: array<f32, MAX_HB>;
 var<workgroup> redi: array<u32, 256>;
+var<workgroup> ns: array<vec4<f32>, MAX_H4>;
 
 fn row_of(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return wid.x + wid.y * nwg.x;
@@ -717,6 +719,28 @@ fn attn_values_wide(b: u32, h: u32, g: u32, lid: u32) {
 fn attn_out(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
             @builtin(local_invocation_index) lid: u32) {
     let r = row_of(wid, nwg) * (WG / LANES) + lid / LANES;
+    let s = attn_out_dot(r, lid);
+    if (lid % LANES == 0u && r < H) {
+        out0[r] = out0[r] + s;
+    }
+}
+
+// attn_out that also copies the new residual stream into out1: the stream that
+// mlp_atomic (fusion_decode_atomic.wgsl) adds into while it reads this one.
+@compute @workgroup_size(WG)
+fn attn_out_copy(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                 @builtin(local_invocation_index) lid: u32) {
+    let r = row_of(wid, nwg) * (WG / LANES) + lid / LANES;
+    let s = attn_out_dot(r, lid);
+    if (lid % LANES == 0u && r < H) {
+        let v = out0[r] + s;
+        out0[r] = v;
+        out1[r] = v;
+    }
+}
+
+// attn_out's combine and row r's dot product with it, whole in the row's first lane.
+fn attn_out_dot(r: u32, lid: u32) -> f32 {
     let lane = lid % LANES;
     let cols4 = NH * (D / 4u);
     var first = array<vec4<f32>, 4>();
@@ -733,9 +757,7 @@ fn attn_out(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
     }
     red[lid] = vec4<f32>(s, 0.0, 0.0, 0.0);
     reduce_runs(lid, LANES);
-    if (lane == 0u && r < H) {
-        out0[r] = out0[r] + red[lid].x;
-    }
+    return red[lid].x;
 }
 
 // attn_out's first part: each block's weight exp(m_b - m) / sum_b' l_b' exp(m_b' - m) in hw
@@ -836,6 +858,73 @@ fn norm_matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     reduce_runs(lid, LANES);
     if (lane == 0u && r < ROWS) {
         out0[BASE + r] = red[lid].x * inv_rms(red[lid].z);
+    }
+}
+
+// ns = x4 * y4 (the residual stream times the norm's weight, not yet divided by its RMS)
+// in workgroup memory, made once for the whole workgroup; returns 1 / rms(x4).
+fn normed_shared(lid: u32) -> f32 {
+    var q = 0.0;
+    for (var c = lid; c < H / 4u; c = c + WG) {
+        let x = x4[c];
+        ns[c] = x * y4[c];
+        q = q + dot(x, x);
+    }
+    redm[lid] = q;
+    reduce_sum(lid);
+    return inv_rms(redm[0]);
+}
+
+// Column c (a vec4) of the four weight rows that start at `rows` (offsets in vec4).
+fn rows_at(rows: vec4<u32>, c: u32) -> mat4x4<f32> {
+    return mat4x4<f32>(vec4<f32>(weights[rows.x + c]), vec4<f32>(weights[rows.y + c]),
+                       vec4<f32>(weights[rows.z + c]), vec4<f32>(weights[rows.w + c]));
+}
+
+// A lane's shares of the four rows at `rows` (H columns) against ns: two columns a batch,
+// eight loads issued together; the first batch's weights given (loaded before ns was made).
+fn dot4_shared(rows: vec4<u32>, lane: u32, first: mat4x4<f32>, second: mat4x4<f32>) -> vec4<f32> {
+    let h4 = H / 4u;
+    var a = vec4<f32>(0.0);
+    var w0 = first;
+    var w1 = second;
+    for (var c = lane; c < h4; c = c + 2u * LANES) {
+        let c1 = c + LANES;
+        if (c != lane) {
+            w0 = rows_at(rows, c);
+            w1 = rows_at(rows, min(c1, h4 - 1u));
+        }
+        a = a + ns[c] * w0;
+        a = a + select(vec4<f32>(0.0), ns[min(c1, h4 - 1u)], c1 < h4) * w1;
+    }
+    return a;
+}
+
+// norm_matvec with four rows a lane group (LANES threads), WG / LANES groups a workgroup:
+// the normed vector is made once per workgroup (norm_matvec reads x4 and y4 again for each
+// row, a workgroup a row: 152k workgroups for Qwen2.5's head), and the first batch of
+// weights is loaded before it. Rows past ROWS read the last row and write nothing.
+@compute @workgroup_size(WG)
+fn norm_matvec4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) lid: u32) {
+    let r0 = 4u * (row_of(wid, nwg) * (WG / LANES) + lid / LANES);
+    let lane = lid % LANES;
+    let h4 = H / 4u;
+    let last = ROWS - 1u;
+    let rows = vec4<u32>(min(r0, last), min(r0 + 1u, last), min(r0 + 2u, last),
+                         min(r0 + 3u, last)) * h4;
+    let first = rows_at(rows, lane);
+    let second = rows_at(rows, min(lane + LANES, h4 - 1u));
+    let inv = normed_shared(lid);
+    red[lid] = dot4_shared(rows, lane, first, second);
+    reduce_runs(lid, LANES);
+    if (lane == 0u) {
+        let t = red[lid] * inv;
+        for (var i = 0u; i < 4u; i = i + 1u) {
+            if (r0 + i < ROWS) {
+                out0[BASE + r0 + i] = t[i];
+            }
+        }
     }
 }
 
