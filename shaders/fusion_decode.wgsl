@@ -496,12 +496,21 @@ fn qkv_rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
     }
     red[lid] = s;
     reduce_runs(lid, LANES);
-    if (lane != 0u || block >= NH + 2u * NKV) {
-        return;
+    if (lane == 0u && block < NH + 2u * NKV) {
+        let inv = inv_rms(red[lid].z);
+        qkv_store(block, j, red[lid].x * inv, red[lid].y * inv);
     }
-    let inv = inv_rms(red[lid].z);
-    let y0 = red[lid].x * inv + in2[r0];
-    let y1 = red[lid].y * inv + in2[r1];
+}
+
+// Rows (j, j + D / 2) of Q/K/V block `block` (a query head, then the key heads, then the
+// value heads), normed, plus their biases (in2): query and key rows turned by RoPE, key and
+// value rows into the caches at position T - 1 (out0: q, out1: key cache, out2: value cache).
+fn qkv_store(block: u32, j: u32, dot0: f32, dot1: f32) {
+    let half = D / 2u;
+    let r0 = block * D + j;
+    let r1 = r0 + half;
+    let y0 = dot0 + in2[r0];
+    let y1 = dot1 + in2[r1];
     let slot = (T - 1u) * NKV * D;
     if (block < NH) {
         let turned = rotate(y0, y1, j);
@@ -840,6 +849,58 @@ fn gate_up(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
         let inv = inv_rms(red[lid].z);
         let g = red[lid].x * inv;
         out0[r] = g / (1.0 + exp(-g)) * (red[lid].y * inv);
+    }
+}
+
+// ---- fused, four rows a lane group (the normed vector made once per workgroup) ----------
+
+// qkv_rope with two pairs of rows (j, j + D / 2), (j + 1, j + 1 + D / 2) a lane group.
+@compute @workgroup_size(WG)
+fn qkv_rope4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) lid: u32) {
+    let p = 2u * (row_of(wid, nwg) * (WG / LANES) + lid / LANES);
+    let lane = lid % LANES;
+    let half = D / 2u;
+    let block = min(p / half, NH + 2u * NKV - 1u);
+    let j = p % half;
+    let r0 = block * D + j;
+    let rows = vec4<u32>(r0, r0 + half, r0 + 1u, r0 + 1u + half) * (H / 4u);
+    let first = rows_at(rows, lane);
+    let second = rows_at(rows, min(lane + LANES, H / 4u - 1u));
+    let inv = normed_shared(lid);
+    red[lid] = dot4_shared(rows, lane, first, second);
+    reduce_runs(lid, LANES);
+    if (lane == 0u && p / half < NH + 2u * NKV) {
+        let t = red[lid] * inv;
+        qkv_store(block, j, t.x, t.y);
+        qkv_store(block, j + 1u, t.z, t.w);
+    }
+}
+
+// silu(gate_m . n) * (up_m . n) for rows m and m + 1 (n: x4 normed by y4; the weights: gate
+// rows then up rows), whole in the first lane of the lane group (LANES threads) of `lid`.
+fn swiglu2(m: u32, lid: u32) -> vec2<f32> {
+    let lane = lid % LANES;
+    let h4 = H / 4u;
+    let rows = vec4<u32>(m, m + 1u, F + m, F + m + 1u) * h4;
+    let first = rows_at(rows, lane);
+    let second = rows_at(rows, min(lane + LANES, h4 - 1u));
+    let inv = normed_shared(lid);
+    red[lid] = dot4_shared(rows, lane, first, second);
+    reduce_runs(lid, LANES);
+    let t = red[lid] * inv;  // gate m, gate m + 1, up m, up m + 1
+    return t.xy / (vec2<f32>(1.0) + exp(-t.xy)) * t.zw;
+}
+
+// gate_up with rows m, m + 1 a lane group (F a multiple of 2 WG / LANES).
+@compute @workgroup_size(WG)
+fn gate_up4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) lid: u32) {
+    let m = 2u * (row_of(wid, nwg) * (WG / LANES) + lid / LANES);
+    let a = swiglu2(m, lid);
+    if (lid % LANES == 0u) {
+        out0[m] = a.x;
+        out0[m + 1u] = a.y;
     }
 }
 

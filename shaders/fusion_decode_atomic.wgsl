@@ -21,17 +21,8 @@ fn mlp_atomic(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     let rows_wg = 2u * (WG / LANES);
     let m0 = rows_wg * row_of(wid, nwg);
     let m = m0 + 2u * (lid / LANES);
-    let lane = lid % LANES;
-    let h4 = H / 4u;
-    let rows = vec4<u32>(m, m + 1u, F + m, F + m + 1u) * h4;
-    let first = rows_at(rows, lane);
-    let second = rows_at(rows, min(lane + LANES, h4 - 1u));
-    let inv = normed_shared(lid);
-    red[lid] = dot4_shared(rows, lane, first, second);
-    reduce_runs(lid, LANES);
-    if (lane == 0u) {
-        let t = red[lid] * inv;  // gate m, gate m + 1, up m, up m + 1
-        let a = t.xy / (vec2<f32>(1.0) + exp(-t.xy)) * t.zw;
+    let a = swiglu2(m, lid);
+    if (lid % LANES == 0u) {
         let j = m - m0;
         acts[j / 4u][j % 4u] = a.x;
         acts[j / 4u][j % 4u + 1u] = a.y;

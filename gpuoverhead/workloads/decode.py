@@ -65,13 +65,15 @@ class Kernels:
     the attention's workgroups (attention_block; 0: blocks of 256), attn_out's weights
     loaded before its combine (`ahead`), the LM head four rows a lane group with its normed
     vector made once per workgroup (`head4`: norm_matvec4) rather than a workgroup a row,
-    and the MLP in one dispatch adding into the residual stream with float atomics
-    (`atomic_mlp`: mlp_atomic, where the device has shader-float32-atomic; the Context's
-    kernel must be suite.shaders.atomic_kernel's)."""
+    Q/K/V and gate/up the same way (`layer4`: qkv_rope4, gate_up4), and the MLP in one
+    dispatch adding into the residual stream with float atomics (`atomic_mlp`: mlp_atomic,
+    where the device has shader-float32-atomic; the Context's kernel must be
+    suite.shaders.atomic_kernel's)."""
 
     attention_workgroups: int = ATTENTION_WORKGROUPS
     ahead: int = 1
     head4: bool = False
+    layer4: bool = False
     atomic_mlp: bool = False
 
 
@@ -167,9 +169,9 @@ class Engine:
         MLP's module)."""
         other = copy.copy(self)
         other.kernels, other.ctx = kernels, ctx or self.ctx
-        if kernels.atomic_mlp:
-            assert "fn mlp_atomic" in other.ctx.kernel.source, "needs atomic_kernel's Context"
-            assert self.w.shape.mlp % (2 * SHARED_WG // SHARED_LANES) == 0, self.w.shape
+        assert not kernels.atomic_mlp or "fn mlp_atomic" in other.ctx.kernel.source, \
+            "the atomic MLP needs atomic_kernel's Context"
+        assert self.w.shape.mlp % (2 * SHARED_WG // SHARED_LANES) == 0, self.w.shape
         if head_binding != self.head_binding:
             other._upload_head(head_binding)
         return other
@@ -294,11 +296,12 @@ class Engine:
     def _fused_layer(self, layer: dict, split: dict, b: dict) -> list[Any]:
         s, h, q, f = self.w.shape, self.w.shape.hidden, self.w.shape.q_size, self.w.shape.mlp
         block = self._block()
+        qkv = {W: layer["wqkv"], 8: b["x"], 9: layer["norm1"], 1: b["rope"], 2: layer["bqkv"],
+               3: b["q"], 4: layer["kcache"], 5: layer["vcache"]}
+        pairs = (q + 2 * s.kv_size) // 2
         attention = [
-            self._mv("qkv_rope", {W: layer["wqkv"], 8: b["x"], 9: layer["norm1"],
-                                  1: b["rope"], 2: layer["bqkv"], 3: b["q"],
-                                  4: layer["kcache"], 5: layer["vcache"]},
-                     (q + 2 * s.kv_size) // 2, h),
+            self._shared("qkv_rope4", qkv, pairs // 2) if self.kernels.layer4 else
+            self._mv("qkv_rope", qkv, pairs, h),
             self.ctx.step(self._p("attn_part" if block < DECODE_WG else "attn_part_wide",
                                   WG=DECODE_WG, AB=block),
                           {8: b["q"], 9: layer["kcache"], 10: layer["vcache"], 3: b["ml"],
@@ -313,12 +316,13 @@ class Engine:
                     self._shared("mlp_atomic", {W: layer["wgu"], 13: layer["wdown"],
                                                 8: b["x"], 9: layer["norm2"], 12: b["next"]},
                                  f // 2)]
+        gate_up = {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]}
         return [
             *attention,
             self._mv("attn_out", {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"]}, h, q,
                      least=DECODE_WG, AHEAD=ahead),  # fewer workgroups, each combining
-            self._mv("gate_up", {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]},
-                     f, h),
+            self._shared("gate_up4", gate_up, f // 2) if self.kernels.layer4 else
+            self._mv("gate_up", gate_up, f, h),
             self._mv("matvec_add", {W: layer["wdown"], 8: b["a"], 3: b["x"]}, h, f),
         ]
 
