@@ -55,8 +55,11 @@ LANE_LOADS = 4
 #: Logits per workgroup of the token loop's argmax (its threads, 16 logits each).
 ARGMAX_ROWS = DECODE_WG * 16
 #: Threads a row (a lane group) and per workgroup of the kernels that take four rows a lane
-#: group and make their normed vector once per workgroup (norm_matvec4, mlp_atomic).
+#: group and make their normed vector once per workgroup (norm_matvec4, gate_up4,
+#: mlp_atomic); qkv_rope4 takes 64 and 64, a lane group a workgroup: Q/K/V's 1,152 rows
+#: (0.5B) would fill 36 workgroups of 256, 288 of 64 for the H200's 132 SMs.
 SHARED_LANES, SHARED_WG = 32, 256
+QKV4_LANES = QKV4_WG = 64
 
 
 @dataclass(frozen=True)
@@ -196,11 +199,12 @@ class Engine:
         return self.ctx.step(self._p(entry, ROWS=rows, COLS=cols, LANES=lanes, WG=wg, **extra),
                              buffers, grid_for(rows, wg // lanes))
 
-    def _shared(self, entry: str, buffers: dict[int, Any], groups: int, **extra: int) -> Any:
-        """A dispatch of a kernel of `groups` lane groups of SHARED_LANES threads, SHARED_WG
-        threads a workgroup, that makes its normed vector once per workgroup."""
-        return self.ctx.step(self._p(entry, LANES=SHARED_LANES, WG=SHARED_WG, **extra),
-                             buffers, grid_for(groups, SHARED_WG // SHARED_LANES))
+    def _shared(self, entry: str, buffers: dict[int, Any], groups: int,
+                lanes: int = SHARED_LANES, wg: int = SHARED_WG, **extra: int) -> Any:
+        """A dispatch of a kernel of `groups` lane groups of `lanes` threads, `wg` threads a
+        workgroup, that makes its normed vector once per workgroup."""
+        return self.ctx.step(self._p(entry, LANES=lanes, WG=wg, **extra), buffers,
+                             grid_for(groups, wg // lanes))
 
     def steps(self, form: str, count: Any, token: Any = None
               ) -> tuple[tuple[tuple[Any, ...], ...], Any]:
@@ -300,7 +304,8 @@ class Engine:
                3: b["q"], 4: layer["kcache"], 5: layer["vcache"]}
         pairs = (q + 2 * s.kv_size) // 2
         attention = [
-            self._shared("qkv_rope4", qkv, pairs // 2) if self.kernels.layer4 else
+            self._shared("qkv_rope4", qkv, pairs // 2, QKV4_LANES, QKV4_WG)
+            if self.kernels.layer4 else
             self._mv("qkv_rope", qkv, pairs, h),
             self.ctx.step(self._p("attn_part" if block < DECODE_WG else "attn_part_wide",
                                   WG=DECODE_WG, AB=block),
