@@ -51,10 +51,13 @@ from gpuoverhead.workloads.work import Context  # noqa: E402
 
 #: The variants, each what it changes from "main" (today's kernels): the LM head four rows
 #: a lane group with its normed vector made once per workgroup; Q/K/V and gate/up so too;
-#: both; the MLP in one dispatch with float atomics (4 dispatches a layer); all of them.
+#: both; the MLP in one dispatch with float atomics (4 dispatches a layer); the attention
+#: and output projection in one dispatch with float atomics (4 a layer); both of those
+#: with head4 and layer4 (3 a layer), and head4, layer4 and the atomic MLP (4 a layer).
 VARIANTS = {"main": Kernels(), "head4": Kernels(head4=True), "layer4": Kernels(layer4=True),
             "head4+layer4": Kernels(head4=True, layer4=True),
-            "atomic-mlp": Kernels(atomic_mlp=True),
+            "atomic-mlp": Kernels(atomic_mlp=True), "attn-wo": Kernels(attn_wo=True),
+            "fewest": Kernels(head4=True, layer4=True, atomic_mlp=True, attn_wo=True),
             "all": Kernels(head4=True, layer4=True, atomic_mlp=True)}
 ATOMIC = "shader-float32-atomic"
 INSIDE = "timestamp-query-inside-passes"
@@ -83,8 +86,9 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--steps", type=int, help="steps a timed pass (64; tiny: 8)")
     parser.add_argument("--rounds", type=int, help="rounds over the variants (8; tiny: 3)")
     parser.add_argument("--budget", type=float, default=90.0,
-                        help="seconds after which no new shape or variant starts (90; on the "
-                             "H200 the 1.5B shape of one implementation takes about 20)")
+                        help="seconds after which no new shape or variant starts (90; the "
+                             "variants built by then still take their rounds: at 1.5B, 8 x 8 "
+                             "passes of 64 steps of about 2.5 ms, 10 s on an H200)")
     parser.add_argument("--implementations", default="wgpu-native,dawn")
     parser.add_argument("--variants", default=",".join(VARIANTS),
                         help=f"comma-separated, of {', '.join(VARIANTS)}")
@@ -149,7 +153,8 @@ def kernel_split(names: list[str], times: np.ndarray) -> dict[str, dict]:
 def build(ctx: Context, engine: Engine, name: str, kernels: Kernels, atomic_ctx: Context | None,
           expected: np.ndarray, tick: float, wait: Any) -> Built:
     """The variant's fused step on the engine's device, run twice and its logits checked."""
-    tuned = engine.tuned(kernels, ctx=atomic_ctx if kernels.atomic_mlp else ctx)
+    atomic = kernels.atomic_mlp or kernels.attn_wo
+    tuned = engine.tuned(kernels, ctx=atomic_ctx if atomic else ctx)
     count = ctx.buffer(np.zeros(1, np.uint32))
     segments, logits = tuned.steps("fused", count)
     sequence = sum(segments, ())
@@ -171,7 +176,7 @@ def run_shape(binding_name: str, device: Any, timer: Any, tick: float, weights: 
     built = []
     for name in args.variants.split(","):
         kernels = VARIANTS[name]
-        if kernels.atomic_mlp and atomic_ctx is None:
+        if (kernels.atomic_mlp or kernels.attn_wo) and atomic_ctx is None:
             notes.append(f"{binding_name}: {name} left out (the device has no {ATOMIC})")
         elif perf_counter() > deadline:
             notes.append(f"{binding_name} {weights.shape.name}: {name} left out (past the "

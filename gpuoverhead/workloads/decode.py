@@ -60,6 +60,10 @@ ARGMAX_ROWS = DECODE_WG * 16
 #: (0.5B) would fill 36 workgroups of 256, 288 of 64 for the H200's 132 SMs.
 SHARED_LANES, SHARED_WG = 32, 256
 QKV4_LANES = QKV4_WG = 64
+#: attn_wo's output rows a workgroup (its override RC): 196 workgroups at 0.5B (14 heads x
+#: 14 row blocks), 288 at 1.5B, each working out its head's attention (128 positions: 66 KB
+#: of the caches at 0.5B, from L2) for RC rows of 64 (0.5B) or 128 (1.5B) columns.
+WO_ROWS = 64
 
 
 @dataclass(frozen=True)
@@ -71,13 +75,16 @@ class Kernels:
     Q/K/V and gate/up the same way (`layer4`: qkv_rope4, gate_up4), and the MLP in one
     dispatch adding into the residual stream with float atomics (`atomic_mlp`: mlp_atomic,
     where the device has shader-float32-atomic; the Context's kernel must be
-    suite.shaders.atomic_kernel's)."""
+    suite.shaders.atomic_kernel's), and the attention with the output projection in one
+    dispatch adding into the stream with float atomics (`attn_wo`, the same feature): 4
+    dispatches a layer, 3 with `atomic_mlp`."""
 
     attention_workgroups: int = ATTENTION_WORKGROUPS
     ahead: int = 1
     head4: bool = False
     layer4: bool = False
     atomic_mlp: bool = False
+    attn_wo: bool = False
 
 
 def groups(req: Request) -> list[Group]:
@@ -172,8 +179,11 @@ class Engine:
         MLP's module)."""
         other = copy.copy(self)
         other.kernels, other.ctx = kernels, ctx or self.ctx
-        assert not kernels.atomic_mlp or "fn mlp_atomic" in other.ctx.kernel.source, \
-            "the atomic MLP needs atomic_kernel's Context"
+        assert not (kernels.atomic_mlp or kernels.attn_wo) or \
+            "fn mlp_atomic" in other.ctx.kernel.source, "float atomics need atomic_kernel's Context"
+        d4 = self.w.shape.head_dim // 4
+        assert not kernels.attn_wo or (self.w.shape.hidden % WO_ROWS == 0 and
+                                       WO_ROWS * d4 // DECODE_WG in (4, 8)), self.w.shape
         assert self.w.shape.mlp % (2 * SHARED_WG // SHARED_LANES) == 0, self.w.shape
         if head_binding != self.head_binding:
             other._upload_head(head_binding)
@@ -225,7 +235,7 @@ class Engine:
         layer_of = self._fused_layer if form == "fused" else self._unfused_layer
         # The atomic MLP adds into a copy of the stream: layers alternate between two.
         streams = [buf["x"]]
-        if form == "fused" and self.kernels.atomic_mlp:
+        if form == "fused" and self.kernels.atomic_mlp:  # attn_out's copy, or attn_wo's zeros
             streams.append(ctx.buffer(np.zeros(h, np.float32)))
         segments = [layer_of(layer, split, {**buf, "x": streams[i % len(streams)],
                                             "next": streams[(i + 1) % len(streams)]})
@@ -298,38 +308,44 @@ class Engine:
         ]
 
     def _fused_layer(self, layer: dict, split: dict, b: dict) -> list[Any]:
+        """Q/K/V, the attention with the output projection, the MLP: 5 dispatches, 4 with
+        either atomic kernel, 3 with both. The atomic MLP reads the stream `x` and adds into
+        `next`, which attn_out_copy leaves a copy of `x` in, or attn_wo zeroes (the MLP's
+        first workgroup then adds `x` too)."""
         s, h, q, f = self.w.shape, self.w.shape.hidden, self.w.shape.q_size, self.w.shape.mlp
-        block = self._block()
+        kernels, block = self.kernels, self._block()
         qkv = {W: layer["wqkv"], 8: b["x"], 9: layer["norm1"], 1: b["rope"], 2: layer["bqkv"],
                3: b["q"], 4: layer["kcache"], 5: layer["vcache"]}
         pairs = (q + 2 * s.kv_size) // 2
-        attention = [
-            self._shared("qkv_rope4", qkv, pairs // 2, QKV4_LANES, QKV4_WG)
-            if self.kernels.layer4 else
-            self._mv("qkv_rope", qkv, pairs, h),
-            self.ctx.step(self._p("attn_part" if block < DECODE_WG else "attn_part_wide",
-                                  WG=DECODE_WG, AB=block),
-                          {8: b["q"], 9: layer["kcache"], 10: layer["vcache"], 3: b["ml"],
-                           4: b["part"]}, (-(-(self.cache + 1) // block), s.heads)),
-        ]
-        ahead = self.kernels.ahead
-        if self.kernels.atomic_mlp:
-            return [*attention,
-                    self._mv("attn_out_copy", {W: layer["wo"], 0: b["ml"], 10: b["part"],
-                                               3: b["x"], 4: b["next"]}, h, q,
-                             least=DECODE_WG, AHEAD=ahead),
-                    self._shared("mlp_atomic", {W: layer["wgu"], 13: layer["wdown"],
-                                                8: b["x"], 9: layer["norm2"], 12: b["next"]},
-                                 f // 2)]
+        steps = [self._shared("qkv_rope4", qkv, pairs // 2, QKV4_LANES, QKV4_WG)
+                 if kernels.layer4 else self._mv("qkv_rope", qkv, pairs, h)]
+        if kernels.attn_wo:
+            steps.append(self.ctx.step(
+                self._p("attn_wo", WG=DECODE_WG, RC=WO_ROWS, ZERO=int(kernels.atomic_mlp)),
+                {W: layer["wo"], 8: b["q"], 9: layer["kcache"], 10: layer["vcache"],
+                 12: b["x"], 4: b["next"] if kernels.atomic_mlp else b["y"]},  # y: unused
+                (h // WO_ROWS, s.heads)))
+        else:
+            steps.append(self.ctx.step(
+                self._p("attn_part" if block < DECODE_WG else "attn_part_wide", WG=DECODE_WG,
+                        AB=block),
+                {8: b["q"], 9: layer["kcache"], 10: layer["vcache"], 3: b["ml"],
+                 4: b["part"]}, (-(-(self.cache + 1) // block), s.heads)))
+            copy = kernels.atomic_mlp  # fewer workgroups, each combining the blocks
+            steps.append(self._mv("attn_out_copy" if copy else "attn_out",
+                                  {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"],
+                                   **({4: b["next"]} if copy else {})}, h, q,
+                                  least=DECODE_WG, AHEAD=kernels.ahead))
+        if kernels.atomic_mlp:
+            return [*steps, self._shared("mlp_atomic", {W: layer["wgu"], 13: layer["wdown"],
+                                                        8: b["x"], 9: layer["norm2"],
+                                                        12: b["next"]}, f // 2,
+                                         ADDX=int(kernels.attn_wo))]
         gate_up = {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]}
-        return [
-            *attention,
-            self._mv("attn_out", {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"]}, h, q,
-                     least=DECODE_WG, AHEAD=ahead),  # fewer workgroups, each combining
-            self._shared("gate_up4", gate_up, f // 2) if self.kernels.layer4 else
-            self._mv("gate_up", gate_up, f, h),
-            self._mv("matvec_add", {W: layer["wdown"], 8: b["a"], 3: b["x"]}, h, f),
-        ]
+        return [*steps,
+                self._shared("gate_up4", gate_up, f // 2) if kernels.layer4 else
+                self._mv("gate_up", gate_up, f, h),
+                self._mv("matvec_add", {W: layer["wdown"], 8: b["a"], 3: b["x"]}, h, f)]
 
 
 def argmax_steps(ctx: Context, logits: Any, token: Any, vocab: int) -> list[Step]:
