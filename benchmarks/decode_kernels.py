@@ -8,9 +8,10 @@ its step count, and times its GPU time a token with timestamp queries around one
 `--steps` steps: `--rounds` rounds, each timing every variant of the shape once in a
 rotating order, the median over rounds (with the least and the most). In the same process,
 on the same device: the read floor (the bytes a step must read over the read bandwidth of a
-stream kernel: workloads/read_floor.py) and the GPU's own time per dispatch (a pass of
-EMPTY_DISPATCHES dispatches of the step's `count` kernel), so each row splits a token into
-the floor, its dispatches times that time, and the rest, the kernels' excess. Where the
+stream kernel) and the GPU's own time per dispatch in one pass (the step's `count` kernel),
+both as the suite's decode workers measure them (workloads/read_floor.py), so each row
+splits a token into the floor, its dispatches times that time, and the rest, the kernels'
+excess. Where the
 device writes timestamps inside a pass (wgpu-native's timestamp-query-inside-passes), one
 more pass per variant with a timestamp after every dispatch gives each kernel's GPU time a
 token (the `kernel` lines and table). Starts no new shape or variant past `--budget`
@@ -61,8 +62,6 @@ VARIANTS = {"main": Kernels(), "head4": Kernels(head4=True), "layer4": Kernels(l
             "all": Kernels(head4=True, layer4=True, atomic_mlp=True)}
 ATOMIC = "shader-float32-atomic"
 INSIDE = "timestamp-query-inside-passes"
-#: Empty dispatches in the pass that times one, and the passes (the median counts).
-EMPTY_DISPATCHES, EMPTY_PASSES = 512, 5
 #: Timestamps a query set holds at most (WebGPU's limit).
 MOST_QUERIES = 4096
 
@@ -99,14 +98,6 @@ def arguments() -> argparse.Namespace:
     if bad := [v for v in args.variants.split(",") if v not in VARIANTS]:
         parser.error(f"unknown variant {bad[0]!r}; known: {', '.join(VARIANTS)}")
     return args
-
-
-def empty_dispatch_ns(device: Any, step: tuple, timer: Any, tick: float, wait: Any) -> float:
-    """The GPU's own time per dispatch: EMPTY_DISPATCHES dispatches of the `count` kernel in
-    one pass, timestamps at its ends, the median of EMPTY_PASSES passes."""
-    timed_pass(device, (step,), 8, None, tick, wait)
-    return float(np.median([timed_pass(device, (step,), EMPTY_DISPATCHES, timer, tick, wait)[0]
-                            for _ in range(EMPTY_PASSES)])) / EMPTY_DISPATCHES
 
 
 def per_dispatch_ns(binding_name: str, device: Any, sequence: tuple, steps: int, tick: float,
@@ -171,8 +162,7 @@ def run_shape(binding_name: str, device: Any, timer: Any, tick: float, weights: 
     ctx = Context(device, Group(fusion_kernel("decode")))
     atomic_ctx = ctx.with_kernel(atomic_kernel(ctx.kernel)) if ATOMIC in features else None
     engine = Engine(ctx, weights)
-    empty = ctx.step(ctx.pipeline("count"), {6: ctx.buffer(np.zeros(1, np.uint32))}, (1, 1))
-    empty_ns = empty_dispatch_ns(device, empty, timer, tick, wait)
+    empty_ns = read_floor.dispatch_gpu_ns(ctx, tick, wait)
     built = []
     for name in args.variants.split(","):
         kernels = VARIANTS[name]
