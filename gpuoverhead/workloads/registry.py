@@ -74,12 +74,13 @@ def floor_notes(device: Any, group: Group, works: dict[Case, Work], wait: Callab
         return {}
     notes: dict[str, Any] = {DISPATCHES_PER_UNIT: {
         c.id: len(works[c].sequences[0]) for c in group.cases if c.sync == TIMESTAMPS}}
-    for name, measure in ((READ_GB_S, lambda ctx: read_floor.read_gb_s(ctx, tick_ns, wait,
-                                                                        software)),
+    ctx = Context(device, group)  # one shader module for both
+    for name, measure in ((READ_GB_S, lambda: read_floor.read_gb_s(ctx, tick_ns, wait,
+                                                                    software)),
                           (GPU_PER_DISPATCH_NS,
-                           lambda ctx: read_floor.dispatch_gpu_ns(ctx, tick_ns, wait))):
+                           lambda: read_floor.dispatch_gpu_ns(ctx, tick_ns, wait))):
         try:
-            notes[name] = measure(Context(device, group))
+            notes[name] = measure()
         except Exception as exc:  # the floors are second figures: their failure stops no step
             notes[f"{name}_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
     return notes
