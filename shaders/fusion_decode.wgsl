@@ -41,6 +41,7 @@ const EPS: f32 = 1e-6;
 const MAX_D4: u32 = 32u;      // D / 4 at most
 const MAX_Q4: u32 = 384u;     // NH * D / 4 at most (the attention output in workgroup memory)
 const MAX_HB: u32 = 512u;     // NH * NB at most
+const MAX_H4: u32 = 384u;     // H / 4 at most (a normed residual stream in workgroup memory)
 alias W = f32;
 
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
@@ -64,6 +65,7 @@ var<workgroup> os: array<vec4<f32>, MAX_Q4>;
 var<workgroup> hw: array<f32, MAX_HB>;
 var<workgroup> lw: array<f32, MAX_HB>;
 var<workgroup> redi: array<u32, 256>;
+var<workgroup> ns: array<vec4<f32>, MAX_H4>;
 
 fn row_of(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return wid.x + wid.y * nwg.x;
@@ -494,12 +496,21 @@ fn qkv_rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
     }
     red[lid] = s;
     reduce_runs(lid, LANES);
-    if (lane != 0u || block >= NH + 2u * NKV) {
-        return;
+    if (lane == 0u && block < NH + 2u * NKV) {
+        let inv = inv_rms(red[lid].z);
+        qkv_store(block, j, red[lid].x * inv, red[lid].y * inv);
     }
-    let inv = inv_rms(red[lid].z);
-    let y0 = red[lid].x * inv + in2[r0];
-    let y1 = red[lid].y * inv + in2[r1];
+}
+
+// Rows (j, j + D / 2) of Q/K/V block `block` (a query head, then the key heads, then the
+// value heads), normed, plus their biases (in2): query and key rows turned by RoPE, key and
+// value rows into the caches at position T - 1 (out0: q, out1: key cache, out2: value cache).
+fn qkv_store(block: u32, j: u32, dot0: f32, dot1: f32) {
+    let half = D / 2u;
+    let r0 = block * D + j;
+    let r1 = r0 + half;
+    let y0 = dot0 + in2[r0];
+    let y1 = dot1 + in2[r1];
     let slot = (T - 1u) * NKV * D;
     if (block < NH) {
         let turned = rotate(y0, y1, j);
@@ -717,6 +728,28 @@ fn attn_values_wide(b: u32, h: u32, g: u32, lid: u32) {
 fn attn_out(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
             @builtin(local_invocation_index) lid: u32) {
     let r = row_of(wid, nwg) * (WG / LANES) + lid / LANES;
+    let s = attn_out_dot(r, lid);
+    if (lid % LANES == 0u && r < H) {
+        out0[r] = out0[r] + s;
+    }
+}
+
+// attn_out that also copies the new residual stream into out1: the stream that
+// mlp_atomic (fusion_decode_atomic.wgsl) adds into while it reads this one.
+@compute @workgroup_size(WG)
+fn attn_out_copy(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                 @builtin(local_invocation_index) lid: u32) {
+    let r = row_of(wid, nwg) * (WG / LANES) + lid / LANES;
+    let s = attn_out_dot(r, lid);
+    if (lid % LANES == 0u && r < H) {
+        let v = out0[r] + s;
+        out0[r] = v;
+        out1[r] = v;
+    }
+}
+
+// attn_out's combine and row r's dot product with it, whole in the row's first lane.
+fn attn_out_dot(r: u32, lid: u32) -> f32 {
     let lane = lid % LANES;
     let cols4 = NH * (D / 4u);
     var first = array<vec4<f32>, 4>();
@@ -733,9 +766,7 @@ fn attn_out(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
     }
     red[lid] = vec4<f32>(s, 0.0, 0.0, 0.0);
     reduce_runs(lid, LANES);
-    if (lane == 0u && r < H) {
-        out0[r] = out0[r] + red[lid].x;
-    }
+    return red[lid].x;
 }
 
 // attn_out's first part: each block's weight exp(m_b - m) / sum_b' l_b' exp(m_b' - m) in hw
@@ -821,6 +852,58 @@ fn gate_up(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
     }
 }
 
+// ---- fused, four rows a lane group (the normed vector made once per workgroup) ----------
+
+// qkv_rope with two pairs of rows (j, j + D / 2), (j + 1, j + 1 + D / 2) a lane group.
+@compute @workgroup_size(WG)
+fn qkv_rope4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) lid: u32) {
+    let p = 2u * (row_of(wid, nwg) * (WG / LANES) + lid / LANES);
+    let lane = lid % LANES;
+    let half = D / 2u;
+    let block = min(p / half, NH + 2u * NKV - 1u);
+    let j = p % half;
+    let r0 = block * D + j;
+    let rows = vec4<u32>(r0, r0 + half, r0 + 1u, r0 + 1u + half) * (H / 4u);
+    let first = rows_at(rows, lane);
+    let second = rows_at(rows, min(lane + LANES, H / 4u - 1u));
+    let inv = normed_shared(lid);
+    red[lid] = dot4_shared(rows, lane, first, second);
+    reduce_runs(lid, LANES);
+    if (lane == 0u && p / half < NH + 2u * NKV) {
+        let t = red[lid] * inv;
+        qkv_store(block, j, t.x, t.y);
+        qkv_store(block, j + 1u, t.z, t.w);
+    }
+}
+
+// silu(gate_m . n) * (up_m . n) for rows m and m + 1 (n: x4 normed by y4; the weights: gate
+// rows then up rows), whole in the first lane of the lane group (LANES threads) of `lid`.
+fn swiglu2(m: u32, lid: u32) -> vec2<f32> {
+    let lane = lid % LANES;
+    let h4 = H / 4u;
+    let rows = vec4<u32>(m, m + 1u, F + m, F + m + 1u) * h4;
+    let first = rows_at(rows, lane);
+    let second = rows_at(rows, min(lane + LANES, h4 - 1u));
+    let inv = normed_shared(lid);
+    red[lid] = dot4_shared(rows, lane, first, second);
+    reduce_runs(lid, LANES);
+    let t = red[lid] * inv;  // gate m, gate m + 1, up m, up m + 1
+    return t.xy / (vec2<f32>(1.0) + exp(-t.xy)) * t.zw;
+}
+
+// gate_up with rows m, m + 1 a lane group (F a multiple of 2 WG / LANES).
+@compute @workgroup_size(WG)
+fn gate_up4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) lid: u32) {
+    let m = 2u * (row_of(wid, nwg) * (WG / LANES) + lid / LANES);
+    let a = swiglu2(m, lid);
+    if (lid % LANES == 0u) {
+        out0[m] = a.x;
+        out0[m + 1u] = a.y;
+    }
+}
+
 // out0[BASE + r] = w[r, :] . (x4 / rms(x4) * y4): the final norm folded into the LM head
 // (BASE: the chunk's first row, all chunks writing one logits buffer).
 @compute @workgroup_size(WG)
@@ -836,6 +919,73 @@ fn norm_matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     reduce_runs(lid, LANES);
     if (lane == 0u && r < ROWS) {
         out0[BASE + r] = red[lid].x * inv_rms(red[lid].z);
+    }
+}
+
+// ns = x4 * y4 (the residual stream times the norm's weight, not yet divided by its RMS)
+// in workgroup memory, made once for the whole workgroup; returns 1 / rms(x4).
+fn normed_shared(lid: u32) -> f32 {
+    var q = 0.0;
+    for (var c = lid; c < H / 4u; c = c + WG) {
+        let x = x4[c];
+        ns[c] = x * y4[c];
+        q = q + dot(x, x);
+    }
+    redm[lid] = q;
+    reduce_sum(lid);
+    return inv_rms(redm[0]);
+}
+
+// Column c (a vec4) of the four weight rows that start at `rows` (offsets in vec4).
+fn rows_at(rows: vec4<u32>, c: u32) -> mat4x4<f32> {
+    return mat4x4<f32>(vec4<f32>(weights[rows.x + c]), vec4<f32>(weights[rows.y + c]),
+                       vec4<f32>(weights[rows.z + c]), vec4<f32>(weights[rows.w + c]));
+}
+
+// A lane's shares of the four rows at `rows` (H columns) against ns: two columns a batch,
+// eight loads issued together; the first batch's weights given (loaded before ns was made).
+fn dot4_shared(rows: vec4<u32>, lane: u32, first: mat4x4<f32>, second: mat4x4<f32>) -> vec4<f32> {
+    let h4 = H / 4u;
+    var a = vec4<f32>(0.0);
+    var w0 = first;
+    var w1 = second;
+    for (var c = lane; c < h4; c = c + 2u * LANES) {
+        let c1 = c + LANES;
+        if (c != lane) {
+            w0 = rows_at(rows, c);
+            w1 = rows_at(rows, min(c1, h4 - 1u));
+        }
+        a = a + ns[c] * w0;
+        a = a + select(vec4<f32>(0.0), ns[min(c1, h4 - 1u)], c1 < h4) * w1;
+    }
+    return a;
+}
+
+// norm_matvec with four rows a lane group (LANES threads), WG / LANES groups a workgroup:
+// the normed vector is made once per workgroup (norm_matvec reads x4 and y4 again for each
+// row, a workgroup a row: 152k workgroups for Qwen2.5's head), and the first batch of
+// weights is loaded before it. Rows past ROWS read the last row and write nothing.
+@compute @workgroup_size(WG)
+fn norm_matvec4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) lid: u32) {
+    let r0 = 4u * (row_of(wid, nwg) * (WG / LANES) + lid / LANES);
+    let lane = lid % LANES;
+    let h4 = H / 4u;
+    let last = ROWS - 1u;
+    let rows = vec4<u32>(min(r0, last), min(r0 + 1u, last), min(r0 + 2u, last),
+                         min(r0 + 3u, last)) * h4;
+    let first = rows_at(rows, lane);
+    let second = rows_at(rows, min(lane + LANES, h4 - 1u));
+    let inv = normed_shared(lid);
+    red[lid] = dot4_shared(rows, lane, first, second);
+    reduce_runs(lid, LANES);
+    if (lane == 0u) {
+        let t = red[lid] * inv;
+        for (var i = 0u; i < 4u; i = i + 1u) {
+            if (r0 + i < ROWS) {
+                out0[BASE + r0 + i] = t[i];
+            }
+        }
     }
 }
 

@@ -151,7 +151,7 @@ def prepare(job: Job, rng: np.random.Generator) -> Iterator[Prepared]:
         wait = waiter(device)
         tick = bind.tick_ns(device.queue) if timestamps else None
         works = workloads.build(device, group, rng, wait)
-        notes |= workloads.read_floor_notes(device, group, wait, tick, info.is_software)
+        notes |= workloads.floor_notes(device, group, works, wait, tick, info.is_software)
         ops = {case: fusion_method.operation(works[case], device, wait,
                                              case.sync == TIMESTAMPS, case.encoding)
                for case in group.cases}

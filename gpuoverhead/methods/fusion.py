@@ -170,6 +170,7 @@ def series(view: View, index: int, case: Case, out: Out) -> None:
     slope = add_fits(out, case, n, matrix, round_times, metrics, "round-median theil-sen")
     if case.sync == TIMESTAMPS:
         _floor_multiple(view, case, out, slope, round_times)
+        _token_parts(view, case, out, slope, round_times)
     single = matrix[:, 0] if n[0] == 1 else None
     if single is not None and case.sync != TIMESTAMPS:
         out[Key(case, "latency_ns", "ns", "median of N=1 samples")] = Series(
@@ -199,6 +200,37 @@ def _floor_multiple(view: View, case: Case, out: Out, slope: np.ndarray,
             out[Key(case, metric, "ratio", f"median GPU-time slope / memory floor "
                     f"({source})")] = Series(slope[whole] * bandwidth / needed,
                                              round_times[whole], int(whole.sum()))
+
+
+def _token_parts(view: View, case: Case, out: Out, slope: np.ndarray,
+                 round_times: np.ndarray) -> None:
+    """A decode token's GPU time (the one-pass slope) taken apart, where its worker measured
+    the floors (workloads/read_floor.py): `read_floor_ns`, the bytes a step must read over
+    the worker's read bandwidth; `dispatch_gpu_ns`, the dispatches a token issues times the
+    GPU's own time per dispatch in one pass; `kernel_excess_ns`, the rest, each round's
+    slope less both. The first two are one measurement a worker: one value each, their
+    interval over processes; the excess varies round by round, so with one process its
+    interval is its rounds' and the parts add up to the GPU time exactly."""
+    dispatches, per_dispatch = view.cal.dispatches.get(case.id), view.cal.gpu_per_dispatch_ns
+    if not (view.cal.read_gb_s and dispatches and per_dispatch is not None
+            and case.kernel.startswith(DECODE_KERNEL)):
+        return
+    precision = "f16" if case.kernel.endswith("_f16") else "f32"
+    floor = bytes_per_token(MODELS[case.elements], case.k, precision) / view.cal.read_gb_s
+    cost = dispatches * per_dispatch
+    whole = np.isfinite(slope)
+    if not whole.any():
+        return
+    once = round_times[whole][:1]  # each worker's keys must not differ: no figures in them
+    out[Key(case, "read_floor_ns", "ns", "bytes a step must read / the read bandwidth of a "
+            "stream kernel in each worker (run.json's read_gb_s), one value a worker")] = \
+        Series(np.array([floor]), once, 1)
+    out[Key(case, "dispatch_gpu_ns", "ns", "dispatches a step (run.json's dispatches_per_unit)"
+            " x the GPU's own time per dispatch in one pass measured in each worker "
+            "(gpu_per_dispatch_ns), one value a worker")] = Series(np.array([cost]), once, 1)
+    out[Key(case, "kernel_excess_ns", "ns", "median of rounds' GPU-time slope - "
+            "read_floor_ns - dispatch_gpu_ns")] = Series(slope[whole] - floor - cost,
+                                                          round_times[whole], int(whole.sum()))
 
 
 def _token_series(view: View, index: int, case: Case, out: Out, pos: np.ndarray,

@@ -1,6 +1,7 @@
 """The terminal's grids of the fusion workloads' estimates: speedups, the browser tax, the
-token and host-read loops, readback and sampling, the crossover, torch.compile's builds
-(console.print_summary prints them after the kernel benchmarks' grids)."""
+token and host-read loops, a decode token's GPU time taken apart, readback and sampling,
+the crossover, torch.compile's builds (console.print_summary prints them after the kernel
+benchmarks' grids)."""
 
 from __future__ import annotations
 
@@ -131,6 +132,38 @@ def token_loop_grid(summary: pd.DataFrame) -> Table | None:
     return table
 
 
+#: A decode token's GPU time and its parts (methods/fusion._token_parts), as the grid shows
+#: them: the read floor, the dispatches' own GPU time, the kernels' excess.
+TOKEN_PARTS = (("GPU", "gpu_ns"), ("read floor", "read_floor_ns"),
+               ("dispatches", "dispatch_gpu_ns"), ("kernels' excess", "kernel_excess_ns"))
+
+
+def token_parts_grid(summary: pd.DataFrame) -> Table | None:
+    """Per decode form a worker measured the floors for: its GPU time a token (µs, the
+    one-pass slope) and its parts, each with its interval and its share of the GPU time."""
+    rows = _fusion_rows(summary)
+    rows = rows[(rows.sync == "timestamps") & rows.metric.isin([m for _, m in TOKEN_PARTS])] \
+        if not rows.empty else rows
+    if rows.empty or "kernel_excess_ns" not in set(rows.metric):
+        return None
+    table = Table(title="Decode GPU time a token taken apart (µs, 95% CI; share of the GPU "
+                        "time)")
+    for name in ("benchmark", "impl.", "k", "form", *(label for label, _ in TOKEN_PARTS)):
+        table.add_column(name, justify="left" if name in ("benchmark", "impl.", "form")
+                         else "right")
+    for (bench, elements, impl, k, variant), part in rows.groupby(
+            ["benchmark", "elements", "implementation", "k", "variant"], sort=False):
+        picks = [pick(part, variant, metric) for _, metric in TOKEN_PARTS]
+        if picks[-1] is None:
+            continue
+        gpu = picks[0].value if picks[0] is not None else math.nan
+        table.add_row(f"{bench} {elements:,} el.", str(impl), str(k), str(variant),
+                      *(fmt.with_ci(r.value, r.ci_low, r.ci_high, "time", r.ci_level)
+                        + (f" ({r.value / gpu:.0%})" if i and gpu > 0 else "")
+                        if r is not None else "—" for i, r in enumerate(picks)))
+    return table
+
+
 def host_read_grid(summary: pd.DataFrame) -> Table | None:
     """Per form with host-read loops (the recurrent step's `host_reads`): its step in the
     loop that reads only after its last (µs), each read form's slowdown over that, and the
@@ -238,4 +271,5 @@ def compile_grid(summary: pd.DataFrame) -> Table | None:
 def grids(summary: pd.DataFrame) -> list[Table | None]:
     """Every grid of this module, in the order they print (None where a run has none)."""
     return [fusion_grid(summary), tax_grid(summary), token_loop_grid(summary),
-            host_read_grid(summary), readback_grid(summary), crossover_grid(summary)]
+            token_parts_grid(summary), host_read_grid(summary), readback_grid(summary),
+            crossover_grid(summary)]

@@ -12,7 +12,7 @@ time from CUDA events on CUDA (decode_torch.py, this workload's `torch_units`).
 from __future__ import annotations
 
 import copy
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -54,6 +54,37 @@ MATVEC_WG = 64
 LANE_LOADS = 4
 #: Logits per workgroup of the token loop's argmax (its threads, 16 logits each).
 ARGMAX_ROWS = DECODE_WG * 16
+#: Threads a row (a lane group) and per workgroup of the kernels that take four rows a lane
+#: group and make their normed vector once per workgroup (norm_matvec4, gate_up4,
+#: mlp_atomic); qkv_rope4 takes 64 and 64, a lane group a workgroup: Q/K/V's 1,152 rows
+#: (0.5B) would fill 36 workgroups of 256, 288 of 64 for the H200's 132 SMs.
+SHARED_LANES, SHARED_WG = 32, 256
+QKV4_LANES = QKV4_WG = 64
+#: attn_wo's output rows a workgroup (its override RC): 196 workgroups at 0.5B (14 heads x
+#: 14 row blocks), 288 at 1.5B, each working out its head's attention (128 positions: 66 KB
+#: of the caches at 0.5B, from L2) for RC rows of 64 (0.5B) or 128 (1.5B) columns.
+WO_ROWS = 64
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """The fused step's kernel choices (benchmarks/decode_kernels.py times each variant):
+    the attention's workgroups (attention_block; 0: blocks of 256), attn_out's weights
+    loaded before its combine (`ahead`), the LM head four rows a lane group with its normed
+    vector made once per workgroup (`head4`: norm_matvec4) rather than a workgroup a row,
+    Q/K/V and gate/up the same way (`layer4`: qkv_rope4, gate_up4), and the MLP in one
+    dispatch adding into the residual stream with float atomics (`atomic_mlp`: mlp_atomic,
+    where the device has shader-float32-atomic; the Context's kernel must be
+    suite.shaders.atomic_kernel's), and the attention with the output projection in one
+    dispatch adding into the stream with float atomics (`attn_wo`, the same feature): 4
+    dispatches a layer, 3 with `atomic_mlp`."""
+
+    attention_workgroups: int = ATTENTION_WORKGROUPS
+    ahead: int = 1
+    head4: bool = False
+    layer4: bool = False
+    atomic_mlp: bool = False
+    attn_wo: bool = False
 
 
 def groups(req: Request) -> list[Group]:
@@ -94,7 +125,7 @@ class Engine:
     `ctx` is the group's Context (workloads/work.py: pipelines by entry point and constants,
     buffers, bind groups); `steps(form)` returns the step's dispatches and the logits'
     buffers; `at(cache)` the same engine attending to a shorter cache (a benchmark's two
-    cache lengths on one upload), `tuned(...)` with other choices (a benchmark's variants);
+    cache lengths on one upload), `tuned(...)` with other Kernels (a benchmark's variants);
     the LM head in chunks of at most `head_binding` bytes (None: the device's limits)."""
 
     def __init__(self, ctx: Any, weights: Weights, precision: str = "f32",
@@ -103,7 +134,7 @@ class Engine:
         assert s.q_size <= 1536 and s.head_dim <= 128 and s.head_dim % 16 == 0, s
         self.consts = {"H": s.hidden, "NH": s.heads, "NKV": s.kv_heads, "F": s.mlp,
                        "D": s.head_dim}
-        self.cache, self.attention_workgroups, self.ahead = weights.cache, ATTENTION_WORKGROUPS, 1
+        self.cache, self.kernels = weights.cache, Kernels(ATTENTION_WORKGROUPS)
         up = ctx.buffer
         self.dtype = dtype = np.float16 if precision == "f16" else np.float32
 
@@ -141,17 +172,25 @@ class Engine:
         other.cache = cache
         return other
 
-    def tuned(self, attention_workgroups: int, head_binding: int | None, ahead: int) -> Engine:
-        """This engine with its attention's workgroups (attention_block), its LM head's
-        chunks (uploaded again where they differ) and attn_out's AHEAD chosen otherwise."""
+    def tuned(self, kernels: Kernels, head_binding: int | None = None, ctx: Any = None
+              ) -> Engine:
+        """This engine with other kernels, its LM head's chunks (uploaded again where they
+        differ) and pipelines from another Context of the same device (`ctx`: the atomic
+        MLP's module)."""
         other = copy.copy(self)
-        other.attention_workgroups, other.ahead = attention_workgroups, ahead
+        other.kernels, other.ctx = kernels, ctx or self.ctx
+        assert not (kernels.atomic_mlp or kernels.attn_wo) or \
+            "fn mlp_atomic" in other.ctx.kernel.source, "float atomics need atomic_kernel's Context"
+        d4 = self.w.shape.head_dim // 4
+        assert not kernels.attn_wo or (self.w.shape.hidden % WO_ROWS == 0 and
+                                       WO_ROWS * d4 // DECODE_WG in (4, 8)), self.w.shape
+        assert self.w.shape.mlp % (2 * SHARED_WG // SHARED_LANES) == 0, self.w.shape
         if head_binding != self.head_binding:
             other._upload_head(head_binding)
         return other
 
     def _block(self) -> int:
-        return attention_block(self.w.shape, self.cache, self.attention_workgroups)
+        return attention_block(self.w.shape, self.cache, self.kernels.attention_workgroups)
 
     def _p(self, entry: str, **extra: int) -> Any:
         t = self.cache + 1
@@ -170,6 +209,13 @@ class Engine:
         return self.ctx.step(self._p(entry, ROWS=rows, COLS=cols, LANES=lanes, WG=wg, **extra),
                              buffers, grid_for(rows, wg // lanes))
 
+    def _shared(self, entry: str, buffers: dict[int, Any], groups: int,
+                lanes: int = SHARED_LANES, wg: int = SHARED_WG, **extra: int) -> Any:
+        """A dispatch of a kernel of `groups` lane groups of `lanes` threads, `wg` threads a
+        workgroup, that makes its normed vector once per workgroup."""
+        return self.ctx.step(self._p(entry, LANES=lanes, WG=wg, **extra), buffers,
+                             grid_for(groups, wg // lanes))
+
     def steps(self, form: str, count: Any, token: Any = None
               ) -> tuple[tuple[tuple[Any, ...], ...], Any]:
         """One step's dispatches in `form` (ending with `count`) in segments (the embedding
@@ -187,15 +233,25 @@ class Engine:
         buf["rope"] = ctx.buffer(rope_table(s.head_dim, self.cache))
         logits = ctx.buffer(np.zeros(s.vocab, np.float32))
         layer_of = self._fused_layer if form == "fused" else self._unfused_layer
-        segments = [layer_of(layer, split, buf)
-                    for layer, split in zip(self.layers, self.split, strict=True)]
+        # The atomic MLP adds into a copy of the stream: layers alternate between two.
+        streams = [buf["x"]]
+        if form == "fused" and self.kernels.atomic_mlp:  # attn_out's copy, or attn_wo's zeros
+            streams.append(ctx.buffer(np.zeros(h, np.float32)))
+        segments = [layer_of(layer, split, {**buf, "x": streams[i % len(streams)],
+                                            "next": streams[(i + 1) % len(streams)]})
+                    for i, (layer, split) in enumerate(zip(self.layers, self.split, strict=True))]
         segments[0][:0] = self._input(buf["x"], token)
+        buf["x"] = streams[len(self.layers) % len(streams)]
         steps: list[Any] = []
         if form != "fused":
             steps.append(ctx.step(self._p("rmsnorm", WG=DECODE_WG),
                                   {0: self.final_norm, 1: buf["x"], 3: buf["n"]}, (1, 1)))
         for (a, b), weights in zip(self.chunks, self.head, strict=True):
-            if form == "fused":
+            if form == "fused" and self.kernels.head4:
+                steps.append(self._shared("norm_matvec4", {W: weights, 8: buf["x"],
+                                                           9: self.final_norm, 3: logits},
+                                          -(-(b - a) // 4), ROWS=b - a, BASE=a))
+            elif form == "fused":
                 steps.append(self._mv("norm_matvec", {W: weights, 8: buf["x"],
                                                       9: self.final_norm, 3: logits}, b - a, h,
                                       BASE=a))
@@ -252,23 +308,44 @@ class Engine:
         ]
 
     def _fused_layer(self, layer: dict, split: dict, b: dict) -> list[Any]:
+        """Q/K/V, the attention with the output projection, the MLP: 5 dispatches, 4 with
+        either atomic kernel, 3 with both. The atomic MLP reads the stream `x` and adds into
+        `next`, which attn_out_copy leaves a copy of `x` in, or attn_wo zeroes (the MLP's
+        first workgroup then adds `x` too)."""
         s, h, q, f = self.w.shape, self.w.shape.hidden, self.w.shape.q_size, self.w.shape.mlp
-        block = self._block()
-        return [
-            self._mv("qkv_rope", {W: layer["wqkv"], 8: b["x"], 9: layer["norm1"],
-                                  1: b["rope"], 2: layer["bqkv"], 3: b["q"],
-                                  4: layer["kcache"], 5: layer["vcache"]},
-                     (q + 2 * s.kv_size) // 2, h),
-            self.ctx.step(self._p("attn_part" if block < DECODE_WG else "attn_part_wide",
-                                  WG=DECODE_WG, AB=block),
-                          {8: b["q"], 9: layer["kcache"], 10: layer["vcache"], 3: b["ml"],
-                           4: b["part"]}, (-(-(self.cache + 1) // block), s.heads)),
-            self._mv("attn_out", {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"]}, h, q,
-                     least=DECODE_WG, AHEAD=self.ahead),  # fewer workgroups, each combining
-            self._mv("gate_up", {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]},
-                     f, h),
-            self._mv("matvec_add", {W: layer["wdown"], 8: b["a"], 3: b["x"]}, h, f),
-        ]
+        kernels, block = self.kernels, self._block()
+        qkv = {W: layer["wqkv"], 8: b["x"], 9: layer["norm1"], 1: b["rope"], 2: layer["bqkv"],
+               3: b["q"], 4: layer["kcache"], 5: layer["vcache"]}
+        pairs = (q + 2 * s.kv_size) // 2
+        steps = [self._shared("qkv_rope4", qkv, pairs // 2, QKV4_LANES, QKV4_WG)
+                 if kernels.layer4 else self._mv("qkv_rope", qkv, pairs, h)]
+        if kernels.attn_wo:
+            steps.append(self.ctx.step(
+                self._p("attn_wo", WG=DECODE_WG, RC=WO_ROWS, ZERO=int(kernels.atomic_mlp)),
+                {W: layer["wo"], 8: b["q"], 9: layer["kcache"], 10: layer["vcache"],
+                 12: b["x"], 4: b["next"] if kernels.atomic_mlp else b["y"]},  # y: unused
+                (h // WO_ROWS, s.heads)))
+        else:
+            steps.append(self.ctx.step(
+                self._p("attn_part" if block < DECODE_WG else "attn_part_wide", WG=DECODE_WG,
+                        AB=block),
+                {8: b["q"], 9: layer["kcache"], 10: layer["vcache"], 3: b["ml"],
+                 4: b["part"]}, (-(-(self.cache + 1) // block), s.heads)))
+            copy = kernels.atomic_mlp  # fewer workgroups, each combining the blocks
+            steps.append(self._mv("attn_out_copy" if copy else "attn_out",
+                                  {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"],
+                                   **({4: b["next"]} if copy else {})}, h, q,
+                                  least=DECODE_WG, AHEAD=kernels.ahead))
+        if kernels.atomic_mlp:
+            return [*steps, self._shared("mlp_atomic", {W: layer["wgu"], 13: layer["wdown"],
+                                                        8: b["x"], 9: layer["norm2"],
+                                                        12: b["next"]}, f // 2,
+                                         ADDX=int(kernels.attn_wo))]
+        gate_up = {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]}
+        return [*steps,
+                self._shared("gate_up4", gate_up, f // 2) if kernels.layer4 else
+                self._mv("gate_up", gate_up, f, h),
+                self._mv("matvec_add", {W: layer["wdown"], 8: b["a"], 3: b["x"]}, h, f)]
 
 
 def argmax_steps(ctx: Context, logits: Any, token: Any, vocab: int) -> list[Step]:

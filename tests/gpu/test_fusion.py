@@ -433,6 +433,44 @@ def test_decode_gpu_time_is_measured_against_the_read_stream_of_its_worker(ci_ru
     assert summary[summary.metric == "floor_multiple"].empty  # no data sheet: no guess
 
 
+def test_decode_gpu_time_is_taken_apart_into_floor_dispatches_and_excess(ci_run):
+    """Each form's GPU time a token in three parts: the read floor (bytes over the worker's
+    read stream), its dispatches (40 unfused and 13 fused for the tiny model, counted from
+    the step as built) times the GPU's own time per dispatch in one pass, both measured in
+    each worker (run.json), and the kernels' excess. Every part at or above zero, each
+    interval too; within a process the parts add up to its GPU time, over processes within
+    the GPU time's interval, unless the excess was held at zero (the floor and the
+    dispatches take the whole slope: lavapipe's GPU-time slope over N = 1 and 2 falls to
+    zero now and then beside a busy core), which its ci_kind says."""
+    _, folder = ci_run
+    _, summary, info = read_run(folder)
+    workers = {p["process"]: p for entry in info["benchmarks"]
+               if entry["benchmark"] == "decode" for p in entry["processes"]}
+    assert all(w["gpu_per_dispatch_ns"] > 0 for w in workers.values()), workers
+    rows = summary[(summary.benchmark == "decode") & (summary.sync == TIMESTAMPS)]
+    parts = ("read_floor_ns", "dispatch_gpu_ns", "kernel_excess_ns")
+    for (variant, process), mine in rows.groupby(["variant", rows.process.fillna(-1)]):
+        got = {r.metric: r for r in mine.itertuples()}
+        assert set(parts) <= set(got), (variant, process, sorted(got))
+        assert all(got[m].value >= 0 and not got[m].ci_low < 0 for m in parts), mine
+        total, gpu = sum(got[m].value for m in parts), got["gpu_ns"]
+        if process >= 0:  # one worker's own floors, as run.json has them
+            worker, case = workers[int(process)], got["gpu_ns"].case
+            assert worker["dispatches_per_unit"][case] == {"unfused": 40, "fused": 13}[variant]
+            needed = decode.bytes_per_token(MODELS[int(gpu.elements)], int(gpu.k))
+            assert got["read_floor_ns"].value == pytest.approx(needed / worker["read_gb_s"])
+            assert got["dispatch_gpu_ns"].value == pytest.approx(
+                worker["dispatches_per_unit"][case] * worker["gpu_per_dispatch_ns"])
+        excess = got["kernel_excess_ns"]
+        if excess.value == 0:
+            assert "not resolved" in excess.ci_kind, excess
+            continue
+        if process >= 0:
+            assert total == pytest.approx(gpu.value, rel=1e-9), (variant, process)
+        assert gpu.ci_low * (1 - 1e-9) <= total <= gpu.ci_high * (1 + 1e-9), \
+            (variant, process, total, gpu.ci_low, gpu.ci_high)
+
+
 def test_decode_token_loop_reports_tokens_per_second_from_runs_of_real_steps(ci_run):
     """Each form and encoding's token loop, synced and pipelined: wall and CPU per token,
     tokens per second and the overhead share. A token's wall is a run's wall over its

@@ -13,7 +13,7 @@ from gpuoverhead.analysis.drift import WITHIN_PROCESSES, drifts
 from gpuoverhead.analysis.samples import Calibration
 from gpuoverhead.analysis.series import Key, Series
 from gpuoverhead.cases import DECODE_KERNEL, FUSION, TIMESTAMPS, Case
-from gpuoverhead.methods.fusion import _floor_multiple
+from gpuoverhead.methods.fusion import _floor_multiple, _token_parts
 from gpuoverhead.workloads.decode_model import MODELS, bytes_per_token
 
 CASE = Case("unit", "empty", 1024, 64, "sequential", "submit", "wait", (1, 16))
@@ -183,3 +183,69 @@ def test_a_decode_steps_floor_multiple_is_its_gpu_time_over_bytes_by_bandwidth()
     assert np.allclose(f32_series.values, [2.0, 2.5])
     assert f16_series.values[0] == pytest.approx(
         2.0 * floor_ns / (bytes_per_token(MODELS[896], 128, "f16") / 3350.0))
+
+
+PARTS = ("read_floor_ns", "dispatch_gpu_ns", "kernel_excess_ns")
+
+
+def _taken_apart(processes: int, multiple: float, seed: int = 57) -> dict:
+    """Combined rows of a fused 0.5B step's GPU time and its parts over `processes` seeded
+    workers, each with its own read stream (about 4 TB/s) and time per dispatch (about
+    1.9 µs), its rounds' GPU-time slopes about `multiple` times its floor."""
+    case = Case("decode", DECODE_KERNEL, 896, 256, FUSION, "dispatch", TIMESTAMPS, (1, 2),
+                variant="fused", k=128)
+    needed, rng, times = bytes_per_token(MODELS[896], 128), np.random.default_rng(seed), \
+        np.arange(9.0)
+    per_process = []
+    for _ in range(processes):
+        read = 4000.0 * (1 + 0.05 * rng.standard_normal())
+        cal = Calibration(0.0, 1.0, 4800.0, read, 1900.0 * (1 + 0.05 * rng.standard_normal()),
+                          {case.id: 127})
+        slopes = multiple * needed / read * (1 + 0.03 * rng.standard_normal(9))
+        out = {Key(case, "gpu_ns", "ns", "round-median theil-sen"): Series(slopes, times, 18)}
+        _token_parts(SimpleNamespace(cal=cal), case, out, slopes, times)
+        per_process.append(out)
+    return _rows(per_process)[0]
+
+
+@pytest.mark.parametrize("processes", [1, 3, 8])
+def test_a_decode_tokens_gpu_time_taken_apart_adds_up_within_its_interval(processes):
+    """The read floor, the dispatches' GPU time and the kernels' excess are there, at or
+    above zero with intervals that stay there, and add up to the GPU time: exactly within
+    one process (a slope less two constants), within its interval over processes (each
+    part's centre taken on its own: t intervals on logs for 3, order statistics for 8)."""
+    rows = _taken_apart(processes, 2.5)
+    gpu, parts = rows["gpu_ns"].estimate, [rows[m].estimate for m in PARTS]
+    assert all(p.value > 0 and p.ci_low >= 0 for p in parts), parts
+    total = sum(p.value for p in parts)
+    if processes == 1:
+        assert total == pytest.approx(gpu.value, rel=1e-12)
+        assert parts[0].level == parts[1].level == 0  # one measurement: no interval
+    assert gpu.ci_low <= total <= gpu.ci_high, (total, gpu)
+    assert parts[0].value / gpu.value == pytest.approx(1 / 2.5, rel=0.1)
+    assert parts[1].value == pytest.approx(127 * 1900.0, rel=0.1)
+
+
+def test_a_kernels_excess_below_zero_is_held_there_and_says_so():
+    """GPU time under the read floor and the dispatches (kernels overlapping them, or a
+    slope in the noise): the excess is held at zero with the reason; an interval wholly
+    below zero is none."""
+    excess = _taken_apart(1, 0.9)["kernel_excess_ns"].estimate
+    assert excess.value == 0 and "not resolved" in excess.kind
+    assert math.isnan(excess.ci_low) and "no interval" in excess.kind
+
+
+def test_a_token_has_no_parts_where_its_worker_measured_no_floors():
+    """No read stream, no time per dispatch, or no dispatch count for the case: no parts
+    (never a guessed one); another workload's GPU-time case: none either."""
+    case = Case("decode", DECODE_KERNEL, 896, 256, FUSION, "dispatch", TIMESTAMPS, (1, 2),
+                variant="fused", k=128)
+    slopes, times = np.full(3, 5e6), np.arange(3.0)
+    for cal, c in ((Calibration(0.0, 1.0, None, None, 1900.0, {case.id: 127}), case),
+                   (Calibration(0.0, 1.0, None, 4000.0, None, {case.id: 127}), case),
+                   (Calibration(0.0, 1.0, None, 4000.0, 1900.0, {}), case),
+                   (Calibration(0.0, 1.0, None, 4000.0, 1900.0, {case.id: 127}),
+                    replace(case, benchmark="mlp", kernel="fusion_mlp"))):
+        out: dict = {}
+        _token_parts(SimpleNamespace(cal=cal), c, out, slopes, times)
+        assert out == {}, cal
