@@ -224,9 +224,8 @@ def _what_runs(plan: Plan, folder: Path, schedule: Schedule,
         how = (f"1 process{each}: about {sampling:.0f} s of sampling in all, start-up aside, "
                f"and at most {schedule.most_s():.0f} s (its time limit)")
     else:
-        how = (f"{p} process{'es' if p > 1 else ''}{each}: about "
-               f"{schedule.most_s():.0f} s (no time limit: a process slow to reach "
-               "min_rounds takes longer)")
+        how = (f"{p} process{'es' if p > 1 else ''}{each}: about {schedule.most_s():.0f} s (no "
+               "time limit: a process slow to reach min_rounds takes longer)")
     lines = [f"measuring {plural(len(plan.benchmarks), 'benchmark')} of {plan.suite.name} on "
              f"{'; '.join(adapters)}, {how}; results in {folder}", implementations_line(plan)]
     if schedule.left_out:
@@ -348,9 +347,8 @@ def _started(plan: Plan, schedule: Schedule, slot: Slot, reporter: Reporter) -> 
 
 def _again(plan: Plan, schedule: Schedule, last: Slot, outcomes: list[list[worker.Outcome]],
            reporter: Reporter, seeding: _Seeding, stall_timeout_s: float) -> None:
-    """Before a benchmark is finished, a fresh process of each job in place of each of its
-    processes far off the others (in an A/A run, one in each half at a time), where the
-    time holds it (run/again.py)."""
+    """Before a benchmark is finished, a fresh process in place of each far off the others
+    (an A/A run's: one in each half at a time), where the time holds it (run/again.py)."""
     for j, found in enumerate(outcomes):
         for processes in again.odd(found, plan.halves):
             fresh = again.slots_for(schedule, last, j, found, processes) or []
