@@ -29,7 +29,7 @@ METRICS = {
                      "call_ns", "first_round_ns", "first_round_per_dispatch_ns",
                      "per_unit_ns", "cpu_per_unit_ns", "overlapped_ns", "token_ns",
                      "cpu_per_token_ns", "per_op_ns", "step_ns", "cpu_per_step_ns",
-                     "build_ns"), _TIME),
+                     "build_ns", "burst_per_op_ns", "burst_cpu_per_op_ns"), _TIME),
     "python_ns": Metric("ns", "difference", "lower"),
     "bind_group_ns": Metric("ns", "difference", "lower"),
     "bind_group_ratio": Metric("ratio", "ratio", "lower"),
