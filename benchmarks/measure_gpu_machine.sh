@@ -6,7 +6,7 @@
 # QUESTION, the name of its folder:
 #   default          a plain run (the default suite, every implementation, its 80 s)
 #   default-again    the same, right after (`compare default default-again`: run to run)
-#   cadence          the cadence suite, wgpu-native (its 5 gaps, 3 processes of 10 s each)
+#   cadence          the cadence suite, wgpu-native in 225 s (its 5 gaps, 3 processes of 10 s each)
 #   cadence-all      the cadence suite, every implementation, in its 400 s
 #   c-loop           a plain C loop's submit, bursts back to back and 30 ms apart, 2
 #                    processes of 10 s each (benchmarks/submit_cadence.py; c-loop/c-loop.json)
@@ -83,7 +83,7 @@ for question in "$@"; do
   rm -rf "${results:?}/$question"  # a question asked again on the same machine starts afresh
   case $question in
     default|default-again) run 120 "$question" ;;
-    cadence) run 220 cadence --suite cadence --implementation wgpu-native --time-limit 195 ;;
+    cadence) run 250 cadence --suite cadence --implementation wgpu-native --time-limit 225 ;;
     cadence-all) run 440 cadence-all --suite cadence ;;
     c-loop) mkdir -p "$results/c-loop"
       timeout 120 python3 benchmarks/submit_cadence.py --gaps 0,30 --seconds 10 \
