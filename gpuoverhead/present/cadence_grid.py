@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import math
-
+import numpy as np
 import pandas as pd
 from rich.table import Table
 
@@ -14,18 +13,24 @@ from gpuoverhead.present import format as fmt
 _GAP = r"/gap=([0-9.e+-]+)ms/"
 
 
-def settled(seconds: float) -> str:
-    """When a level settled, in words: '3.2 s', 'not settled' (a process was still moving
-    as it ended), '' where nothing settles."""
-    if math.isnan(seconds):
-        return ""
-    return "not settled" if math.isinf(seconds) else f"{seconds:.1f} s"
+def settled(seconds: pd.Series) -> str:
+    """When the levels of one gap's rows settled, in words: the median over the rows whose
+    processes all settled, and how many rows had a process still moving as it ended
+    ('3.2 s', '2.1 s; 2 of 6 not settled', 'not settled')."""
+    seconds = seconds.dropna()
+    done = seconds[np.isfinite(seconds)]
+    moving = len(seconds) - len(done)
+    said = f"{done.median():.1f} s" if len(done) else ""
+    if moving:
+        said += ("; " if said else "") + (f"{moving} of {len(seconds)} not settled"
+                                          if len(done) else "not settled")
+    return said
 
 
 def cadence_grid(summary: pd.DataFrame) -> Table | None:
     """Per implementation, encoding and layer, the wall time per op of a burst at each gap
     (back to back first), over processes, after the level settled; the last line of each
-    implementation says when the levels settled (the latest of its rows at that gap)."""
+    implementation says when its rows at that gap settled (`settled`)."""
     rows = summary[(summary["methodology"] == CADENCE) & summary["process"].isna()
                    & (summary["metric"] == "burst_per_op_ns")]
     if rows.empty:
@@ -39,7 +44,7 @@ def cadence_grid(summary: pd.DataFrame) -> Table | None:
     for gap in gaps:
         table.add_column("back to back" if gap == 0 else f"{gap:g} ms gaps", justify="right")
     for (bench, impl), part in rows.groupby(["benchmark", "implementation"], sort=False):
-        label = str(bench)
+        label, who = str(bench), str(impl)
         for (encoding, layer), cells in part.groupby(["encoding", "layer"], sort=False):
             shown = []
             for gap in gaps:
@@ -47,9 +52,9 @@ def cadence_grid(summary: pd.DataFrame) -> Table | None:
                 shown.append("—" if hit.empty else fmt.with_ci(
                     hit.iloc[0].value, hit.iloc[0].ci_low, hit.iloc[0].ci_high, "time",
                     hit.iloc[0].ci_level))
-            table.add_row(label, str(impl), str(encoding), str(layer), *shown)
-            label = ""
-        latest = [part[gap_of == gap]["settled_s"].max() for gap in gaps]
-        table.add_row("", "", "settled after", "", *(settled(s) for s in latest))
+            table.add_row(label, who, str(encoding), str(layer), *shown)
+            label = who = ""
+        table.add_row("", "", "settled after", "",
+                      *(settled(part[gap_of == gap]["settled_s"]) for gap in gaps))
         table.add_section()
     return table

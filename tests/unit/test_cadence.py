@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from gpuoverhead.analysis import combine
 from gpuoverhead.analysis.samples import Calibration, GroupSamples
@@ -130,3 +131,12 @@ def test_the_figure_is_the_level_after_it_settled_and_when_is_kept(tmp_path):
     late = series(_ramp_samples(group, 9.0), cal)
     assert math.isinf(combine.settled_at([s for k, s in late.items()
                                           if k.metric == "burst_per_op_ns"]))
+
+
+def test_the_grid_says_when_a_gaps_levels_settled():
+    from gpuoverhead.present.cadence_grid import settled
+
+    assert settled(pd.Series([1.0, 2.0, math.inf, math.nan])) == "1.5 s; 1 of 3 not settled"
+    assert settled(pd.Series([3.25])) == "3.2 s"
+    assert settled(pd.Series([math.inf, math.inf])) == "not settled"
+    assert settled(pd.Series([math.nan])) == ""
