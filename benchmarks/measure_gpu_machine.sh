@@ -91,7 +91,8 @@ for question in "$@"; do
       echo "c-loop: exit $?" | tee -a "$results/times.txt"
       [ -n "${OUT:-}" ] && tar -C "$results" -czf "$OUT/results.tgz" . ;;
     figures) timeout 120 python3 benchmarks/regime_figures.py "$results" \
-        | tee "$results/figures.txt" ;;
+        | tee "$results/figures.txt"
+      [ -n "${OUT:-}" ] && tar -C "$results" -czf "$OUT/results.tgz" . ;;
     processes-3) run 120 processes-3 --processes 3 ;;
     processes-6) run 120 processes-6 --processes 6 ;;
     processes-10) run 120 processes-10 --processes 10 ;;
