@@ -12,7 +12,11 @@ benchmarks/measure_gpu_machine.sh writes (its questions `default`, `default-agai
 - the native layer's back-to-back `submit` per op (each plain run) against the plain C loop
   measured in the same call (`c-loop`: benchmarks/submit_cadence.py);
 - per gap, the cadence's wall time per op of wgpu-native's `submit` in each layer, when its
-  level settled, and the C loop's.
+  level settled, and the C loop's;
+- per plain run and WebGPU job, what the Python loop timed at each round's start
+  (`python_step_ns`) says of the CPU's two speeds: its two modes, each process's share of
+  rounds in the slow one, and per process `submit`'s issue slope (wrapper, native) in the
+  rounds of each speed, with their rank correlation.
 
     python benchmarks/regime_figures.py /tmp/results
 """
@@ -99,6 +103,53 @@ def cadence(folder: Path) -> list[str]:
     return lines
 
 
+def cpu_states(name: str, folder: Path) -> list[str]:
+    """Per WebGPU job of a plain run: the Python loop's two modes over its rounds and, per
+    process, the share of rounds in the slow one and `submit`'s issue slope in each."""
+    from scipy.stats import spearmanr
+
+    from gpuoverhead.analysis.modes import two_modes
+    from gpuoverhead.analysis.stats import round_fits
+
+    info = json.loads((folder / "run.json").read_text())
+    samples = pd.read_parquet(folder / "samples.parquet")
+    samples = samples[(samples["phase"] == "measure") & (samples["call"] == "")]
+    lines = []
+    for job in info["benchmarks"]:
+        if job["implementation"] not in IMPLEMENTATIONS or not job.get("processes"):
+            continue
+        steps = [np.array(p["python_step_ns"], float) for p in job["processes"]]
+        found = two_modes(np.concatenate(steps))
+        middle = np.sqrt(found.low_ns * found.high_ns) if found else np.inf
+        said = (f"{found.low_ns:.0f} or {found.high_ns:.0f} ns a step" if found
+                else f"one mode, {np.median(np.concatenate(steps)):.0f} ns a step")
+        cells = []
+        for p, step in zip(job["processes"], steps, strict=True):
+            mine = samples[(samples["implementation"] == job["implementation"])
+                           & (samples["process"] == p["process"]) & (samples["variant"] == "")]
+            per = []
+            for layer in ("wrapper", "native"):
+                case = mine[mine["case"].str.endswith(f"sequential/submit/{layer}")]
+                if case.empty:
+                    continue
+                table = case.pivot_table(index="repetition", columns="n_dispatches",
+                                         values="issue_ns", aggfunc="first").dropna()
+                slope = round_fits(table.columns.to_numpy(float), table.to_numpy(float))[0] / 1e3
+                at = p["warmup_rounds"] + table.index.to_numpy()
+                state = np.maximum(step[np.minimum(at, len(step) - 1)],
+                                   step[np.minimum(at + 1, len(step) - 1)])
+                slow = state > middle
+                rho = spearmanr(state, slope)[0] if len(slope) > 2 else np.nan
+                levels = "/".join(f"{np.median(slope[m]):.1f}" if m.any() else "-"
+                                  for m in (~slow, slow))
+                per.append(f"{layer} {levels} (rho {rho:.2f})")
+            share = float(np.mean(step[p["warmup_rounds"]:] > middle)) if found else 0.0
+            cells.append(f"p{p['process']} slow {share:.0%}: " + ", ".join(per))
+        lines.append(f"{name} {job['id']} {job['implementation']}: Python loop {said}; "
+                     "submit issue slope µs fast/slow: " + "; ".join(cells))
+    return lines
+
+
 def main(root: Path) -> None:
     lines = []
     plain = [q for q in ("default", "default-again") if (root / q / "run.json").is_file()]
@@ -125,6 +176,8 @@ def main(root: Path) -> None:
                          f"{ratio:.2f}x the C loop's back to back (target: within 15%)")
     if (root / "cadence" / "run.json").is_file():
         lines += cadence(root / "cadence")
+    for q in plain:
+        lines += cpu_states(q, root / q)
     print("\n".join(lines) if lines else f"nothing measured under {root}")
 
 
