@@ -44,6 +44,8 @@ if [ -d .whl ] && ! python3 -c "import wgpu" 2>/dev/null; then
   export PYTHONPATH=/tmp/site:$PWD
 fi
 export PYTHONUNBUFFERED=1
+# The scripts under benchmarks/ import gpuoverhead from this checkout too.
+case ":${PYTHONPATH:-}:" in *":$PWD:"*) ;; *) export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" ;; esac
 python3 -m gpuoverhead adapters > "$results/adapters.txt" 2>&1 || \
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version \
