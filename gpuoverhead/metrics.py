@@ -30,8 +30,8 @@ METRICS = {
                      "call_ns", "first_round_ns", "first_round_per_dispatch_ns",
                      "per_unit_ns", "cpu_per_unit_ns", "overlapped_ns", "token_ns",
                      "cpu_per_token_ns", "per_op_ns", "step_ns", "cpu_per_step_ns",
-                     "build_ns", "read_floor_ns", "dispatch_gpu_ns", "kernel_excess_ns"),
-                    _TIME),
+                     "build_ns", "read_floor_ns", "dispatch_gpu_ns", "kernel_excess_ns",
+                     "burst_per_op_ns", "burst_cpu_per_op_ns"), _TIME),
     "python_ns": _TIME,  # a cost, measured as a difference (analysis/combine.DIFFERENCES)
     "bind_group_ns": _TIME,
     "bind_group_ratio": Metric("ratio", "ratio", "lower"),

@@ -46,13 +46,16 @@ class Row:
     #: What limits a sequential case's throughput: `gpu` where GPU time per dispatch is most
     #: of its wall time per dispatch, `cpu` where issuing it is, else empty.
     bound: str = ""
+    #: A level that settles over a process's age (a cadence): the median age (s) from which
+    #: it held over processes, inf where some process's was still moving as it ended.
+    settled_s: float = math.nan
 
 
 def combine(per_process: list[dict[Key, Series]], rng: np.random.Generator) -> list[Row]:
     """Estimates across processes (an interval over processes, the spread between them),
     then, where there are several processes, each process's own estimate (`process` set)."""
     keys = list(dict.fromkeys(k for p in per_process for k in p))
-    own = [Row(k, _estimate([s], rng, k.metric), process)
+    own = [Row(k, _estimate([s], rng, k.metric), process, settled_s=settled_at([s]))
            for process, found in enumerate(per_process) for k, s in found.items()]
     within: dict[Key, list[float]] = {}
     for r in own:
@@ -65,12 +68,23 @@ def combine(per_process: list[dict[Key, Series]], rng: np.random.Generator) -> l
         spread = (max(medians) - min(medians)) / abs(est.value) if est.value else float("nan")
         rows.append(Row(key, est, None, spread if len(present) > 1 else float("nan"),
                         float(np.nanmedian(within[key])) if np.isfinite(within[key]).any()
-                        else float("nan")))
+                        else float("nan"), settled_s=settled_at(present)))
     rows = _with_bounds(rows)
     rows += _closures(rows)
     rows += _crossovers(rows)
     rows += _transforms(rows)
     return rows + own if len(per_process) > 1 else rows
+
+
+def settled_at(present: list[Series]) -> float:
+    """When these processes' level settled (analysis/settling.py): the median age (s), inf
+    where one was still moving as its process ended, nan where none is a settling level."""
+    found = [s.settled for s in present if s.settled is not None]
+    if not found:
+        return math.nan
+    if not all(f.settled for f in found):
+        return math.inf
+    return float(np.median([f.at_s for f in found]))
 
 
 def _estimate(present: list[Series], rng: np.random.Generator, metric: str) -> Estimate:

@@ -35,6 +35,9 @@ class GroupSamples:
     warmup_settled: bool = False
     rounds: int = 0
     stop: str = ""
+    #: ns of one step of a fixed Python loop at each round's start, warm-up rounds first
+    #: (run/rounds.py `python_step_ns`): which of the CPU's two speeds a round met.
+    python_step_ns: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

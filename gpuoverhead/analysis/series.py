@@ -24,6 +24,7 @@ from gpuoverhead.analysis.samples import (
     n_values,
     records,
 )
+from gpuoverhead.analysis.settling import Settling
 from gpuoverhead.analysis.stats import median_ratio, round_fits
 from gpuoverhead.cases import Case
 
@@ -54,6 +55,9 @@ class Series:
     times: np.ndarray
     count: int
     denominator: np.ndarray | None = None
+    #: Where the values are those of a level that settled over the process's age (a
+    #: cadence's bursts): when, and the level over age (analysis/settling.py).
+    settled: Settling | None = None
 
     def point(self) -> float:
         if self.denominator is None:
@@ -88,6 +92,11 @@ class View:
     def __post_init__(self) -> None:
         self.rec = records(self.samples)
         self.timer = gpu_timer(self.samples, self.cal.tick_ns) if self.cal.tick_ns else None
+
+    @property
+    def started_ns(self) -> float:
+        """When the process's first sample began (epoch ns): its sampling's age zero."""
+        return float(self.rec[:, 4].min() + self.clock_offset_ns) if len(self.rec) else 0.0
 
     def measured(self, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Positions, wall times and start times (epoch ns) of a case's measured samples."""

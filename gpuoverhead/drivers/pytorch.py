@@ -190,7 +190,10 @@ def adapter_info() -> AdapterInfo:
 
 
 def _cases(group: Group, kind: str) -> tuple[Case, ...]:
-    """The torch cases of a kernel group: naive and sequential in each implementation available."""
+    """The torch cases of a kernel group: naive and sequential in each implementation
+    available (none for a group of neither: a cadence's)."""
+    if not any(c.methodology in ("naive", "sequential") for c in group.cases):
+        return ()
     base = Case(group.benchmark, group.kernel.name, group.elements, group.workgroup_size,
                 "naive", "-", "wait", (1,), "wrapper", EAGER)
     seq = next((c for c in group.cases if c.methodology == "sequential"), None)

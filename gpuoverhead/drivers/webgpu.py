@@ -21,7 +21,16 @@ from typing import Any
 import numpy as np
 
 from gpuoverhead import methods
-from gpuoverhead.cases import BIND_PER_DISPATCH, REFERENCE, TIMESTAMPS, Case, Group, Kernel, Suite
+from gpuoverhead.cases import (
+    BIND_PER_DISPATCH,
+    CADENCE,
+    REFERENCE,
+    TIMESTAMPS,
+    Case,
+    Group,
+    Kernel,
+    Suite,
+)
 from gpuoverhead.drivers.base import (
     Job,
     Offer,
@@ -209,7 +218,7 @@ def device_sets(cases: tuple[Case, ...]) -> list[tuple[Case, ...]]:
     cases' figures."""
     sets: dict[tuple[str, bool], list[Case]] = {}
     for case in cases:
-        large = case.methodology == "sequential" and case.encoding in _LARGE_ENCODERS
+        large = case.methodology in ("sequential", CADENCE) and case.encoding in _LARGE_ENCODERS
         key = (case.encoding if large else "", case.variant == BIND_PER_DISPATCH)
         sets.setdefault(key, []).append(case)
     return [tuple(found) for found in sets.values()]

@@ -25,6 +25,7 @@ from gpuoverhead.cases import Case
 from gpuoverhead.gpu.targets import Target
 from gpuoverhead.methods import (
     breakdown,
+    cadence,
     ffi_floor,
     fusion,
     naive,
@@ -37,7 +38,8 @@ Operation = Callable[[int], Any]
 #: registration). Each has `SUITE_NAME` (what a suite's `methodologies` names it by, or None),
 #: `cases(base, cfg)` (a kernel benchmark's cases of it), `claims(case)` (exactly one claims
 #: each case), `operation`, `series` and `derive`.
-METHODS: tuple[ModuleType, ...] = (naive, sequential, timestamps, breakdown, ffi_floor, fusion)
+METHODS: tuple[ModuleType, ...] = (naive, sequential, timestamps, breakdown, ffi_floor, fusion,
+                                   cadence)
 #: The methodologies a suite may name.
 SUITE_NAMES: tuple[str, ...] = tuple(m.SUITE_NAME for m in METHODS if m.SUITE_NAME)
 

@@ -14,9 +14,11 @@ from rich.table import Table
 from gpuoverhead import encodings
 from gpuoverhead.cases import (
     BIND_PER_DISPATCH,
+    CADENCE,
 )
 from gpuoverhead.present import format as fmt
 from gpuoverhead.present import glossary, workload_grids
+from gpuoverhead.present.cadence_grid import cadence_grid
 from gpuoverhead.present.note_words import run_warnings as run_warnings  # the run's last lines
 from gpuoverhead.records import AdapterInfo
 from gpuoverhead.results.columns import ERROR, SKIPPED
@@ -229,11 +231,11 @@ def print_summary(summary: pd.DataFrame) -> None:
     summary = summary.astype({c: object for c, kind in summary.dtypes.items() if kind == "str"})
     builds = workload_grids.compile_grid(summary)  # a failed compile's row is its figure
     summary = summary[~summary["metric"].isin((ERROR, SKIPPED))]
-    plain = summary[summary["methodology"] != "fusion"]
+    plain = summary[~summary["methodology"].isin(("fusion", CADENCE))]
     if not plain.empty:
         out.print(summary_grid(plain))
     for extra in (implementations_grid(plain), bind_group_grid(plain), breakdown_grid(plain),
-                  *workload_grids.grids(summary), builds):
+                  cadence_grid(summary), *workload_grids.grids(summary), builds):
         if extra is not None:
             out.print(extra)
     print_crossovers(summary)

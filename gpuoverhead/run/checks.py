@@ -39,7 +39,7 @@ def process_entry(outcome: Outcome) -> dict[str, Any]:
              "warmup_settled": s.warmup_settled, "stop": s.stop,
              "n_cut": {s.cases[i].id: list(n) for i, n in s.cut.items()},
              "clock_cost_ns": cal.timer_ns, "timestamp_period_ns": cal.tick_ns,
-             **outcome.device_notes}
+             "python_step_ns": s.python_step_ns, **outcome.device_notes}
     timer = gpu_timer(s, cal.tick_ns) if cal.tick_ns else None
     if timer is not None:
         entry.update(gpu_timer_resolution_ns=timer.resolution_ns,

@@ -6,6 +6,7 @@ alternately in time. Nothing here measures or writes: `finish` returns one recor
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -87,7 +88,8 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
     out.entries.append({**entry, "status": "ok", "sampling": group.sampling.__dict__,
                         "processes": [{**checks.process_entry(o), **(
                             {"left_out": f"{odd[i]:.2f}x the median of the job's processes kept"}
-                            if i in odd else {})} for i, o in enumerate(outcomes)]})
+                            if i in odd else {}), **_settling(every[i])}
+                                      for i, o in enumerate(outcomes)]})
     found = drift.drifts([s for s in per_process if s])
     out.drift.extend({**d, "implementation": job.label} for d in found)
     out.warnings.extend(checks.timer_warnings(group, outcomes))
@@ -97,6 +99,18 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
     out.samples.append(rows)
     out.summaries.append(summary)
     return per_process, [o.samples for o in kept], numbers
+
+
+def _settling(found: dict[Key, Series]) -> dict[str, Any]:
+    """run.json's record of a process's levels that settle (a cadence): per case and
+    metric, when it settled (s into the process), whether before its last third, and the
+    level over its age (the start of each bin, s; its median, µs)."""
+    out = {f"{k.case.id} {k.metric}": {
+        "settled_s": round(s.settled.at_s, 3), "settled": s.settled.settled,
+        "age_s": [round(a, 3) for a, _ in s.settled.level],
+        "level_us": [round(v / 1e3, 3) for _, v in s.settled.level]}
+        for k, s in found.items() if s.settled is not None}
+    return {"settling": out} if out else {}
 
 
 def _odd_warning(group: str, label: str, outcomes: list[Outcome], odd: dict[int, float]

@@ -27,6 +27,7 @@ import numpy as np
 
 from gpuoverhead import interrupts
 from gpuoverhead.analysis.samples import Calibration, GroupSamples
+from gpuoverhead.cases import CADENCE
 from gpuoverhead.drivers import registry
 from gpuoverhead.drivers.base import Job, Prepared
 from gpuoverhead.errors import IntegrityError, UserError
@@ -81,6 +82,8 @@ class Outcome:
         its sampling."""
         if self.samples is None:
             return 0.0
+        if any(c.methodology == CADENCE for c in self.samples.cases):
+            return self.sampling_s  # a cadence needs its whole timeline to settle
         done = self.samples.warmup_rounds + self.samples.rounds
         return self.sampling_s * (self.samples.warmup_rounds + min_rounds) / max(1, done)
 

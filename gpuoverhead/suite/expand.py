@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gpuoverhead.cases import FUSION, TIMESTAMPS, Case, Group, Sampling, Suite
+from gpuoverhead.cases import CADENCE, FUSION, TIMESTAMPS, Case, Group, Sampling, Suite
 from gpuoverhead.errors import UserError
 from gpuoverhead.methods import METHODS
 from gpuoverhead.suite.schema import (
@@ -177,12 +177,23 @@ def _expand(path: Path, doc: YamlDocument, outside_shaders: bool) -> Suite:
             base = Case(bench.name, kernel.name, elements, cfg["workgroup_size"], "naive",
                         "submit", "wait", tuple(sorted(set(cfg["n_sweep"]))))
             cases = tuple(c for method in METHODS for c in method.cases(base, cfg))
-            groups.append(Group(bench.name, kernel, elements, cfg["workgroup_size"],
-                                sampling, cases, cfg["torch_compile_max_n"],
-                                compile_limit_s=cfg["compile_limit_s"]))
+            groups += [Group(bench.name, kernel, elements, cfg["workgroup_size"], sampling,
+                             mine, cfg["torch_compile_max_n"],
+                             compile_limit_s=cfg["compile_limit_s"], gap_ms=gap)
+                       for gap, mine in _by_regime(cases)]
     return Suite(path=path, name=model.name or path.stem, sha256=doc.sha256, groups=tuple(groups),
                  time_limit_s=model.time_limit_s,
                  browser_adapter=model.browser_adapter or "any")
+
+
+def _by_regime(cases: tuple[Case, ...]) -> list[tuple[float | None, tuple[Case, ...]]]:
+    """A kernel benchmark's cases as groups: those sampled in interleaved rounds (gap None),
+    and the cadence's cases of each gap, a group each, so that every gap is measured in
+    processes of its own (a process's regime is what it did in the seconds before)."""
+    found: dict[float | None, list[Case]] = {}
+    for case in cases:
+        found.setdefault(case.gap_ms if case.methodology == CADENCE else None, []).append(case)
+    return [(gap, tuple(mine)) for gap, mine in found.items()]
 
 
 def quick(suite: Suite) -> Suite:
