@@ -16,6 +16,7 @@ from gpuoverhead.analysis.odd import FAR, odd_processes
 from gpuoverhead.analysis.samples import GroupSamples
 from gpuoverhead.analysis.series import STOP_METRICS, Key, Series
 from gpuoverhead.analysis.stats import Estimate, over_processes
+from gpuoverhead.cases import Group
 from gpuoverhead.drivers import registry
 from gpuoverhead.drivers.base import Job
 from gpuoverhead.methods import series
@@ -64,11 +65,12 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
     cpu, kept_rounds = _in_state(cpu, outcomes, least)
     every = [series(o.samples, o.calibration, o.clock_offset_ns, r)
              for o, r in zip(outcomes, kept_rounds, strict=True)]
+    lives = _lives(group, outcomes, kept_rounds, every, least)
     rows = pd.concat([tables.samples_table(run_id, adapter, o.samples, o.process,
                                            run_start_ns, o.clock_offset_ns, o.calibration)
                       for o in outcomes], ignore_index=True)
     left_out = _left_out(f"{group.id} ({job.label})", cpu, least, outcomes, kept_rounds, every,
-                         out.warnings)
+                         lives, out.warnings)
     # Left out of the estimates; an empty place keeps the pairs between jobs in step.
     per_process = [{} if i in left_out else s for i, s in enumerate(every)]
     kept = [o for i, o in enumerate(outcomes) if i not in left_out]
@@ -87,7 +89,8 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
                         **_cpu_states(cpu, outcomes, kept_rounds),
                         "processes": [{**checks.process_entry(o), **(
                             {"left_out": left_out[i]} if i in left_out else {}),
-                                       **_settling(every[i])} for i, o in enumerate(outcomes)]})
+                                       **_settling(every[i]), **_life(lives[i])}
+                                      for i, o in enumerate(outcomes)]})
     found = drift.drifts([s for s in per_process if s])
     out.drift.extend({**d, "implementation": job.label} for d in found)
     out.warnings.extend(checks.timer_warnings(group, outcomes))
@@ -135,27 +138,61 @@ def _in_state(cpu: states.States | None, outcomes: list[Outcome], least: int
     return (None, kept) if all(r is None for r in kept) else (cpu, kept)
 
 
+def _lives(group: Group, outcomes: list[Outcome], kept_rounds: list[np.ndarray | None],
+           every: list[dict[Key, Series]], least: int) -> list[drift.Life | None]:
+    """Each process's life (analysis/drift.py `life`; none for a cadence, which settles on
+    its own); where its headline figures held only from some age on, its series (in
+    `every`) become those of its rounds from then, where `least` rounds are left."""
+    lives = [None if group.gap_ms is not None else drift.life(s) for s in every]
+    for i, (o, found) in enumerate(zip(outcomes, lives, strict=True)):
+        if found is None or found.trends or found.held_from_s <= 0:
+            continue
+        later = drift.rounds_from(o.samples, o.clock_offset_ns, found.held_from_ns)
+        if kept_rounds[i] is not None:
+            later = np.intersect1d(later, kept_rounds[i])
+        if later.size >= least:
+            every[i] = series(o.samples, o.calibration, o.clock_offset_ns, later)
+    return lives
+
+
+def _life(found: drift.Life | None) -> dict[str, Any]:
+    """run.json's record of a process's life: from when its headline figures held (s into
+    its sampling) and the share of them still moving in its last third."""
+    if found is None:
+        return {}
+    return {"held_from_s": round(found.held_from_s, 3), "moving": round(found.moving, 3)}
+
+
 def _left_out(job: str, cpu: states.States | None, least: int, outcomes: list[Outcome],
               kept_rounds: list[np.ndarray | None], every: list[dict[Key, Series]],
-              warnings: list[str]) -> dict[int, str]:
+              lives: list[drift.Life | None], warnings: list[str]) -> dict[int, str]:
     """The processes left out of a job's estimates, each with why (run.json's `left_out`),
-    said in `warnings`: those that met the kept CPU state in under `least` rounds, and those
-    far slower than the others (analysis/odd.py)."""
-    elsewhere = [i for i, r in enumerate(kept_rounds) if cpu is not None and r is None]
-    odd = dict(odd_processes([{} if i in elsewhere else s for i, s in enumerate(every)]))
-    if odd:
-        warnings.append(_odd_warning(job, outcomes, odd))
-    if elsewhere and cpu is not None:
+    said in `warnings`: those that met the kept CPU state in under `least` rounds, those
+    whose figures still moved in their last third where two others are kept
+    (analysis/drift.py `life`), and those far slower than the others (analysis/odd.py)."""
+    reasons: dict[int, str] = {}
+    state = [i for i, r in enumerate(kept_rounds) if r is None]
+    if cpu is not None and state:
         said = ", ".join(f"{outcomes[i].process} ("
                          f"{states.rounds_in(outcomes[i].samples, cpu, cpu.kept).size} of "
-                         f"{outcomes[i].samples.rounds} rounds)" for i in elsewhere)
+                         f"{outcomes[i].samples.rounds} rounds)" for i in state)
         warnings.append(f"{job}: worker process {said} met the CPU {cpu.kept} state, which "
                         f"the figures are of, in under {least} rounds (min_rounds): kept in "
                         "the samples, left out of the estimates")
-    return {**{i: f"under {least} rounds in the CPU {cpu.kept} state" for i in elsewhere
-               if cpu is not None},
-            **{i: f"{level:.2f}x the median of the job's processes kept"
-               for i, level in odd.items()}}
+        reasons.update({i: f"under {least} rounds in the CPU {cpu.kept} state" for i in state})
+    moving = [i for i, f in enumerate(lives) if f is not None and f.trends and i not in reasons]
+    if moving and len(outcomes) - len(reasons) - len(moving) >= 2:  # else kept, a drift said
+        said = ", ".join(f"{outcomes[i].process} ({lives[i].change:+.0%})" for i in moving)
+        warnings.append(f"{job}: worker process {said} still moved in its last third (most of "
+                        "its headline figures; first to last part of its life): no level of "
+                        "its own, kept in the samples, left out of the estimates")
+        reasons.update({i: "its figures still moved in its last third" for i in moving})
+    odd = dict(odd_processes([{} if i in reasons else s for i, s in enumerate(every)]))
+    if odd:
+        warnings.append(_odd_warning(job, outcomes, odd))
+        reasons.update({i: f"{level:.2f}x the median of the job's processes kept"
+                        for i, level in odd.items()})
+    return reasons
 
 
 def _cpu_states(cpu: states.States | None, outcomes: list[Outcome],
