@@ -279,19 +279,18 @@ def selftest(
     with user_errors():
         names = registry.parse(implementation)
         comparing.check_thresholds(threshold, None)
+    def options(**more: object) -> RunOptions:
+        return RunOptions(suite=suite, out_root=out, backend=backend, adapter=adapter,
+                          implementations=names, **more)
+
     run_id = f"selftest-{new_run_id()}"
-    made = [_measure(RunOptions(suite=suite, out_root=out, backend=backend, adapter=adapter,
-                                implementations=names, processes=processes,
-                                run_id=f"{run_id}-{half}"), affinity)
-            for half in "ab"] if back_to_back else [_measure(RunOptions(
-                suite=suite, out_root=out, backend=backend, adapter=adapter,
-                implementations=names, processes=processes or 6, run_id=run_id, halves=True),
-                affinity)]
+    made = [_measure(options(processes=processes, run_id=f"{run_id}-{half}"), affinity)
+            for half in "ab"] if back_to_back else [_measure(options(
+                processes=processes or 6, run_id=run_id, halves=True), affinity)]
     runs = [f for result in made for f in result.folders]
     if any(r.record.status == "interrupted" for r in made):  # a verdict would mislead
-        console.err.print(f"interrupted in {sum(r.seconds for r in made):.0f} s: no A/A "
-                          f"verdict; what was measured is kept in {', '.join(map(str, runs))}",
-                          highlight=False)
+        console.err.print(f"interrupted in {sum(r.seconds for r in made):.0f} s: no A/A verdict;"
+                          f" what was measured is kept in {', '.join(map(str, runs))}")
         raise typer.Exit(interrupts.exit_code())
     with user_errors():
         sets = read.load(runs[0]), read.load(runs[1])
@@ -303,10 +302,7 @@ def selftest(
         "one run after the other)" if back_to_back else
         "the even processes vs the odd ones, alternating in time)"), highlight=False)
     if back_to_back:
-        found = allowance.measured(table)
-        allowance.keep(sets[1], found)
-        console.out.print(f"run to run on this machine: ±{found:.1%} (kept a day: compare "
-                          "allows it between runs of this suite here)", highlight=False)
+        console.out.print(allowance.kept_from(table, sets[1]), highlight=False)
     passed, said = comparing.aa_verdict(table, processes or 6, comparing.B2B_PASS
                                         if back_to_back else comparing.AA_PASS)
     console.out.print(said, highlight=False)

@@ -341,6 +341,8 @@ def markdown(found: list[Cell]) -> str:
     by = {(c.scenario, c.kind, c.processes): c for c in found}
     for s in dict.fromkeys(c.scenario for c in found):
         for kind in dict.fromkeys(c.kind for c in found):
+            if (s, kind, counts[0]) not in by:  # a kind this scenario has none of
+                continue
             cells_ = [by[(s, kind, p)] for p in counts]
             lines.append(f"| {s} | {kind} | " + " | ".join(
                 f"{c.coverage:.1%} ±{c.half_width:.1%}" for c in cells_) + " |")

@@ -60,6 +60,15 @@ def keep(run: ResultSet, allowance: float) -> None:
         kept.put(FILE, _key(run), {"allowance": allowance, "run": run.folder.name})
 
 
+def kept_from(table: pd.DataFrame, run: ResultSet) -> str:
+    """Measure the allowance of a back-to-back comparison, keep it for runs like `run`,
+    and say so."""
+    found = measured(table)
+    keep(run, found)
+    return (f"run to run on this machine: ±{found:.1%} (kept a day: compare allows it "
+            "between runs of this suite here)")
+
+
 def _read(value: object) -> tuple[float, str] | None:
     if isinstance(value, dict) and isinstance(value.get("allowance"), (int, float)) \
             and 0 <= value["allowance"] < 10 and isinstance(value.get("run"), str):
