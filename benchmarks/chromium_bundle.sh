@@ -6,9 +6,8 @@
 #   headless_shell.xz  npm's @sparticuz/chromium binary (chrome-headless-shell, 199 MiB),
 #                      xz with the x86 filter at -9e: about 61 MiB, 5% under npm's brotli
 #   rest.tar.xz        its NSS libraries, ANGLE's libEGL/libGLESv2 and the Vulkan loader it
-#                      opens beside the binary (libvulkan.so.1), the layer built from
-#                      benchmarks/chromium_surface_layer.c, and websockets, unzipped (the
-#                      GPU image has none)
+#                      opens beside the binary (libvulkan.so.1) and the layer built from
+#                      benchmarks/chromium_surface_layer.c
 #   SHA256SUMS, VERSION, BINARY_SHA256 (a rerun keeps headless_shell.xz of the same binary)
 # SwiftShader is left out: on the GPU server it is what must not answer, and it does not fit.
 # The unpacker is benchmarks/chromium_unpack.sh (plain python3 and sh on the GPU server).
@@ -71,14 +70,6 @@ cat > "$layer/gpuo_headless_surface.json" <<'EOF'
   }
 }
 EOF
-python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
-  --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
-  --platform manylinux2014_x86_64 -d "$work/whl" 'websockets>=12' 2>&1 \
-  | grep -v '^WARNING' || true
-# Unzipped (xz packs its sources to half the wheel's zip): the unpacker copies site/ as is.
-python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' \
-  "$(ls "$work"/whl/websockets-*.whl)" "$work/stage/site"
-
 binary_sha=$(sha256sum "$work/stage/headless_shell" | cut -d' ' -f1)
 if [ -f "$out/headless_shell.xz" ] && [ "$(cat "$out/BINARY_SHA256" 2>/dev/null)" = "$binary_sha" ]; then
   echo "xz: headless_shell.xz of this binary kept from the last bundle"
@@ -92,7 +83,7 @@ rm -rf "$out"
 mkdir -p "$out"
 mv "$work/headless_shell.xz" "$out/"
 echo "$binary_sha" > "$out/BINARY_SHA256"
-tar -C "$work/stage" --owner=0 --group=0 -cf - lib share site libEGL.so libGLESv2.so \
+tar -C "$work/stage" --owner=0 --group=0 -cf - lib share libEGL.so libGLESv2.so \
   libvulkan.so.1 | xz -9e > "$out/rest.tar.xz"
 echo "$version" > "$out/VERSION"
 (cd "$out" && sha256sum headless_shell.xz rest.tar.xz VERSION > SHA256SUMS)

@@ -8,18 +8,16 @@
 #   GPUOVERHEAD_SURFACE_LAYER=0   leave the layer out (benchmarks/chromium_surface_layer.c)
 #   GPUOVERHEAD_SYSTEM_VULKAN=1   the system's Vulkan loader for Chromium and Dawn (ANGLE
 #                                 opens the one beside the binary whatever the path says)
-# websockets goes to /tmp/site (where the device recipe puts .whl/ too): PYTHONPATH names it.
 set -euo pipefail
 src=${CHROMIUM_BUNDLE:-.chromium}
 dest=${1:-/tmp/gpuo-chromium}
-site=${GPUOVERHEAD_SITE:-/tmp/site}
 if [ ! -f "$src/SHA256SUMS" ]; then
   echo "error: no $src/SHA256SUMS: carry .chromium (bash benchmarks/chromium_bundle.sh makes it)" >&2
   exit 2
 fi
 (cd "$src" && sha256sum -c --quiet SHA256SUMS) || { echo "error: $src is damaged" >&2; exit 2; }
 rm -rf "$dest"
-mkdir -p "$dest" "$site"
+mkdir -p "$dest"
 if command -v xz >/dev/null; then
   xz -dc "$src/headless_shell.xz" > "$dest/headless_shell"
   xz -dc "$src/rest.tar.xz" | tar -C "$dest" -xf -
@@ -45,8 +43,6 @@ fi
 exec "$d/headless_shell" "$@"
 WRAPPER
 chmod +x "$dest/chromium"
-cp -r "$dest"/site/. "$site"/
 echo "chromium $(cat "$src/VERSION") unpacked: $(du -sm "$dest" | cut -f1) MiB in $dest"
 echo "  --browser $dest/chromium"
-echo "  export PYTHONPATH=$site:\$PWD"
 echo "  python3 benchmarks/chromium_gpu_probe.py --browser $dest/chromium --out /tmp/gpuo-probe"

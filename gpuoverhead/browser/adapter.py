@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
-import shlex
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,7 +74,7 @@ def mode() -> str:
 
 
 def gpu_flags() -> tuple[str, ...]:
-    return tuple(shlex.split(os.environ.get(GPU_FLAGS_VAR, ""))) or GPU_FLAGS
+    return tuple(launcher.environment_flags(GPU_FLAGS_VAR)) or GPU_FLAGS
 
 
 def flag_sets(chosen: str) -> list[tuple[str, tuple[str, ...]]]:

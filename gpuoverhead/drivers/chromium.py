@@ -34,7 +34,7 @@ import numpy as np
 from gpuoverhead.browser import adapter as choice
 from gpuoverhead.browser import launcher, server
 from gpuoverhead.browser.adapter import describe
-from gpuoverhead.browser.cdp import BrowserError, Page, require
+from gpuoverhead.browser.cdp import BrowserError, Page
 from gpuoverhead.cases import BIND_PER_DISPATCH, HOST_UNITS, TIMESTAMPS, Case, Group, Kernel, Suite
 from gpuoverhead.drivers.base import (
     Job,
@@ -192,8 +192,9 @@ def adapter(executable: str, notes: list[str] | None = None
     """The adapter the browser offers under the first flag set that gets a GPU, else its
     default flags (browser/adapter.py), in the schema's words, and what run.json keeps of
     the browser; a note in `notes` for each flag set passed over."""
-    require()  # what a browser needs here, whether or not its answer was kept
-    found, tried = choice.choose(executable, choice.mode())
+    chosen = choice.mode()
+    launcher.flags(choice.gpu_flags())  # the environment's flags parse, or one line says not
+    found, tried = choice.choose(executable, chosen)
     if notes is not None:
         notes += tried
     return describe(found.info, found.version, executable, found)
