@@ -29,7 +29,8 @@ from gpuoverhead.cases import DECODE_KERNEL, FUSION, Case
 #: Differences, negative where the part subtracted is the larger (the FFI check says how
 #: far the FFI correction is off, either way; a bind group's cost below the noise of two
 #: slopes): linear intervals.
-SIGNED = frozenset({"python_ns", "ffi_check_ns", "closure_ns", "bind_group_ns"})
+SIGNED = frozenset({"python_ns", "ffi_check_ns", "closure_ns", "bind_group_ns",
+                    "wait_per_unit_ns"})
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,14 @@ step) of the run, and each read form's over the `never` form's is its slowdown.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from time import perf_counter_ns
 from typing import Any
 
 import numpy as np
 
+from gpuoverhead.analysis import floor
 from gpuoverhead.analysis.samples import by_round
 from gpuoverhead.analysis.series import Key, Out, Series, View, add_fits
 from gpuoverhead.cases import (
@@ -149,14 +151,25 @@ def _issuer(work: Work, device: Any, encoding: str, one_pass: Callable[[Any, int
     return {"submit": submit_each, "pass": pass_per_segment}.get(encoding, in_one_pass)
 
 
+#: How a wait case's completion floor is made (analysis/floor.py).
+FLOOR_ESTIMATOR = ("median N=1 wall less its issue time and one unit's time (its timestamps "
+                   "twin's GPU time, else its wall slope between the two largest N)")
+#: How a wait case's slope is fitted: through the N off its completion floor.
+OFF_FLOOR = (f"round-median theil-sen over the N whose median wall is at least "
+             f"{floor.FLOOR_MULTIPLE:g}x the completion floor")
+
+
 def series(view: View, index: int, case: Case, out: Out) -> None:
-    """One unit of work per form: its slope (wait amortized) and N=1 latency, or GPU time."""
+    """One unit of work per form: its slope (wait amortized, fitted through the N off its
+    completion floor) and N=1 latency, or GPU time."""
     pos, walls, times = view.measured(index)
     n = view.n(index)
     round_times = by_round(times, n)[:, 0]
     if case.sync in READ_LOOPS:
         _token_series(view, index, case, out, pos, walls, round_times)
         return
+    keep, estimator = np.ones(len(n), dtype=bool), "round-median theil-sen"
+    issue_slope = None
     if case.sync == TIMESTAMPS:
         matrix = view.gpu(pos, index)
         if matrix is None:
@@ -165,16 +178,71 @@ def series(view: View, index: int, case: Case, out: Out) -> None:
     else:
         matrix, metrics = by_round(walls, n), ("per_unit_ns", "fixed_ns")
         if case.variant not in HOST_UNITS:  # a host unit's issue time is its wall
-            add_fits(out, case, n, view.issue(pos, index), round_times, ("cpu_per_unit_ns",),
-                     "round-median theil-sen of issue time (clock read before the wait)")
-    slope = add_fits(out, case, n, matrix, round_times, metrics, "round-median theil-sen")
-    if case.sync == TIMESTAMPS:
+            issue = view.issue(pos, index)
+            issue_slope = add_fits(out, case, n, issue, round_times, ("cpu_per_unit_ns",),
+                                   "round-median theil-sen of issue time (clock read "
+                                   "before the wait)")
+            if n[0] == 1:
+                keep, estimator = _off_floor(view, case, out, n, matrix, issue,
+                                             round_times), OFF_FLOOR
+    slope = add_fits(out, case, tuple(np.array(n)[keep]), matrix[:, keep], round_times,
+                     metrics, estimator) if floor.fitted(keep) else None
+    if case.sync == TIMESTAMPS and slope is not None:
         _floor_multiple(view, case, out, slope, round_times)
     single = matrix[:, 0] if n[0] == 1 else None
     if single is not None and case.sync != TIMESTAMPS:
         out[Key(case, "latency_ns", "ns", "median of N=1 samples")] = Series(
             single, round_times, single.size)
-    view.units[case] = (case, slope, single, round_times)
+    view.units[case] = (case, slope, single, round_times, issue_slope)
+
+
+def _off_floor(view: View, case: Case, out: Out, n: tuple[int, ...], walls: np.ndarray,
+               issue: np.ndarray, round_times: np.ndarray) -> np.ndarray:
+    """Which N of a wait case's sweep lie off its completion floor (analysis/floor.py); the
+    floor itself as the case's `completion_floor_ns`."""
+    found, keep = _floor_of(view, case, n, walls, issue)
+    out[Key(case, "completion_floor_ns", "ns", FLOOR_ESTIMATOR)] = Series(
+        found, round_times[:found.size], found.size)
+    return keep
+
+
+def _floor_of(view: View, case: Case, n: tuple[int, ...], walls: np.ndarray,
+              issue: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A wait case's completion floor per round, and which N (of `n`) lie off it."""
+    unit = _gpu_at_one(view, case)
+    if unit is None:
+        unit = np.full(len(walls), floor.top_unit(np.array(n), walls))
+    found = floor.completion_floor(walls[:, 0], issue[:, 0], unit)
+    return found, floor.off_floor(walls, float(np.median(found)) if found.size else math.nan)
+
+
+def floor_points(view: View) -> dict[Case, tuple[tuple[int, ...], float]]:
+    """Per wait case of one process whose sweep had points on its completion floor: those
+    N (left out of its slope), and the floor's median in ns."""
+    found = {}
+    for index, case in enumerate(view.samples.cases):
+        n = view.n(index)
+        if not claims(case) or case.sync != "wait" or case.variant in HOST_UNITS or n[0] != 1:
+            continue
+        pos, walls, _ = view.measured(index)
+        matrix = by_round(walls, n)
+        if not matrix.size:
+            continue
+        per_round, keep = _floor_of(view, case, n, matrix, view.issue(pos, index))
+        if not keep.all():
+            found[case] = (tuple(np.array(n)[~keep].tolist()), float(np.median(per_round)))
+    return found
+
+
+def _gpu_at_one(view: View, case: Case) -> np.ndarray | None:
+    """The GPU time of one unit of `case`'s work per round: its timestamps twin at N = 1,
+    where the group has one with a timer."""
+    for j, other in enumerate(view.samples.cases):
+        if other.sync == TIMESTAMPS and (other.k, other.variant, other.implementation) == (
+                case.k, case.variant, case.implementation) and view.n(j)[0] == 1:
+            gpu = view.gpu(view.measured(j)[0], j)
+            return None if gpu is None else gpu[:, 0]
+    return None
 
 
 def _floor_multiple(view: View, case: Case, out: Out, slope: np.ndarray,
@@ -216,7 +284,7 @@ def _token_series(view: View, index: int, case: Case, out: Out, pos: np.ndarray,
                                  (f"cpu_per_{per}_ns", cpu, "wall less host reads")):
         out[Key(case, metric, "ns", f"median {what} / {per}s over runs of {tokens}")] = \
             Series(values[whole], round_times[whole], int(whole.sum()))
-    view.units[case] = (case, wall[whole], None, round_times[whole])
+    view.units[case] = (case, wall[whole], None, round_times[whole], None)
 
 
 #: Ratios of one form over another of the same K, sync and encoding, on the second form:
@@ -240,7 +308,10 @@ _RATIOS = ((("unfused", "fused"),
 _WALLS = {"wait": "wall slope", **dict.fromkeys(READ_LOOPS, "wall per step of its loop")}
 
 
-Units = dict[Case, tuple[Case, np.ndarray, np.ndarray | None, np.ndarray]]
+#: Per case: the case, its slopes (None where none was fitted), its N=1 values, its round
+#: times and its issue slopes (where it has them), each per round.
+Units = dict[Case, tuple[Case, np.ndarray | None, np.ndarray | None, np.ndarray,
+                         np.ndarray | None]]
 
 
 def _twin(units: Units, case: Case, **fields: Any) -> tuple | None:
@@ -270,10 +341,29 @@ def _ratios(out: dict[Key, Series], units: Units) -> None:
     for case, wall in units.items():
         gpu = _twin(units, case, variant=case.variant, implementation=case.implementation,
                    sync=TIMESTAMPS)
-        if case.sync in _WALLS and gpu is not None and (r := min(len(wall[1]), len(gpu[1]))):
+        if case.sync in _WALLS and gpu is not None and wall[1] is not None \
+                and gpu[1] is not None and (r := min(len(wall[1]), len(gpu[1]))):
             out[Key(case, "gpu_share", "ratio", f"median GPU-time slope / median "
                     f"{_WALLS[case.sync]}")] = Series(gpu[1][:r], wall[3][:r], r,
                                                       denominator=wall[1][:r])
+            _wait(out, case, wall, gpu[1])
+
+
+def _wait(out: Out, case: Case, wall: tuple, gpu: np.ndarray) -> None:
+    """What a unit's wall time holds beyond its issue time and its GPU time, round by round
+    (`wait_per_unit_ns`): wall slope less issue slope less its timestamps twin's GPU slope,
+    the wait that N units of one submit add per unit. A slope's parts: `gpu_ns` (the
+    kernels), `cpu_per_unit_ns` (issuing them), this (waiting on them)."""
+    issue = wall[4]
+    if case.sync != "wait" or issue is None:
+        return
+    r = min(len(wall[1]), len(issue), len(gpu))
+    found = (wall[1][:r] - issue[:r] - gpu[:r])
+    whole = np.isfinite(found)
+    if whole.any():
+        out[Key(case, "wait_per_unit_ns", "ns", "wall slope less issue slope less the "
+                "timestamps twin's GPU slope, per round")] = Series(
+            found[whole], wall[3][:r][whole], int(whole.sum()))
 
 
 def _slowdowns(out: Out, units: Units) -> None:

@@ -10,9 +10,11 @@ import pandas as pd
 
 from gpuoverhead.analysis import modes
 from gpuoverhead.analysis.combine import Row
+from gpuoverhead.analysis.floor import FLOOR_MULTIPLE, LEAST_POINTS
 from gpuoverhead.analysis.samples import backwards_stamps, gpu_timer
-from gpuoverhead.analysis.series import STOP_METRICS, precise_enough
+from gpuoverhead.analysis.series import STOP_METRICS, View, precise_enough
 from gpuoverhead.cases import Group
+from gpuoverhead.methods.fusion import floor_points
 from gpuoverhead.metrics import HEADLINE
 from gpuoverhead.records import Note
 from gpuoverhead.run import telemetry
@@ -59,8 +61,23 @@ def timer_warnings(group: Group, outcomes: list[Outcome]) -> list[str]:
 
 
 #: Kinds of note that a run states once, over all its groups (see `said_once`).
-CUT, UNSETTLED, IMPRECISE, SHORT, GPU_STATE, MODES, DRIFT = (
-    "cut", "unsettled", "imprecise", "short", "gpu", "modes", "drift")
+CUT, UNSETTLED, IMPRECISE, SHORT, GPU_STATE, MODES, DRIFT, FLOOR, FLOORED = (
+    "cut", "unsettled", "imprecise", "short", "gpu", "modes", "drift", "floor", "floored")
+
+
+def floor_notes(group: Group, label: str, outcomes: list[Outcome]) -> list[tuple[str, str]]:
+    """Fusion slopes fitted above a completion floor (methods/fusion.py): the N each
+    process left out as the floor (FLOOR), and the cases left with no slope because
+    fewer than two N lay above it (FLOORED)."""
+    notes = []
+    for o in outcomes:
+        view = View(o.samples, o.calibration, o.clock_offset_ns)
+        for case, (left, floor_ns) in floor_points(view).items():
+            kind = FLOORED if len(case.n_values) - len(left) < LEAST_POINTS else FLOOR
+            notes.append((kind, f"{case.id} ({label}) process {o.process}: N = "
+                                f"{', '.join(map(str, left))} under {FLOOR_MULTIPLE:g}x its "
+                                f"{floor_ns / 1e3:,.0f} µs floor"))
+    return notes
 
 
 def sampling_notes(group: Group, outcomes: list[Outcome], summary: pd.DataFrame
@@ -164,6 +181,12 @@ _DETAIL = {
                 "component: rel_spread_between and rel_ci_within in the summary)"),
     DRIFT: ("trends over time (run.json's drift has each: its job, case, metric, change "
             "from the first to the last quarter and scope)"),
+    FLOOR: ("fusion slopes were fitted without the N whose median wall was under twice the "
+            "case's completion floor (completion_floor_ns): those samples are the floor, "
+            "not work"),
+    FLOORED: ("fusion cases got no slope (per_unit_ns) in a process: fewer than two N of "
+              "its sweep lay above twice the completion floor; a sweep to larger N "
+              "(n_sweep, fused_n_sweep) gives one"),
 }
 
 #: Each kind in the terminal's words: (one, several, what it means and what to do).
@@ -193,6 +216,14 @@ _PLAIN = {
     DRIFT: ("figure drifted while the run measured", "figures drifted while the run measured",
             "the machine changed under it (other work, clocks, heat); a quieter machine, or "
             "more processes, makes that matter less"),
+    FLOOR: ("slope was fitted without its points on the completion floor",
+            "slopes were fitted without their points on the completion floor",
+            "those N took no longer than the wait for completion itself; the slope is "
+            "fitted through the larger N"),
+    FLOORED: ("process gave a case no slope: its points lay on the completion floor",
+              "processes gave a case no slope: their points lay on the completion floor",
+              "a slope through them would be the floor's noise; a sweep to larger N "
+              "(n_sweep, fused_n_sweep in the suite) gives one"),
 }
 
 
