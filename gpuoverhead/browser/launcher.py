@@ -24,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from gpuoverhead.browser import surface
 from gpuoverhead.browser.cdp import BrowserError, Connection, Page
 from gpuoverhead.errors import UserError
 
@@ -33,11 +34,12 @@ CANDIDATES = ("/usr/lib/chromium/chromium", "chromium", "chromium-browser", "goo
               "google-chrome-stable", "chrome",
               "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
               r"C:\Program Files\Google\Chrome\Application\chrome.exe")
-#: Headless with WebGPU; developer features give adapter info and unquantized timestamps;
-#: DevTools over the pipe of fds 3 and 4 (browser/cdp.py).
+#: Headless with WebGPU; developer features give adapter info and unquantized timestamps
+#: (Dawn's own toggle off too, as wgpudawn's device has it); DevTools over the pipe of fds
+#: 3 and 4 (browser/cdp.py).
 FLAGS = ("--headless=new", "--enable-unsafe-webgpu", "--enable-webgpu-developer-features",
-         "--no-first-run", "--no-default-browser-check", "--disable-extensions",
-         "--remote-debugging-pipe")
+         "--disable-dawn-features=timestamp_quantization", "--no-first-run",
+         "--no-default-browser-check", "--disable-extensions", "--remote-debugging-pipe")
 #: More flags from the environment, after a flag set's own (browser/adapter.py); Chromium
 #: takes the last of a repeated switch, so an `--enable-features` here replaces the set's.
 EXTRA_FLAGS = "GPUOVERHEAD_CHROMIUM_FLAGS"
@@ -198,7 +200,8 @@ class Browser:
 
     def _start(self) -> Connection:
         """The browser started, with the browser's ends of two pipes as its fds 3 (commands
-        in) and 4 (messages out); our ends as its DevTools connection."""
+        in) and 4 (messages out), and the surface layer where its flags put ANGLE on Vulkan
+        (browser/surface.py); our ends as its DevTools connection."""
         commands_in, commands_out = os.pipe()
         messages_in, messages_out = os.pipe()
         theirs = (_above_stdio(commands_in), _above_stdio(messages_out))
@@ -208,6 +211,7 @@ class Browser:
                     [self.executable, *self.flags, f"--user-data-dir={self.profile}",
                      "about:blank"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                     stderr=log, start_new_session=True, pass_fds=(3, 4),
+                    env={**os.environ, **surface.environment(self.flags)},
                     preexec_fn=lambda: _in_child(*theirs))
         except BaseException:
             os.close(commands_out)

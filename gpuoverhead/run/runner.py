@@ -227,6 +227,8 @@ def _what_runs(plan: Plan, folder: Path, schedule: Schedule,
                "min_rounds takes longer)")
     lines = [f"measuring {plural(len(plan.benchmarks), 'benchmark')} of {plan.suite.name} on "
              f"{'; '.join(adapters)}, {how}; results in {folder}", implementations_line(plan)]
+    lines += [f"{a['implementation']}: {a['surface_layer']}" for a in plan.adapters
+              if a.get("surface_layer")]  # the browser's Vulkan layer (browser/surface.py)
     if schedule.left_out:
         left = [f"{plan.benchmarks[b][j].group.id} ({plan.benchmarks[b][j].label})"
                 for b, j in schedule.left_out]
