@@ -11,6 +11,7 @@ its DevTools pipe (browser/cdp.py), never a port: nobody else can reach it.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import shlex
 import shutil
@@ -307,7 +308,7 @@ def _running_in_group(group: int) -> bool:
 def _above_stdio(fd: int) -> int:
     """`fd` moved to a number of 10 or more (closed on exec): the child's dup2 onto 3 and 4
     must not overwrite the other one of the pair."""
-    import fcntl
+    import fcntl  # POSIX only (Browser refuses Windows first)
 
     high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
     os.close(fd)
@@ -335,7 +336,5 @@ def _in_child(commands: int, messages: int) -> None:
     Linux, a SIGKILL when its parent (the worker) dies."""
     os.dup2(commands, 3)
     os.dup2(messages, 4)
-    if sys.platform == "linux":
-        import ctypes
-
+    if sys.platform == "linux":  # ctypes imported beforehand: no import lock after a fork
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
