@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuoverhead.browser import launcher, seen, server
+from gpuoverhead.browser import launcher, seen, server, surface
 from gpuoverhead.browser.cdp import BrowserError
 from gpuoverhead.errors import UserError
 from gpuoverhead.records import AdapterInfo
@@ -196,7 +196,8 @@ def describe(info: dict[str, Any], version: str, executable: str,
                              "timestamp-query" in info["features"])
     chosen = found.flags if found else ()
     details = {"browser": executable, "browser_version": version,
-               "browser_flags": launcher.flags(chosen), "browser_flag_set":
+               "browser_flags": launcher.flags(chosen),
+               "surface_layer": surface.state(launcher.flags(chosen)), "browser_flag_set":
                found.set_name if found else "default", "browser_flag_set_flags": list(chosen),
                "page_adapter": {k: info.get(k, "") for k in (
                    "vendor", "architecture", "device", "description", "type")} | {

@@ -11,6 +11,7 @@ its DevTools pipe (browser/cdp.py), never a port: nobody else can reach it.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import shlex
 import shutil
@@ -24,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from gpuoverhead.browser import surface
 from gpuoverhead.browser.cdp import BrowserError, Connection, Page
 from gpuoverhead.errors import UserError
 
@@ -33,11 +35,12 @@ CANDIDATES = ("/usr/lib/chromium/chromium", "chromium", "chromium-browser", "goo
               "google-chrome-stable", "chrome",
               "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
               r"C:\Program Files\Google\Chrome\Application\chrome.exe")
-#: Headless with WebGPU; developer features give adapter info and unquantized timestamps;
-#: DevTools over the pipe of fds 3 and 4 (browser/cdp.py).
+#: Headless with WebGPU; developer features give adapter info and unquantized timestamps
+#: (Dawn's own toggle off too, as wgpudawn's device has it); DevTools over the pipe of fds
+#: 3 and 4 (browser/cdp.py).
 FLAGS = ("--headless=new", "--enable-unsafe-webgpu", "--enable-webgpu-developer-features",
-         "--no-first-run", "--no-default-browser-check", "--disable-extensions",
-         "--remote-debugging-pipe")
+         "--disable-dawn-features=timestamp_quantization", "--no-first-run",
+         "--no-default-browser-check", "--disable-extensions", "--remote-debugging-pipe")
 #: More flags from the environment, after a flag set's own (browser/adapter.py); Chromium
 #: takes the last of a repeated switch, so an `--enable-features` here replaces the set's.
 EXTRA_FLAGS = "GPUOVERHEAD_CHROMIUM_FLAGS"
@@ -198,7 +201,8 @@ class Browser:
 
     def _start(self) -> Connection:
         """The browser started, with the browser's ends of two pipes as its fds 3 (commands
-        in) and 4 (messages out); our ends as its DevTools connection."""
+        in) and 4 (messages out), and the surface layer where its flags put ANGLE on Vulkan
+        (browser/surface.py); our ends as its DevTools connection."""
         commands_in, commands_out = os.pipe()
         messages_in, messages_out = os.pipe()
         theirs = (_above_stdio(commands_in), _above_stdio(messages_out))
@@ -208,6 +212,7 @@ class Browser:
                     [self.executable, *self.flags, f"--user-data-dir={self.profile}",
                      "about:blank"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                     stderr=log, start_new_session=True, pass_fds=(3, 4),
+                    env={**os.environ, **surface.environment(self.flags)},
                     preexec_fn=lambda: _in_child(*theirs))
         except BaseException:
             os.close(commands_out)
@@ -303,7 +308,7 @@ def _running_in_group(group: int) -> bool:
 def _above_stdio(fd: int) -> int:
     """`fd` moved to a number of 10 or more (closed on exec): the child's dup2 onto 3 and 4
     must not overwrite the other one of the pair."""
-    import fcntl
+    import fcntl  # POSIX only (Browser refuses Windows first)
 
     high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
     os.close(fd)
@@ -331,7 +336,5 @@ def _in_child(commands: int, messages: int) -> None:
     Linux, a SIGKILL when its parent (the worker) dies."""
     os.dup2(commands, 3)
     os.dup2(messages, 4)
-    if sys.platform == "linux":
-        import ctypes
-
+    if sys.platform == "linux":  # ctypes imported beforehand: no import lock after a fork
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG

@@ -59,7 +59,9 @@ def serve(kernel_source: str = "") -> Iterator[str]:
             pass
 
     server = _Server(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # Polled every 50 ms, not the default 0.5 s: shutdown() waits for the next poll, and
+    # every worker's browser closes one server.
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/{token}/"

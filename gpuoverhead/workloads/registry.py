@@ -99,7 +99,9 @@ def checked(works: dict[Case, Work], one: Callable[[Case, Work], None]) -> dict[
 
 def torch_cases(group: Group, kind: str) -> tuple[Case, ...]:
     """The PyTorch cases of a workload group, in the forms that exist on this device (the
-    f16 step is WebGPU's alone so far; torch has no command encodings to choose)."""
+    f16 step is WebGPU's alone so far; torch has no command encodings to choose). Its fused
+    forms take the unfused form's N sweep: a CUDA graph replays every step's kernels, not
+    one cheap dispatch a unit (a suite's `fused_n_sweep` is for those)."""
     workload = WORKLOADS[group.fusion]  # type: ignore[index]
     if group.precision != "f32":
         return ()
@@ -111,7 +113,9 @@ def torch_cases(group: Group, kind: str) -> tuple[Case, ...]:
             continue
         forms = (EAGER,) if case.variant in ("unfused", "single", HYBRID) else \
             workload.torch_fused(case, kind, group)
-        out += [replace(case, implementation=form) for form in forms]
+        unfused = next((c.n_values for c in group.cases if c.k == case.k
+                        and c.variant == "unfused"), case.n_values)
+        out += [replace(case, implementation=form, n_values=unfused) for form in forms]
     return tuple(out)
 
 
