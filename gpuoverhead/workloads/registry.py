@@ -69,10 +69,13 @@ def floor_notes(device: Any, group: Group, works: dict[Case, Work], wait: Callab
     """Where the group's workload has a memory floor and is timestamped (the decode step):
     the read bandwidth measured on its device (records.READ_GB_S), the GPU's own time per
     dispatch (GPU_PER_DISPATCH_NS) and the dispatches a unit of each GPU-time case issues
-    (DISPATCHES_PER_UNIT), with which analysis takes its GPU time apart."""
-    if tick_ns is None or not getattr(WORKLOADS[group.fusion], "MEMORY_FLOOR", False):  # type: ignore[index]
-        return {}
-    notes: dict[str, Any] = {DISPATCHES_PER_UNIT: {
+    (DISPATCHES_PER_UNIT), with which analysis takes its GPU time apart; and where the
+    workload names its kernel choices (KERNELS_NOTE: the fused decode step's), those."""
+    workload = WORKLOADS[group.fusion]  # type: ignore[index]
+    chosen = {"kernels": k} if (k := getattr(workload, "KERNELS_NOTE", None)) else {}
+    if tick_ns is None or not getattr(workload, "MEMORY_FLOOR", False):
+        return chosen
+    notes: dict[str, Any] = {**chosen, DISPATCHES_PER_UNIT: {
         c.id: len(works[c].sequences[0]) for c in group.cases if c.sync == TIMESTAMPS}}
     ctx = Context(device, group)  # one shader module for both
     for name, measure in ((READ_GB_S, lambda: read_floor.read_gb_s(ctx, tick_ns, wait,
