@@ -31,7 +31,8 @@ METRICS = {
                      "per_unit_ns", "cpu_per_unit_ns", "overlapped_ns", "token_ns",
                      "cpu_per_token_ns", "per_op_ns", "step_ns", "cpu_per_step_ns",
                      "build_ns", "read_floor_ns", "dispatch_gpu_ns", "kernel_excess_ns",
-                     "burst_per_op_ns", "burst_cpu_per_op_ns"), _TIME),
+                     "burst_per_op_ns", "burst_cpu_per_op_ns", "completion_floor_ns"), _TIME),
+    "wait_per_unit_ns": _TIME,  # a cost, measured as a difference, as python_ns
     "python_ns": _TIME,  # a cost, measured as a difference (analysis/combine.DIFFERENCES)
     "bind_group_ns": _TIME,
     "bind_group_ratio": Metric("ratio", "ratio", "lower"),
@@ -47,6 +48,8 @@ METRICS = {
     "reference_ratio": Metric("ratio", "ratio", "none"),
     "cpu_ratio": Metric("ratio", "ratio", "lower"),
     "browser_tax": Metric("ratio", "ratio", "lower"),
+    "browser_tax_synced": Metric("ratio", "ratio", "lower"),
+    "browser_tax_gpu": Metric("ratio", "ratio", "lower"),
     "sync_slowdown": Metric("ratio", "ratio", "lower"),
     "hybrid_slowdown": Metric("ratio", "ratio", "lower"),
     "gpu_share": Metric("ratio", "share", "none"),

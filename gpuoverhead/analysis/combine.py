@@ -31,9 +31,10 @@ from gpuoverhead.cases import DECODE_KERNEL, FUSION, Case
 #: FFI correction is off, how far the parts fail to add up, either way): linear intervals.
 SIGNED = frozenset({"ffi_check_ns", "closure_ns"})
 #: Costs measured as the difference of two (Python's: the wrapper's issue slope less the
-#: API's; a bind group's: the twin's less the reused case's): linear intervals, since noise
-#: puts a small one either side of zero, held at zero as every cost's is.
-DIFFERENCES = frozenset({"python_ns", "bind_group_ns"})
+#: API's; a bind group's: the twin's less the reused case's; the browser's wait per unit:
+#: wall less issue less GPU time): linear intervals, since noise puts a small one either
+#: side of zero, held at zero as every cost's is.
+DIFFERENCES = frozenset({"python_ns", "bind_group_ns", "wait_per_unit_ns"})
 
 
 @dataclass(frozen=True)

@@ -88,9 +88,10 @@ class View:
     floor: np.ndarray | None = None
     #: GPU time per dispatch (timestamps' slopes) per round, where a timer ran.
     gpu_slopes: np.ndarray | None = None
-    #: Fusion units per case: the case, slopes, N=1 values, round times.
-    units: dict[Case, tuple[Case, np.ndarray, np.ndarray | None, np.ndarray]] \
-        = field(default_factory=dict)
+    #: Fusion units per case: the case, slopes (None: none fitted), N=1 values, round
+    #: times, issue slopes (methods/fusion.py).
+    units: dict[Case, tuple[Case, np.ndarray | None, np.ndarray | None, np.ndarray,
+                            np.ndarray | None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.rec = records(self.samples)

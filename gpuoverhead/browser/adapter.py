@@ -16,12 +16,11 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
-import shlex
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuoverhead.browser import launcher, seen, server
+from gpuoverhead.browser import launcher, seen, server, surface
 from gpuoverhead.browser.cdp import BrowserError
 from gpuoverhead.errors import UserError
 from gpuoverhead.records import AdapterInfo
@@ -75,7 +74,7 @@ def mode() -> str:
 
 
 def gpu_flags() -> tuple[str, ...]:
-    return tuple(shlex.split(os.environ.get(GPU_FLAGS_VAR, ""))) or GPU_FLAGS
+    return tuple(launcher.environment_flags(GPU_FLAGS_VAR)) or GPU_FLAGS
 
 
 def flag_sets(chosen: str) -> list[tuple[str, tuple[str, ...]]]:
@@ -197,7 +196,8 @@ def describe(info: dict[str, Any], version: str, executable: str,
                              "timestamp-query" in info["features"])
     chosen = found.flags if found else ()
     details = {"browser": executable, "browser_version": version,
-               "browser_flags": launcher.flags(chosen), "browser_flag_set":
+               "browser_flags": launcher.flags(chosen),
+               "surface_layer": surface.state(launcher.flags(chosen)), "browser_flag_set":
                found.set_name if found else "default", "browser_flag_set_flags": list(chosen),
                "page_adapter": {k: info.get(k, "") for k in (
                    "vendor", "architecture", "device", "description", "type")} | {

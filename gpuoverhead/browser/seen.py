@@ -20,7 +20,7 @@ FILE = "browsers.json"
 KEEP_S = 86400.0
 _DRIVER_VARIABLES = ("VK_ICD_FILENAMES", "VK_DRIVER_FILES", "DISPLAY", "WAYLAND_DISPLAY",
                      "VK_LAYER_PATH", "VK_INSTANCE_LAYERS", "XDG_DATA_DIRS", "LD_LIBRARY_PATH",
-                     "GPUOVERHEAD_HEADLESS_SURFACE")
+                     "GPUOVERHEAD_HEADLESS_SURFACE", "GPUOVERHEAD_SURFACE_LAYER")
 
 
 #: What the page's gpuo.info() answers (browser/page/runner.js), key by key: every answer

@@ -15,8 +15,8 @@ from string import Formatter
 
 from gpuoverhead.records import Note
 
-CUT, UNSETTLED, IMPRECISE, SHORT, GPU_STATE, MODES, DRIFT = (
-    "cut", "unsettled", "imprecise", "short", "gpu", "modes", "drift")
+CUT, UNSETTLED, IMPRECISE, SHORT, GPU_STATE, MODES, DRIFT, FLOOR, FLOORED = (
+    "cut", "unsettled", "imprecise", "short", "gpu", "modes", "drift", "floor", "floored")
 
 #: Each kind as run.json says it (after its count; an example follows).
 DETAIL = {
@@ -43,6 +43,12 @@ DETAIL = {
                 "component: rel_spread_between and rel_ci_within in the summary)"),
     DRIFT: ("trends over time (run.json's drift has each: its job, case, metric, change "
             "from the first to the last quarter and scope)"),
+    FLOOR: ("fusion slopes were fitted without the N whose median wall was under twice the "
+            "case's completion floor (completion_floor_ns): those samples are the floor, "
+            "not work"),
+    FLOORED: ("fusion cases got no slope (per_unit_ns) in a process: fewer than two N of "
+              "its sweep lay above twice the completion floor; a sweep to larger N "
+              "(n_sweep, fused_n_sweep) gives one"),
 }
 
 #: Each kind in the terminal's words: (one, several, what it means and what to do).
@@ -73,6 +79,14 @@ PLAIN = {
     DRIFT: ("figure drifted while the run measured", "figures drifted while the run measured",
             "the machine changed under it (other work, clocks, heat); a quieter machine, or "
             "more processes, makes that matter less"),
+    FLOOR: ("slope was fitted without its points on the completion floor",
+            "slopes were fitted without their points on the completion floor",
+            "those N took no longer than the wait for completion itself; the slope is "
+            "fitted through the larger N"),
+    FLOORED: ("process gave a case no slope: its points lay on the completion floor",
+              "processes gave a case no slope: their points lay on the completion floor",
+              "a slope through them would be the floor's noise; a sweep to larger N "
+              "(n_sweep, fused_n_sweep in the suite) gives one"),
 }
 
 

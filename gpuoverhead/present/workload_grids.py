@@ -78,23 +78,64 @@ def fusion_grid(summary: pd.DataFrame) -> Table | None:
 
 
 def tax_grid(summary: pd.DataFrame) -> Table | None:
-    """Per fusion case the browser ran: its per-unit time over each native WebGPU
-    implementation's (`browser_tax`, the row's `call`), with the interval over pairs."""
+    """Per fusion case the browser ran and each native WebGPU implementation (the row's
+    `call`): the page's time a unit over theirs with the wait amortized (`browser_tax`) and
+    with each unit synced alone (`browser_tax_synced`), with the intervals over pairs, and
+    its GPU time a unit over theirs (`browser_tax_gpu`: the kernels' compilers)."""
     rows = _fusion_rows(summary)
-    rows = rows[rows.metric == "browser_tax"] if not rows.empty else rows
-    if rows.empty:
+    taxes = rows[rows.metric == "browser_tax"] if not rows.empty else rows
+    if taxes.empty:
         return None
     table = Table(title="Browser tax: one unit of work in the browser over native WebGPU")
-    for name in ("benchmark", "impl.", "k", "form", "over", "tax", "95% CI"):
+    for name in ("benchmark", "impl.", "k", "form", "over", "tax", "95% CI", "synced",
+                 "95% CI", "GPU"):
         table.add_column(name, justify="left" if name in ("benchmark", "impl.", "form",
                                                           "over") else "right")
-    for (bench, elements), part in rows.groupby(["benchmark", "elements"], sort=False):
+    for (bench, elements), part in taxes.groupby(["benchmark", "elements"], sort=False):
         label = f"{bench} {elements:,} el."
         for r in part.itertuples():
+            theirs = rows[(rows.benchmark == bench) & (rows.elements == elements)
+                          & (rows.implementation == r.implementation) & (rows.k == r.k)
+                          & (rows.call == r.call)]
+            synced, gpu = (pick(theirs, r.variant, m)
+                           for m in ("browser_tax_synced", "browser_tax_gpu"))
             table.add_row(label, str(r.implementation), str(r.k), str(r.variant), str(r.call),
-                          *ratio_cells(r))
+                          *ratio_cells(r), *ratio_cells(synced), ratio_cells(gpu)[0])
             label = ""
         table.add_section()
+    return table
+
+
+#: A unit's parts in `split_grid`: (column, sync of the case, metric, hint).
+_SPLIT = (("wall", "wait", "per_unit_ns", "time"), ("issue", "wait", "cpu_per_unit_ns", "time"),
+          ("GPU", "timestamps", "gpu_ns", "time"),
+          ("wait", "wait", "wait_per_unit_ns", "difference"),
+          ("synced", "wait", "latency_ns", "time"),
+          ("floor", "wait", "completion_floor_ns", "time"))
+
+
+def split_grid(summary: pd.DataFrame) -> Table | None:
+    """Where a browser tax was measured: per implementation and fusion case, a unit's wall
+    time with the wait amortized as its issue time, GPU time and wait, beside one unit
+    synced alone and the completion floor it waited on."""
+    rows = _fusion_rows(summary)
+    if rows.empty or not (rows.metric == "browser_tax").any():
+        return None
+    table = Table(title="One unit of work (µs): wall = issue + GPU + wait; synced, and its "
+                        "completion floor")
+    columns = ("benchmark", "impl.", "k", "form", *(c for c, *_ in _SPLIT))
+    for name in columns:
+        table.add_column(name, justify="left" if name in columns[:4] and name != "k"
+                         else "right")
+    forms = rows[rows.variant.isin(("unfused", "fused"))]
+    for keys, part in forms.groupby(["benchmark", "elements", "implementation", "k",
+                                     "variant"], sort=False):
+        cells = []
+        for _, sync, metric, hint in _SPLIT:
+            hit = part[(part.sync == sync) & (part.metric == metric)]
+            cells.append(fmt.value(hit.value.iloc[0], hint) if not hit.empty else "—")
+        table.add_row(f"{keys[0]} {keys[1]:,} el.", str(keys[2]), str(keys[3]), str(keys[4]),
+                      *cells)
     return table
 
 
@@ -270,6 +311,6 @@ def compile_grid(summary: pd.DataFrame) -> Table | None:
 
 def grids(summary: pd.DataFrame) -> list[Table | None]:
     """Every grid of this module, in the order they print (None where a run has none)."""
-    return [fusion_grid(summary), tax_grid(summary), token_loop_grid(summary),
-            token_parts_grid(summary), host_read_grid(summary), readback_grid(summary),
-            crossover_grid(summary)]
+    return [fusion_grid(summary), tax_grid(summary), split_grid(summary),
+            token_loop_grid(summary), token_parts_grid(summary), host_read_grid(summary),
+            readback_grid(summary), crossover_grid(summary)]

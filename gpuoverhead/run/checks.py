@@ -10,14 +10,18 @@ import pandas as pd
 
 from gpuoverhead.analysis import modes
 from gpuoverhead.analysis.combine import Row
+from gpuoverhead.analysis.floor import FLOOR_MULTIPLE, LEAST_POINTS
+from gpuoverhead.analysis.off_floor import floor_points
 from gpuoverhead.analysis.samples import backwards_stamps, gpu_timer
-from gpuoverhead.analysis.series import STOP_METRICS, precise_enough
+from gpuoverhead.analysis.series import STOP_METRICS, View, precise_enough
 from gpuoverhead.cases import Group
 from gpuoverhead.metrics import HEADLINE
 from gpuoverhead.present import note_words
 from gpuoverhead.present.note_words import (  # the kinds of note said once (said_once)
     CUT,
     DRIFT,
+    FLOOR,
+    FLOORED,
     GPU_STATE,
     IMPRECISE,
     MODES,
@@ -65,6 +69,21 @@ def timer_warnings(group: Group, outcomes: list[Outcome]) -> list[str]:
         warnings.append(f"{group.id}: {len(unchecked)} output checks against numpy were "
                         f"skipped, e.g. {unchecked[0]}")
     return warnings
+
+
+def floor_notes(group: Group, label: str, outcomes: list[Outcome]) -> list[tuple[str, str]]:
+    """Fusion slopes fitted above a completion floor (methods/fusion.py): the N each
+    process left out as the floor (FLOOR), and the cases left with no slope because
+    fewer than two N lay above it (FLOORED)."""
+    notes = []
+    for o in outcomes:
+        view = View(o.samples, o.calibration, o.clock_offset_ns)
+        for case, (left, floor_ns) in floor_points(view).items():
+            kind = FLOORED if len(case.n_values) - len(left) < LEAST_POINTS else FLOOR
+            notes.append((kind, f"{case.id} ({label}) process {o.process}: N = "
+                                f"{', '.join(map(str, left))} under {FLOOR_MULTIPLE:g}x its "
+                                f"{floor_ns / 1e3:,.0f} µs floor"))
+    return notes
 
 
 def sampling_notes(group: Group, outcomes: list[Outcome], summary: pd.DataFrame

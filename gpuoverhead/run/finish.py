@@ -96,7 +96,8 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
     out.warnings.extend(checks.timer_warnings(group, outcomes))
     summary["modes"] = checks.modes_column(rows, summary)
     out.sampling.extend(checks.sampling_notes(group, outcomes, summary)
-                        + checks.mode_notes(summary) + checks.drift_notes(group, job.label, found))
+                        + checks.mode_notes(summary) + checks.drift_notes(group, job.label, found)
+                        + checks.floor_notes(group, job.label, kept))
     out.samples.append(rows)
     out.summaries.append(summary)
     return per_process, [o.samples for o in kept], numbers
@@ -301,13 +302,15 @@ def partners(jobs: list[Job]) -> list[tuple[int, ...]]:
 
 def _taxes(measured: list[tuple[Job, Measured]]
            ) -> list[tuple[Job, Measured, list[combine.Row]]]:
-    """Each job's per-unit time over that of each implementation its family's `TAX_OVER`
-    names (`browser_tax`: the browser over native WebGPU, `call` naming the implementation
+    """Each job's per-unit, synced and GPU time over that of each implementation its
+    family's `TAX_OVER` names (pairs.TAXES: `browser_tax`, `browser_tax_synced`,
+    `browser_tax_gpu`, the browser over native WebGPU, `call` naming the implementation
     divided by), process pair by process pair."""
-    return [(job, m, pairs.paired_ratios(m[0], tm[0], theirs.adapter.implementation,
-                                          "browser_tax", pairs.TAXED,
-                                          pairs.same_id(theirs.group.cases),
-                                          theirs.adapter.implementation))
+    return [(job, m, [row for metric, compared in pairs.TAXES.items()
+                      for row in pairs.paired_ratios(m[0], tm[0], theirs.adapter.implementation,
+                                                     metric, compared,
+                                                     pairs.same_id(theirs.group.cases),
+                                                     theirs.adapter.implementation)])
             for job, m in measured if not job.reference
             for theirs, tm in measured if not theirs.reference
             and theirs.adapter.implementation in registry.get(job.driver).TAX_OVER]

@@ -70,6 +70,10 @@ class _Settings(BaseModel):
     bind_group: list[BindGroup] | None = Field(None, min_length=1)
     gpu_timestamps: bool | None = None
     n_sweep: list[Annotated[int, Field(gt=0, le=MAX_N)]] | None = Field(None, min_length=2)
+    #: A fusion benchmark's fused forms' N sweep (default: `n_sweep`): a fused unit is cheap,
+    #: and its samples must lie well above a completion floor (docs/methodology.md).
+    fused_n_sweep: list[Annotated[int, Field(gt=0, le=MAX_N)]] | None = Field(
+        None, min_length=2)
     budget_s: Annotated[float, Field(gt=0, le=3600, allow_inf_nan=False)] | None = None
     target_rel_ci: Annotated[float, Field(gt=0, lt=1)] | None = None
     min_rounds: Annotated[int, Field(ge=3)] | None = None
@@ -107,7 +111,7 @@ class _Settings(BaseModel):
     _floats = field_validator("budget_s", "target_rel_ci", "compile_limit_s",
                               mode="before")(_int_is_float)
 
-    @field_validator("n_sweep")
+    @field_validator("n_sweep", "fused_n_sweep")
     @classmethod
     def _distinct(cls, value: list[int] | None) -> list[int] | None:
         if value is not None and len(set(value)) < 2:

@@ -12,15 +12,25 @@ time from CUDA events on CUDA (decode_torch.py, this workload's `torch_units`).
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from gpuoverhead.cases import TIMESTAMPS, TOKEN_LOOPS, Case, Group
 from gpuoverhead.gpu.targets import grid_for
+from gpuoverhead.workloads.decode_choices import (  # noqa: F401 (KERNELS_NOTE: run.json)
+    DEFAULT,
+    KERNELS_NOTE,
+    QKV4_LANES,
+    QKV4_WG,
+    SHARED_LANES,
+    SHARED_WG,
+    WO_ROWS,
+    Kernels,
+    Stream,
+)
 from gpuoverhead.workloads.decode_model import (
-    ATTENTION_WORKGROUPS,
     DECODE_WG,
     MATRICES,
     MAX_CACHE,
@@ -54,39 +64,6 @@ MATVEC_WG = 64
 LANE_LOADS = 4
 #: Logits per workgroup of the token loop's argmax (its threads, 16 logits each).
 ARGMAX_ROWS = DECODE_WG * 16
-#: Threads a row (a lane group) and per workgroup of the kernels that take four rows a lane
-#: group and make their normed vector once per workgroup (norm_matvec4, gate_up4,
-#: mlp_atomic); qkv_rope4 takes 64 and 64, a lane group a workgroup: Q/K/V's 1,152 rows
-#: (0.5B) would fill 36 workgroups of 256, 288 of 64 for the H200's 132 SMs.
-SHARED_LANES, SHARED_WG = 32, 256
-QKV4_LANES = QKV4_WG = 64
-#: attn_wo's output rows a workgroup (its override RC): 196 workgroups at 0.5B (14 heads x
-#: 14 row blocks), 288 at 1.5B, each working out its head's attention (128 positions: 66 KB
-#: of the caches at 0.5B, from L2) for RC rows of 64 (0.5B) or 128 (1.5B) columns.
-WO_ROWS = 64
-
-
-@dataclass(frozen=True)
-class Kernels:
-    """The fused step's kernel choices (benchmarks/decode_kernels.py times each variant):
-    the attention's workgroups (attention_block; 0: blocks of 256), attn_out's weights
-    loaded before its combine (`ahead`), the LM head four rows a lane group with its normed
-    vector made once per workgroup (`head4`: norm_matvec4) rather than a workgroup a row,
-    Q/K/V and gate/up the same way (`layer4`: qkv_rope4, gate_up4), and the MLP in one
-    dispatch adding into the residual stream with float atomics (`atomic_mlp`: mlp_atomic,
-    where the device has shader-float32-atomic; the Context's kernel must be
-    suite.shaders.atomic_kernel's), and the attention with the output projection in one
-    dispatch adding into the stream with float atomics (`attn_wo`, the same feature): 4
-    dispatches a layer, 3 with `atomic_mlp`."""
-
-    attention_workgroups: int = ATTENTION_WORKGROUPS
-    ahead: int = 1
-    head4: bool = False
-    layer4: bool = False
-    atomic_mlp: bool = False
-    attn_wo: bool = False
-
-
 def groups(req: Request) -> list[Group]:
     """A group per model and cache length, each its own weights: every encoding of each
     form, waited once per N steps and as the token loop (synced and pipelined, runs of
@@ -131,10 +108,10 @@ class Engine:
     def __init__(self, ctx: Any, weights: Weights, precision: str = "f32",
                  head_binding: int | None = None) -> None:
         self.ctx, self.w, s = ctx, weights, weights.shape
-        assert s.q_size <= 1536 and s.head_dim <= 128 and s.head_dim % 16 == 0, s
+        assert max(s.q_size, s.hidden) <= 1536 and s.head_dim <= 128 and s.head_dim % 16 == 0, s
         self.consts = {"H": s.hidden, "NH": s.heads, "NKV": s.kv_heads, "F": s.mlp,
                        "D": s.head_dim}
-        self.cache, self.kernels = weights.cache, Kernels(ATTENTION_WORKGROUPS)
+        self.cache, self.kernels = weights.cache, DEFAULT
         up = ctx.buffer
         self.dtype = dtype = np.float16 if precision == "f16" else np.float32
 
@@ -181,10 +158,7 @@ class Engine:
         other.kernels, other.ctx = kernels, ctx or self.ctx
         assert not (kernels.atomic_mlp or kernels.attn_wo) or \
             "fn mlp_atomic" in other.ctx.kernel.source, "float atomics need atomic_kernel's Context"
-        d4 = self.w.shape.head_dim // 4
-        assert not kernels.attn_wo or (self.w.shape.hidden % WO_ROWS == 0 and
-                                       WO_ROWS * d4 // DECODE_WG in (4, 8)), self.w.shape
-        assert self.w.shape.mlp % (2 * SHARED_WG // SHARED_LANES) == 0, self.w.shape
+        kernels.check(self.w.shape)
         if head_binding != self.head_binding:
             other._upload_head(head_binding)
         return other
@@ -208,6 +182,19 @@ class Engine:
         wg = max(lanes, MATVEC_WG, least)
         return self.ctx.step(self._p(entry, ROWS=rows, COLS=cols, LANES=lanes, WG=wg, **extra),
                              buffers, grid_for(rows, wg // lanes))
+
+    def _stream(self, entry: str, buffers: dict[int, Any], groups: int, stream: Stream,
+                cols: int, vec: int, pairs: int = 0, **extra: int) -> Any:
+        """A dispatch of a stream kernel: `groups` lane groups of `stream`'s shape over rows
+        of `cols` columns (with `pairs`: two groups of rows that far apart); `vec` its
+        vector (the shader's VEC; a norm kernel's 1 is 2 where the stream is `shared`).
+        Bindings 8 and 9 every stream kernel names get a zero vector where it reads neither."""
+        vec = 2 if vec == 1 and stream.shared else vec
+        zeros = self.zeros[self.w.shape.hidden]
+        return self.ctx.step(
+            self._p(entry, **stream.constants(cols, 2 if pairs else 1), GAP=pairs, VEC=vec,
+                    **extra),
+            {8: zeros, 9: zeros, **buffers}, grid_for(groups, stream.wg // stream.lanes))
 
     def _shared(self, entry: str, buffers: dict[int, Any], groups: int,
                 lanes: int = SHARED_LANES, wg: int = SHARED_WG, **extra: int) -> Any:
@@ -247,7 +234,12 @@ class Engine:
             steps.append(ctx.step(self._p("rmsnorm", WG=DECODE_WG),
                                   {0: self.final_norm, 1: buf["x"], 3: buf["n"]}, (1, 1)))
         for (a, b), weights in zip(self.chunks, self.head, strict=True):
-            if form == "fused" and self.kernels.head4:
+            if form == "fused" and (head := self.kernels.head):
+                steps.append(self._stream("head_s", {W: weights, 8: buf["x"],
+                                                     9: self.final_norm, 3: logits},
+                                          -(-(b - a) // head.rows), head, h, 1,
+                                          ROWS=b - a, BASE=a))
+            elif form == "fused" and self.kernels.head4:
                 steps.append(self._shared("norm_matvec4", {W: weights, 8: buf["x"],
                                                            9: self.final_norm, 3: logits},
                                           -(-(b - a) // 4), ROWS=b - a, BASE=a))
@@ -317,8 +309,12 @@ class Engine:
         qkv = {W: layer["wqkv"], 8: b["x"], 9: layer["norm1"], 1: b["rope"], 2: layer["bqkv"],
                3: b["q"], 4: layer["kcache"], 5: layer["vcache"]}
         pairs = (q + 2 * s.kv_size) // 2
-        steps = [self._shared("qkv_rope4", qkv, pairs // 2, QKV4_LANES, QKV4_WG)
-                 if kernels.layer4 else self._mv("qkv_rope", qkv, pairs, h)]
+        if kernels.qkv:
+            steps = [self._stream("qkv_s", qkv, pairs // kernels.qkv.rows, kernels.qkv, h, 1,
+                                  s.head_dim // 2)]
+        else:
+            steps = [self._shared("qkv_rope4", qkv, pairs // 2, QKV4_LANES, QKV4_WG)
+                     if kernels.layer4 else self._mv("qkv_rope", qkv, pairs, h)]
         if kernels.attn_wo:
             steps.append(self.ctx.step(
                 self._p("attn_wo", WG=DECODE_WG, RC=WO_ROWS, ZERO=int(kernels.atomic_mlp)),
@@ -332,9 +328,11 @@ class Engine:
                 {8: b["q"], 9: layer["kcache"], 10: layer["vcache"], 3: b["ml"],
                  4: b["part"]}, (-(-(self.cache + 1) // block), s.heads)))
             copy = kernels.atomic_mlp  # fewer workgroups, each combining the blocks
-            steps.append(self._mv("attn_out_copy" if copy else "attn_out",
-                                  {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"],
-                                   **({4: b["next"]} if copy else {})}, h, q,
+            out = {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"]}
+            steps.append(self._stream("attn_out_s", out, h // kernels.attn_out.rows,
+                                      kernels.attn_out, q, 2) if kernels.attn_out else
+                         self._mv("attn_out_copy" if copy else "attn_out",
+                                  {**out, **({4: b["next"]} if copy else {})}, h, q,
                                   least=DECODE_WG, AHEAD=kernels.ahead))
         if kernels.atomic_mlp:
             return [*steps, self._shared("mlp_atomic", {W: layer["wgu"], 13: layer["wdown"],
@@ -342,10 +340,15 @@ class Engine:
                                                         12: b["next"]}, f // 2,
                                          ADDX=int(kernels.attn_wo))]
         gate_up = {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]}
-        return [*steps,
-                self._shared("gate_up4", gate_up, f // 2) if kernels.layer4 else
-                self._mv("gate_up", gate_up, f, h),
-                self._mv("matvec_add", {W: layer["wdown"], 8: b["a"], 3: b["x"]}, h, f)]
+        down = {W: layer["wdown"], 8: b["a"], 3: b["x"]}
+        if kernels.gate_up:
+            steps.append(self._stream("gate_up_s", gate_up, f // kernels.gate_up.rows,
+                                      kernels.gate_up, h, 1, f))
+        else:
+            steps.append(self._shared("gate_up4", gate_up, f // 2) if kernels.layer4 else
+                         self._mv("gate_up", gate_up, f, h))
+        return [*steps, self._stream("down_s", down, h // kernels.down.rows, kernels.down, f, 0)
+                if kernels.down else self._mv("matvec_add", down, h, f)]
 
 
 def argmax_steps(ctx: Context, logits: Any, token: Any, vocab: int) -> list[Step]:

@@ -69,10 +69,13 @@ def floor_notes(device: Any, group: Group, works: dict[Case, Work], wait: Callab
     """Where the group's workload has a memory floor and is timestamped (the decode step):
     the read bandwidth measured on its device (records.READ_GB_S), the GPU's own time per
     dispatch (GPU_PER_DISPATCH_NS) and the dispatches a unit of each GPU-time case issues
-    (DISPATCHES_PER_UNIT), with which analysis takes its GPU time apart."""
-    if tick_ns is None or not getattr(WORKLOADS[group.fusion], "MEMORY_FLOOR", False):  # type: ignore[index]
-        return {}
-    notes: dict[str, Any] = {DISPATCHES_PER_UNIT: {
+    (DISPATCHES_PER_UNIT), with which analysis takes its GPU time apart; and where the
+    workload names its kernel choices (KERNELS_NOTE: the fused decode step's), those."""
+    workload = WORKLOADS[group.fusion]  # type: ignore[index]
+    chosen = {"kernels": k} if (k := getattr(workload, "KERNELS_NOTE", None)) else {}
+    if tick_ns is None or not getattr(workload, "MEMORY_FLOOR", False):
+        return chosen
+    notes: dict[str, Any] = {**chosen, DISPATCHES_PER_UNIT: {
         c.id: len(works[c].sequences[0]) for c in group.cases if c.sync == TIMESTAMPS}}
     ctx = Context(device, group)  # one shader module for both
     for name, measure in ((READ_GB_S, lambda: read_floor.read_gb_s(ctx, tick_ns, wait,
@@ -99,7 +102,9 @@ def checked(works: dict[Case, Work], one: Callable[[Case, Work], None]) -> dict[
 
 def torch_cases(group: Group, kind: str) -> tuple[Case, ...]:
     """The PyTorch cases of a workload group, in the forms that exist on this device (the
-    f16 step is WebGPU's alone so far; torch has no command encodings to choose)."""
+    f16 step is WebGPU's alone so far; torch has no command encodings to choose). Its fused
+    forms take the unfused form's N sweep: a CUDA graph replays every step's kernels, not
+    one cheap dispatch a unit (a suite's `fused_n_sweep` is for those)."""
     workload = WORKLOADS[group.fusion]  # type: ignore[index]
     if group.precision != "f32":
         return ()
@@ -111,7 +116,9 @@ def torch_cases(group: Group, kind: str) -> tuple[Case, ...]:
             continue
         forms = (EAGER,) if case.variant in ("unfused", "single", HYBRID) else \
             workload.torch_fused(case, kind, group)
-        out += [replace(case, implementation=form) for form in forms]
+        unfused = next((c.n_values for c in group.cases if c.k == case.k
+                        and c.variant == "unfused"), case.n_values)
+        out += [replace(case, implementation=form, n_values=unfused) for form in forms]
     return tuple(out)
 
 

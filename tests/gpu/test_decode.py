@@ -1,5 +1,6 @@
 """The fused decode step's kernel variants (workloads/decode.Kernels) on lavapipe: each one's
-logits and greedy tokens against numpy, and a broken one caught."""
+logits and greedy tokens against numpy, and a broken one caught; the streamed kernels
+(Kernels' Stream choices) likewise."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from conftest import BACKEND
 from gpuoverhead.drivers import webgpu
 from gpuoverhead.gpu import adapters
 from gpuoverhead.suite.shaders import atomic_kernel, fusion_kernel
-from gpuoverhead.workloads.decode import Engine, Kernels
+from gpuoverhead.workloads.decode import Engine, Kernels, Stream
 from gpuoverhead.workloads.decode_model import (
     MODELS,
     TOLERANCE,
@@ -119,4 +120,54 @@ def test_an_atomic_kernel_that_breaks_its_stream_fails(contexts, broken):
     assert source != atomic.kernel.source
     engine = Engine(ctx, Weights.of(*SHAPES[shape])).tuned(
         VARIANTS[variant], ctx=ctx.with_kernel(replace(atomic.kernel, source=source)))
+    assert not _agrees(_step(ctx, engine), reference(engine.w))
+
+
+S = Stream
+#: The streamed kernels in two sets of shapes: each lane's loads in one batch, the attention
+#: in blocks of 256 (attn_part_wide); and several batches a lane, two or four rows (pairs) a
+#: lane group of few lanes, the normed vector made once per workgroup.
+STREAMS = {"one batch": Kernels(qkv=S(32, 1, 64), attention_workgroups=0, attn_out=S(64, 4),
+                                gate_up=S(32, 1, 256, 32), down=S(128, 2, 256, 32),
+                                head=S(32, 4, 256, 32)),
+           "batches": Kernels(qkv=S(16, 2, 64, 4, True), attn_out=S(8, 2, 64, 4),
+                              gate_up=S(8, 2, 64, 8, True), down=S(16, 4, 128, 8),
+                              head=S(16, 2, 128, 2, True))}
+#: Rows that no lane group's columns fill (hidden 96: 24 vec4 over 16 or 32 lanes; the MLP's
+#: 192: 48), and a vocabulary whose last lane group of 4 rows overlaps the one before (1001).
+STREAM_SHAPES = {**SHAPES, "ragged": (Shape("test-ragged", 2, 96, 2, 1, 192, 1001), 16)}
+STREAMED = ("qkv_s", "attn_out_s", "gate_up_s", "down_s", "head_s")
+
+
+@pytest.mark.parametrize("shape", STREAM_SHAPES)
+@pytest.mark.parametrize("variant", STREAMS)
+def test_each_stream_kernel_matches_numpy(contexts, variant, shape):
+    """A step of streamed kernels in place of every matrix-vector kernel leaves numpy's
+    logits, two steps running."""
+    ctx, _ = contexts
+    weights = Weights.of(*STREAM_SHAPES[shape])
+    engine = Engine(ctx, weights).tuned(STREAMS[variant])
+    segments = engine.steps("fused", ctx.buffer(np.zeros(1, np.uint32)))[0]
+    names = [p.label.split(":")[-1] for p, *_ in sum(segments, ())]
+    assert all(names.count(n) == (1 if n == "head_s" else 2) for n in STREAMED), names
+    assert _agrees(_step(ctx, engine), reference(weights))
+
+
+#: Breakages of the stream kernels (variant, shape, text, replacement): a ragged row's
+#: column past its end counted (the last one again), batches after the first not loaded.
+STREAM_BROKEN = {"column past the row": ("one batch", "ragged", "if (c < cols4) {",
+                                         "if (c <= cols4) {"),
+                 "later batches not loaded": ("batches", "tiny", "w = stream_load(first, lane, b);",
+                                              "w = w0;")}
+
+
+@pytest.mark.parametrize("broken", STREAM_BROKEN)
+def test_a_stream_kernel_that_breaks_fails(contexts, broken):
+    """Each breakage of the stream kernels changes the logits past the check."""
+    ctx, _ = contexts
+    variant, shape, text, replacement = STREAM_BROKEN[broken]
+    source = ctx.kernel.source.replace(text, replacement)
+    assert source != ctx.kernel.source
+    engine = Engine(ctx, Weights.of(*STREAM_SHAPES[shape])).tuned(
+        STREAMS[variant], ctx=ctx.with_kernel(replace(ctx.kernel, source=source)))
     assert not _agrees(_step(ctx, engine), reference(engine.w))
