@@ -16,6 +16,9 @@
 #   limit300         the default suite in 300 s
 #   selftest         the A/A test (its halves in selftest/a and selftest/b);
 #   selftest-again   the same, later (selftest-again/a, b)
+#   selftest-b2b     its back-to-back form: two plain runs of the default suite one after
+#                    the other (selftest-b2b/a, b), about 175 s: `default` and
+#                    `default-again` with the verdict and the run-to-run allowance
 #   decode           the decode suite (Qwen2.5-0.5B's shapes), every implementation, in
 #                    300 s: as many of 6 processes a job as that holds
 #   decode-1.5b      the same with Qwen2.5-1.5B's shapes
@@ -34,7 +37,7 @@
 # its console output is the folder's run.log (selftest.log for the A/A), its wall time from
 # the shell a line of /tmp/results/times.txt.
 set -uo pipefail
-results=/tmp/results
+results=${RESULTS:-/tmp/results}  # RESULTS: elsewhere (a machine shared with other work)
 mkdir -p "$results"
 if [ -d .gl ] && ! ldconfig -p | grep -q libvulkan.so.1; then
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -70,9 +73,9 @@ run() {  # run SECONDS QUESTION ARGS...: gpuoverhead run into /tmp/results/QUEST
     --run-id "$(basename "$question")"
 }
 
-selftest() {  # selftest QUESTION: the A/A test, its halves as QUESTION/a and QUESTION/b
-  local question=$1 half
-  timed 380 "$question" selftest --out "$results/$question"
+selftest() {  # selftest QUESTION SECONDS ARGS...: the A/A test, its halves as QUESTION/a, b
+  local question=$1 limit=$2 half; shift 2
+  timed "$limit" "$question" selftest --out "$results/$question" "$@"
   for half in a b; do
     for folder in "$results/$question"/selftest-*-"$half"; do
       [ -d "$folder" ] && mv "$folder" "$results/$question/$half"
@@ -99,7 +102,8 @@ for question in "$@"; do
     processes-6) run 120 processes-6 --processes 6 ;;
     processes-10) run 120 processes-10 --processes 10 ;;
     limit300) run 340 limit300 --time-limit 300 ;;
-    selftest|selftest-again) selftest "$question" ;;
+    selftest|selftest-again) selftest "$question" 380 ;;
+    selftest-b2b) selftest "$question" 200 --back-to-back ;;
     decode) run 340 decode --suite decode --implementation all --time-limit 300 --processes 6 ;;
     decode-1.5b) run 460 decode-1.5b --suite decode-1.5b --implementation all \
       --time-limit 420 ;;

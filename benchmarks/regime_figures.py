@@ -2,21 +2,27 @@
 benchmarks/measure_gpu_machine.sh writes (its questions `default`, `default-again`,
 `selftest`, `selftest-b2b`, `cadence`, `c-loop`), each where it exists:
 
-- per plain run, the median and the widest half-width of its 68 headline rows (wgpu-native's
-  and Dawn's per-op wall, CPU, api and python per encoding and layer, naive and breakdown
-  latency, as docs/results.md counts them) and how many lie within ±25%;
-- `default` against `default-again` (made right after it) as `compare` judges them: the
-  verdicts of the headline rows and of all;
+- per plain run (`default`, `default-again`, and the two runs of `selftest-b2b`), the
+  median and the widest half-width of its 68 headline rows (wgpu-native's and Dawn's per-op
+  wall, CPU, api and python per encoding and layer, naive and breakdown latency, as
+  docs/results.md counts them), how many lie within ±25%, their regime, and the processes
+  left out and why;
+- two plain runs made one after the other (`default` and `default-again`, or
+  `selftest-b2b`'s) as `compare` judges them without a run-to-run allowance: the verdicts
+  of the headline rows and of all, and the allowance that comparison shows
+  (present/allowance.py);
 - each A/A (`selftest`, the halves alternating; `selftest-b2b`, one after the other): the
   share of headline rows `same`;
 - the native layer's back-to-back `submit` per op (each plain run) against the plain C loop
   measured in the same call (`c-loop`: benchmarks/submit_cadence.py);
 - per gap, the cadence's wall time per op of wgpu-native's `submit` in each layer, when its
-  level settled, and the C loop's;
+  level settled, and the C loop's; and, after 6 s, what the first burst of a block (after
+  another case's) cost against the others (after one of its own kind);
 - per plain run and WebGPU job, what the Python loop timed at each round's start
   (`python_step_ns`) says of the CPU's two speeds: its two modes, each process's share of
   rounds in the slow one, and per process `submit`'s issue slope (wrapper, native) in the
-  rounds of each speed, with their rank correlation.
+  rounds of each speed, with their rank correlation; and the run's own record of them
+  (run.json `cpu_states`: the state kept, the other state's level of `submit`).
 
     python benchmarks/regime_figures.py /tmp/results
 """
@@ -50,19 +56,27 @@ def precision(name: str, folder: Path) -> str:
         [np.inf, -np.inf], np.nan)
     widest = rows.loc[half.idxmax()] if half.notna().any() else None
     regimes = ", ".join(sorted(set(rows["regime"]))) if "regime" in rows else "not named"
+    info = json.loads((folder / "run.json").read_text())
+    left = [f"{b['implementation']} p{p['process']}: {p['left_out']}"
+            for b in info["benchmarks"] for p in b.get("processes", []) if "left_out" in p]
     return (f"{name}: median headline half-width ±{np.nanmedian(half):.1%}, widest "
             f"±{half.max():.1%} ({widest.implementation} {widest.case} {widest.metric}), "
             f"{int((half <= 0.25).sum())} of {len(rows)} within ±25% (targets: median <= 8%, "
-            f"none over 25%); regime: {regimes}")
+            f"none over 25%); regime: {regimes}; left out: {'; '.join(left) or 'none'}")
 
 
-def compared(base: Path, new: Path) -> tuple[dict[str, int], dict[str, int]]:
-    """compare's verdicts of the headline rows and of all."""
+def compared(base: Path, new: Path) -> tuple[dict[str, int], dict[str, int], float]:
+    """compare's verdicts of the headline rows and of all, without a run-to-run allowance,
+    and the allowance the comparison shows."""
+    from gpuoverhead.present.allowance import measured
+
     proc = subprocess.run([sys.executable, "-m", "gpuoverhead", "compare", str(base), str(new),
-                           "--json"], capture_output=True, text=True, check=True)
+                           "--json", "--allowance", "0"], capture_output=True, text=True,
+                          check=True)
     table = pd.DataFrame(json.loads(proc.stdout)["estimates"])
     head = table[table["metric"].isin(HEADLINE)]
-    return (head["verdict"].value_counts().to_dict(), table["verdict"].value_counts().to_dict())
+    return (head["verdict"].value_counts().to_dict(), table["verdict"].value_counts().to_dict(),
+            measured(table))
 
 
 def said(counts: dict[str, int]) -> str:
@@ -100,7 +114,49 @@ def cadence(folder: Path) -> list[str]:
                  f" (settled {'never' if np.isinf(r.settled_s) else f'{r.settled_s:.1f} s'})"
                  for r in part.itertuples()]
         lines.append(f"cadence {impl} submit/{layer} µs per op: " + "; ".join(cells))
-    return lines
+    return lines + [switches(folder)]
+
+
+def against_loop(folder: Path, loop: dict[float, float]) -> list[str]:
+    """The cadence's `submit` through the C loop over the plain C loop's: back to back over
+    its back to back, 16 ms gaps and more over its 30 ms gaps (its level settles at about
+    the same after the ramp: issue 54)."""
+    s = pd.read_parquet(folder / "summary.parquet")
+    rows = s[s["process"].isna() & (s["metric"] == "burst_per_op_ns")
+             & (s["implementation"] == "wgpu-native")
+             & s["case"].str.endswith("/submit/native")]
+    cells = []
+    for r in rows.itertuples():
+        gap = float(r.case.split("/gap=")[1].split("ms")[0])
+        base = loop.get(0.0) if gap == 0 else loop.get(30.0) if gap >= 16 else None
+        if base:
+            cells.append(f"{r.regime} {r.value / 1e3:.1f} = {r.value / 1e3 / base:.2f}x the "
+                         f"C loop's {'back to back' if gap == 0 else '30 ms gaps'}")
+    return [f"cadence vs c-loop (wgpu-native submit/native): {'; '.join(cells)}"] if cells else []
+
+
+def switches(folder: Path) -> str:
+    """Per gap, wgpu-native's `submit` through the C loop after 6 s of age: the first burst
+    of a block (kept as a warm-up one: it follows another case's burst) against the others
+    (each after a burst of its own kind), µs per op."""
+    s = pd.read_parquet(folder / "samples.parquet", columns=[
+        "implementation", "case", "phase", "process", "elapsed_ns", "wall_ns", "n_dispatches"])
+    s = s[(s["implementation"] == "wgpu-native") & s["case"].str.endswith("/submit/native")]
+    cells = []
+    for case, part in s.groupby("case", sort=False):
+        per = part["wall_ns"] / part["n_dispatches"] / 1e3
+        measured = part["elapsed_ns"].where(part["phase"] == "measure")
+        first = measured.groupby(part["process"]).transform("min")
+        age = (part["elapsed_ns"] - first) / 1e9
+        late = age > 6.0
+        switch = late & (part["phase"] == "warmup")
+        kept = late & (part["phase"] == "measure")
+        gap = case.split("/gap=")[1].split("/")[0]
+        if switch.any() and kept.any():
+            cells.append(f"{gap}: first of a block {per[switch].median():.1f}, the others "
+                         f"{per[kept].median():.1f}")
+    return "cadence wgpu-native submit/native after 6 s, µs per op: " + ("; ".join(cells)
+                                                                          or "no blocks")
 
 
 def cpu_states(name: str, folder: Path) -> list[str]:
@@ -150,19 +206,47 @@ def cpu_states(name: str, folder: Path) -> list[str]:
     return lines
 
 
+def cpu_record(name: str, folder: Path) -> list[str]:
+    """Per WebGPU job of a plain run, run.json's `cpu_states`: the loop's two speeds, the
+    state kept, its share, and `submit`'s level in the other state beside the headline's."""
+    info = json.loads((folder / "run.json").read_text())
+    summary = pd.read_parquet(folder / "summary.parquet")
+    lines = []
+    for job in info["benchmarks"]:
+        found = job.get("cpu_states")
+        if job["implementation"] not in IMPLEMENTATIONS or not found:
+            continue
+        other = next((k for k in found if k.endswith("_state_us")), "")
+        cells = []
+        for layer in ("wrapper", "native"):
+            key = f"{job['id']}/sequential/submit/{layer} per_dispatch_ns"
+            row = summary[(summary["implementation"] == job["implementation"])
+                          & summary["process"].isna() & (summary["metric"] == "per_dispatch_ns")
+                          & (summary["case"] == key.split(" ")[0])]
+            if len(row) and key in found.get(other, {}):
+                cells.append(f"{layer} {row['value'].iloc[0] / 1e3:.1f} ({found['kept']}) vs "
+                             f"{found[other][key]:.1f} ({other.split('_')[0]})")
+        lines.append(f"{name} {job['implementation']}: kept the CPU {found['kept']} state "
+                     f"(slow in {found['slow_share']:.0%} of rounds; loop "
+                     f"{found['loop_step_us']['fast']}/{found['loop_step_us']['slow']} µs); "
+                     f"submit µs: {', '.join(cells) or '-'}")
+    return lines
+
+
 def main(root: Path) -> None:
     lines = []
-    plain = [q for q in ("default", "default-again") if (root / q / "run.json").is_file()]
+    plain = [q for q in ("default", "default-again", "selftest-b2b/a", "selftest-b2b/b")
+             if (root / q / "run.json").is_file()]
     lines += [precision(q, root / q) for q in plain]
-    if len(plain) == 2:
-        head, every = compared(root / plain[0], root / plain[1])
-        lines.append(f"default vs default-again: headline {said(head)} (targets: >= 90% "
-                     f"same, none faster/slower); all {said(every)}")
-    for question in ("selftest", "selftest-b2b"):
-        if (root / question / "a" / "run.json").is_file():
-            head, every = compared(root / question / "a", root / question / "b")
-            lines.append(f"{question}: headline {said(head)}; all {said(every)} (targets: "
-                         f"selftest >= 95%, the back-to-back form >= 90%)")
+    for a, b in (("default", "default-again"), ("selftest-b2b/a", "selftest-b2b/b")):
+        if a in plain and b in plain:
+            head, every, allowed = compared(root / a, root / b)
+            lines.append(f"{a} vs {b} (one after the other, no allowance): headline "
+                         f"{said(head)} (targets: >= 90% same, none faster/slower); all "
+                         f"{said(every)}; run to run: ±{allowed:.1%}")
+    if (root / "selftest" / "a" / "run.json").is_file():
+        head, every, _ = compared(root / "selftest" / "a", root / "selftest" / "b")
+        lines.append(f"selftest: headline {said(head)}; all {said(every)} (target >= 95%)")
     loop = c_loop(root)
     if loop:
         lines.append("c-loop µs per op: " + ", ".join(
@@ -175,9 +259,9 @@ def main(root: Path) -> None:
                          f"[{native.ci_low / 1e3:.2f}-{native.ci_high / 1e3:.2f}] µs per op, "
                          f"{ratio:.2f}x the C loop's back to back (target: within 15%)")
     if (root / "cadence" / "run.json").is_file():
-        lines += cadence(root / "cadence")
+        lines += cadence(root / "cadence") + against_loop(root / "cadence", loop)
     for q in plain:
-        lines += cpu_states(q, root / q)
+        lines += cpu_states(q, root / q) + cpu_record(q, root / q)
     print("\n".join(lines) if lines else f"nothing measured under {root}")
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import math
 import os
 import sys
 import time
@@ -212,16 +213,29 @@ def compare(
     markdown: Annotated[bool, typer.Option(help="Print Markdown instead of a table.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (docs/schema.md).")
                        ] = False,
+    run_to_run: Annotated[float | None, typer.Option(
+        "--allowance", help="How far in percent two runs here differ when nothing changed: "
+        "no change within it is called (default: what selftest --back-to-back found here "
+        "for this suite in the last day, else 0).")] = None,
 ) -> None:
     """Per estimate: NEW/BASE with a CI, a rank test on the raw samples, and a verdict."""
+    from gpuoverhead.present import allowance, console
     from gpuoverhead.present import compare as comparing
-    from gpuoverhead.present import console
     from gpuoverhead.results import read
 
     with user_errors():
         comparing.check_thresholds(threshold, fail_above)
+        if run_to_run is not None and not (math.isfinite(run_to_run) and run_to_run >= 0):
+            raise UserError(f"--allowance must be a finite percentage of 0 or more, not "
+                            f"{run_to_run}")
         runs = read.load(base), read.load(new)
-        table = comparing.compare(*runs, threshold / 100)
+        found = allowance.kept_for(*runs) if run_to_run is None else None
+        allowed = found[0] if found else (run_to_run or 0.0) / 100
+        table = comparing.compare(*runs, threshold / 100, allowed)
+    if found:
+        console.err.print(f"judged with this machine's run-to-run allowance, ±{found[0]:.1%} "
+                          f"(selftest --back-to-back, {found[1]}; --allowance 0: without)",
+                          highlight=False)
     console.show_warnings(comparing.differences(*runs))
     comparing.show(table, "json" if as_json else "markdown" if markdown else "table", runs,
                    threshold / 100)
@@ -238,20 +252,25 @@ def selftest(
     suite: SuiteOption = DEFAULT_SUITE,
     backend: BackendOption = None,
     adapter: AdapterOption = None,
-    processes: Annotated[int, typer.Option(
+    processes: Annotated[int | None, typer.Option(
         help="Worker processes per job in each half (6: from six on the comparison is the "
-             "Hodges-Lehmann shift's, which one odd process does not move).")] = 6,
+             "Hodges-Lehmann shift's, which one odd process does not move; --back-to-back: "
+             "a plain run's).")] = None,
     implementation: ImplementationOption = "all",
     out: OutOption = Path("runs"),
     threshold: Annotated[float, typer.Option(help="As for compare, in percent.")] = 5.0,
     affinity: AffinityOption = None,
+    back_to_back: Annotated[bool, typer.Option(
+        "--back-to-back", help="Two plain runs one after the other instead of halves that "
+        "alternate: how far two runs here differ (at least 90% must be `same`); the "
+        "run-to-run allowance found is kept a day, and compare allows it.")] = False,
 ) -> None:
     """A/A test: the same suite measured twice, interleaved, and compared; at least 95% of
     the headline estimates must be `same`. Each process gets what one of a plain run's
     three gets, so six a half take four times the suite's time limit."""
     from gpuoverhead.drivers import registry
+    from gpuoverhead.present import allowance, console
     from gpuoverhead.present import compare as comparing
-    from gpuoverhead.present import console
     from gpuoverhead.results import read
     from gpuoverhead.run.environment import new_run_id
     from gpuoverhead.run.plan import RunOptions
@@ -260,22 +279,32 @@ def selftest(
     with user_errors():
         names = registry.parse(implementation)
         comparing.check_thresholds(threshold, None)
-    result = _measure(RunOptions(suite=suite, out_root=out, backend=backend, adapter=adapter,
-                                 implementations=names, processes=processes,
-                                 run_id=f"selftest-{new_run_id()}", halves=True), affinity)
-    runs = result.folders
-    if result.record.status == "interrupted":  # halves cut short: a verdict would mislead
-        console.err.print(f"interrupted in {result.seconds:.0f} s: no A/A verdict; the halves "
-                          f"measured are kept in {runs[0]} and {runs[1]}", highlight=False)
+    def options(**more: object) -> RunOptions:
+        return RunOptions(suite=suite, out_root=out, backend=backend, adapter=adapter,
+                          implementations=names, **more)
+
+    run_id = f"selftest-{new_run_id()}"
+    made = [_measure(options(processes=processes, run_id=f"{run_id}-{half}"), affinity)
+            for half in "ab"] if back_to_back else [_measure(options(
+                processes=processes or 6, run_id=run_id, halves=True), affinity)]
+    runs = [f for result in made for f in result.folders]
+    if any(r.record.status == "interrupted" for r in made):  # a verdict would mislead
+        console.err.print(f"interrupted in {sum(r.seconds for r in made):.0f} s: no A/A verdict;"
+                          f" what was measured is kept in {', '.join(map(str, runs))}")
         raise typer.Exit(interrupts.exit_code())
     with user_errors():
-        table = comparing.compare(read.load(runs[0]), read.load(runs[1]), threshold / 100)
+        sets = read.load(runs[0]), read.load(runs[1])
+        table = comparing.compare(*sets, threshold / 100)
     comparing.show(table)
     for line in comparing.aa_lines(table):
         console.out.print(line, highlight=False)
-    console.out.print(f"({runs[0].name}, the even processes, vs {runs[1].name}, the odd ones, "
-                      "alternating in time)", highlight=False)
-    passed, said = comparing.aa_verdict(table, processes)
+    console.out.print(f"({runs[0].name} vs {runs[1].name}, " + (
+        "one run after the other)" if back_to_back else
+        "the even processes vs the odd ones, alternating in time)"), highlight=False)
+    if back_to_back:
+        console.out.print(allowance.kept_from(table, sets[1]), highlight=False)
+    passed, said = comparing.aa_verdict(table, processes or 6, comparing.B2B_PASS
+                                        if back_to_back else comparing.AA_PASS)
     console.out.print(said, highlight=False)
     if not passed:
         raise typer.Exit(EXIT_FAILED)

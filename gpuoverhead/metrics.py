@@ -44,6 +44,7 @@ METRICS = {
     "fusion_gpu_speedup": _SPEEDUP,
     "cpu_over_gpu": _SPEEDUP,
     "paired_ratio": Metric("ratio", "ratio", "lower"),
+    "binding_ratio": Metric("ratio", "ratio", "lower"),
     "reference_ratio": Metric("ratio", "ratio", "none"),
     "cpu_ratio": Metric("ratio", "ratio", "lower"),
     "browser_tax": Metric("ratio", "ratio", "lower"),

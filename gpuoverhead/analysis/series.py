@@ -78,6 +78,9 @@ class View:
     samples: GroupSamples
     cal: Calibration
     clock_offset_ns: int
+    #: The measured rounds whose samples the estimates use (analysis/states.py: those of
+    #: one CPU state); None: every one.
+    rounds: np.ndarray | None = None
     rec: np.ndarray = field(init=False)
     timer: GpuTimer | None = field(init=False)
     naive: np.ndarray | None = None
@@ -100,8 +103,11 @@ class View:
         return float(self.rec[:, 4].min() + self.clock_offset_ns) if len(self.rec) else 0.0
 
     def measured(self, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Positions, wall times and start times (epoch ns) of a case's measured samples."""
+        """Positions, wall times and start times (epoch ns) of a case's measured samples (of
+        `rounds`, where given)."""
         pos = measured(self.rec, index)
+        if self.rounds is not None:
+            pos = pos[np.isin(self.rec[pos, 2], self.rounds)]
         return (pos, self.rec[pos, 5].astype(float),
                 (self.rec[pos, 4] + self.clock_offset_ns).astype(float))
 

@@ -54,10 +54,12 @@ def operation(target: Target, case: Case, native: Any) -> Operation:
     return method_of(case).operation(target, case, native)
 
 
-def series(samples: GroupSamples, cal: Calibration, clock_offset_ns: int = 0) -> Out:
-    """Per estimate, the per-round (or per-sample) values of one process: each case's
-    methodology makes its own, then each methodology derives what spans cases."""
-    view = View(samples, cal, clock_offset_ns)
+def series(samples: GroupSamples, cal: Calibration, clock_offset_ns: int = 0,
+           rounds: np.ndarray | None = None) -> Out:
+    """Per estimate, the per-round (or per-sample) values of one process (of its measured
+    `rounds`, where given: analysis/states.py): each case's methodology makes its own, then
+    each methodology derives what spans cases."""
+    view = View(samples, cal, clock_offset_ns, rounds)
     out: Out = {}
     for index, case in enumerate(samples.cases):
         method_of(case).series(view, index, case, out)

@@ -12,8 +12,15 @@ modes of their own, never mixed):
   idles `gap_ms` before the next burst (run/rounds.py), so a process submits at one
   cadence all its life;
 - each gap of a benchmark is a group of its own (suite/expand.py), so its processes know
-  no other cadence; within one, the bursts rotate over the group's encodings and layers
-  in an order shuffled each round, so the layers share the state they are compared in;
+  no other cadence; within one, the cases take turns in blocks of BLOCK bursts, in an
+  order shuffled each round, so the layers share the state they are compared in; the first
+  burst of a block is kept as a warm-up one (run/rounds.py): what a burst costs depends on
+  the burst before it. On the H200 VM (2026-11-29, bursts rotating one at a time) a
+  wgpu-native `submit` burst through the C loop cost 16.7 µs an op after another `submit`
+  burst and 19.4 after a `pass` or `dispatch` one (one submit) back to back, and 36.0
+  against 48.5 with 16 ms gaps: after a burst of its own kind it cost what a plain C loop
+  of the same bursts costs (16.4 µs back to back, 36.2 with 30 ms gaps), the figure an
+  application repeating its work pays;
 - a process bursts for its whole budget, with no early stop: its regime settles over
   seconds, and when is measured (analysis/settling.py): the figure is the median per op of
   the bursts after its level settled (`burst_per_op_ns`: wall / N, the wait's cost shared by
@@ -35,6 +42,8 @@ from gpuoverhead.methods.sequential import operation as sequential_operation
 
 #: The name a suite's `methodologies` asks for it by.
 SUITE_NAME = CADENCE
+#: Bursts of one case in a row (the first a warm-up one: it pays for the case before).
+BLOCK = 4
 #: Its figures: what one op of a burst costs, wall time (the wait shared by the burst's
 #: ops), and issue time, the clock read before the wait.
 METRICS = ("burst_per_op_ns", "burst_cpu_per_op_ns")

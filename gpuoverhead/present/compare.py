@@ -122,20 +122,27 @@ WORSE = ("slower", "worse")
 
 
 def verdict(ratio: float, low: float, high: float, p: float, threshold: float,
-            better: str = "lower") -> str:
+            better: str = "lower", allowance: float = 0.0) -> str:
+    """A change where the interval lies beyond 1 and beyond the run-to-run `allowance` band
+    (present/allowance.py: how far two runs here differ when nothing changed), by at least
+    the threshold; `same` within twice the threshold and the allowance, resolvably."""
     if not math.isfinite(ratio):
         return "unsure"
-    significant = (low > 1 or high < 1) and not (math.isfinite(p) and p >= ALPHA)
+    beyond = low > 1 + allowance or high < 1 / (1 + allowance)
+    significant = beyond and not (math.isfinite(p) and p >= ALPHA)
     if significant and abs(ratio - 1) >= threshold:
         rise, fall = _WORDS.get(better, _WORDS["none"])
         return rise if ratio > 1 else fall
-    if abs(ratio - 1) < 2 * threshold and low >= 1 / RESOLVABLE and high <= RESOLVABLE:
+    if abs(ratio - 1) < 2 * threshold + allowance and low >= 1 / RESOLVABLE \
+            and high <= RESOLVABLE:
         return "same"
     return "unsure"
 
 
-def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> pd.DataFrame:
-    """One row per estimate present in both runs (in the same units)."""
+def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05,
+            allowance: float = 0.0) -> pd.DataFrame:
+    """One row per estimate present in both runs (in the same units), judged with the
+    run-to-run `allowance` (a fraction; `verdict`)."""
     check_units(pd.concat([base.summary[["metric", "unit"]], new.summary[["metric", "unit"]]]),
                 Path(f"{base.folder} and {new.folder}"))
     judged = [rs.summary[~rs.summary["metric"].isin(DIAGNOSTICS)] for rs in (base, new)]
@@ -165,7 +172,8 @@ def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> pd.Data
                      "spread": np.fmax(r["rel_spread_between_base"],
                                        r["rel_spread_between_new"]),
                      "modes": _modes(base_samples, r) or _modes(new_samples, r),
-                     "verdict": verdict(ratio, low, high, p, threshold, r["better_base"])})
+                     "verdict": verdict(ratio, low, high, p, threshold, r["better_base"],
+                                        allowance)})
     return pd.DataFrame(rows)
 
 
@@ -292,20 +300,23 @@ def _not_same(table: pd.DataFrame) -> tuple[pd.DataFrame, ...]:
     return changed, split, rest[rest["spread"] > SPREAD], rest[~(rest["spread"] > SPREAD)]
 
 
-#: The share of the headline estimates an A/A must find `same` (`selftest` exits 1 under).
+#: The share of the headline estimates an A/A must find `same` (`selftest` exits 1 under),
+#: and its back-to-back form (two runs one after the other, each with its own minutes).
 AA_PASS = 0.95
+B2B_PASS = 0.90
 
 
-def aa_verdict(table: pd.DataFrame, processes: int) -> tuple[bool, str]:
-    """Whether an A/A of `processes` a half passed, and one line that says so and, where it
-    failed, what would pass it."""
+def aa_verdict(table: pd.DataFrame, processes: int, passing: float = AA_PASS
+               ) -> tuple[bool, str]:
+    """Whether an A/A of `processes` a half passed (`passing` of its headline estimates
+    `same`), and one line that says so and, where it failed, what would pass it."""
     share, count = share_same(table, True)
     if not count:
         return False, "A/A failed: the halves share no headline estimate to judge"
-    same, need = round(share * count), math.ceil(AA_PASS * count - 1e-9)
+    same, need = round(share * count), math.ceil(passing * count - 1e-9)
     said = f"{same} of {count} headline estimates are 'same' ({share:.1%})"
     if same >= need:
-        return True, f"A/A passed: {said}, at least the {AA_PASS:.0%} it asks"
+        return True, f"A/A passed: {said}, at least the {passing:.0%} it asks"
     changed, split, spread, unsure = _not_same(table)
     ways = []
     if len(split) > count - need:
@@ -319,7 +330,7 @@ def aa_verdict(table: pd.DataFrame, processes: int) -> tuple[bool, str]:
             ways.append(f"the {len(changed)} called a change are, in an A/A, the machine or "
                         "chance: again on a quieter machine (nothing else running, or "
                         "--affinity on CPUs left alone)")
-    return False, (f"A/A failed: {said}, under the {AA_PASS:.0%} it asks ({need} of {count}); "
+    return False, (f"A/A failed: {said}, under the {passing:.0%} it asks ({need} of {count}); "
                    + "; ".join(ways))
 
 

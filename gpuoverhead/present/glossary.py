@@ -37,6 +37,8 @@ WORDS = {
                                    f"{_FIRST}",
     "fixed_ns": f"fixed_ns: {_FIXED}",
     "reference_ratio": f"reference_ratio: {_REFERENCE}",
+    "binding_ratio": ("binding_ratio: the wrapper's CPU time per op over the C loop's, round "
+                      "by round in one process: what the Python binding multiplies it by"),
 }
 
 

@@ -1,5 +1,5 @@
 """Figures for reports (matplotlib, headless): where the cost goes, how wall time grows with N,
-and where the GPU's per-step time crosses the CPU's.
+where the GPU's per-step time crosses the CPU's, and a cadence's level over process age.
 
 Each function returns a matplotlib Figure; `save` writes PNG and SVG, `png_base64` embeds it
 in the self-contained HTML page.
@@ -176,6 +176,56 @@ def crossover(summary: pd.DataFrame, cpu: tuple[str, ...]) -> Figure | None:
                  "95% intervals", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+#: The figure of a cadence's level over a process's age (`cadence_levels`).
+CADENCE_METRIC = "burst_per_op_ns"
+
+
+def cadence_levels(sets: list[ResultSet], benchmark: str) -> Figure | None:
+    """One panel per gap of a cadence (methods/cadence.py): each case's wall time per op of
+    a burst over its process's age (run.json's `settling`: the median of each bin of the
+    timeline), a thin line per process, and a dashed line where each case's level settled
+    over processes (the median age; none where one process's was still moving as it
+    ended)."""
+    lines: dict[str, dict[str, list]] = {}  # gap -> "implementation case" -> processes
+    for rs in sets:
+        for job in rs.info.get("benchmarks", []):
+            if job.get("benchmark") != benchmark:
+                continue
+            for p in job.get("processes", []):
+                for name, found in p.get("settling", {}).items():
+                    case, metric = name.rsplit(" ", 1)
+                    if metric != CADENCE_METRIC or "/gap=" not in case:
+                        continue
+                    gap = case.split("/gap=")[1].split("/")[0]
+                    label = f"{job.get('implementation')} {case.split('/gap=')[1].split('/', 1)[1]}"
+                    lines.setdefault(gap, {}).setdefault(label, []).append(found)
+    if not lines:
+        return None
+    gaps = sorted(lines, key=lambda g: float(g.removesuffix("ms")))
+    fig, axes = plt.subplots(1, len(gaps), figsize=(3.6 * len(gaps) + 1, 4.2), sharey=True,
+                             squeeze=False)
+    labels = sorted({label for by in lines.values() for label in by})
+    colors = dict(zip(labels, _colors(len(labels)), strict=True))
+    for ax, gap in zip(axes[0], gaps, strict=True):
+        for label, found in sorted(lines[gap].items()):
+            for i, one in enumerate(found):
+                ax.plot(one["age_s"], one["level_us"], color=colors[label], linewidth=0.9,
+                        alpha=0.8, label=label if i == 0 else None)
+            if all(one["settled"] for one in found):
+                ax.axvline(float(np.median([one["settled_s"] for one in found])),
+                           color=colors[label], linestyle="--", linewidth=0.8)
+        ax.set_title("back to back" if float(gap.removesuffix("ms")) == 0
+                     else f"{gap.removesuffix('ms')} ms gaps", fontsize=10)
+        ax.set_xlabel("process age, s")
+        ax.grid(True, alpha=0.3)
+    axes[0][0].set_ylabel("wall time per op of a burst, µs")
+    axes[0][-1].legend(fontsize=7)
+    fig.suptitle(f"{benchmark}: the level over each process's age (dashed: where it settled)",
+                 fontsize=10)
     fig.tight_layout()
     return fig
 

@@ -181,6 +181,9 @@ def publish(report: Report, sets: list, outputs: list[Path], plots_dir: Path | N
             "crossover": ("Time per step against H, one line per implementation's form, the "
                           "CPU's dashed: where they cross, the GPU starts to win",
                           plots.crossover(every, host.IMPLEMENTATIONS)),
+            "cadence_levels": ("Wall time per op of a burst over each process's age, per gap: "
+                               "where the level settled (dashed)",
+                               plots.cadence_levels(sets, report.benchmark)),
         }
         figures = {name: pair for name, pair in candidates.items() if pair[1] is not None}
     written: list[Path] = []

@@ -10,6 +10,14 @@ others, says so in one line and records the probe in run.json (`host.cpus`). `--
 decides instead, and is recorded alike.
 Where the OS cannot pin (macOS, Windows) nothing is probed; a process that measured far
 slower than its job's others is left out of the estimate (analysis/odd.py) wherever it ran.
+
+What holds of the probe, and what the regimes explain (issue 54, 56): a slow vCPU stayed
+slow all day, so a CPU left out stays out for the hour the probe is kept; each CPU is judged
+at its best window (gpu/cpu_probe.py), since its median window sampled the Python-speed
+state it met then, whose ratio (1.5-1.8x) is SLOW_FACTOR's; a CPU made busy after the probe
+is used as if quiet for that hour, but no worker is pinned to one CPU (the OS moves it off a
+busy one), the run's figures are those of one CPU state (analysis/states.py), and a process
+far slower than its job's others is left out (analysis/odd.py).
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ import numpy as np
 from gpuoverhead import interrupts
 from gpuoverhead.analysis.samples import GroupSamples
 from gpuoverhead.cases import Case, Group
-from gpuoverhead.methods import Operation
+from gpuoverhead.methods import Operation, cadence
 from gpuoverhead.records import SelfTimed
 from gpuoverhead.run.budget import Budget
 
@@ -101,8 +101,8 @@ def sample_group(group: Group, ops: dict[Case, Operation], rng: np.random.Genera
     cpus = [] if cpus is None else cpus
     try:
         if group.gap_ms is not None:  # a cadence: every burst at its gap, round 0 too
-            _timeline(group, _round(units, timed, rng, out, cpus, group.gap_ms / 1e3), out,
-                      budget, progress)
+            _timeline(group, _round(units, timed, rng, out, cpus, group.gap_ms / 1e3,
+                                    cadence.BLOCK), out, budget, progress)
             return out
         cpus.append(current_cpu())
         out.python_step_ns.append(python_step_ns())
@@ -165,22 +165,27 @@ def _keep(out: GroupSamples, record: tuple, extra: Any) -> None:
 
 
 def _round(units: list[Unit], timed: Timed, rng: np.random.Generator, out: GroupSamples,
-           cpus: list[int], gap_s: float = 0.0) -> Round:
-    """`one_round(index, warmup)`: every unit once in a fresh order, each followed by
-    `gap_s` of idle time (a cadence's gap; none between interleaved rounds' samples);
-    returns the samples' ns. Each round first appends the CPU it starts on to `cpus` and
-    the Python loop's speed to `out.python_step_ns` (before any clock of a sample)."""
+           cpus: list[int], gap_s: float = 0.0, block: int = 1) -> Round:
+    """`one_round(index, warmup)`: every unit in a fresh order, `block` samples in a row
+    each, every sample followed by `gap_s` of idle time (a cadence's gap; none between
+    interleaved rounds' samples); returns the samples' ns. In a block of several the first
+    sample is kept as a warm-up one: it pays for the unit before it (a cadence's `submit`
+    burst after a burst of another encoding cost 19.4 µs an op against 16.7 after a
+    `submit` burst, back to back on the H200 VM, and 48.5 against 36.0 16 ms apart:
+    methods/cadence.py). Each round first appends the CPU it starts on to `cpus` and the
+    Python loop's speed to `out.python_step_ns` (before any clock of a sample)."""
 
     def one_round(index: int, warmup: bool) -> int:
         cpus.append(current_cpu())
         out.python_step_ns.append(python_step_ns())
         total = 0
         for k in rng.permutation(len(units)):
-            record, extra = timed(units[k], index, warmup)
-            _keep(out, record, extra)
-            total += record[5]
-            if gap_s:
-                sleep(gap_s)
+            for b in range(block):
+                record, extra = timed(units[k], index, warmup or (b == 0 < block - 1))
+                _keep(out, record, extra)
+                total += record[5]
+                if gap_s:
+                    sleep(gap_s)
         return total
 
     return one_round

@@ -14,7 +14,7 @@ from gpuoverhead.analysis import combine
 from gpuoverhead.analysis.samples import Calibration, GroupSamples
 from gpuoverhead.cases import BACK_TO_BACK, CADENCE
 from gpuoverhead.drivers import pytorch
-from gpuoverhead.methods import series
+from gpuoverhead.methods import cadence, series
 from gpuoverhead.run.budget import Budget
 from gpuoverhead.run.rounds import sample_group
 from gpuoverhead.suite.expand import load_suite
@@ -93,8 +93,17 @@ def test_bursts_keep_their_gap_for_the_whole_budget_with_no_early_stop(tmp_path)
     starts = np.array([t for _, t in calls])
     assert np.diff(starts).min() >= 20e6  # each burst after the gap, round 0's too
     rec = np.array(out.records)
-    assert (rec[rec[:, 2] == 0, 3] == 1).sum() == len(group.cases)  # round 0: warm-up
-    assert out.rounds >= 8 and len(out.python_step_ns) == out.rounds + 1
+    size = cadence.BLOCK * len(group.cases)
+    assert (rec[:size, 3] == 1).all()  # the warm-up round
+    assert out.rounds >= 2 and len(out.python_step_ns) == out.rounds + 1
+    # A round: each case a block of BLOCK bursts in a row, the first of each a warm-up one
+    # (it pays for the case before it).
+    for r in range(out.rounds):
+        mine = rec[size:][rec[size:, 2] == r]
+        assert len(mine) == cadence.BLOCK * len(group.cases)
+        blocks = mine[:, 0].reshape(len(group.cases), cadence.BLOCK)
+        assert (blocks == blocks[:, :1]).all()
+        assert (mine[:, 3].reshape(blocks.shape) == [1] + [0] * (cadence.BLOCK - 1)).all()
 
 
 def _ramp_samples(group, ramp_s: float, seconds: float = 10.0, seed: int = 0):
@@ -140,3 +149,30 @@ def test_the_grid_says_when_a_gaps_levels_settled():
     assert settled(pd.Series([3.25])) == "3.2 s"
     assert settled(pd.Series([math.inf, math.inf])) == "not settled"
     assert settled(pd.Series([math.nan])) == ""
+
+
+def test_the_plot_draws_each_gaps_level_over_age_and_where_it_settled(tmp_path):
+    from gpuoverhead.present import plots
+    from gpuoverhead.results.read import ResultSet
+
+    def process(settled: bool) -> dict:
+        level = {"settled_s": 4.0, "settled": settled, "age_s": [0.0, 4.0, 8.0],
+                 "level_us": [18.0, 36.0, 36.0]}
+        return {"settling": {f"empty/elements=1/cadence/gap={g}ms/submit/native {m}": level
+                             for g in (0, 16) for m in ("burst_per_op_ns",
+                                                        "burst_cpu_per_op_ns")}}
+
+    info = {"benchmarks": [{"benchmark": "empty", "implementation": impl,
+                            "processes": [process(True), process(s)]}
+                           for impl, s in (("wgpu-native", True), ("dawn", False))]}
+    fig = plots.cadence_levels([ResultSet(tmp_path, info, pd.DataFrame())], "empty")
+    try:
+        assert [ax.get_title() for ax in fig.axes] == ["back to back", "16 ms gaps"]
+        for ax in fig.axes:  # two jobs of two processes, one of them still moving: four
+            # lines, and where the other's level settled
+            lines = ax.get_lines()
+            assert len(lines) == 4 + 1
+            assert lines[-1].get_xdata()[0] == 4.0 and lines[-1].get_linestyle() == "--"
+    finally:
+        plots.plt.close(fig)
+    assert plots.cadence_levels([ResultSet(tmp_path, info, pd.DataFrame())], "other") is None
