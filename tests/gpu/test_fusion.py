@@ -606,8 +606,8 @@ def test_decode_over_several_attention_blocks_and_wide_heads_matches_numpy(monke
     partial softmaxes must be combined) or exactly one block of 256 (cache + 1 = 256
     positions; 16 of 16 where blocks shrink), with heads of 128 dimensions."""
     monkeypatch.setitem(MODELS, 128, WIDE)
-    monkeypatch.setattr(engine_module, "DEFAULT", replace(engine_module.DEFAULT,
-                                                          attention_workgroups=workgroups))
+    kernels = replace(engine_module.default(WIDE), attention_workgroups=workgroups)
+    monkeypatch.setattr(engine_module, "default", lambda _: kernels)
     suite = load_suite(CONFIGS / "ci.yaml")
     group = next(g for g in suite.groups if g.fusion == "decode")
     group = replace(group, cases=tuple(replace(c, k=cache) for c in group.cases
