@@ -10,16 +10,14 @@
 // sum and weighted values), attn_out (the blocks combined, o + residual), gate_up (norm
 // folded in, SiLU x up), matvec_add (down + residual). Both: copy (the token's row of the
 // tied embedding into the residual stream) first, the final norm and the LM head
-// (unfused: rmsnorm + matvec; fused: norm_matvec) in row chunks below the storage-binding
+// (unfused: rmsnorm + matvec; fused: norm_matvec, or norm_matvec4 with four rows a lane
+// group, the suite's choice: workloads/decode_choices) in row chunks below the storage-binding
 // limit, all chunks writing one logits buffer, and `count` last. In the token loop (an
 // engine's greedy decoding) the step's input is instead the embedding of the token id in a
 // GPU buffer (`embed`, a dispatch per head chunk) and its end the argmax of the logits into
 // that buffer (`argmax_part`, `argmax`), so the next step reads the token this one chose.
 // Matrix-vector products read weights as vec4 (16 bytes in f32, 8 in f16), LANES threads
-// per row, WG / LANES rows per workgroup, sums reduced in workgroup memory. Each fused
-// matrix-vector kernel has a streamed form too (qkv_s, attn_out_s, gate_up_s, down_s,
-// head_s: workloads/decode_choices.Stream picks it and its shape), every lane's weight loads
-// issued in batches before their products. Each lane's
+// per row, WG / LANES rows per workgroup, sums reduced in workgroup memory. Each lane's
 // loop has a trip count fixed at pipeline creation (overrides), so drivers unroll it and
 // keep its loads in flight together.
 // The weight matrices are read from binding 7 as W: f32 here; the f16 form of the step
@@ -35,7 +33,6 @@ override T: u32 = 129;        // positions attended: the cache and the new token
 override AB: u32 = 256;       // attention: positions per block, a power of two from
                               // WG / (D / 4) up to WG
 override NB: u32 = 1;         // attention blocks: ceil(T / AB)
-override AHEAD: u32 = 1;      // attn_out: 1, its first weights loaded before the combine
 override ROWS: u32 = 896;     // matvec: output rows (rope: heads; elementwise: length)
 override COLS: u32 = 896;     // matvec: input length, a multiple of 4
 override TOKEN: u32 = 0;      // copy: the token's row in the first chunk of the LM head
@@ -724,8 +721,8 @@ fn attn_values_wide(b: u32, h: u32, g: u32, lid: u32) {
 
 // Flash-decoding's second half and the output projection with its residual add: every
 // workgroup combines the blocks (in0: attn_part's out0, z4: its out1) into the heads'
-// outputs in workgroup memory, then out0[r] += w[r, :] . o for its rows. With AHEAD, a
-// lane's first weights are loaded before the combine, so their wait overlaps it.
+// outputs in workgroup memory, then out0[r] += w[r, :] . o for its rows. A lane's first
+// weights are loaded before the combine, so their wait overlaps it.
 @compute @workgroup_size(WG)
 fn attn_out(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
             @builtin(local_invocation_index) lid: u32) {
@@ -736,32 +733,12 @@ fn attn_out(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
     }
 }
 
-// attn_out that also copies the new residual stream into out1: the stream that
-// mlp_atomic (fusion_decode_atomic.wgsl) adds into while it reads this one.
-@compute @workgroup_size(WG)
-fn attn_out_copy(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-                 @builtin(local_invocation_index) lid: u32) {
-    let r = row_of(wid, nwg) * (WG / LANES) + lid / LANES;
-    let s = attn_out_dot(r, lid);
-    if (lid % LANES == 0u && r < H) {
-        let v = out0[r] + s;
-        out0[r] = v;
-        out1[r] = v;
-    }
-}
-
 // attn_out's combine and row r's dot product with it, whole in the row's first lane.
 fn attn_out_dot(r: u32, lid: u32) -> f32 {
     let lane = lid % LANES;
     let cols4 = NH * (D / 4u);
-    var first = array<vec4<f32>, 4>();
-    if (AHEAD == 1u) {
-        first = first_batch(min(r, H - 1u), lane, cols4);
-    }
+    let first = first_batch(min(r, H - 1u), lane, cols4);
     combine(lid);
-    if (AHEAD != 1u) {
-        first = first_batch(min(r, H - 1u), lane, cols4);
-    }
     var s = 0.0;
     if (r < H) {
         s = dot_share_os(r, lane, cols4, first);
@@ -854,58 +831,6 @@ fn gate_up(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
     }
 }
 
-// ---- fused, four rows a lane group (the normed vector made once per workgroup) ----------
-
-// qkv_rope with two pairs of rows (j, j + D / 2), (j + 1, j + 1 + D / 2) a lane group.
-@compute @workgroup_size(WG)
-fn qkv_rope4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-             @builtin(local_invocation_index) lid: u32) {
-    let p = 2u * (row_of(wid, nwg) * (WG / LANES) + lid / LANES);
-    let lane = lid % LANES;
-    let half = D / 2u;
-    let block = min(p / half, NH + 2u * NKV - 1u);
-    let j = p % half;
-    let r0 = block * D + j;
-    let rows = vec4<u32>(r0, r0 + half, r0 + 1u, r0 + 1u + half) * (H / 4u);
-    let first = rows_at(rows, lane);
-    let second = rows_at(rows, min(lane + LANES, H / 4u - 1u));
-    let inv = normed_shared(lid);
-    red[lid] = dot4_shared(rows, lane, first, second);
-    reduce_runs(lid, LANES);
-    if (lane == 0u && p / half < NH + 2u * NKV) {
-        let t = red[lid] * inv;
-        qkv_store(block, j, t.x, t.y);
-        qkv_store(block, j + 1u, t.z, t.w);
-    }
-}
-
-// silu(gate_m . n) * (up_m . n) for rows m and m + 1 (n: x4 normed by y4; the weights: gate
-// rows then up rows), whole in the first lane of the lane group (LANES threads) of `lid`.
-fn swiglu2(m: u32, lid: u32) -> vec2<f32> {
-    let lane = lid % LANES;
-    let h4 = H / 4u;
-    let rows = vec4<u32>(m, m + 1u, F + m, F + m + 1u) * h4;
-    let first = rows_at(rows, lane);
-    let second = rows_at(rows, min(lane + LANES, h4 - 1u));
-    let inv = normed_shared(lid);
-    red[lid] = dot4_shared(rows, lane, first, second);
-    reduce_runs(lid, LANES);
-    let t = red[lid] * inv;  // gate m, gate m + 1, up m, up m + 1
-    return t.xy / (vec2<f32>(1.0) + exp(-t.xy)) * t.zw;
-}
-
-// gate_up with rows m, m + 1 a lane group (F a multiple of 2 WG / LANES).
-@compute @workgroup_size(WG)
-fn gate_up4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-            @builtin(local_invocation_index) lid: u32) {
-    let m = 2u * (row_of(wid, nwg) * (WG / LANES) + lid / LANES);
-    let a = swiglu2(m, lid);
-    if (lid % LANES == 0u) {
-        out0[m] = a.x;
-        out0[m + 1u] = a.y;
-    }
-}
-
 // out0[BASE + r] = w[r, :] . (x4 / rms(x4) * y4): the final norm folded into the LM head
 // (BASE: the chunk's first row, all chunks writing one logits buffer).
 @compute @workgroup_size(WG)
@@ -963,6 +888,8 @@ fn dot4_shared(rows: vec4<u32>, lane: u32, first: mat4x4<f32>, second: mat4x4<f3
     return a;
 }
 
+// ---- fused, the LM head four rows a lane group (its normed vector made once per workgroup) --
+
 // norm_matvec with four rows a lane group (LANES threads), WG / LANES groups a workgroup:
 // the normed vector is made once per workgroup (norm_matvec reads x4 and y4 again for each
 // row, a workgroup a row: 152k workgroups for Qwen2.5's head), and the first batch of
@@ -987,214 +914,6 @@ fn norm_matvec4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
             if (r0 + i < ROWS) {
                 out0[BASE + r0 + i] = t[i];
             }
-        }
-    }
-}
-
-// ---- fused, streamed (Kernels' Stream choices: qkv_s, attn_out_s, gate_up_s, down_s, head_s) --
-// A lane group of LANES threads takes R rows of a matrix (R pairs for qkv_s and gate_up_s: G =
-// 2 groups of rows GAP rows apart), WG / LANES lane groups a workgroup. Each lane reads NI
-// vec4 columns of each row (lane, lane + LANES, ...), BATCH of them a batch whose loads are all
-// issued before their first product (every kernel issues its first batch before anything
-// else it waits for: the norm, the combine), so a lane waits for memory once per batch and a
-// short kernel's bytes are requested from its start. The vector (VEC): 0, x4; 1, x4 * y4 (the
-// residual stream times a norm's weight) read by each lane for its own columns, which also
-// sums their x4 . x4 for the RMS, so nothing waits on a workgroup-wide norm; 2, os in
-// workgroup memory (attn_out_s: the combined attention; the norm kernels: normed_shared's).
-override R: u32 = 1;          // stream: rows (pairs) a lane group, R G at most 4
-override G: u32 = 1;          // stream: groups of R rows, GAP rows apart (2: gate and up, a
-override GAP: u32 = 0;        // rope pair's halves)
-override NI: u32 = 1;         // stream: vec4 columns a lane takes of each row, ceil(COLS / 4 / LANES)
-override BATCH: u32 = 1;      // stream: of them a batch, BATCH R G at most MAX_BATCH
-override VEC: u32 = 0;        // stream: the vector, 0 x4, 1 x4 * y4 (each lane), 2 os
-const MAX_BATCH: u32 = 32u;
-
-// A lane's shares: the sums of its columns' products for each row j < R G (sums[j]), and of
-// x4 . x4 over its columns (ss, VEC 1).
-struct Shares {
-    sums: vec4<f32>,
-    ss: f32,
-}
-
-// The lane group of thread lid (its workgroup's lane groups numbered on from the last's).
-fn lane_group(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
-    return row_of(wid, nwg) * (WG / LANES) + lid / LANES;
-}
-
-// Row j of the lane group whose first row is `first`, as an offset in vec4.
-fn stream_row(first: u32, j: u32) -> u32 {
-    return (first + j % R + (j / R) * GAP) * (COLS / 4u);
-}
-
-// Batch b of a lane's weights: columns lane + (b + i) LANES, i < BATCH (past the row: its
-// last, weighted 0 later), of each row j < R G, at [i R G + j].
-fn stream_load(first: u32, lane: u32, b: u32) -> array<vec4<f32>, MAX_BATCH> {
-    var w: array<vec4<f32>, MAX_BATCH>;
-    let k = R * G;
-    for (var i = 0u; i < BATCH; i = i + 1u) {
-        let c = min(lane + (b + i) * LANES, COLS / 4u - 1u);
-        for (var j = 0u; j < k; j = j + 1u) {
-            w[i * k + j] = vec4<f32>(weights[stream_row(first, j) + c]);
-        }
-    }
-    return w;
-}
-
-// The lane's shares of the rows at `first` against the vector (VEC), its first batch of
-// weights `w0` given (stream_load(first, lane, 0), loaded earlier).
-fn stream_dot(first: u32, lane: u32, w0: array<vec4<f32>, MAX_BATCH>) -> Shares {
-    let k = R * G;
-    let cols4 = COLS / 4u;
-    var acc: array<vec4<f32>, 4>;
-    var ss = vec4<f32>(0.0);
-    for (var b = 0u; b < NI; b = b + BATCH) {
-        var w = w0;
-        if (b > 0u) {
-            w = stream_load(first, lane, b);
-        }
-        for (var i = 0u; i < BATCH; i = i + 1u) {
-            let c = lane + (b + i) * LANES;
-            let cc = min(c, cols4 - 1u);
-            var v = vec4<f32>(0.0);
-            if (c < cols4) {
-                if (VEC == 2u) {
-                    v = os[cc];
-                } else {
-                    v = x4[cc];
-                }
-            }
-            if (VEC == 1u) {
-                ss = fma(v, v, ss);
-                v = v * y4[cc];
-            }
-            for (var j = 0u; j < k; j = j + 1u) {
-                acc[j] = fma(w[i * k + j], v, acc[j]);
-            }
-        }
-    }
-    return Shares(vec4<f32>(total(acc[0]), total(acc[1]), total(acc[2]), total(acc[3])),
-                  total(ss));
-}
-
-// The lane group's sums over its LANES lanes, in red[lid] of its first lane (rows j < R G)
-// and, VEC 1, redm[lid] (x4 . x4 over the whole row).
-fn stream_sums(first: u32, lid: u32, w0: array<vec4<f32>, MAX_BATCH>) {
-    let s = stream_dot(first, lid % LANES, w0);
-    red[lid] = s.sums;
-    if (VEC == 1u) {  // (VEC 2: normed_shared's threads may still read its sum in redm[0])
-        redm[lid] = s.ss;
-    }
-    workgroupBarrier();
-    for (var st = LANES / 2u; st > 0u; st = st / 2u) {
-        if ((lid & (LANES - 1u)) < st) {
-            red[lid] = red[lid] + red[lid + st];
-            if (VEC == 1u) {
-                redm[lid] = redm[lid] + redm[lid + st];
-            }
-        }
-        workgroupBarrier();
-    }
-}
-
-// stream_sums of a norm kernel (the vector x4 normed by y4): returns 1 / rms(x4), from the
-// lane group's own sum (VEC 1) or normed_shared's (VEC 2, made after the first batch).
-fn normed_sums(first: u32, lid: u32, w0: array<vec4<f32>, MAX_BATCH>) -> f32 {
-    var inv = 0.0;
-    if (VEC == 2u) {
-        inv = normed_shared(lid);
-    }
-    stream_sums(first, lid, w0);
-    if (VEC == 1u) {
-        inv = inv_rms(redm[lid - lid % LANES]);
-    }
-    return inv;
-}
-
-// qkv_rope's work, R pairs of rows (j, j + D / 2) .. (j + R - 1, j + R - 1 + D / 2) of one
-// head a lane group (R divides D / 2; G = 2, GAP = D / 2, COLS = H).
-@compute @workgroup_size(WG)
-fn qkv_s(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-         @builtin(local_invocation_index) lid: u32) {
-    let half = D / 2u;
-    let groups = (NH + 2u * NKV) * half / R;
-    let grp = lane_group(wid, nwg, lid);
-    let p = R * min(grp, groups - 1u);
-    let block = p / half;
-    let j = p % half;
-    let first = block * D + j;
-    let w = stream_load(first, lid % LANES, 0u);
-    let inv = normed_sums(first, lid, w);
-    if (lid % LANES == 0u && grp < groups) {
-        let t = red[lid] * inv;
-        for (var i = 0u; i < R; i = i + 1u) {
-            qkv_store(block, j + i, t[i], t[R + i]);
-        }
-    }
-}
-
-// attn_out's work (the blocks combined into os, then out0[r] += w[r, :] . os), R rows a lane
-// group, the first batch of weights loaded before the combine (VEC = 2, COLS = NH D).
-@compute @workgroup_size(WG)
-fn attn_out_s(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-              @builtin(local_invocation_index) lid: u32) {
-    let grp = lane_group(wid, nwg, lid);
-    let first = R * min(grp, H / R - 1u);
-    let w = stream_load(first, lid % LANES, 0u);
-    combine(lid);
-    stream_sums(first, lid, w);
-    if (lid % LANES == 0u && grp < H / R) {
-        for (var i = 0u; i < R; i = i + 1u) {
-            out0[first + i] = out0[first + i] + red[lid][i];
-        }
-    }
-}
-
-// gate_up's work, R rows of gate and the same of up a lane group: out0[m] = silu(gate_m . n) *
-// (up_m . n), n = x4 normed by y4 (G = 2, GAP = F, COLS = H; R divides F).
-@compute @workgroup_size(WG)
-fn gate_up_s(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-             @builtin(local_invocation_index) lid: u32) {
-    let grp = lane_group(wid, nwg, lid);
-    let m = R * min(grp, F / R - 1u);
-    let w = stream_load(m, lid % LANES, 0u);
-    let inv = normed_sums(m, lid, w);
-    if (lid % LANES == 0u && grp < F / R) {
-        let t = red[lid] * inv;
-        for (var i = 0u; i < R; i = i + 1u) {
-            out0[m + i] = t[i] / (1.0 + exp(-t[i])) * t[R + i];
-        }
-    }
-}
-
-// matvec_add's work (the down projection and its residual add: out0[r] += w[r, :] . x4), R
-// rows a lane group (VEC = 0, COLS = F; R divides H).
-@compute @workgroup_size(WG)
-fn down_s(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-          @builtin(local_invocation_index) lid: u32) {
-    let grp = lane_group(wid, nwg, lid);
-    let first = R * min(grp, H / R - 1u);
-    let w = stream_load(first, lid % LANES, 0u);
-    stream_sums(first, lid, w);
-    if (lid % LANES == 0u && grp < H / R) {
-        for (var i = 0u; i < R; i = i + 1u) {
-            out0[first + i] = out0[first + i] + red[lid][i];
-        }
-    }
-}
-
-// norm_matvec's work (out0[BASE + r] = w[r, :] . (x4 / rms(x4) * y4), the LM head's chunk of
-// ROWS rows), R rows a lane group (COLS = H); the last group's rows end at the chunk's end.
-@compute @workgroup_size(WG)
-fn head_s(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-          @builtin(local_invocation_index) lid: u32) {
-    let grp = lane_group(wid, nwg, lid);
-    let first = min(R * grp, ROWS - R);
-    let w = stream_load(first, lid % LANES, 0u);
-    let inv = normed_sums(first, lid, w);
-    if (lid % LANES == 0u && R * grp < ROWS) {
-        let t = red[lid] * inv;
-        for (var i = 0u; i < R; i = i + 1u) {
-            out0[BASE + first + i] = t[i];
         }
     }
 }

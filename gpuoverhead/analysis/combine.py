@@ -155,7 +155,7 @@ def _transforms(rows: list[Row]) -> list[Row]:
         elif r.key.metric == "token_ns" or (r.key.metric == "per_unit_ns" and
                                              r.key.case.kernel.startswith(DECODE_KERNEL)):
             key = Key(r.key.case, "tokens_per_s", "1/s", f"1e9 / {r.key.metric}")
-            out.append(Row(key, replace(e, value=1e9 / e.value, ci_low=_inverse(e.ci_high),
+            out.append(Row(key, replace(e, value=_inverse(e.value), ci_low=_inverse(e.ci_high),
                                         ci_high=_inverse(e.ci_low))))
     return out
 

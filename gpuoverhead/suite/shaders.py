@@ -144,13 +144,3 @@ def f16_kernel(kernel: Kernel) -> Kernel:
     source = kernel.source.replace("alias W = f32;", "alias W = f16;")
     assert source != kernel.source, "the decode kernel declares its weights' type as W"
     return replace(kernel, name=f"{kernel.name}_f16", source=f"enable f16;\n{source}")
-
-
-def atomic_kernel(kernel: Kernel) -> Kernel:
-    """The decode kernel with its float-atomic MLP (fusion_decode_atomic.wgsl) appended: a
-    module of its own, since a device without `shader-float32-atomic` rejects the whole
-    module that declares one."""
-    extra = _read_shader(SHADERS_DIR / "fusion_decode_atomic.wgsl")
-    return replace(kernel, name=f"{kernel.name}_atomic", source=f"{kernel.source}\n{extra}")
-
-

@@ -20,15 +20,11 @@ import numpy as np
 from gpuoverhead.cases import TIMESTAMPS, TOKEN_LOOPS, Case, Group
 from gpuoverhead.gpu.targets import grid_for
 from gpuoverhead.workloads.decode_choices import (  # noqa: F401 (KERNELS_NOTE: run.json)
-    DEFAULT,
     KERNELS_NOTE,
-    QKV4_LANES,
-    QKV4_WG,
     SHARED_LANES,
     SHARED_WG,
-    WO_ROWS,
     Kernels,
-    Stream,
+    default,
 )
 from gpuoverhead.workloads.decode_model import (
     DECODE_WG,
@@ -88,7 +84,8 @@ def problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
         found.append(("k_sweep", f"the KV cache (k_sweep) holds at most {MAX_CACHE} "
                                  f"positions, not {bad[0]}"))
     elif bad := [k for k in cfg["k_sweep"] for e in cfg["elements"] if e in MODELS
-                 and MODELS[e].heads * -(-(k + 1) // attention_block(MODELS[e], k))
+                 and MODELS[e].heads * -(-(k + 1) // attention_block(
+                     MODELS[e], k, default(MODELS[e]).attention_workgroups))
                  > MAX_HEAD_BLOCKS]:
         found.append(("k_sweep", f"the fused attention combines at most {MAX_HEAD_BLOCKS} "
                                  f"blocks over all heads: a cache of {bad[0]} is too long "
@@ -103,7 +100,8 @@ class Engine:
     buffers, bind groups); `steps(form)` returns the step's dispatches and the logits'
     buffers; `at(cache)` the same engine attending to a shorter cache (a benchmark's two
     cache lengths on one upload), `tuned(...)` with other Kernels (a benchmark's variants);
-    the LM head in chunks of at most `head_binding` bytes (None: the device's limits)."""
+    the LM head in chunks of at most `head_binding` bytes (None: the device's limits). Its
+    fused kernels are the model's default (decode_choices.default)."""
 
     def __init__(self, ctx: Any, weights: Weights, precision: str = "f32",
                  head_binding: int | None = None) -> None:
@@ -111,7 +109,7 @@ class Engine:
         assert max(s.q_size, s.hidden) <= 1536 and s.head_dim <= 128 and s.head_dim % 16 == 0, s
         self.consts = {"H": s.hidden, "NH": s.heads, "NKV": s.kv_heads, "F": s.mlp,
                        "D": s.head_dim}
-        self.cache, self.kernels = weights.cache, DEFAULT
+        self.cache, self.kernels = weights.cache, default(s)
         up = ctx.buffer
         self.dtype = dtype = np.float16 if precision == "f16" else np.float32
 
@@ -149,16 +147,11 @@ class Engine:
         other.cache = cache
         return other
 
-    def tuned(self, kernels: Kernels, head_binding: int | None = None, ctx: Any = None
-              ) -> Engine:
-        """This engine with other kernels, its LM head's chunks (uploaded again where they
-        differ) and pipelines from another Context of the same device (`ctx`: the atomic
-        MLP's module)."""
+    def tuned(self, kernels: Kernels, head_binding: int | None = None) -> Engine:
+        """This engine with other kernels and its LM head's chunks (uploaded again where
+        they differ)."""
         other = copy.copy(self)
-        other.kernels, other.ctx = kernels, ctx or self.ctx
-        assert not (kernels.atomic_mlp or kernels.attn_wo) or \
-            "fn mlp_atomic" in other.ctx.kernel.source, "float atomics need atomic_kernel's Context"
-        kernels.check(self.w.shape)
+        other.kernels = kernels
         if head_binding != self.head_binding:
             other._upload_head(head_binding)
         return other
@@ -183,25 +176,11 @@ class Engine:
         return self.ctx.step(self._p(entry, ROWS=rows, COLS=cols, LANES=lanes, WG=wg, **extra),
                              buffers, grid_for(rows, wg // lanes))
 
-    def _stream(self, entry: str, buffers: dict[int, Any], groups: int, stream: Stream,
-                cols: int, vec: int, pairs: int = 0, **extra: int) -> Any:
-        """A dispatch of a stream kernel: `groups` lane groups of `stream`'s shape over rows
-        of `cols` columns (with `pairs`: two groups of rows that far apart); `vec` its
-        vector (the shader's VEC; a norm kernel's 1 is 2 where the stream is `shared`).
-        Bindings 8 and 9 every stream kernel names get a zero vector where it reads neither."""
-        vec = 2 if vec == 1 and stream.shared else vec
-        zeros = self.zeros[self.w.shape.hidden]
-        return self.ctx.step(
-            self._p(entry, **stream.constants(cols, 2 if pairs else 1), GAP=pairs, VEC=vec,
-                    **extra),
-            {8: zeros, 9: zeros, **buffers}, grid_for(groups, stream.wg // stream.lanes))
-
-    def _shared(self, entry: str, buffers: dict[int, Any], groups: int,
-                lanes: int = SHARED_LANES, wg: int = SHARED_WG, **extra: int) -> Any:
-        """A dispatch of a kernel of `groups` lane groups of `lanes` threads, `wg` threads a
-        workgroup, that makes its normed vector once per workgroup."""
-        return self.ctx.step(self._p(entry, LANES=lanes, WG=wg, **extra), buffers,
-                             grid_for(groups, wg // lanes))
+    def _shared(self, entry: str, buffers: dict[int, Any], groups: int, **extra: int) -> Any:
+        """A dispatch of a kernel of `groups` lane groups of SHARED_LANES threads,
+        SHARED_WG threads a workgroup, that makes its normed vector once per workgroup."""
+        return self.ctx.step(self._p(entry, LANES=SHARED_LANES, WG=SHARED_WG, **extra),
+                             buffers, grid_for(groups, SHARED_WG // SHARED_LANES))
 
     def steps(self, form: str, count: Any, token: Any = None
               ) -> tuple[tuple[tuple[Any, ...], ...], Any]:
@@ -220,26 +199,15 @@ class Engine:
         buf["rope"] = ctx.buffer(rope_table(s.head_dim, self.cache))
         logits = ctx.buffer(np.zeros(s.vocab, np.float32))
         layer_of = self._fused_layer if form == "fused" else self._unfused_layer
-        # The atomic MLP adds into a copy of the stream: layers alternate between two.
-        streams = [buf["x"]]
-        if form == "fused" and self.kernels.atomic_mlp:  # attn_out's copy, or attn_wo's zeros
-            streams.append(ctx.buffer(np.zeros(h, np.float32)))
-        segments = [layer_of(layer, split, {**buf, "x": streams[i % len(streams)],
-                                            "next": streams[(i + 1) % len(streams)]})
-                    for i, (layer, split) in enumerate(zip(self.layers, self.split, strict=True))]
+        segments = [layer_of(layer, split, buf)
+                    for layer, split in zip(self.layers, self.split, strict=True)]
         segments[0][:0] = self._input(buf["x"], token)
-        buf["x"] = streams[len(self.layers) % len(streams)]
         steps: list[Any] = []
         if form != "fused":
             steps.append(ctx.step(self._p("rmsnorm", WG=DECODE_WG),
                                   {0: self.final_norm, 1: buf["x"], 3: buf["n"]}, (1, 1)))
         for (a, b), weights in zip(self.chunks, self.head, strict=True):
-            if form == "fused" and (head := self.kernels.head):
-                steps.append(self._stream("head_s", {W: weights, 8: buf["x"],
-                                                     9: self.final_norm, 3: logits},
-                                          -(-(b - a) // head.rows), head, h, 1,
-                                          ROWS=b - a, BASE=a))
-            elif form == "fused" and self.kernels.head4:
+            if form == "fused" and self.kernels.head4:
                 steps.append(self._shared("norm_matvec4", {W: weights, 8: buf["x"],
                                                            9: self.final_norm, 3: logits},
                                           -(-(b - a) // 4), ROWS=b - a, BASE=a))
@@ -300,55 +268,23 @@ class Engine:
         ]
 
     def _fused_layer(self, layer: dict, split: dict, b: dict) -> list[Any]:
-        """Q/K/V, the attention with the output projection, the MLP: 5 dispatches, 4 with
-        either atomic kernel, 3 with both. The atomic MLP reads the stream `x` and adds into
-        `next`, which attn_out_copy leaves a copy of `x` in, or attn_wo zeroes (the MLP's
-        first workgroup then adds `x` too)."""
+        """Q/K/V, the attention (its blocks, then their combine with the output projection),
+        the MLP: 5 dispatches."""
         s, h, q, f = self.w.shape, self.w.shape.hidden, self.w.shape.q_size, self.w.shape.mlp
-        kernels, block = self.kernels, self._block()
+        block = self._block()
         qkv = {W: layer["wqkv"], 8: b["x"], 9: layer["norm1"], 1: b["rope"], 2: layer["bqkv"],
                3: b["q"], 4: layer["kcache"], 5: layer["vcache"]}
-        pairs = (q + 2 * s.kv_size) // 2
-        if kernels.qkv:
-            steps = [self._stream("qkv_s", qkv, pairs // kernels.qkv.rows, kernels.qkv, h, 1,
-                                  s.head_dim // 2)]
-        else:
-            steps = [self._shared("qkv_rope4", qkv, pairs // 2, QKV4_LANES, QKV4_WG)
-                     if kernels.layer4 else self._mv("qkv_rope", qkv, pairs, h)]
-        if kernels.attn_wo:
-            steps.append(self.ctx.step(
-                self._p("attn_wo", WG=DECODE_WG, RC=WO_ROWS, ZERO=int(kernels.atomic_mlp)),
-                {W: layer["wo"], 8: b["q"], 9: layer["kcache"], 10: layer["vcache"],
-                 12: b["x"], 4: b["next"] if kernels.atomic_mlp else b["y"]},  # y: unused
-                (h // WO_ROWS, s.heads)))
-        else:
-            steps.append(self.ctx.step(
-                self._p("attn_part" if block < DECODE_WG else "attn_part_wide", WG=DECODE_WG,
-                        AB=block),
-                {8: b["q"], 9: layer["kcache"], 10: layer["vcache"], 3: b["ml"],
-                 4: b["part"]}, (-(-(self.cache + 1) // block), s.heads)))
-            copy = kernels.atomic_mlp  # fewer workgroups, each combining the blocks
-            out = {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"]}
-            steps.append(self._stream("attn_out_s", out, h // kernels.attn_out.rows,
-                                      kernels.attn_out, q, 2) if kernels.attn_out else
-                         self._mv("attn_out_copy" if copy else "attn_out",
-                                  {**out, **({4: b["next"]} if copy else {})}, h, q,
-                                  least=DECODE_WG, AHEAD=kernels.ahead))
-        if kernels.atomic_mlp:
-            return [*steps, self._shared("mlp_atomic", {W: layer["wgu"], 13: layer["wdown"],
-                                                        8: b["x"], 9: layer["norm2"],
-                                                        12: b["next"]}, f // 2,
-                                         ADDX=int(kernels.attn_wo))]
-        gate_up = {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]}
-        down = {W: layer["wdown"], 8: b["a"], 3: b["x"]}
-        if kernels.gate_up:
-            steps.append(self._stream("gate_up_s", gate_up, f // kernels.gate_up.rows,
-                                      kernels.gate_up, h, 1, f))
-        else:
-            steps.append(self._shared("gate_up4", gate_up, f // 2) if kernels.layer4 else
-                         self._mv("gate_up", gate_up, f, h))
-        return [*steps, self._stream("down_s", down, h // kernels.down.rows, kernels.down, f, 0)
-                if kernels.down else self._mv("matvec_add", down, h, f)]
+        return [
+            self._mv("qkv_rope", qkv, (q + 2 * s.kv_size) // 2, h),
+            self.ctx.step(self._p("attn_part" if block < DECODE_WG else "attn_part_wide",
+                                  WG=DECODE_WG, AB=block),
+                          {8: b["q"], 9: layer["kcache"], 10: layer["vcache"], 3: b["ml"],
+                           4: b["part"]}, (-(-(self.cache + 1) // block), s.heads)),
+            self._mv("attn_out", {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"]}, h, q,
+                     least=DECODE_WG),
+            self._mv("gate_up", {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]}, f,
+                     h),
+            self._mv("matvec_add", {W: layer["wdown"], 8: b["a"], 3: b["x"]}, h, f)]
 
 
 def argmax_steps(ctx: Context, logits: Any, token: Any, vocab: int) -> list[Step]:

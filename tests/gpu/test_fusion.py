@@ -388,17 +388,20 @@ def test_decode_step_reports_tokens_cpu_gpu_and_the_overhead_share(ci_run):
 
 def test_decode_gpu_time_is_measured_against_the_read_stream_of_its_worker(ci_run):
     """Lavapipe has no data-sheet bandwidth, so the floor multiple is the measured one: the
-    stream kernel's bandwidth in run.json is a memory's (a grid that read 64 KB instead of
-    the stream gave 1,096 GB/s here), and each form's GPU time per token over the floor
+    stream kernel's bandwidth in run.json is a memory's, not a cache's (a grid that read 64
+    KB instead of the stream gave 1,096 GB/s here), and in GB/s (a slip to MB/s or bytes a
+    µs is 1000x off, below 0.01 or above 200); each form's GPU time per token over the floor
     at that bandwidth is `floor_multiple_read`, above 1 (a step cannot read its bytes
-    faster than a stream reads memory)."""
+    faster than a stream reads memory: what catches a stream figure too low for the
+    memory). No tighter lower end: lavapipe's stream runs on the CPU and read 0.3-0.6 GB/s
+    beside busy cores on a 2-core machine, so a bound near that fails under load."""
     _, folder = ci_run
     _, summary, info = read_run(folder)
     processes = [p for entry in info["benchmarks"] if entry["benchmark"] == "decode"
                  for p in entry["processes"]]
     assert processes and all(p["kernels"] == engine_module.KERNELS_NOTE for p in processes)
     measured = [p["read_gb_s"] for p in processes]
-    assert all(0.5 < gb_s < 200 for gb_s in measured), measured
+    assert all(0.01 < gb_s < 200 for gb_s in measured), measured
     rows = summary[(summary.benchmark == "decode") & (summary.metric == "floor_multiple_read")]
     assert set(rows.variant) == {"fused", "unfused"}
     # Over the run's processes above 1; one process's own median may fall to the floor or
@@ -603,8 +606,8 @@ def test_decode_over_several_attention_blocks_and_wide_heads_matches_numpy(monke
     partial softmaxes must be combined) or exactly one block of 256 (cache + 1 = 256
     positions; 16 of 16 where blocks shrink), with heads of 128 dimensions."""
     monkeypatch.setitem(MODELS, 128, WIDE)
-    monkeypatch.setattr(engine_module, "DEFAULT", replace(engine_module.DEFAULT,
-                                                          attention_workgroups=workgroups))
+    kernels = replace(engine_module.default(WIDE), attention_workgroups=workgroups)
+    monkeypatch.setattr(engine_module, "default", lambda _: kernels)
     suite = load_suite(CONFIGS / "ci.yaml")
     group = next(g for g in suite.groups if g.fusion == "decode")
     group = replace(group, cases=tuple(replace(c, k=cache) for c in group.cases

@@ -249,3 +249,15 @@ def test_a_token_has_no_parts_where_its_worker_measured_no_floors():
         out: dict = {}
         _token_parts(SimpleNamespace(cal=cal), c, out, slopes, times)
         assert out == {}, cal
+
+
+def test_a_decode_slope_held_at_zero_gives_an_unbounded_token_rate():
+    """A decode step's wall slope whose median falls below zero (lavapipe beside a busy
+    core) is held at zero: its tokens per second, 1e9 over it, is unbounded, not a division
+    by zero that ends the run."""
+    case = Case("decode", DECODE_KERNEL, 128, 256, FUSION, "dispatch", "wait", (1, 2),
+                variant="fused", k=16)
+    key = Key(case, "per_unit_ns", "ns", "round-median theil-sen")
+    rows = combine([{key: _series([-3.0, -2.0, -1.0, 1.0, -2.5])}], np.random.default_rng(0))
+    rate = {r.key.metric: r.estimate for r in rows if r.process is None}["tokens_per_s"]
+    assert math.isinf(rate.value)
