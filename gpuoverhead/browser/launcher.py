@@ -112,7 +112,7 @@ def sweep_profiles(folder: str | None = None) -> list[str]:
         return found
     for entry in entries:
         creator = _creator(entry.name)
-        if creator is not None and not _alive(creator) and _private(entry.path):
+        if creator is not None and _private(entry.path) and not _alive(creator):
             _remove_profile(entry.path)
             found.append(entry.path)
     return found
@@ -140,9 +140,12 @@ def _remove_profile(profile: str) -> None:
 
 
 def _creator(name: str) -> int | None:
-    """The process id in a profile folder's name (PROFILE), else None."""
+    """The process id in a profile folder's name (PROFILE), else None: ASCII digits that fit
+    a pid_t (anyone may name a folder in /tmp so: `2²` or 20 digits had ended every browser
+    start in int()'s ValueError or os.kill's OverflowError)."""
     pid, dash, _ = name.removeprefix(PROFILE).partition("-")
-    return int(pid) if name.startswith(PROFILE) and dash and pid.isdigit() else None
+    return int(pid) if name.startswith(PROFILE) and dash and pid.isascii() and pid.isdigit() \
+        and len(pid) <= 9 else None
 
 
 def _alive(pid: int) -> bool:
