@@ -41,8 +41,9 @@ FLAGS = ("--headless=new", "--enable-unsafe-webgpu", "--enable-webgpu-developer-
 #: More flags from the environment, after a flag set's own (browser/adapter.py); Chromium
 #: takes the last of a repeated switch, so an `--enable-features` here replaces the set's.
 EXTRA_FLAGS = "GPUOVERHEAD_CHROMIUM_FLAGS"
-#: Switches that would open DevTools beside the pipe, to every local user: refused.
-OPENERS = ("--remote-debugging-port", "--remote-debugging-address")
+#: Switches that would open DevTools beside the pipe, to every local user: refused, after
+#: either prefix Chromium takes on POSIX (`-remote-debugging-port=0` opens one as `--` does).
+OPENERS = ("remote-debugging-port", "remote-debugging-address")
 #: The name of a profile folder in the temporary folder: PROFILE, the creating process's
 #: id, `-`, mkdtemp's random part.
 PROFILE = "gpuoverhead-chromium-"
@@ -93,7 +94,7 @@ def environment_flags(variable: str) -> list[str]:
         shown = value if len(value) <= 80 else value[:80] + "..."
         raise UserError(f"{variable}={shown!r}: {str(exc).lower()} (it is split as a "
                         "shell splits words: close the quote or escape it)") from None
-    opener = next((w for w in words if w.partition("=")[0] in OPENERS), None)
+    opener = next((w for w in words if w.partition("=")[0].lstrip("-") in OPENERS), None)
     if opener is not None:
         raise UserError(f"{variable}: {opener[:80]} would let every local user drive the "
                         "browser; the tool talks to it over a pipe of its own")

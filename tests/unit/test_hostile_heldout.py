@@ -13,11 +13,14 @@ another user's behalf.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
+from conftest import in_process
 
 from gpuoverhead.browser import launcher
+from gpuoverhead.browser.adapter import GPU_FLAGS_VAR
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX owners and modes")
 
@@ -60,3 +63,24 @@ def _a_dead_process() -> int:
     proc = subprocess.Popen(["true"])
     proc.wait()
     return proc.pid
+
+
+# -- the browser's flags from the environment --------------------------------------------
+
+@pytest.mark.parametrize(("variable", "value"), [
+    (launcher.EXTRA_FLAGS, "-remote-debugging-port=0"),
+    (launcher.EXTRA_FLAGS, "--headless=new -remote-debugging-address=0.0.0.0"),
+    (GPU_FLAGS_VAR, "--use-angle=vulkan -remote-debugging-port=9222"),
+])
+def test_hostile_chromium_flags_that_open_devtools_with_one_dash(monkeypatch, tmp_path,
+                                                                 variable, value):
+    """Chromium takes a switch after `-` as after `--` on POSIX: `-remote-debugging-port=0`
+    opened DevTools on 127.0.0.1 to every local user beside the pipe (seen with Chromium
+    156), past the check of `--remote-debugging-port`. One line, exit 2, nothing written."""
+    monkeypatch.setenv(variable, value)
+    result = in_process("run", "--suite", "ci", "--implementation", "chromium",
+                        "--browser", sys.executable, "--out", str(tmp_path / "o"))
+    line = result.stderr.strip()
+    assert result.returncode == 2 and "\n" not in line, result.stderr
+    assert variable in line and "every local user" in line, line
+    assert not (tmp_path / "o").exists()
