@@ -67,13 +67,17 @@ def runtime_dir() -> Path | None:
     """A private runtime folder for Mesa's drivers: `gpuoverhead-runtime-<uid>` under the
     temporary folder, made 0700 and checked; where something else has that name (another
     user's folder, a link, a file), a fresh one (mkdtemp, removed at exit), said; None
-    where the temporary folder itself is not private enough to hold one."""
+    where the temporary folder itself cannot hold a private one (nothing is made there)."""
     temp = Path(tempfile.gettempdir())
     named = temp / f"gpuoverhead-runtime-{os.geteuid()}"
     try:
         return private.folder(named)
     except OSError as exc:  # another user's, a link, a file: or the temporary folder's fault
         refused = exc
+    try:
+        private.check_parent(temp)  # mkdtemp's folder there would be theirs to swap
+    except OSError:
+        return None
     fresh = Path(tempfile.mkdtemp(prefix=f"{named.name}-", dir=temp))
     try:
         private.folder(fresh)

@@ -12,12 +12,17 @@ another user's behalf.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import socket
+import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import in_process
+from conftest import ROOT, as_another_user, in_process
 
 from gpuoverhead.browser import launcher
 from gpuoverhead.browser.adapter import GPU_FLAGS_VAR
@@ -84,3 +89,110 @@ def test_hostile_chromium_flags_that_open_devtools_with_one_dash(monkeypatch, tm
     assert result.returncode == 2 and "\n" not in line, result.stderr
     assert variable in line and "every local user" in line, line
     assert not (tmp_path / "o").exists()
+
+
+# -- the runtime folder Mesa gets (cli.main) ---------------------------------------------
+
+#: cli.main with the command replaced by a report of the runtime folder it set.
+RUNTIME_PROBE = """
+import json, os
+from gpuoverhead import cli
+
+cli.app = lambda: print(json.dumps(os.environ.get("XDG_RUNTIME_DIR")))
+cli.main()
+"""
+
+
+def _runtime_folder(temp: Path) -> tuple[str | None, str]:
+    """The runtime folder a command gets with TMPDIR `temp`, and what it said on stderr."""
+    env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+    proc = subprocess.run([sys.executable, "-c", RUNTIME_PROBE], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT, env={**env, "TMPDIR": str(temp)})
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    return json.loads(proc.stdout), proc.stderr
+
+
+def _their_open_folder(shared: Path) -> Path:
+    """A folder of the other user's that anyone may write."""
+    theirs = shared / "theirs"
+    as_another_user(lambda: (theirs.mkdir(), theirs.chmod(0o777)))
+    return theirs
+
+
+@contextlib.contextmanager
+def _folders_made_in(folder: Path) -> Iterator[list[str]]:
+    """The names of the folders made in `folder` meanwhile, even those removed again
+    (Linux's inotify; Python's tempfile makes and removes a file in TMPDIR to try it, which
+    is no folder)."""
+    import ctypes
+    import struct
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.inotify_init1(os.O_NONBLOCK)
+    if fd < 0 or libc.inotify_add_watch(fd, os.fsencode(folder), 0x100) < 0:  # IN_CREATE
+        pytest.skip("no inotify here to see a folder made and removed again")
+    made: list[str] = []
+    try:
+        yield made
+        with contextlib.suppress(BlockingIOError):
+            events = os.read(fd, 1 << 16)
+            while events:
+                _, mask, _, size = struct.unpack_from("iIII", events)
+                if mask & 0x40000000:  # IN_ISDIR
+                    made.append(events[16:16 + size].rstrip(b"\0").decode())
+                events = events[16 + size:]
+    finally:
+        os.close(fd)
+
+
+def _through_their_link(shared: Path, theirs: Path) -> Path:
+    as_another_user(lambda: (shared / "their-link").symlink_to(theirs))
+    return shared / "their-link"
+
+
+def _through_our_link(shared: Path, theirs: Path) -> Path:
+    (shared / "ours").mkdir(mode=0o700)
+    (shared / "ours" / "link").symlink_to(theirs)
+    return shared / "ours" / "link"
+
+
+TEMPORARY_FORMS = {"their folder": lambda shared, theirs: theirs,
+                   "their link to it": _through_their_link,
+                   "our link to it": _through_our_link}
+
+
+@pytest.mark.parametrize("form", TEMPORARY_FORMS)
+def test_hostile_runtime_folder_with_a_temporary_folder_of_another_users(form, shared):
+    """TMPDIR that reaches another user's folder (theirs, through their link, through a
+    link of ours): the runtime folder cannot be private there, and none is set; the
+    fallback had still made (and removed) a mkdtemp folder in theirs, as root."""
+    theirs = _their_open_folder(shared)
+    temp = TEMPORARY_FORMS[form](shared, theirs)
+    with _folders_made_in(theirs) as made:
+        found, _ = _runtime_folder(temp)
+    assert found is None
+    assert made == [] and list(theirs.iterdir()) == []
+
+
+def _a_socket(path: Path) -> None:
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(path))
+
+
+NAMED_FORMS: dict[str, Callable[[Path], None]] = {
+    "their FIFO": lambda named: os.mkfifo(named, 0o600),
+    "their socket": _a_socket,
+    "their folder, sticky and open to all": lambda named: (named.mkdir(), named.chmod(0o1777)),
+}
+
+
+@pytest.mark.parametrize("form", NAMED_FORMS)
+def test_hostile_runtime_folder_name_planted_as_another_kind(form, shared):
+    """The predictable name taken first by another user's FIFO, socket or sticky folder:
+    a fresh private folder is made beside it (removed at exit), said in a line."""
+    named = shared / f"gpuoverhead-runtime-{os.geteuid()}"
+    as_another_user(lambda: NAMED_FORMS[form](named))
+    found, stderr = _runtime_folder(shared)
+    assert found is not None and Path(found).parent == shared and Path(found) != named
+    assert not Path(found).exists()  # removed at exit
+    assert stderr.count("note: ") == 1 and "not private" in stderr, stderr
