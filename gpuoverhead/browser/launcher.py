@@ -26,6 +26,7 @@ from typing import Any
 
 from gpuoverhead.browser.cdp import BrowserError, Connection, Page
 from gpuoverhead.errors import UserError
+from gpuoverhead.gpu import private
 
 #: Where a Chromium is looked for when --browser does not say (Debian's binary first: the
 #: /usr/bin/chromium wrapper prints a shell error in headless use).
@@ -170,6 +171,13 @@ class Browser:
                                "descriptors 3 and 4), which Windows does not hand down")
         self.executable, self.flags, self.call_s = executable, flags(chosen), call_s
         self.keep_log = keep_log  # where its stderr is copied on close (the flag probe's)
+        temp = tempfile.gettempdir()
+        try:  # where others may move entries, theirs could take the profile's place
+            private.check_parent(Path(temp))
+        except OSError as exc:
+            raise BrowserError(f"no private browser profile can be made in {temp} "
+                               f"({getattr(exc, 'reason', exc)}): set TMPDIR to a folder "
+                               "of this user's") from None
         sweep_profiles()
         self.profile = tempfile.mkdtemp(prefix=f"{PROFILE}{os.getpid()}-")
         self.process: subprocess.Popen | None = None

@@ -16,8 +16,10 @@ import contextlib
 import json
 import os
 import socket
+import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -26,6 +28,7 @@ from conftest import ROOT, as_another_user, in_process
 
 from gpuoverhead.browser import launcher
 from gpuoverhead.browser.adapter import GPU_FLAGS_VAR
+from gpuoverhead.browser.cdp import BrowserError
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX owners and modes")
 
@@ -196,3 +199,71 @@ def test_hostile_runtime_folder_name_planted_as_another_kind(form, shared):
     assert found is not None and Path(found).parent == shared and Path(found) != named
     assert not Path(found).exists()  # removed at exit
     assert stderr.count("note: ") == 1 and "not private" in stderr, stderr
+
+
+# -- the browser's profile folder --------------------------------------------------------
+
+#: A "browser" that writes a line to its stderr and exits: the tool's start of it fails in
+#: one line, after writing its profile's stderr.log.
+FAKE_BROWSER = "#!/bin/sh\necho 'the browser wrote this' >&2\nexit 1\n"
+
+
+@pytest.fixture
+def fake_browser(tmp_path) -> Path:
+    path = tmp_path / "fake-browser"
+    path.write_text(FAKE_BROWSER)
+    path.chmod(0o755)
+    return path
+
+
+def _swap_profile(profile: str, victim: Path) -> Callable[[], None]:
+    """The other user's act: the profile folder moved away (its parent lets anyone move
+    entries) and one of theirs put in its place, its stderr.log a link to `victim`."""
+    def act() -> None:
+        os.rename(profile, f"{profile}.moved")
+        os.mkdir(profile, 0o777)
+        os.symlink(victim, os.path.join(profile, "stderr.log"))
+    return act
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o773], ids=["open to all", "others write"])
+def test_hostile_browser_profile_in_a_folder_anyone_may_move_it_from(
+        mode, shared, fake_browser, tmp_path, monkeypatch):
+    """TMPDIR a folder others may write with no sticky bit (a careless `chmod 777` scratch
+    folder): another user could swap the root-run browser's profile for theirs while it
+    runs, and its stderr.log, a link of theirs, was written through (a file of root's
+    overwritten with the browser's stderr). No profile is made there: one line, which
+    says what to do."""
+    temp = shared / "scratch"
+    temp.mkdir()
+    temp.chmod(mode)
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    victim = tmp_path / "precious"
+    victim.write_text("precious")
+    try:
+        browser = launcher.Browser(str(fake_browser))
+    except BrowserError as exc:
+        refused = str(exc)
+    else:
+        as_another_user(_swap_profile(browser.profile, victim))
+        with contextlib.suppress(BrowserError), browser:
+            pass
+        refused = ""
+    assert victim.read_text() == "precious", "the browser wrote through their link"
+    assert "\n" not in refused and "TMPDIR" in refused and str(temp) in refused, refused
+    assert list(temp.iterdir()) == []
+
+
+def test_a_browser_profile_in_a_sticky_folder_is_private_and_removed(shared, fake_browser,
+                                                                     monkeypatch):
+    """The control: in a folder every user may write with the sticky bit (as /tmp), the
+    profile is made 0700 and a browser that fails says so in one line, profile removed."""
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
+    browser = launcher.Browser(str(fake_browser))
+    info = os.lstat(browser.profile)
+    assert info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) == 0o700
+    with pytest.raises(BrowserError) as raised, browser:
+        pass
+    said = str(raised.value)
+    assert "\n" not in said and "exited with code 1 (the browser wrote this)" in said, said
+    assert not os.path.exists(browser.profile)
