@@ -29,6 +29,7 @@ from conftest import ROOT, as_another_user, in_process
 from gpuoverhead.browser import launcher
 from gpuoverhead.browser.adapter import GPU_FLAGS_VAR
 from gpuoverhead.browser.cdp import BrowserError
+from gpuoverhead.gpu import cache_folder, private
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX owners and modes")
 
@@ -267,3 +268,75 @@ def test_a_browser_profile_in_a_sticky_folder_is_private_and_removed(shared, fak
     said = str(raised.value)
     assert "\n" not in said and "exited with code 1 (the browser wrote this)" in said, said
     assert not os.path.exists(browser.profile)
+
+
+# -- Mesa's shader cache (machine code that llvmpipe and lavapipe run) -------------------
+
+@pytest.fixture
+def own_cache(monkeypatch, tmp_path) -> Path:
+    """This test's cache and temporary folders (private), the notes said so far forgotten;
+    Mesa's variables unset."""
+    for variable in ("MESA_SHADER_CACHE_DIR", "MESA_GLSL_CACHE_DIR", "MESA_SHADER_CACHE_DISABLE"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    temp = tmp_path / "tmp"
+    temp.mkdir(mode=0o700)
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    monkeypatch.setattr(cache_folder, "_said", set())
+    return tmp_path
+
+
+def _notes(capsys) -> list[str]:
+    return [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: ")]
+
+
+def _their_folder(shared: Path, name: str = "theirs", mode: int = 0o755) -> Path:
+    folder = shared / name
+    as_another_user(lambda: (folder.mkdir(), folder.chmod(mode)))
+    return folder
+
+
+MESA_FORMS: dict[str, Callable[[Path, pytest.MonkeyPatch], None]] = {
+    "a shared XDG_CACHE_HOME": lambda shared, patch: patch.setenv("XDG_CACHE_HOME",
+                                                                  str(shared)),
+    "XDG_CACHE_HOME another user's": lambda shared, patch: patch.setenv(
+        "XDG_CACHE_HOME", str(_their_folder(shared))),
+    "MESA_SHADER_CACHE_DIR another user's": lambda shared, patch: patch.setenv(
+        "MESA_SHADER_CACHE_DIR", str(_their_folder(shared, mode=0o777))),
+    "MESA_GLSL_CACHE_DIR open to all": lambda shared, patch: patch.setenv(
+        "MESA_GLSL_CACHE_DIR", str(shared)),
+}
+
+
+@pytest.mark.parametrize("form", MESA_FORMS)
+def test_hostile_mesa_shader_cache_of_another_user_is_not_mesas(form, own_cache, shared,
+                                                                monkeypatch, capsys):
+    """Mesa keeps llvmpipe's and lavapipe's compiled shaders (ELF objects, checked by a
+    CRC only) in $XDG_CACHE_HOME/mesa_shader_cache, whoever made that folder, and runs
+    them: with a shared XDG_CACHE_HOME the tool passed over its own folder there but its
+    driver still loaded another user's machine code. Mesa gets a private folder in the
+    tool's cache folder instead, said in a line."""
+    MESA_FORMS[form](shared, monkeypatch)
+    env = cache_folder.mesa_cache_env()
+    assert set(env) == {"MESA_SHADER_CACHE_DIR"}, env
+    folder = Path(env["MESA_SHADER_CACHE_DIR"])
+    assert private.folder(folder) and not folder.is_relative_to(shared / "theirs")
+    said = _notes(capsys)  # the tool's own cache folder may be said too, where it moved
+    assert [n for n in said if "Mesa" in n] == [said[-1]], said
+    assert "Mesa's shader cache is not private" in said[-1] and str(folder) in said[-1]
+
+
+def test_mesa_shader_cache_in_a_private_folder_is_left_to_mesa(own_cache, capsys):
+    """The control: where the folder Mesa keeps it under is private, nothing changes."""
+    assert cache_folder.mesa_cache_env() == {}
+    assert _notes(capsys) == []
+
+
+def test_hostile_mesa_shader_cache_with_no_private_folder_anywhere_is_off(
+        own_cache, shared, monkeypatch, capsys):
+    """A shared XDG_CACHE_HOME and a temporary folder anyone may write (no sticky bit):
+    no folder can be private, and Mesa's cache is turned off rather than used."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(_their_folder(shared)))
+    monkeypatch.setattr(tempfile, "tempdir", str(_their_folder(shared, "tmp", 0o777)))
+    assert cache_folder.mesa_cache_env() == {"MESA_SHADER_CACHE_DISABLE": "true"}
+    assert any("turned off" in line for line in _notes(capsys))
