@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
 import stat
 import subprocess
@@ -30,6 +31,7 @@ from gpuoverhead.browser import launcher
 from gpuoverhead.browser.adapter import GPU_FLAGS_VAR
 from gpuoverhead.browser.cdp import BrowserError
 from gpuoverhead.gpu import cache_folder, private
+from gpuoverhead.gpu.layers import native
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX owners and modes")
 
@@ -340,3 +342,38 @@ def test_hostile_mesa_shader_cache_with_no_private_folder_anywhere_is_off(
     monkeypatch.setattr(tempfile, "tempdir", str(_their_folder(shared, "tmp", 0o777)))
     assert cache_folder.mesa_cache_env() == {"MESA_SHADER_CACHE_DISABLE": "true"}
     assert any("turned off" in line for line in _notes(capsys))
+
+
+# -- $CC, the C loop's compiler ----------------------------------------------------------
+
+def _no_shebang(tmp_path: Path) -> str:
+    script = tmp_path / "cc"
+    script.write_text("echo 'a compiler'\n")  # executable, but exec() refuses it
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.mark.parametrize("cc", [
+    lambda tmp, marker: _no_shebang(tmp),
+    lambda tmp, marker: f"gcc; touch {marker}",
+    lambda tmp, marker: f"gcc $(touch {marker})",
+    lambda tmp, marker: f"gcc `touch {marker}`",
+    lambda tmp, marker: f"gcc | touch {marker} && touch {marker}",
+    lambda tmp, marker: str(tmp),
+], ids=["a script with no #!", "a semicolon", "a command substitution", "backquotes",
+        "a pipe and &&", "a folder"])
+def test_hostile_cc_that_is_no_compiler(cc, tmp_path, monkeypatch):
+    """$CC is split as shell words and run with no shell: its metacharacters run nothing.
+    One that cannot be run at all (a script with no #!: exec's ENOEXEC) had ended every
+    run with the native layer in an OSError traceback; it is no compiler now, and the
+    layer is skipped with a note."""
+    if shutil.which("gcc") is None:
+        pytest.skip("needs gcc on PATH")
+    marker = tmp_path / "ran"
+    monkeypatch.setenv("CC", cc(tmp_path, marker))
+    described = native.compiler()
+    assert not marker.exists()
+    assert described is None or described.startswith("gcc "), described
+    if described is None:
+        assert native.load() == "native layer skipped: no C compiler ($CC, cc, gcc or clang) " \
+                                "on PATH"

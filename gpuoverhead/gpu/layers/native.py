@@ -68,7 +68,7 @@ class NativeLoop:
 def compiler() -> str | None:
     """What builds the loop, described (for the cache key and run.json), or None: MSVC on
     Windows (setuptools finds it); elsewhere $CC (it may carry arguments), else the compiler
-    Python was built with, else cc, gcc or clang."""
+    Python was built with, else cc, gcc or clang; None too where it cannot be run."""
     if sys.platform == "win32":
         return "msvc"
     cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or ""
@@ -79,7 +79,11 @@ def compiler() -> str | None:
         words = next(([c] for c in ("cc", "gcc", "clang") if shutil.which(c)), [])
         if not words:
             return None
-    proc = subprocess.run([*words, "--version"], capture_output=True, text=True, timeout=30)
+    try:
+        proc = subprocess.run([*words, "--version"], capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=30)
+    except (OSError, subprocess.SubprocessError):  # $CC a script with no #!, or one that
+        return None                                 # hangs: no compiler to build with
     first = proc.stdout.splitlines()[0] if proc.stdout else ""
     return f"{shlex.join(words)}: {first}".strip(": ")
 
