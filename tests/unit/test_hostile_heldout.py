@@ -29,7 +29,7 @@ from conftest import ROOT, as_another_user, in_process
 
 from gpuoverhead.browser import launcher
 from gpuoverhead.browser.adapter import GPU_FLAGS_VAR
-from gpuoverhead.browser.cdp import BrowserError
+from gpuoverhead.browser.cdp import BrowserError, Connection
 from gpuoverhead.gpu import cache_folder, private
 from gpuoverhead.gpu.layers import native
 
@@ -377,3 +377,46 @@ def test_hostile_cc_that_is_no_compiler(cc, tmp_path, monkeypatch):
     if described is None:
         assert native.load() == "native layer skipped: no C compiler ($CC, cc, gcc or clang) " \
                                 "on PATH"
+
+
+# -- the DevTools pipe: what a program that is not Chromium writes -----------------------
+
+NOT_DEVTOOLS = {
+    "not JSON": b"not json",
+    "not UTF-8": b"\xff\xfe{}",
+    "a list": b"[1]",
+    "nested too deep": b"[" * 20_000,  # under a pipe's 64 KiB: written before it is read
+    "an error that is a string": b'{"id": 1, "error": "x"}',
+    "a result that is a list": b'{"id": 1, "result": []}',
+}
+
+
+@pytest.mark.parametrize("message", NOT_DEVTOOLS)
+def test_hostile_devtools_pipe_carrying_other_than_devtools_messages(message):
+    """`--browser` a program that writes other than DevTools' JSON objects on its fd 4:
+    json's JSONDecodeError or an AttributeError had been the traceback; one line now."""
+    commands_in, commands_out = os.pipe()
+    messages_in, messages_out = os.pipe()
+    os.write(messages_out, NOT_DEVTOOLS[message] + b"\0")
+    connection = Connection(commands_out, messages_in, 5.0, lambda: "ended")
+    try:
+        with pytest.raises(BrowserError) as raised:
+            connection.call("Browser.getVersion")
+    finally:
+        connection.close()
+        for fd in (commands_in, messages_out):
+            os.close(fd)
+    said = str(raised.value)
+    assert "\n" not in said and said.startswith(("the browser answered Browser.getVersion "
+                                                 "with other than", "Browser.getVersion: ")), said
+
+
+def test_hostile_a_program_that_is_no_browser_ends_its_start_in_one_line(tmp_path):
+    """... and through a start of it (the answer garbage, then the program ends)."""
+    fake = tmp_path / "not-chromium"
+    fake.write_text("#!/bin/sh\nprintf 'x\\000' >&4\nexit 0\n")
+    fake.chmod(0o755)
+    with pytest.raises(BrowserError) as raised, launcher.Browser(str(fake)):
+        pass
+    said = str(raised.value)
+    assert "\n" not in said and said.startswith(f"{fake} did not start: "), said
