@@ -420,3 +420,126 @@ def test_hostile_a_program_that_is_no_browser_ends_its_start_in_one_line(tmp_pat
         pass
     said = str(raised.value)
     assert "\n" not in said and said.startswith(f"{fake} did not start: "), said
+
+
+# -- private's verdict against what another user can really do ---------------------------
+
+#: POSIX ACL tags and "no id" (the xattr system.posix_acl_access, version 2).
+_USER_OBJ, _USER, _GROUP_OBJ, _GROUP, _MASK, _OTHER, _NO_ID = 1, 2, 4, 8, 0x10, 0x20, 2**32 - 1
+NOBODY = 65534
+
+
+def _acl(path: Path, named: list[tuple[int, int, int]], mask: int, owner: int = 7,
+         default: bool = False) -> None:
+    """An access (or default) ACL on `path`: the owner's `owner` bits, `named` entries (tag,
+    id, bits), the group's and others' nothing, and `mask`."""
+    import struct
+
+    entries = [(_USER_OBJ, owner, _NO_ID), *[(t, b, i) for t, i, b in named],
+               (_GROUP_OBJ, 0, _NO_ID), (_MASK, mask, _NO_ID), (_OTHER, 0, _NO_ID)]
+    blob = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in sorted(entries))
+    try:
+        os.setxattr(path, f"system.posix_acl_{'default' if default else 'access'}", blob)
+    except OSError as exc:
+        pytest.skip(f"no POSIX ACLs here: {exc.strerror}")
+
+
+def _done_as_another_user(shared: Path, act: Callable[[], object]) -> bool:
+    """Whether `act` succeeds when the other user (`nobody`) does it (an OSError: it does
+    not); its answer comes back through a file in `shared`."""
+    answer = shared / f"answer-{os.urandom(4).hex()}"
+
+    def attempt() -> None:
+        try:
+            act()
+            said = "yes"
+        except OSError:
+            said = "no"
+        answer.write_text(said)
+    as_another_user(attempt)
+    return answer.read_text() == "yes"
+
+
+def _mode(mode: int, group: int | None = None) -> Callable[[Path], None]:
+    def make(path: Path) -> None:
+        if group is not None:
+            os.chown(path, -1, group)
+        path.chmod(mode)
+    return make
+
+
+#: A folder of ours (or theirs), set up so; and whether the other user can write it.
+FOLDER_ACCESS: dict[str, tuple[Callable[[Path], None], bool]] = {
+    "others may write (0703)": (_mode(0o703), True),
+    "its group nobody's, which may write (0730)": (_mode(0o730, NOBODY), True),
+    "its group nobody's, which may read (0750)": (_mode(0o750, NOBODY), False),
+    "setgid, its group nobody's (2770)": (_mode(0o2770, NOBODY), True),
+    "sticky, open to all (1777)": (_mode(0o1777), True),
+    "others may enter (0711)": (_mode(0o711), False),
+    "an ACL lets nobody write": (lambda p: _acl(p, [(_USER, NOBODY, 7)], 7), True),
+    "an ACL for nobody, its mask r-x": (lambda p: _acl(p, [(_USER, NOBODY, 7)], 5), False),
+    "an ACL lets nobody's group write": (lambda p: _acl(p, [(_GROUP, NOBODY, 7)], 7), True),
+    "a default ACL only": (lambda p: _acl(p, [(_USER, NOBODY, 7)], 7, default=True), False),
+    "theirs (0700)": (lambda p: os.chown(p, NOBODY, NOBODY), True),
+}
+
+
+@pytest.mark.parametrize("form", FOLDER_ACCESS)
+def test_hostile_private_folder_verdict_is_what_another_user_can_do(form, shared):
+    """private.folder reads modes, which with POSIX ACLs show the mask as the group's bits:
+    it refuses a folder exactly where the other user can make an entry in it (tried as
+    that user), whether by mode, group, ACL or ownership; those it refuses, nothing of the
+    tool's would be kept or loaded from."""
+    setup, writable = FOLDER_ACCESS[form]
+    folder = shared / "cache"
+    folder.mkdir(mode=0o700)
+    setup(folder)
+    try:
+        private.folder(folder)
+        refused = False
+    except private.NotPrivate:
+        refused = True
+    can = _done_as_another_user(shared, lambda: (folder / "theirs").mkdir())
+    assert can == writable, "the other user's try did not go as this case expects"
+    assert refused == can
+
+
+#: A file of ours (or theirs) in a folder the other user may enter but not write.
+FILE_ACCESS: dict[str, tuple[Callable[[Path, Path], None], bool]] = {
+    "others may write (0602)": (lambda p, shared: _mode(0o602)(p), True),
+    "others may read (0604)": (lambda p, shared: _mode(0o604)(p), False),
+    "its group nobody's, which may write (0620)": (
+        lambda p, shared: _mode(0o620, NOBODY)(p), True),
+    "an ACL lets nobody write": (lambda p, shared: _acl(p, [(_USER, NOBODY, 6)], 6, 6), True),
+    "an ACL for nobody, its mask r--": (
+        lambda p, shared: _acl(p, [(_USER, NOBODY, 6)], 4, 6), False),
+    "a hard link to a file of theirs": (lambda p, shared: _hard_link_to_theirs(p, shared),
+                                        True),
+}
+
+
+def _hard_link_to_theirs(path: Path, shared: Path) -> None:
+    """`path` replaced by a hard link (made as root) to a file the other user made."""
+    theirs = shared / "their-file"
+    as_another_user(lambda: (theirs.write_text("{}"), theirs.chmod(0o600)))
+    path.unlink()
+    os.link(theirs, path)
+
+
+@pytest.mark.parametrize("form", FILE_ACCESS)
+def test_hostile_private_file_verdict_is_what_another_user_can_do(form, shared):
+    setup, writable = FILE_ACCESS[form]
+    folder = shared / "cache"
+    folder.mkdir(mode=0o711)
+    path = folder / "kept.json"
+    path.write_text("{}")
+    path.chmod(0o600)
+    setup(path, shared)
+    try:
+        private.read(path, 100)
+        refused = False
+    except private.NotPrivate:
+        refused = True
+    can = _done_as_another_user(shared, lambda: os.close(os.open(path, os.O_WRONLY)))
+    assert can == writable, "the other user's try did not go as this case expects"
+    assert refused == can
