@@ -15,22 +15,25 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pickle
+import shlex
 import shutil
 import socket
 import stat
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, as_another_user, in_process
 
-from gpuoverhead.browser import launcher
+from gpuoverhead.browser import launcher, seen
 from gpuoverhead.browser.adapter import GPU_FLAGS_VAR
 from gpuoverhead.browser.cdp import BrowserError, Connection
-from gpuoverhead.gpu import cache_folder, private
+from gpuoverhead.gpu import cache_folder, kept, kept_header, private
 from gpuoverhead.gpu.layers import native
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX owners and modes")
@@ -543,3 +546,188 @@ def test_hostile_private_file_verdict_is_what_another_user_can_do(form, shared):
     can = _done_as_another_user(shared, lambda: os.close(os.open(path, os.O_WRONLY)))
     assert can == writable, "the other user's try did not go as this case expects"
     assert refused == can
+
+
+# -- the cache folder reached by other shapes of path --------------------------------------
+
+class _Payload:
+    """A pickle that makes `marker` as it loads: code run by whoever loads it."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (open, (self.marker, "w"))
+
+
+@pytest.fixture(scope="module")
+def header() -> str:
+    return pytest.importorskip("wgpu.backends.wgpu_native._ffi").get_wgpu_header()
+
+
+def _kept_entry(key: object, value: object) -> str:
+    """A kept file's text with one entry, as gpu/kept.py writes it."""
+    return json.dumps({json.dumps([kept.boot(), key]): {"time": time.time(), "value": value}})
+
+
+def _browser_answer(device: str) -> dict[str, object]:
+    """A browser answer as browser/adapter.py keeps it."""
+    return {"info": {"crossOriginIsolated": True, "userAgent": "HeadlessChrome/1",
+                     "timerResolutionUs": 5.0, "vendor": "evil", "architecture": "",
+                     "device": device, "description": device, "driver": "1", "backend":
+                     "vulkan", "type": "discrete GPU", "isFallbackAdapter": False,
+                     "features": []},
+            "version": "HeadlessChrome/1", "status": {"webgpu": "enabled"}}
+
+
+def _plant_cache(folder: Path, header: str, marker: Path) -> Callable[[], None]:
+    """The other user's act: `folder` made, holding a kept C header that runs code as it
+    loads and a browser answer of theirs."""
+    pickled = pickle.dumps(_Payload(marker))
+    name = f"cffi-{kept_header._file(header).name.split('-', 1)[1]}"
+    answer = _kept_entry(seen._key(sys.executable, ()), _browser_answer("Evil GPU")).encode()
+
+    def act() -> None:
+        folder.mkdir(mode=0o755, parents=True)
+        (folder / "gpuoverhead").mkdir(mode=0o755)
+        (folder / "gpuoverhead" / name).write_bytes(pickled)
+        (folder / "gpuoverhead" / seen.FILE).write_bytes(answer)
+    return act
+
+
+def _in_their_folder(shared: Path, header: str, marker: Path, patch: pytest.MonkeyPatch
+                     ) -> Path:
+    theirs = shared / "theirs"
+    as_another_user(_plant_cache(theirs, header, marker))
+    return theirs
+
+
+def _our_link_in_a_parent(shared, header, marker, patch) -> str:
+    theirs = _in_their_folder(shared, header, marker, patch)
+    (shared / "ours").mkdir(mode=0o700)
+    (shared / "ours" / "link").symlink_to(theirs)
+    return str(shared / "ours" / "link")
+
+
+def _a_chain_through_their_link(shared, header, marker, patch) -> str:
+    """Our link to their link to a private folder of ours: nothing of theirs to load yet,
+    but they may point their link elsewhere at any time."""
+    (shared / "ours").mkdir(mode=0o700)
+    as_another_user(lambda: (shared / "their-link").symlink_to(shared / "ours"))
+    (shared / "our-link").symlink_to(shared / "their-link")
+    return str(shared / "our-link")
+
+
+def _proc_self_cwd(shared, header, marker, patch) -> str:
+    patch.chdir(_in_their_folder(shared, header, marker, patch))
+    return "/proc/self/cwd"
+
+
+#: Folders a form holds open (/proc/self/fd/N), closed by the test.
+_OPEN: list[int] = []
+
+
+def _proc_self_fd(shared, header, marker, patch) -> str:
+    _OPEN.append(os.open(_in_their_folder(shared, header, marker, patch), os.O_RDONLY))
+    return f"/proc/self/fd/{_OPEN[-1]}"
+
+
+def _relative_from_their_folder(shared, header, marker, patch) -> str:
+    patch.chdir(_in_their_folder(shared, header, marker, patch))
+    return "."
+
+
+def _dot_dot_from_ours_into_theirs(shared, header, marker, patch) -> str:
+    _in_their_folder(shared, header, marker, patch)
+    (shared / "ours").mkdir(mode=0o700)
+    return str(shared / "ours" / ".." / "theirs")
+
+
+def _a_name_with_a_newline_and_an_escape(shared, header, marker, patch) -> str:
+    theirs = shared / "the\nir\x1b[2J"
+    as_another_user(_plant_cache(theirs, header, marker))
+    return str(theirs)
+
+
+def _tree(folder: Path) -> dict[Path, bytes | None]:
+    """Each entry under `folder` (links not followed) and a file's bytes."""
+    return {p: p.read_bytes() if p.is_file() and not p.is_symlink() else None
+            for p in folder.rglob("*")}
+
+
+CACHE_HOMES = {f.__name__.lstrip("_"): f for f in (
+    _our_link_in_a_parent, _a_chain_through_their_link, _proc_self_cwd, _proc_self_fd,
+    _relative_from_their_folder, _dot_dot_from_ours_into_theirs,
+    _a_name_with_a_newline_and_an_escape)}
+
+
+@pytest.mark.parametrize("form", CACHE_HOMES)
+def test_hostile_cache_home_reached_another_way_loads_nothing_of_theirs(
+        form, shared, header, own_cache, monkeypatch, capsys):
+    """XDG_CACHE_HOME that reaches another user's folder by a path the first catalogue does
+    not try: a link of ours in a parent, a chain through a link of theirs, /proc/self's cwd
+    and fd links, a relative path, `..`, a name with a newline and an escape sequence. Their
+    pickle does not run, their answer is not believed, nothing is written where the path
+    led, and one line says where the cache went instead."""
+    marker = own_cache / "ran"
+    monkeypatch.setenv("XDG_CACHE_HOME", CACHE_HOMES[form](shared, header, marker,
+                                                             monkeypatch))
+    before = _tree(shared)
+    try:
+        assert kept_header._load(kept_header._file(header)) is None
+        assert seen.get(sys.executable) is None
+        seen.put(sys.executable, _browser_answer("ours"))
+        fallback = own_cache / "tmp" / f"gpuoverhead-cache-{os.geteuid()}"
+        assert cache_folder.cache_dir() == fallback
+    finally:
+        while _OPEN:
+            os.close(_OPEN.pop())
+    assert not marker.exists(), "the other user's pickle ran as this user"
+    assert (fallback / seen.FILE).is_file()
+    assert _tree(shared) == before  # nothing written where the path led
+    said = _notes(capsys)
+    assert len(said) == 1 and "not private" in said[0] and "\x1b" not in said[0], said
+
+
+#: In a mount namespace of its own: the cache folder, whether the kept browser answer was
+#: believed and whether the kept header at argv[1] was loaded.
+MOUNTED_PROBE = """
+import json, sys
+from pathlib import Path
+from gpuoverhead.browser import seen
+from gpuoverhead.gpu import cache_folder, kept_header
+
+print(json.dumps([str(cache_folder.cache_dir()), seen.get(sys.executable) is not None,
+                  kept_header._load(Path(sys.argv[1])) is not None]))
+"""
+
+
+def test_hostile_cache_folder_with_their_folder_mounted_over_it(shared, header, own_cache):
+    """Our private cache folder with another user's folder bind-mounted over it (in a mount
+    namespace of the probe's own, `unshare -m`): what the walk sees is the mount's root,
+    theirs, and the cache goes to the private fallback; nothing of theirs is loaded."""
+    if shutil.which("unshare") is None or shutil.which("mount") is None:
+        pytest.skip("needs unshare and mount (util-linux)")
+    marker = own_cache / "ran"
+    as_another_user(_plant_cache(shared / "theirs", header, marker))
+    home = own_cache / "home"
+    (home / "gpuoverhead").mkdir(mode=0o700, parents=True)
+    name = f"cffi-{kept_header._file(header).name.split('-', 1)[1]}"
+    mounted = home / "gpuoverhead"
+    script = (f"mount --bind {shlex.quote(str(shared / 'theirs' / 'gpuoverhead'))} "
+              f"{shlex.quote(str(mounted))} && exec {shlex.quote(sys.executable)} -c "
+              f"{shlex.quote(MOUNTED_PROBE)} {shlex.quote(str(mounted / name))}")
+    env = {**os.environ, "XDG_CACHE_HOME": str(home), "TMPDIR": str(own_cache / "tmp")}
+    proc = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT, env=env)
+    if proc.returncode != 0 and ("Operation not permitted" in proc.stderr
+                                 or "permission denied" in proc.stderr.lower()):
+        pytest.skip(f"no mount namespace here: {proc.stderr.strip()}")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    folder, believed, loaded = json.loads(proc.stdout)
+    assert folder == str(own_cache / "tmp" / f"gpuoverhead-cache-{os.geteuid()}")
+    assert not believed and not loaded and not marker.exists()
+    said = proc.stderr.splitlines()  # the folder said, then the header file asked for
+    assert said[0].startswith("note: the cache folder is not private") and \
+        "belongs to uid 65534" in said[0], said
+    assert list(mounted.iterdir()) == []  # the mount was the probe's alone
