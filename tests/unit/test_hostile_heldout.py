@@ -18,6 +18,7 @@ import os
 import pickle
 import shlex
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -33,8 +34,10 @@ from conftest import ROOT, as_another_user, in_process
 from gpuoverhead.browser import launcher, seen
 from gpuoverhead.browser.adapter import GPU_FLAGS_VAR
 from gpuoverhead.browser.cdp import BrowserError, Connection
+from gpuoverhead.drivers import pytorch
 from gpuoverhead.gpu import cache_folder, kept, kept_header, private
 from gpuoverhead.gpu.layers import native
+from gpuoverhead.run import cpus, startups
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX owners and modes")
 
@@ -184,8 +187,9 @@ def test_hostile_runtime_folder_with_a_temporary_folder_of_another_users(form, s
 
 
 def _a_socket(path: Path) -> None:
-    with socket.socket(socket.AF_UNIX) as sock:
-        sock.bind(str(path))
+    """A Unix socket at `path` (bound from its folder: a socket's path is short)."""
+    with socket.socket(socket.AF_UNIX) as sock, contextlib.chdir(path.parent):
+        sock.bind(path.name)
 
 
 NAMED_FORMS: dict[str, Callable[[Path], None]] = {
@@ -731,3 +735,146 @@ def test_hostile_cache_folder_with_their_folder_mounted_over_it(shared, header, 
     assert said[0].startswith("note: the cache folder is not private") and \
         "belongs to uid 65534" in said[0], said
     assert list(mounted.iterdir()) == []  # the mount was the probe's alone
+
+
+# -- kept files: other kinds of file, a swap around the open -------------------------------
+
+CPUS = [0, 1]
+
+
+def _cpu_probe() -> dict[str, object]:
+    return {"seconds": {"submit": {str(c): 2e-5 for c in CPUS}}, "took_s": 0.8,
+            "time": time.time()}
+
+
+def _torch_device() -> dict[str, object]:
+    return {"implementation": "torch-eager", "backend": "cpu", "adapter_type": "CPU",
+            "vendor": "intel", "vendor_id": 0, "device": "cpu", "driver": "",
+            "timestamps": False}
+
+
+def _parsed_header(header: str) -> bytes:
+    """A kept C header as kept_header writes it, of wgpu-native's own parse."""
+    from wgpu.backends.wgpu_native import _ffi
+
+    path = Path(tempfile.mkdtemp()) / "header.pickle"
+    kept_header._store(path, _ffi.ffi._parser)
+    blob = path.read_bytes()
+    shutil.rmtree(path.parent)
+    return blob
+
+
+#: Per kept file: its name, a content of the kind its writer writes, and whether the tool
+#: took what is there.
+KEPT: dict[str, tuple[Callable[[str], str], Callable[[str], bytes], Callable[[str], bool]]] = {
+    "browsers": (lambda header: seen.FILE,
+                 lambda header: _kept_entry(seen._key(sys.executable, ()),
+                                            _browser_answer("Evil GPU")).encode(),
+                 lambda header: seen.get(sys.executable) is not None),
+    "startups": (lambda header: startups.FILE,
+                 lambda header: json.dumps({"host|dev|g job": [123.0]}).encode(),
+                 lambda header: startups.load() != {}),
+    "cpus": (lambda header: cpus.FILE, lambda header: _kept_entry(CPUS, _cpu_probe()).encode(),
+             lambda header: cpus._kept(CPUS) is not None),
+    "torch": (lambda header: pytorch.FILE,
+              lambda header: _kept_entry(["torch"], _torch_device()).encode(),
+              lambda header: pytorch._kept(["torch"]) is not None),
+    "header": (lambda header: kept_header._file(header).name, _parsed_header,
+               lambda header: kept_header._load(kept_header._file(header)) is not None),
+}
+
+
+def _a_hard_link_to_theirs(path: Path, text: bytes, shared: Path) -> None:
+    theirs = shared / "their-file"
+    as_another_user(lambda: (theirs.write_bytes(text), theirs.chmod(0o644)))
+    os.link(theirs, path)
+
+
+def _a_device(path: Path, text: bytes, shared: Path) -> None:
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(1, 5))  # as /dev/zero: never ends
+    except PermissionError:
+        pytest.skip("making a device node needs root (CAP_MKNOD)")
+
+
+def _a_socket_file(path: Path, text: bytes, shared: Path) -> None:
+    _a_socket(path)
+    path.chmod(0o600)
+
+
+def _others_may_write(path: Path, text: bytes, shared: Path) -> None:
+    path.write_bytes(text)
+    path.chmod(0o602)
+
+
+def _others_may_read(path: Path, text: bytes, shared: Path) -> None:
+    """The control: a file nobody else may change is taken."""
+    path.write_bytes(text)
+    path.chmod(0o604)
+
+
+KEPT_FORMS = {f.__name__.lstrip("_"): f for f in (
+    _a_hard_link_to_theirs, _a_device, _a_socket_file, _others_may_write, _others_may_read)}
+
+
+@pytest.mark.parametrize("form", KEPT_FORMS)
+@pytest.mark.parametrize("kind", KEPT)
+def test_hostile_kept_file_of_another_kind(kind, form, shared, header, own_cache, capsys):
+    """A kept file that is a hard link to another user's file (theirs to change), a device
+    (as /dev/zero: a read that never ends), a socket, or one others may write (0602): not
+    taken, no hang, at most one line; one others may only read (0604) is taken."""
+    name, text, took = KEPT[kind]
+    folder = cache_folder.cache_dir()
+    KEPT_FORMS[form](folder / name(header), text(header), shared)
+    with _within(10):
+        taken = took(header)
+    assert taken == (form == "others_may_read")
+    said = _notes(capsys)
+    assert len(said) <= 1 and all("\n" not in n for n in said), said
+
+
+@contextlib.contextmanager
+def _within(seconds: float) -> Iterator[None]:
+    """Fail rather than wait for ever."""
+    def late(*_: object) -> None:
+        raise TimeoutError(f"still waiting after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, late)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("when", ["before the open", "after the open"])
+def test_hostile_kept_file_swapped_around_its_open(when, shared, own_cache, monkeypatch):
+    """A race: the kept file replaced by another user's between a check and its use. The
+    tool opens first and checks what it opened (fstat): theirs swapped in before the open is
+    refused; after it, the open file is still this user's, and that is what is read."""
+    path = cache_folder.cache_dir() / seen.FILE
+    ours = _kept_entry(seen._key(sys.executable, ()), _browser_answer("ours")).encode()
+    theirs = _kept_entry(seen._key(sys.executable, ()), _browser_answer("Evil GPU")).encode()
+    path.write_bytes(ours)
+    path.chmod(0o600)
+    made = shared / "theirs"
+    as_another_user(lambda: (made.write_bytes(theirs), made.chmod(0o644)))
+    real_open = os.open
+
+    def racing_open(file, flags, *args, **kwargs):
+        if os.fspath(file) != str(path):
+            return real_open(file, flags, *args, **kwargs)
+        if when == "before the open":
+            shutil.move(made, path)
+            return real_open(file, flags, *args, **kwargs)
+        fd = real_open(file, flags, *args, **kwargs)
+        shutil.move(made, path)
+        return fd
+
+    monkeypatch.setattr(os, "open", racing_open)
+    found = seen.get(sys.executable)
+    monkeypatch.undo()
+    assert os.lstat(path).st_uid == NOBODY  # the swap happened
+    assert (found is None) if when == "before the open" else \
+        (found["info"]["device"] == "ours")
