@@ -16,11 +16,13 @@ import contextlib
 import json
 import os
 import pickle
+import random
 import shlex
 import shutil
 import signal
 import socket
 import stat
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,7 +34,7 @@ import pytest
 from conftest import ROOT, as_another_user, in_process
 
 from gpuoverhead.browser import launcher, seen
-from gpuoverhead.browser.adapter import GPU_FLAGS_VAR
+from gpuoverhead.browser.adapter import GPU_FLAGS_VAR, describe
 from gpuoverhead.browser.cdp import BrowserError, Connection
 from gpuoverhead.drivers import pytorch
 from gpuoverhead.gpu import cache_folder, kept, kept_header, private
@@ -878,3 +880,125 @@ def test_hostile_kept_file_swapped_around_its_open(when, shared, own_cache, monk
     assert os.lstat(path).st_uid == NOBODY  # the swap happened
     assert (found is None) if when == "before the open" else \
         (found["info"]["device"] == "ours")
+
+
+# -- kept files damaged in other ways ---------------------------------------------------
+
+#: The most each kept file's reader reads.
+KEPT_LIMITS = {"browsers": kept.MAX_BYTES, "startups": startups.MAX_BYTES,
+               "cpus": kept.MAX_BYTES, "torch": kept.MAX_BYTES, "header": kept_header.MAX_BYTES}
+
+DAMAGE: dict[str, Callable[[bytes, int], bytes]] = {
+    "random bytes": lambda valid, limit: random.Random(53).randbytes(4096),
+    "a NUL inside": lambda valid, limit: valid[:len(valid) // 2] + b"\0" + valid[len(valid) // 2:],
+    "its last bytes lost": lambda valid, limit: valid[:-3],
+    "a number of 5,000 digits": lambda valid, limit: valid.replace(
+        b"{", b'{"x": ' + b"9" * 5000 + b", ", 1) if valid.startswith(b"{") else
+        b"\x80\x05\x8a\xff" + valid,
+    "one byte over the limit": lambda valid, limit: valid + b" " * (limit + 1 - len(valid)),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+@pytest.mark.parametrize("kind", KEPT)
+def test_hostile_kept_file_damaged_another_way(kind, damage, header, own_cache, capsys):
+    """Damage the first catalogue does not try, for every kept file: random bytes, a NUL
+    inside, its last bytes lost, a number past int()'s 4,300 digits, a file one byte over
+    what its reader reads (a valid one, padded). Not taken, said in one line, no
+    traceback."""
+    name, text, took = KEPT[kind]
+    path = cache_folder.cache_dir() / name(header)
+    path.write_bytes(DAMAGE[damage](text(header), KEPT_LIMITS[kind]))
+    path.chmod(0o600)
+    assert not took(header)
+    said = _notes(capsys)
+    assert len(said) == 1 and str(path) in said[0] and "\n" not in said[0], said
+
+
+#: JSON values a mutant puts in place of one of a kept answer's.
+POOL = [None, True, False, 0, -1, 1, 2**70, 10**400, 1e308, -0.0, float("nan"), float("inf"),
+        "", "nan", "1e999", "x" * 1000, "\ud800", [], {}, [1, "a"], {"a": 1}, {"": None}]
+
+
+def _mutate(value: object, rng: random.Random) -> object:
+    """`value` with one node somewhere in it replaced, deleted or added."""
+    if isinstance(value, dict) and value and rng.random() < 0.75:
+        key = rng.choice(sorted(value))
+        roll = rng.random()
+        if roll < 0.15:
+            del value[key]
+        elif roll < 0.25:
+            value[rng.choice(["extra", f"{key}x", ""])] = rng.choice(POOL)
+        else:
+            value[key] = _mutate(value[key], rng)
+        return value
+    if isinstance(value, list) and value and rng.random() < 0.75:
+        at = rng.randrange(len(value))
+        value[at] = _mutate(value[at], rng)
+        return value
+    return json.loads(json.dumps(rng.choice(POOL)))
+
+
+def _mutants(valid: object, seed: int, count: int = 200) -> Iterator[object]:
+    """`count` seeded mutants of `valid` (one to three changes each), as read from JSON."""
+    rng = random.Random(seed)
+    for _ in range(count):
+        value = json.loads(json.dumps(valid))
+        for _ in range(rng.randint(1, 3)):
+            value = _mutate(value, rng)
+        yield json.loads(json.dumps(value))
+
+
+def _browser_used(value: object) -> object:
+    answer = seen._as_answer(value)
+    if answer is not None:
+        with contextlib.suppress(BrowserError):  # an answer without an adapter says so
+            describe(answer["info"], answer["version"], sys.executable)
+    return answer
+
+
+def _probe_used(value: object) -> object:
+    found = cpus._as_probe(value, CPUS)
+    if found is not None:
+        cpus.decide(found[0], CPUS)
+    return found
+
+
+def _device_used(value: object) -> object:
+    info = pytorch._as_info(value)
+    if info is not None:
+        assert isinstance(info.label, str)
+    return info
+
+
+def _startups_used(value: object) -> object:
+    path = cache_folder.cache_dir() / startups.FILE
+    path.write_text(json.dumps(value))
+    found = startups.load()
+    for seconds in found.values():
+        statistics.median(seconds or [0.0])
+    return found or None
+
+
+#: Each kept answer's reader with what uses what it takes, and an answer as written.
+READERS = {"a browser's answer": (_browser_used, lambda: _browser_answer("GPU")),
+           "a browser without an adapter": (_browser_used, lambda: {
+               "info": {"crossOriginIsolated": True, "userAgent": "x", "timerResolutionUs": 5.0,
+                        "error": "no adapter"}, "version": "1", "status": {}}),
+           "a CPU probe": (_probe_used, _cpu_probe),
+           "a torch device": (_device_used, _torch_device),
+           "start-ups": (_startups_used, lambda: {"host|dev|g job": [1.5, 2.0]})}
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_hostile_kept_answers_mutated_at_random_never_end_in_a_traceback(reader, own_cache,
+                                                                         capsys):
+    """Each kept answer's reader against 200 seeded mutants of an answer as it is written
+    (a node replaced by another JSON value, deleted, or a key added: wrong types, NaN,
+    10**400, a lone surrogate, ...): it takes a mutant or not, never raises, and what it
+    takes, what uses it takes too. The answer as written is taken (the control), and
+    most mutants are not."""
+    use, valid = READERS[reader]
+    assert use(json.loads(json.dumps(valid()))) is not None
+    taken = sum(use(value) is not None for value in _mutants(valid(), seed=53))
+    assert taken < 150, f"{taken} of 200 mutants taken"
