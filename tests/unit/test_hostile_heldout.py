@@ -1002,3 +1002,54 @@ def test_hostile_kept_answers_mutated_at_random_never_end_in_a_traceback(reader,
     assert use(json.loads(json.dumps(valid()))) is not None
     taken = sum(use(value) is not None for value in _mutants(valid(), seed=53))
     assert taken < 150, f"{taken} of 200 mutants taken"
+
+
+# -- the kept C header: pickles that name cffi's classes and carry something else --------
+
+def _short(text: str) -> bytes:
+    """A protocol-4 SHORT_BINUNICODE of `text`."""
+    data = text.encode()
+    return b"\x8c" + bytes([len(data)]) + data
+
+
+def _stack_global(module: str, name: str) -> bytes:
+    return _short(module) + _short(name) + b"\x93"  # STACK_GLOBAL
+
+
+HEADER_PAYLOADS: dict[str, Callable[[Path], bytes]] = {
+    "a cffi class, then os.system": lambda marker: (
+        b"ccffi.model\nPrimitiveType\n(S'int'\ntR"
+        + f"cos\nsystem\n(S'touch {marker}'\ntR.".encode()),
+    "a cffi class called with eval's result": lambda marker: (
+        b"ccffi.model\nPrimitiveType\n(cbuiltins\neval\n"
+        + f"(S'open({str(marker)!r}, \"w\")'\ntRtR.".encode()),
+    "a module of cffi.model's": lambda marker: b"ccffi.model\nweakref\n.",
+    "a function of cffi.model's": lambda marker: b"ccffi.model\nallocate_lock\n)R.",
+    "a dotted name through a cffi class": lambda marker: (
+        b"\x80\x04" + _stack_global("cffi.model", "PrimitiveType.__init__.__globals__")
+        + b"."),
+    "cffi.model's builtins": lambda marker: (
+        b"\x80\x04" + _stack_global("cffi.model", "__builtins__") + b"."),
+    "copyreg's reconstructor around a cffi class": lambda marker: (
+        b"ccopyreg\n_reconstructor\n(ccffi.model\nPrimitiveType\nc__builtin__\nobject\nNtR."),
+    "an extension code": lambda marker: b"\x80\x02\x82\x01.",
+    "a persistent id": lambda marker: b"\x80\x02X\x04\x00\x00\x00evilQ.",
+}
+
+
+@pytest.mark.parametrize("payload", HEADER_PAYLOADS)
+def test_hostile_kept_header_naming_cffi_but_carrying_a_payload(payload, header, own_cache,
+                                                                capsys):
+    """A kept header in this user's own private folder (copied from elsewhere) that names
+    cffi's classes to pass as a parse but carries a payload: a call after them, a call as
+    their argument, cffi.model's modules, functions and builtins, a dotted name through a
+    class, copyreg's reconstructor, an extension code, a persistent id. Nothing runs, none
+    loads, each is parsed again, said in a line."""
+    marker = own_cache / "ran"
+    path = kept_header._file(header)
+    path.write_bytes(HEADER_PAYLOADS[payload](marker))
+    path.chmod(0o600)
+    assert kept_header._load(path) is None
+    assert not marker.exists(), "the pickle ran code"
+    said = _notes(capsys)
+    assert len(said) == 1 and "parsed again" in said[0] and "\n" not in said[0], said
