@@ -13,6 +13,7 @@ another user's behalf.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import pickle
@@ -1053,3 +1054,108 @@ def test_hostile_kept_header_naming_cffi_but_carrying_a_payload(payload, header,
     assert not marker.exists(), "the pickle ran code"
     said = _notes(capsys)
     assert len(said) == 1 and "parsed again" in said[0] and "\n" not in said[0], said
+
+
+# -- the kept C loop and its digest ------------------------------------------------------
+
+#: What a kept loop module's bytes are here: not a library (nothing is loaded), only read.
+LOOP = b"\x7fELF" + random.Random(7).randbytes(4096)
+
+
+def _loop_and_digest(folder: Path, blob: bytes = LOOP) -> tuple[Path, Path]:
+    path = folder / "_gpuoverhead_native_0.so"
+    path.write_bytes(blob)
+    path.chmod(0o700)
+    digest = folder / f"{path.name}.sha256"
+    digest.write_text(hashlib.sha256(blob).hexdigest())
+    digest.chmod(0o600)
+    return path, digest
+
+
+def _their(path: Path, shared: Path, mode: int = 0o755) -> None:
+    """`path` replaced by a copy the other user made (its bytes the same)."""
+    made = shared / f"their-{path.name}"
+    blob = path.read_bytes()
+    as_another_user(lambda: (made.write_bytes(blob), made.chmod(mode)))
+    path.unlink()
+    shutil.move(made, path)
+
+
+def _linked_to_theirs(path: Path, shared: Path) -> None:
+    made = shared / f"their-{path.name}"
+    blob = path.read_bytes()
+    as_another_user(lambda: (made.write_bytes(blob), made.chmod(0o644)))
+    path.unlink()
+    path.symlink_to(made)
+
+
+def _hard_linked_to_theirs(path: Path, shared: Path) -> None:
+    made = shared / f"their-{path.name}"
+    blob = path.read_bytes()
+    as_another_user(lambda: (made.write_bytes(blob), made.chmod(0o644)))
+    path.unlink()
+    os.link(made, path)
+
+
+def _fifo_instead(path: Path, shared: Path) -> None:
+    path.unlink()
+    os.mkfifo(path, 0o600)
+
+
+def _zero_device_instead(path: Path, shared: Path) -> None:
+    path.unlink()
+    _a_device(path, b"", shared)
+
+
+LOOP_FORMS: dict[str, Callable[[Path, Path, Path], None]] = {
+    "the module theirs": lambda so, digest, shared: _their(so, shared),
+    "the module a hard link to theirs": lambda so, digest, shared: _hard_linked_to_theirs(
+        so, shared),
+    "the module others may write (0702)": lambda so, digest, shared: so.chmod(0o702),
+    "the module a FIFO": lambda so, digest, shared: _fifo_instead(so, shared),
+    "the digest theirs": lambda so, digest, shared: _their(digest, shared, 0o644),
+    "the digest a link to theirs": lambda so, digest, shared: _linked_to_theirs(digest, shared),
+    "the digest a FIFO": lambda so, digest, shared: _fifo_instead(digest, shared),
+    "the digest as /dev/zero": lambda so, digest, shared: _zero_device_instead(digest, shared),
+    "the digest of other bytes": lambda so, digest, shared: digest.write_text(
+        hashlib.sha256(b"other").hexdigest()),
+    "the digest's first line only": lambda so, digest, shared: digest.write_text(
+        f"{hashlib.sha256(LOOP).hexdigest()}\nmore"),
+}
+
+
+@pytest.mark.parametrize("form", LOOP_FORMS)
+def test_hostile_kept_c_loop_or_its_digest_not_this_users_own(form, shared, tmp_path,
+                                                              capsys):
+    """The kept C loop is loaded only where it and the digest beside it are this user's own
+    regular files that nobody else may write, and the digest is its bytes': a module or
+    digest of theirs (moved in, hard-linked, linked), one others may write, a FIFO or a
+    device in its place, a digest of other bytes. None is loaded, no wait, one line."""
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+    so, digest = _loop_and_digest(folder)
+    assert native._kept(so)  # the control: as built, it would be loaded
+    capsys.readouterr()
+    LOOP_FORMS[form](so, digest, shared)
+    with _within(10):
+        assert not native._kept(so)
+    said = _notes(capsys)
+    assert len(said) == 1 and "built again" in said[0] and "\n" not in said[0], said
+
+
+def test_hostile_kept_c_loop_longer_than_what_is_read(tmp_path, capsys):
+    """A module longer than the most that is read (64 MiB), with a digest of what is read:
+    its tail would be loaded unchecked. It is not a loop module (37 kB with gcc): built
+    again, said."""
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+    so, digest = _loop_and_digest(folder)
+    with open(so, "r+b") as f:
+        f.truncate(native.MAX_BYTES + 4096)  # sparse: no disk for the zeros
+        f.seek(native.MAX_BYTES + 2048)
+        f.write(b"a tail no digest covers")
+    with open(so, "rb") as f:
+        digest.write_text(hashlib.sha256(f.read(native.MAX_BYTES + 1)).hexdigest())
+    assert not native._kept(so)
+    said = _notes(capsys)
+    assert len(said) == 1 and "built again" in said[0], said

@@ -147,6 +147,9 @@ def _kept(path: Path) -> bool:
     except private.NotPrivate as exc:
         note(f"{exc.reason}: the C loop there is not loaded, but built again")
         return False
+    if len(blob) > MAX_BYTES:  # its tail unread, so unchecked by the digest
+        note(f"{path} is over {MAX_BYTES >> 20} MiB, no C loop: built again")
+        return False
     if kept != hashlib.sha256(blob).hexdigest():
         note(f"{path} is not the C loop as it was built (its bytes differ from its digest "
              f"in {_digest_file(path).name}): built again")
