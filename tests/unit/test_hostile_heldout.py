@@ -24,9 +24,11 @@ import signal
 import socket
 import stat
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -34,7 +36,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, as_another_user, in_process
 
-from gpuoverhead.browser import launcher, seen
+from gpuoverhead.browser import launcher, seen, server
 from gpuoverhead.browser.adapter import GPU_FLAGS_VAR, describe
 from gpuoverhead.browser.cdp import BrowserError, Connection
 from gpuoverhead.drivers import pytorch
@@ -454,20 +456,24 @@ def _acl(path: Path, named: list[tuple[int, int, int]], mask: int, owner: int = 
         pytest.skip(f"no POSIX ACLs here: {exc.strerror}")
 
 
-def _done_as_another_user(shared: Path, act: Callable[[], object]) -> bool:
-    """Whether `act` succeeds when the other user (`nobody`) does it (an OSError: it does
-    not); its answer comes back through a file in `shared`."""
+def _answer_as_another_user(shared: Path, probe: Callable[[], str]) -> str:
+    """What `probe` answers when the other user (`nobody`) asks, or the OSError's name it
+    meets; it comes back through a file in `shared`."""
     answer = shared / f"answer-{os.urandom(4).hex()}"
 
     def attempt() -> None:
         try:
-            act()
-            said = "yes"
-        except OSError:
-            said = "no"
+            said = probe()
+        except OSError as exc:
+            said = f"error: {type(exc).__name__}"
         answer.write_text(said)
     as_another_user(attempt)
-    return answer.read_text() == "yes"
+    return answer.read_text()
+
+
+def _done_as_another_user(shared: Path, act: Callable[[], object]) -> bool:
+    """Whether `act` succeeds when the other user does it (an OSError: it does not)."""
+    return _answer_as_another_user(shared, lambda: (act(), "yes")[1]) == "yes"
 
 
 def _mode(mode: int, group: int | None = None) -> Callable[[Path], None]:
@@ -1159,3 +1165,118 @@ def test_hostile_kept_c_loop_longer_than_what_is_read(tmp_path, capsys):
     assert not native._kept(so)
     said = _notes(capsys)
     assert len(said) == 1 and "built again" in said[0], said
+
+
+# -- the page server: its port and its token, to another local user ---------------------
+
+@pytest.fixture(scope="module")
+def page_server() -> Iterator[tuple[str, int, str]]:
+    """One page server for these tests: its URL, port and token."""
+    with server.serve("@compute @workgroup_size(1) fn main() {}") as url:
+        yield url, int(url.split(":")[2].split("/")[0]), url.rstrip("/").rsplit("/", 1)[1]
+
+
+def _bind(address: tuple[str, int], option: int | None) -> str:
+    """Bind (and listen on) `address` with socket option `option` set, as a server would."""
+    family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        if option is not None:
+            sock.setsockopt(socket.SOL_SOCKET, option, 1)
+        sock.bind(address)
+        sock.listen()
+    return "bound"
+
+
+@pytest.mark.parametrize(("host", "option"), [
+    ("127.0.0.1", None), ("127.0.0.1", socket.SO_REUSEADDR),
+    ("127.0.0.1", getattr(socket, "SO_REUSEPORT", None)), ("0.0.0.0", None),
+    ("0.0.0.0", getattr(socket, "SO_REUSEPORT", None))],
+    ids=["plain", "SO_REUSEADDR", "SO_REUSEPORT", "every address", "every address, REUSEPORT"])
+def test_hostile_another_user_cannot_take_the_page_servers_port(host, option, shared,
+                                                                page_server):
+    """Another user's process binding the port the page server listens on, to answer the
+    browser's requests in its place (SO_REUSEPORT shares a port between sockets of one uid
+    only; a listening port refuses the rest). The URL names 127.0.0.1, not `localhost`,
+    which may resolve to ::1, where another user could listen on the same port."""
+    url, port, _ = page_server
+    assert url.startswith("http://127.0.0.1:")
+    said = _answer_as_another_user(shared, lambda: _bind((host, port), option))
+    assert said == "error: OSError", said
+
+
+def _get(port: int, path: str) -> str:
+    """The status line of GET `path` from 127.0.0.1:`port`."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                     .encode())
+        return sock.recv(200).split(b"\r\n")[0].decode()
+
+
+#: Paths another user tries, given the token: near it, and with it.
+FOREIGN_PATHS = {
+    "the token in capitals": lambda t: f"/{t.upper()}/index.html",
+    "the token percent-encoded": lambda t: "/" + "".join(f"%{b:02X}" for b in t.encode())
+                                          + "/index.html",
+    "a dot after the name": lambda t: f"/{t}/index.html.",
+    "dot-dot encoded": lambda t: f"/{t}/%2e%2e/{t}/index.html",
+    "the token in the query": lambda t: f"/index.html?/{t}/index.html",
+    "the absolute form": lambda t: f"http://127.0.0.1/{t}/index.html",
+    "the token and a NUL": lambda t: f"/{t}%00/index.html",
+}
+
+
+@pytest.mark.parametrize("path", FOREIGN_PATHS)
+def test_hostile_page_server_near_its_token_serves_nothing(path, shared, page_server):
+    """Without the token (near misses of it), another user gets 404; the token is the
+    secret, and with it the page is served (to them too: the token is told to the browser
+    over its pipe alone, and tests/gpu/test_hostile_heldout.py checks nothing else shows
+    it)."""
+    _, port, token = page_server
+    foreign = FOREIGN_PATHS[path](token)
+    said = _answer_as_another_user(shared, lambda: _get(port, foreign))
+    with_token = _answer_as_another_user(shared, lambda: _get(port, f"/{token}/index.html"))
+    assert said.endswith(" 404 Not Found"), (foreign, said)
+    assert with_token.endswith(" 200 OK"), with_token
+
+
+#: Requests another user sends the page server as raw bytes.
+RAW_REQUESTS = {
+    "a TLS hello": b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\0" * 64,
+    "bytes that are not UTF-8": b"GET /\xff\xfe/index.html HTTP/1.1\r\n\r\n",
+    "a line of 80 kB": b"GET /" + b"a" * 80_000 + b" HTTP/1.1\r\n\r\n",
+    "200 headers": b"GET / HTTP/1.1\r\n" + b"X: y\r\n" * 200 + b"\r\n",
+    "a POST with a body": b"POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello",
+    "HTTP/9.9": b"GET / HTTP/9.9\r\n\r\n",
+    "a header of 70 kB": b"GET / HTTP/1.1\r\nHost: " + b"x" * 70_000 + b"\r\n\r\n",
+    "a reset mid-answer": b"GET /{token}/runner.js HTTP/1.1\r\n\r\n",
+}
+
+
+def _send_raw(port: int, data: bytes, reset: bool) -> str:
+    with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+        if reset:  # close with RST at once, the answer unread
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.sendall(data)
+        if reset:
+            return "reset"
+        with contextlib.suppress(TimeoutError):
+            return sock.recv(100).split(b"\r\n")[0].decode(errors="replace") or "closed"
+    return "no answer"
+
+
+@pytest.mark.parametrize("request_", RAW_REQUESTS)
+def test_hostile_raw_requests_to_the_page_server_print_no_traceback(request_, shared, capfd,
+                                                                    page_server):
+    """Whatever another user sends the page server (a TLS hello, bytes that are not UTF-8,
+    lines and headers past the limits, a POST, a connection reset mid-answer), nothing is
+    printed on the run's stderr (socketserver prints a traceback for an error in a
+    handler) and the page is still served."""
+    _, port, token = page_server
+    data = RAW_REQUESTS[request_].replace(b"{token}", token.encode())
+    threads = threading.active_count()
+    _answer_as_another_user(shared, lambda: _send_raw(port, data, "reset" in request_))
+    end = time.monotonic() + 5
+    while threading.active_count() > threads and time.monotonic() < end:
+        time.sleep(0.01)  # the request's handler ends (a TLS hello's: on its connection's end)
+    assert _get(port, f"/{token}/index.html").endswith(" 200 OK")
+    assert capfd.readouterr().err == ""
