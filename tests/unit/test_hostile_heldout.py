@@ -1280,3 +1280,65 @@ def test_hostile_raw_requests_to_the_page_server_print_no_traceback(request_, sh
         time.sleep(0.01)  # the request's handler ends (a TLS hello's: on its connection's end)
     assert _get(port, f"/{token}/index.html").endswith(" 200 OK")
     assert capfd.readouterr().err == ""
+
+
+# -- flags from the environment with shell metacharacters and other oddities -------------
+
+#: A "browser" that writes its arguments, a NUL after each, to the file $ARGV_FILE, and
+#: exits: what the tool started it with.
+ARGV_BROWSER = "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\0' \"$a\"; done > \"$ARGV_FILE\"\n"
+
+
+def test_hostile_chromium_flags_with_shell_metacharacters_run_nothing(tmp_path, monkeypatch):
+    """GPUOVERHEAD_CHROMIUM_FLAGS is split as shell words but never given to a shell: a
+    command substitution, backquotes, `;`, `|`, `&&`, a redirection and `$VAR` reach the
+    browser as the literal words they are, and run nothing; a `--user-data-dir` there
+    comes before the tool's own, which Chromium takes (the last of a repeated switch)."""
+    browser = tmp_path / "argv-browser"
+    browser.write_text(ARGV_BROWSER)
+    browser.chmod(0o755)
+    marker = tmp_path / "ran"
+    words = [f"--a=$(touch {marker})", f"--b=`touch {marker}`", ";", "touch", str(marker),
+             "|", "sh", "&&", f">{marker}", "--c=$HOME", f"--user-data-dir={tmp_path}"]
+    monkeypatch.setenv(launcher.EXTRA_FLAGS, shlex.join(words))
+    monkeypatch.setenv("ARGV_FILE", str(tmp_path / "argv"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    started = launcher.Browser(str(browser))
+    with pytest.raises(BrowserError) as raised, started:
+        pass
+    assert "\n" not in str(raised.value)
+    argv = (tmp_path / "argv").read_bytes().split(b"\0")[:-1]
+    assert [a.decode() for a in argv][-len(words) - 2:-2] == words
+    assert argv[-2] == f"--user-data-dir={started.profile}".encode()
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("value", [
+    '--x="unclosed \x1b[2J\x07',
+    "--y='\n--z",
+    "--w=" + "a" * 200_000 + "'",
+], ids=["an escape sequence", "a newline", "200 kB"])
+def test_hostile_chromium_flags_that_do_not_parse_with_odd_characters(value, monkeypatch,
+                                                                      tmp_path):
+    """An unbalanced quote in a value that also holds an escape sequence, a newline or
+    200 kB: one line, the terminal's control characters spelled out, the value cut."""
+    monkeypatch.setenv(launcher.EXTRA_FLAGS, value)
+    result = in_process("run", "--suite", "ci", "--implementation", "chromium",
+                        "--browser", sys.executable, "--out", str(tmp_path / "o"))
+    line = result.stderr.strip()
+    assert result.returncode == 2 and "\n" not in line and len(line) < 400, result.stderr
+    assert "\x1b" not in line and "\x07" not in line and launcher.EXTRA_FLAGS in line
+
+
+def test_hostile_chromium_flag_too_long_to_start_is_one_line(tmp_path, monkeypatch,
+                                                             fake_browser):
+    """A flag of 200 kB that parses: past Linux's 128 kB for one argument, the start fails
+    (E2BIG) in one line, its profile removed."""
+    monkeypatch.setenv(launcher.EXTRA_FLAGS, "--x=" + "a" * 200_000)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    browser = launcher.Browser(str(fake_browser))
+    with pytest.raises(BrowserError) as raised, browser:
+        pass
+    said = str(raised.value)
+    assert "\n" not in said and said.startswith(f"cannot start {fake_browser}: "), said
+    assert not os.path.exists(browser.profile)
