@@ -194,10 +194,9 @@ class Browser:
             self.close()
             raise BrowserError(f"cannot start {self.executable}: {exc.strerror or exc}") \
                 from None
-        except BrowserError:
+        except BrowserError as exc:  # while it runs, what its pipe did: not always silence
             assert self.process is not None
-            why = self._how_it_ended() if self.process.poll() is not None else \
-                f"no answer on its DevTools pipe in {START_S:g} s"
+            why = self._how_it_ended() if self.process.poll() is not None else str(exc)
             self.close()
             raise BrowserError(f"{self.executable} did not start: {why}") from None
         except BaseException:

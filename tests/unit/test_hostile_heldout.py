@@ -1342,3 +1342,57 @@ def test_hostile_chromium_flag_too_long_to_start_is_one_line(tmp_path, monkeypat
     said = str(raised.value)
     assert "\n" not in said and said.startswith(f"cannot start {fake_browser}: "), said
     assert not os.path.exists(browser.profile)
+
+
+def test_hostile_browser_profiles_planted_ahead_under_the_tools_names(shared, fake_browser,
+                                                                     monkeypatch):
+    """Another user plants folders named as this process's profiles would be
+    (`gpuoverhead-chromium-<pid>-...`, theirs, one a link to a folder of theirs): the
+    browser's profile is a fresh one of its own (mkdtemp), theirs are left as they are."""
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
+    prefix = f"{launcher.PROFILE}{os.getpid()}-"
+    names = [f"{prefix}{suffix}" for suffix in ("a", "zzzzzzzz", "0" * 8)]
+
+    def plant() -> None:
+        for name in names:
+            (shared / name).mkdir(mode=0o777)
+            (shared / name / "Local State").write_text("{}")
+        (shared / f"{prefix}link").symlink_to(shared / names[0])
+    as_another_user(plant)
+    before = _tree(shared)
+    browser = launcher.Browser(str(fake_browser))
+    with pytest.raises(BrowserError), browser:
+        pass
+    assert Path(browser.profile).name.startswith(prefix) and browser.profile not in names
+    assert _tree(shared) == before
+
+
+#: "Browsers" that die or go quiet as they start, and what the one line says.
+DYING = {
+    "killed by a signal": ("#!/bin/sh\nkill -SEGV $$\n", "was killed by SIGSEGV"),
+    "its pipe closed, still running": ("#!/bin/sh\nexec 4>&-\nsleep 5\n",
+                                       "closed its DevTools pipe"),
+    "half a message, then killed": ("#!/bin/sh\nhead -c 2000000 /dev/urandom | tr -d '\\000' "
+                                    ">&4\nkill -KILL $$\n", "was killed by SIGKILL"),
+    "exits with a long last line": ("#!/bin/sh\nhead -c 100000 /dev/zero | tr '\\000' x >&2\n"
+                                    "exit 3\n", "exited with code 3"),
+}
+
+
+@pytest.mark.parametrize("how", DYING)
+def test_hostile_a_browser_that_dies_as_it_starts(how, tmp_path, monkeypatch):
+    """A browser killed by a signal, one that closes its end of the pipe and lives on, one
+    killed after half a message, one that exits after a 100 kB line on stderr: one line
+    each, which says how (its last line cut), nothing left behind."""
+    script, says = DYING[how]
+    fake = tmp_path / "dying-browser"
+    fake.write_text(script)
+    fake.chmod(0o755)
+    temp = tmp_path / "tmp"
+    temp.mkdir(mode=0o700)
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    with pytest.raises(BrowserError) as raised, launcher.Browser(str(fake)):
+        pass
+    said = str(raised.value)
+    assert "\n" not in said and says in said and len(said) < 500, said
+    assert list(temp.iterdir()) == []
