@@ -1229,8 +1229,8 @@ FOREIGN_PATHS = {
 def test_hostile_page_server_near_its_token_serves_nothing(path, shared, page_server):
     """Without the token (near misses of it), another user gets 404; the token is the
     secret, and with it the page is served (to them too: the token is told to the browser
-    over its pipe alone, and tests/gpu/test_hostile_heldout.py checks nothing else shows
-    it)."""
+    over its pipe alone, and tests/gpu/test_hostile_heldout_drivers.py checks that nothing
+    else shows it)."""
     _, port, token = page_server
     foreign = FOREIGN_PATHS[path](token)
     said = _answer_as_another_user(shared, lambda: _get(port, foreign))
