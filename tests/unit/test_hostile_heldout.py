@@ -129,11 +129,11 @@ def _runtime_folder(temp: Path) -> tuple[str | None, str]:
     return json.loads(proc.stdout), proc.stderr
 
 
-def _their_open_folder(shared: Path) -> Path:
-    """A folder of the other user's that anyone may write."""
-    theirs = shared / "theirs"
-    as_another_user(lambda: (theirs.mkdir(), theirs.chmod(0o777)))
-    return theirs
+def _their_folder(shared: Path, name: str = "theirs", mode: int = 0o755) -> Path:
+    """A folder the other user made in `shared`, of `mode`."""
+    folder = shared / name
+    as_another_user(lambda: (folder.mkdir(), folder.chmod(mode)))
+    return folder
 
 
 @contextlib.contextmanager
@@ -183,7 +183,7 @@ def test_hostile_runtime_folder_with_a_temporary_folder_of_another_users(form, s
     """TMPDIR that reaches another user's folder (theirs, through their link, through a
     link of ours): the runtime folder cannot be private there, and none is set; the
     fallback had still made (and removed) a mkdtemp folder in theirs, as root."""
-    theirs = _their_open_folder(shared)
+    theirs = _their_folder(shared, mode=0o777)
     temp = TEMPORARY_FORMS[form](shared, theirs)
     with _folders_made_in(theirs) as made:
         found, _ = _runtime_folder(temp)
@@ -302,12 +302,6 @@ def own_cache(monkeypatch, tmp_path) -> Path:
 
 def _notes(capsys) -> list[str]:
     return [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: ")]
-
-
-def _their_folder(shared: Path, name: str = "theirs", mode: int = 0o755) -> Path:
-    folder = shared / name
-    as_another_user(lambda: (folder.mkdir(), folder.chmod(mode)))
-    return folder
 
 
 MESA_FORMS: dict[str, Callable[[Path, pytest.MonkeyPatch], None]] = {
@@ -534,11 +528,13 @@ FILE_ACCESS: dict[str, tuple[Callable[[Path, Path], None], bool]] = {
 }
 
 
-def _hard_link_to_theirs(path: Path, shared: Path) -> None:
-    """`path` replaced by a hard link (made as root) to a file the other user made."""
-    theirs = shared / "their-file"
-    as_another_user(lambda: (theirs.write_text("{}"), theirs.chmod(0o600)))
-    path.unlink()
+def _hard_link_to_theirs(path: Path, shared: Path, text: bytes | None = None) -> None:
+    """`path` (replaced where it is) a hard link, made as root, to a file the other user
+    made with `text` (else `path`'s bytes) in `shared`."""
+    theirs = shared / f"their-{path.name}"
+    blob = path.read_bytes() if text is None else text
+    as_another_user(lambda: (theirs.write_bytes(blob), theirs.chmod(0o644)))
+    path.unlink(missing_ok=True)
     os.link(theirs, path)
 
 
@@ -793,12 +789,6 @@ KEPT: dict[str, tuple[Callable[[str], str], Callable[[str], bytes], Callable[[st
 }
 
 
-def _a_hard_link_to_theirs(path: Path, text: bytes, shared: Path) -> None:
-    theirs = shared / "their-file"
-    as_another_user(lambda: (theirs.write_bytes(text), theirs.chmod(0o644)))
-    os.link(theirs, path)
-
-
 def _a_device(path: Path, text: bytes, shared: Path) -> None:
     try:
         os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(1, 5))  # as /dev/zero: never ends
@@ -822,8 +812,10 @@ def _others_may_read(path: Path, text: bytes, shared: Path) -> None:
     path.chmod(0o604)
 
 
-KEPT_FORMS = {f.__name__.lstrip("_"): f for f in (
-    _a_hard_link_to_theirs, _a_device, _a_socket_file, _others_may_write, _others_may_read)}
+KEPT_FORMS = {"a_hard_link_to_theirs": lambda path, text, shared: _hard_link_to_theirs(
+                  path, shared, text),
+              **{f.__name__.lstrip("_"): f for f in (
+                  _a_device, _a_socket_file, _others_may_write, _others_may_read)}}
 
 
 @pytest.mark.parametrize("form", KEPT_FORMS)
@@ -1095,14 +1087,6 @@ def _linked_to_theirs(path: Path, shared: Path) -> None:
     path.symlink_to(made)
 
 
-def _hard_linked_to_theirs(path: Path, shared: Path) -> None:
-    made = shared / f"their-{path.name}"
-    blob = path.read_bytes()
-    as_another_user(lambda: (made.write_bytes(blob), made.chmod(0o644)))
-    path.unlink()
-    os.link(made, path)
-
-
 def _fifo_instead(path: Path, shared: Path) -> None:
     path.unlink()
     os.mkfifo(path, 0o600)
@@ -1115,7 +1099,7 @@ def _zero_device_instead(path: Path, shared: Path) -> None:
 
 LOOP_FORMS: dict[str, Callable[[Path, Path, Path], None]] = {
     "the module theirs": lambda so, digest, shared: _their(so, shared),
-    "the module a hard link to theirs": lambda so, digest, shared: _hard_linked_to_theirs(
+    "the module a hard link to theirs": lambda so, digest, shared: _hard_link_to_theirs(
         so, shared),
     "the module others may write (0702)": lambda so, digest, shared: so.chmod(0o702),
     "the module a FIFO": lambda so, digest, shared: _fifo_instead(so, shared),
