@@ -363,7 +363,8 @@ def validate(file: Annotated[Path, typer.Argument(
 def main() -> None:
     """The console script: output that a terminal or pipe cannot encode is replaced, not a
     crash; a full or closed stdout ends in one line; Mesa's drivers get a private runtime
-    folder where none is set (else they print an error line per process)."""
+    folder where none is set (else they print an error line per process) and a private
+    shader cache."""
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
@@ -373,6 +374,10 @@ def main() -> None:
         with contextlib.suppress(OSError):  # another user's, refused: gpu/cache_folder.py
             if runtime := runtime_dir():
                 os.environ["XDG_RUNTIME_DIR"] = str(runtime)
+    if sys.platform.startswith("linux"):  # llvmpipe runs the code it finds there
+        from gpuoverhead.gpu.cache_folder import mesa_cache_env
+
+        os.environ.update(mesa_cache_env())
     for name in ("stdout", "stderr"):  # a closed stream (`>&-`) drops what it would show
         if getattr(sys, name) is None:
             setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115

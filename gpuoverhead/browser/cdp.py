@@ -64,9 +64,11 @@ class Connection:
         while True:
             reply = self._receive(waiting)
             if reply.get("id") == number:
-                if "error" in reply:
-                    raise BrowserError(f"{method}: {reply['error'].get('message', reply)}")
-                return reply.get("result", {})
+                result, error = reply.get("result", {}), reply.get("error")
+                if error is not None or not isinstance(result, dict):
+                    said = error.get("message", error) if isinstance(error, dict) else reply
+                    raise BrowserError(f"{method}: {str(said)[:200]}")
+                return result
             if session and reply.get("method") in CRASHED and session in (
                     reply.get("sessionId"), reply.get("params", {}).get("sessionId")):
                 raise BrowserError(f"the browser's page ended during {method} "
@@ -98,7 +100,14 @@ class Connection:
             self.buffer += chunk
         message = bytes(self.buffer[:end])
         del self.buffer[:end + 1]
-        return json.loads(message)
+        try:
+            found = json.loads(message)
+        except (ValueError, RecursionError):
+            found = None
+        if not isinstance(found, dict):  # --browser a program that is no Chromium
+            raise BrowserError(f"the browser answered {waiting[0]} with other than a "
+                               f"DevTools message: {message[:80]!r}")
+        return found
 
     @staticmethod
     def _wait(selector: selectors.BaseSelector, waiting: Waiting) -> None:

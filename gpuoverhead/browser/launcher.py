@@ -28,6 +28,7 @@ from typing import Any
 from gpuoverhead.browser import surface
 from gpuoverhead.browser.cdp import BrowserError, Connection, Page
 from gpuoverhead.errors import UserError
+from gpuoverhead.gpu import private
 
 #: Where a Chromium is looked for when --browser does not say (Debian's binary first: the
 #: /usr/bin/chromium wrapper prints a shell error in headless use).
@@ -44,8 +45,9 @@ FLAGS = ("--headless=new", "--enable-unsafe-webgpu", "--enable-webgpu-developer-
 #: More flags from the environment, after a flag set's own (browser/adapter.py); Chromium
 #: takes the last of a repeated switch, so an `--enable-features` here replaces the set's.
 EXTRA_FLAGS = "GPUOVERHEAD_CHROMIUM_FLAGS"
-#: Switches that would open DevTools beside the pipe, to every local user: refused.
-OPENERS = ("--remote-debugging-port", "--remote-debugging-address")
+#: Switches that would open DevTools beside the pipe, to every local user: refused, after
+#: either prefix Chromium takes on POSIX (`-remote-debugging-port=0` opens one as `--` does).
+OPENERS = ("remote-debugging-port", "remote-debugging-address")
 #: The name of a profile folder in the temporary folder: PROFILE, the creating process's
 #: id, `-`, mkdtemp's random part.
 PROFILE = "gpuoverhead-chromium-"
@@ -96,7 +98,7 @@ def environment_flags(variable: str) -> list[str]:
         shown = value if len(value) <= 80 else value[:80] + "..."
         raise UserError(f"{variable}={shown!r}: {str(exc).lower()} (it is split as a "
                         "shell splits words: close the quote or escape it)") from None
-    opener = next((w for w in words if w.partition("=")[0] in OPENERS), None)
+    opener = next((w for w in words if w.partition("=")[0].lstrip("-") in OPENERS), None)
     if opener is not None:
         raise UserError(f"{variable}: {opener[:80]} would let every local user drive the "
                         "browser; the tool talks to it over a pipe of its own")
@@ -115,7 +117,7 @@ def sweep_profiles(folder: str | None = None) -> list[str]:
         return found
     for entry in entries:
         creator = _creator(entry.name)
-        if creator is not None and not _alive(creator) and _private(entry.path):
+        if creator is not None and _private(entry.path) and not _alive(creator):
             _remove_profile(entry.path)
             found.append(entry.path)
     return found
@@ -143,9 +145,12 @@ def _remove_profile(profile: str) -> None:
 
 
 def _creator(name: str) -> int | None:
-    """The process id in a profile folder's name (PROFILE), else None."""
+    """The process id in a profile folder's name (PROFILE), else None: ASCII digits that fit
+    a pid_t (anyone may name a folder in /tmp so: `2²` or 20 digits had ended every browser
+    start in int()'s ValueError or os.kill's OverflowError)."""
     pid, dash, _ = name.removeprefix(PROFILE).partition("-")
-    return int(pid) if name.startswith(PROFILE) and dash and pid.isdigit() else None
+    return int(pid) if name.startswith(PROFILE) and dash and pid.isascii() and pid.isdigit() \
+        and len(pid) <= 9 else None
 
 
 def _alive(pid: int) -> bool:
@@ -169,6 +174,13 @@ class Browser:
                                "descriptors 3 and 4), which Windows does not hand down")
         self.executable, self.flags, self.call_s = executable, flags(chosen), call_s
         self.keep_log = keep_log  # where its stderr is copied on close (the flag probe's)
+        temp = tempfile.gettempdir()
+        try:  # where others may move entries, theirs could take the profile's place
+            private.check_parent(Path(temp))
+        except OSError as exc:
+            raise BrowserError(f"no private browser profile can be made in {temp} "
+                               f"({getattr(exc, 'reason', exc)}): set TMPDIR to a folder "
+                               "of this user's") from None
         sweep_profiles()
         self.profile = tempfile.mkdtemp(prefix=f"{PROFILE}{os.getpid()}-")
         self.process: subprocess.Popen | None = None
@@ -185,10 +197,9 @@ class Browser:
             self.close()
             raise BrowserError(f"cannot start {self.executable}: {exc.strerror or exc}") \
                 from None
-        except BrowserError:
+        except BrowserError as exc:  # while it runs, what its pipe did: not always silence
             assert self.process is not None
-            why = self._how_it_ended() if self.process.poll() is not None else \
-                f"no answer on its DevTools pipe in {START_S:g} s"
+            why = self._how_it_ended() if self.process.poll() is not None else str(exc)
             self.close()
             raise BrowserError(f"{self.executable} did not start: {why}") from None
         except BaseException:

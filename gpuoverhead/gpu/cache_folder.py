@@ -1,8 +1,8 @@
 """Where gpuoverhead keeps what outlives a run on this machine: the compiled C loop, the
 answers kept a while (gpu/kept.py), start-up times (run/startups.py) and parsed C headers
-(gpu/kept_header.py); and the runtime folder Mesa's drivers get. Each is a folder only this
-user can have made or changed (gpu/private.py): one that another user could have planted is
-passed over, said once in a line."""
+(gpu/kept_header.py); and the runtime folder and shader cache Mesa's drivers get. Each is a
+folder only this user can have made or changed (gpu/private.py): one that another user
+could have planted is passed over, said once in a line."""
 
 from __future__ import annotations
 
@@ -67,13 +67,17 @@ def runtime_dir() -> Path | None:
     """A private runtime folder for Mesa's drivers: `gpuoverhead-runtime-<uid>` under the
     temporary folder, made 0700 and checked; where something else has that name (another
     user's folder, a link, a file), a fresh one (mkdtemp, removed at exit), said; None
-    where the temporary folder itself is not private enough to hold one."""
+    where the temporary folder itself cannot hold a private one (nothing is made there)."""
     temp = Path(tempfile.gettempdir())
     named = temp / f"gpuoverhead-runtime-{os.geteuid()}"
     try:
         return private.folder(named)
     except OSError as exc:  # another user's, a link, a file: or the temporary folder's fault
         refused = exc
+    try:
+        private.check_parent(temp)  # mkdtemp's folder there would be theirs to swap
+    except OSError:
+        return None
     fresh = Path(tempfile.mkdtemp(prefix=f"{named.name}-", dir=temp))
     try:
         private.folder(fresh)
@@ -83,6 +87,31 @@ def runtime_dir() -> Path | None:
     atexit.register(shutil.rmtree, fresh, ignore_errors=True)
     note(f"the runtime folder is not private ({_why(refused)}): using {fresh} instead")
     return fresh
+
+
+def mesa_cache_env() -> dict[str, str]:
+    """What the environment needs for Mesa's shader cache to be private: nothing where the
+    folder Mesa keeps it under ($MESA_SHADER_CACHE_DIR, else $XDG_CACHE_HOME, else
+    ~/.cache) is, else MESA_SHADER_CACHE_DIR in the cache folder, else the cache turned off
+    (each said). llvmpipe and lavapipe keep each shader's compiled machine code there (an
+    ELF object, checked by a CRC only) and run what they find, and Mesa takes a folder by
+    that name whoever made it: in a shared XDG_CACHE_HOME another user's code would run."""
+    base = next((os.environ[v] for v in ("MESA_SHADER_CACHE_DIR", "MESA_GLSL_CACHE_DIR",
+                                         "XDG_CACHE_HOME") if os.environ.get(v)), None)
+    try:
+        private.folder(Path(base) if base else Path.home() / ".cache")
+        return {}
+    except private.NotPrivate as exc:
+        refused = exc
+    except (RuntimeError, OSError):  # no home folder, or one that cannot be written: Mesa
+        return {}                    # keeps nothing there either
+    try:
+        folder = private.folder(cache_dir() / "mesa")
+    except OSError:
+        note(f"Mesa's shader cache is not private ({_why(refused)}): it is turned off")
+        return {"MESA_SHADER_CACHE_DISABLE": "true"}
+    note(f"Mesa's shader cache is not private ({_why(refused)}): using {folder} instead")
+    return {"MESA_SHADER_CACHE_DIR": str(folder)}
 
 
 def _why(exc: OSError) -> str:

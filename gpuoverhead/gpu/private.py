@@ -53,6 +53,26 @@ def folder(path: Path) -> Path:
     if not checked():
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
         return path
+    here, last = _walk(path)
+    if last.st_uid != os.geteuid():
+        raise NotPrivate(here, f"belongs to uid {last.st_uid}, not to this user")
+    if last.st_mode & _OTHERS_WRITE:
+        raise NotPrivate(here, f"may be written by other users (mode {_mode(last)})")
+    return path
+
+
+def check_parent(path: Path) -> None:
+    """Raise as `folder` would where `path` (made where missing) cannot hold a private
+    folder: it, or a folder or link on its way, is another user's, or others may write it
+    and it has no sticky bit (as /tmp has). For a name that is not fixed (mkdtemp's), made
+    only after this: nothing is made in a folder of another user's, even for a moment."""
+    if checked():
+        _check_on_the_way(*_walk(path), os.geteuid())
+
+
+def _walk(path: Path) -> tuple[str, os.stat_result]:
+    """`path` walked from the root, each missing folder made (0700) and each folder and link
+    on the way checked: its last folder's path (no link in it) and lstat."""
     me, here, last = os.geteuid(), "/", os.lstat("/")
     _check_on_the_way("/", last, me)
     full = os.path.join(os.getcwd(), os.fspath(path))
@@ -84,11 +104,7 @@ def folder(path: Path) -> Path:
         if pending:
             _check_on_the_way(there, info, me)
         here, last = there, info
-    if last.st_uid != me:
-        raise NotPrivate(here, f"belongs to uid {last.st_uid}, not to this user")
-    if last.st_mode & _OTHERS_WRITE:
-        raise NotPrivate(here, f"may be written by other users (mode {_mode(last)})")
-    return path
+    return here, last
 
 
 def read(path: Path, limit: int) -> bytes:

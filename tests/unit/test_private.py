@@ -71,6 +71,31 @@ def test_a_folder_or_link_of_another_user_is_refused(tmp_path):
         private.folder(tmp_path / "their-link")
 
 
+def test_check_parent_takes_a_folder_that_can_hold_private_ones_and_makes_nothing_in_it(
+        tmp_path):
+    """A sticky folder others may write (as /tmp) and a private one can hold private
+    folders; one others may write without the sticky bit, another user's folder and a path
+    through another user's link cannot, and nothing is made in them."""
+    (tmp_path / "sticky").mkdir()
+    (tmp_path / "sticky").chmod(0o1777)
+    private.check_parent(tmp_path / "sticky")
+    private.check_parent(tmp_path / "made" / "here")  # made, 0700, as `folder` makes it
+    assert stat.S_IMODE(os.lstat(tmp_path / "made" / "here").st_mode) == 0o700
+    (tmp_path / "open").mkdir()
+    (tmp_path / "open").chmod(0o777)
+    with pytest.raises(private.NotPrivate, match="mode 0777, no sticky bit"):
+        private.check_parent(tmp_path / "open")
+    (tmp_path / "theirs").mkdir()
+    _chown_to_another(tmp_path / "theirs")
+    with pytest.raises(private.NotPrivate, match="belongs to uid 65534, not to this user or"):
+        private.check_parent(tmp_path / "theirs")
+    (tmp_path / "their-link").symlink_to(tmp_path / "sticky")
+    _chown_to_another(tmp_path / "their-link")
+    with pytest.raises(private.NotPrivate, match="is a symbolic link of uid 65534's"):
+        private.check_parent(tmp_path / "their-link")
+    assert not any(any((tmp_path / n).iterdir()) for n in ("sticky", "open", "theirs"))
+
+
 def test_a_link_loop_and_a_file_on_the_way_end_in_one_error(tmp_path):
     (tmp_path / "a").symlink_to("b")
     (tmp_path / "b").symlink_to("a")

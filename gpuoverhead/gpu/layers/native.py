@@ -68,7 +68,7 @@ class NativeLoop:
 def compiler() -> str | None:
     """What builds the loop, described (for the cache key and run.json), or None: MSVC on
     Windows (setuptools finds it); elsewhere $CC (it may carry arguments), else the compiler
-    Python was built with, else cc, gcc or clang."""
+    Python was built with, else cc, gcc or clang; None too where it cannot be run."""
     if sys.platform == "win32":
         return "msvc"
     cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or ""
@@ -79,7 +79,11 @@ def compiler() -> str | None:
         words = next(([c] for c in ("cc", "gcc", "clang") if shutil.which(c)), [])
         if not words:
             return None
-    proc = subprocess.run([*words, "--version"], capture_output=True, text=True, timeout=30)
+    try:
+        proc = subprocess.run([*words, "--version"], capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=30)
+    except (OSError, subprocess.SubprocessError):  # $CC a script with no #!, or one that
+        return None                                 # hangs: no compiler to build with
     first = proc.stdout.splitlines()[0] if proc.stdout else ""
     return f"{shlex.join(words)}: {first}".strip(": ")
 
@@ -142,6 +146,9 @@ def _kept(path: Path) -> bool:
         return False
     except private.NotPrivate as exc:
         note(f"{exc.reason}: the C loop there is not loaded, but built again")
+        return False
+    if len(blob) > MAX_BYTES:  # its tail unread, so unchecked by the digest
+        note(f"{path} is over {MAX_BYTES >> 20} MiB, no C loop: built again")
         return False
     if kept != hashlib.sha256(blob).hexdigest():
         note(f"{path} is not the C loop as it was built (its bytes differ from its digest "
