@@ -41,9 +41,10 @@ def _floor_of(view: View, case: Case, n: tuple[int, ...], walls: np.ndarray,
     return found, floor.off_floor(walls, float(np.median(found)) if found.size else math.nan)
 
 
-def floor_points(view: View) -> dict[Case, tuple[tuple[int, ...], float]]:
+def floor_points(view: View) -> dict[Case, tuple[tuple[int, ...], float, bool]]:
     """Per wait case of one process whose sweep had points on its completion floor: those
-    N (left out of its slope), and the floor's median in ns."""
+    N (left out of its slope), the floor's median in ns, and whether the N it measured (its
+    sweep, or what the probe left of it) kept enough off the floor for a slope."""
     found = {}
     for index, case in enumerate(view.samples.cases):
         n = view.n(index)
@@ -56,7 +57,8 @@ def floor_points(view: View) -> dict[Case, tuple[tuple[int, ...], float]]:
             continue
         per_round, keep = _floor_of(view, case, n, matrix, view.issue(pos, index))
         if not keep.all():
-            found[case] = (tuple(np.array(n)[~keep].tolist()), float(np.median(per_round)))
+            found[case] = (tuple(np.array(n)[~keep].tolist()), float(np.median(per_round)),
+                           floor.fitted(keep))
     return found
 
 

@@ -7,9 +7,9 @@ GPU flag set, browser/adapter.py) and for nothing else.
 Without it no flag set got the H200 an adapter (docs/browser-gpu.md). The layer only lists
 the extension and keeps it from the driver; with `--disable-vulkan-surface` nothing calls
 it. `GPUOVERHEAD_SURFACE_LAYER=0` starts the browser without it. A layer runs inside the
-browser (as root: `--no-sandbox`), so one is loaded only where its folder, library and
-manifest are this user's own and nobody else may write them; otherwise it is built again
-in a fresh private folder, which run.json's `surface_layer` says.
+browser (as root: `--no-sandbox`), so one is loaded only where its folders, library and
+manifest are private by the rule the cache folder's other contents follow (gpu/private.py);
+otherwise it is built again in a fresh private folder, which run.json's `surface_layer` says.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ import json
 import os
 import shlex
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuoverhead.gpu import private
 from gpuoverhead.gpu.cache_folder import cache_dir
 
 SOURCE = Path(__file__).with_name("surface_layer.c")
@@ -113,15 +113,14 @@ def layer() -> Layer | str:
     key = hashlib.sha256(SOURCE.read_bytes() + shlex.join(cc).encode()
                          + version.encode()).hexdigest()[:16]
     try:
-        kept: Path | None = cache_dir() / f"surface-layer-{key}"
-        kept.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
-    except (OSError, RuntimeError):
+        kept: Path | None = cache_dir() / f"surface-layer-{key}"  # made, and private
+    except OSError:
         kept = None
     passed_over = ""
     if kept is not None and os.path.lexists(kept):
         if _whole(kept):
             return Layer(kept)
-        if _private(kept):  # ours, and left unfinished (a build cut short): built again
+        if _ours(kept):  # ours, and not whole (a part changed or gone): built again
             shutil.rmtree(kept, ignore_errors=True)
         else:
             passed_over = (f"; {kept} was not this user's own and private, and is not "
@@ -137,7 +136,7 @@ def layer() -> Layer | str:
 def _build_into(kept: Path | None, cc: list[str]) -> Layer | str:
     """The layer built in a fresh private folder and moved to `kept`, its place in the
     cache; where that cannot be had, left where it was built (removed at exit)."""
-    base = kept.parent if kept is not None and _private(kept.parent) else None
+    base = None if kept is None else kept.parent  # the cache folder, checked private
     fresh = Path(tempfile.mkdtemp(prefix=".surface-layer-", dir=base))
     library = fresh / LIBRARY
     built = subprocess.run([*cc, "-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-o",
@@ -184,18 +183,25 @@ def _write_manifest(folder: Path, library: Path) -> None:
 
 
 def _whole(folder: Path) -> bool:
-    """Whether a layer built before is whole at `folder` and may be used: its folders,
-    library and manifest this user's own, not links, and written by nobody else (a library
-    another user could have put there would run inside the browser)."""
-    return all(_private(p) for p in (folder, folder / "vulkan", folder / MANIFEST.parent,
-                                     folder / LIBRARY, folder / MANIFEST))
-
-
-def _private(path: Path) -> bool:
-    """A folder or file (not a link) of this user's that nobody else may write."""
+    """Whether a layer built before is whole at `folder` and may be used: its folders
+    private (gpu/private.py: a library another user could have put there would run inside
+    the browser), its library and manifest private regular files."""
     try:
-        st = os.lstat(path)
+        private.folder(folder / MANIFEST.parent)  # every folder on the way checked
+        private.check_file(folder / LIBRARY)
+        private.check_file(folder / MANIFEST)
     except OSError:
         return False
-    kind = stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)
-    return kind and st.st_uid == os.geteuid() and not st.st_mode & 0o022
+    return True
+
+
+def _ours(path: Path) -> bool:
+    """Whether `path` is a private folder of this user's (gpu/private.py) and not a link:
+    one to remove and build again, where a link's target is left alone."""
+    if path.is_symlink():
+        return False
+    try:
+        private.folder(path)
+    except OSError:
+        return False
+    return True

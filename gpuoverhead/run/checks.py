@@ -10,7 +10,7 @@ import pandas as pd
 
 from gpuoverhead.analysis import modes
 from gpuoverhead.analysis.combine import Row
-from gpuoverhead.analysis.floor import FLOOR_MULTIPLE, LEAST_POINTS
+from gpuoverhead.analysis.floor import FLOOR_MULTIPLE
 from gpuoverhead.analysis.off_floor import floor_points
 from gpuoverhead.analysis.samples import backwards_stamps, gpu_timer
 from gpuoverhead.analysis.series import STOP_METRICS, View, precise_enough
@@ -74,12 +74,12 @@ def timer_warnings(group: Group, outcomes: list[Outcome]) -> list[str]:
 def floor_notes(group: Group, label: str, outcomes: list[Outcome]) -> list[tuple[str, str]]:
     """Fusion slopes fitted above a completion floor (methods/fusion.py): the N each
     process left out as the floor (FLOOR), and the cases left with no slope because
-    fewer than two N lay above it (FLOORED)."""
+    fewer than two of the N it measured lay above it (FLOORED)."""
     notes = []
     for o in outcomes:
         view = View(o.samples, o.calibration, o.clock_offset_ns)
-        for case, (left, floor_ns) in floor_points(view).items():
-            kind = FLOORED if len(case.n_values) - len(left) < LEAST_POINTS else FLOOR
+        for case, (left, floor_ns, sloped) in floor_points(view).items():
+            kind = FLOOR if sloped else FLOORED
             notes.append((kind, f"{case.id} ({label}) process {o.process}: N = "
                                 f"{', '.join(map(str, left))} under {FLOOR_MULTIPLE:g}x its "
                                 f"{floor_ns / 1e3:,.0f} µs floor"))

@@ -90,8 +90,9 @@ def test_the_layer_is_off_where_asked(cache, monkeypatch):
 def test_hostile_a_kept_layer_another_user_could_have_written_is_not_used(cache, how):
     """A layer runs inside the root-run browser: a library or manifest kept writable by
     others or given to another user is not loaded but built again in its place (its folder
-    being this user's alone); a kept folder reached through a link (its contents anyone's)
-    is passed over, said, and the layer built in a fresh folder."""
+    being this user's alone); a kept folder reached through a link to a folder others may
+    write is passed over, said, and the layer built in a fresh folder (gpu/private.py's
+    rule: a link of this user's to a private folder would be followed)."""
     first = surface.layer()
     assert isinstance(first, surface.Layer) and first.data.parent == cache
     kept = first.data
@@ -104,6 +105,7 @@ def test_hostile_a_kept_layer_another_user_could_have_written_is_not_used(cache,
     else:
         moved = kept.with_name("elsewhere")
         kept.rename(moved)
+        moved.chmod(0o777)
         kept.symlink_to(moved, target_is_directory=True)
     assert not surface._whole(kept)
     surface.layer.cache_clear()

@@ -6,6 +6,8 @@ a heavy unit's own time."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -15,6 +17,9 @@ from gpuoverhead.analysis.series import View
 from gpuoverhead.analysis.stats import round_fits
 from gpuoverhead.cases import FUSION, TIMESTAMPS, Case
 from gpuoverhead.methods import series
+from gpuoverhead.present import note_words
+from gpuoverhead.run.checks import floor_notes
+from gpuoverhead.run.worker import Outcome
 
 SEED = 55
 ROUNDS = 20
@@ -69,8 +74,8 @@ def test_a_browser_slope_fitted_through_its_completion_floor_is_refused():
         FLOORED[1] - ISSUE_NS - UNIT_GPU_NS, rel=0.05)
     assert "latency_ns" in found  # the synced unit stays
     view = View(samples, Calibration(20.0, 1.0), 0)
-    ((left, floor_ns),) = off_floor.floor_points(view).values()
-    assert left == (1, 16, 32) and floor_ns == pytest.approx(2.69e6, rel=0.05)
+    ((left, floor_ns, sloped),) = off_floor.floor_points(view).values()
+    assert left == (1, 16, 32) and floor_ns == pytest.approx(2.69e6, rel=0.05) and not sloped
 
 
 @pytest.mark.parametrize("timestamps", [True, False], ids=["timestamped", "no-timestamps"])
@@ -82,7 +87,21 @@ def test_a_sweep_past_the_floor_gives_the_units_own_slope(timestamps):
     found = _found(_samples(walls, timestamps))
     assert np.median(found["per_unit_ns"]) == pytest.approx(unit, rel=0.03)
     view = View(_samples(walls, timestamps), Calibration(20.0, 1.0), 0)
-    assert off_floor.floor_points(view)[_case(tuple(walls))][0] == (1,)
+    assert off_floor.floor_points(view)[_case(tuple(walls))][::2] == ((1,), True)
+
+
+def test_a_sweep_the_probe_cut_onto_the_floor_is_said_to_have_no_slope():
+    """A loaded machine's page (tests/gpu/test_browser_fusion.py at load 14): the probe cut
+    a (1, 32, 64, 128) sweep to (1, 32) and N = 1 lay on a 5 ms floor, one point above it.
+    The run says the process gave no slope (FLOORED), not that one was fitted without N = 1
+    (which it had said, counting the suite's four N instead of the two measured)."""
+    samples = _samples({1: 5_400_000, 32: 190_000_000})
+    samples.cases = tuple(replace(c, n_values=(1, 32, 64, 128)) for c in samples.cases)
+    samples.cut = {0: (1, 32), 1: (1, 32)}
+    assert "per_unit_ns" not in _found(samples)
+    ((kind, example),) = floor_notes(None, "chromium", [Outcome(0, samples,
+                                                                Calibration(20.0, 1.0))])
+    assert kind == note_words.FLOORED and "process 0: N = 1 under 2x" in example, example
 
 
 def test_without_timestamps_a_heavy_units_own_time_is_not_taken_for_the_floor():
