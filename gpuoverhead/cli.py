@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import math
 import os
 import sys
 import time
@@ -225,16 +224,12 @@ def compare(
 
     with user_errors():
         comparing.check_thresholds(threshold, fail_above)
-        if run_to_run is not None and not (math.isfinite(run_to_run) and run_to_run >= 0):
-            raise UserError(f"--allowance must be a finite percentage of 0 or more, not "
-                            f"{run_to_run}")
         runs = read.load(base), read.load(new)
-        found = allowance.kept_for(*runs) if run_to_run is None else None
-        allowed = found[0] if found else (run_to_run or 0.0) / 100
+        allowed, source = allowance.chosen(*runs, run_to_run)
         table = comparing.compare(*runs, threshold / 100, allowed)
-    if found:
-        console.err.print(f"judged with this machine's run-to-run allowance, ±{found[0]:.1%} "
-                          f"(selftest --back-to-back, {found[1]}; --allowance 0: without)",
+    if source:
+        console.err.print(f"judged with this machine's run-to-run allowance, ±{allowed:.1%} "
+                          f"(selftest --back-to-back, {source}; --allowance 0: without)",
                           highlight=False)
     console.show_warnings(comparing.differences(*runs))
     comparing.show(table, "json" if as_json else "markdown" if markdown else "table", runs,

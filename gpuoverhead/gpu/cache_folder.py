@@ -32,8 +32,12 @@ def cache_dir() -> Path:
         return private.folder(usual)
     except private.NotPrivate as exc:
         refused = exc
-    except OSError:  # a read-only home, an unwritable $XDG_CACHE_HOME: the temporary one
-        return temporary_cache_dir()
+    except OSError as exc:  # a read-only home, an unwritable $XDG_CACHE_HOME: the temporary one
+        try:
+            return temporary_cache_dir()
+        except OSError as second:  # say both folders tried, each with why
+            raise OSError(second.errno, f"{usual}: {exc.strerror or exc}; {_temporary()}: "
+                          f"{second.strerror or second}") from second
     try:
         fallback = temporary_cache_dir()
     except OSError as exc:
@@ -59,8 +63,12 @@ def temporary_cache_dir() -> Path:
     """The fallback cache folder, this user's under the temporary one, made and checked
     private (a library loaded from a shared /tmp must not be one that another user put
     there): NotPrivate where another user made that name first."""
+    return private.folder(_temporary())
+
+
+def _temporary() -> Path:
     user = f"-{os.geteuid()}" if private.checked() else ""  # Windows: TEMP is per user
-    return private.folder(Path(tempfile.gettempdir()) / f"gpuoverhead-cache{user}")
+    return Path(tempfile.gettempdir()) / f"gpuoverhead-cache{user}"
 
 
 def runtime_dir() -> Path | None:

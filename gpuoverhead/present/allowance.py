@@ -23,6 +23,7 @@ import platform
 import numpy as np
 import pandas as pd
 
+from gpuoverhead.errors import UserError
 from gpuoverhead.gpu import kept
 from gpuoverhead.metrics import HEADLINE
 from gpuoverhead.results.read import ResultSet
@@ -83,3 +84,15 @@ def kept_for(base: ResultSet, new: ResultSet) -> tuple[float, str] | None:
     if key != _key(new):
         return None
     return kept.get(FILE, key, KEEP_S, _read)
+
+
+def chosen(base: ResultSet, new: ResultSet, percent: float | None) -> tuple[float, str | None]:
+    """The allowance compare judges with: `percent` where given (a UserError where it is not a
+    finite percentage of 0 or more), else the one kept for runs like these (and the run it
+    came from), else none."""
+    if percent is not None:
+        if not (math.isfinite(percent) and percent >= 0):
+            raise UserError(f"--allowance must be a finite percentage of 0 or more, not {percent}")
+        return percent / 100, None
+    found = kept_for(base, new)
+    return found if found else (0.0, None)

@@ -109,7 +109,8 @@ def load() -> NativeLoop | str:
         try:
             return _load_from(folder() / f"{name}{tag}", name, headers, described)
         except OSError as exc:  # a folder that cannot be made or written: the next one
-            tried.append(f"{exc.filename or folder.__name__}: {exc.strerror or exc}")
+            tried.append(f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc.strerror
+                         or exc))
     said = "; ".join(dict.fromkeys(tried))  # without a home folder both are the temporary one
     return f"native layer skipped: no cache folder can be written ({said})"
 
