@@ -28,12 +28,13 @@ from gpuoverhead.run import refinish
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The rules of this tree's finish that differ from what a run of 2026-11-29 wrote.
-RULES = ("CPU states (analysis/states.py): a figure comes from the kept state's rounds only "
-         "where the state moves it (its rounds in the two states differ within processes, "
-         "states.moved) and every process of its job has min_rounds rounds in that state, "
-         "else from every round, said; no process is left out for its state. Life "
-         "(analysis/drift.py): a process still moving in its last third is left out only "
-         "where as many remain as the job's interval needs (drift.enough).")
+RULES = ("CPU states (run/cpu_split.py): a job's figures come from the rounds of the state "
+         "most of its benchmark's rounds met only where the state moves one of its headline "
+         "figures (states.moves: the rounds a split drops against those it keeps, within "
+         "processes, >= 2% and p < 0.01) and every process has min_rounds rounds in it, else "
+         "from every round; no process is left out for its state. Life (run/finish.py): a "
+         "process still moving in its last third is left out only where as many others "
+         "remain as the job's interval needs (drift.enough: 3, or 6 with order statistics).")
 
 
 def commit() -> str:
