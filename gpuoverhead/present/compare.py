@@ -227,7 +227,7 @@ def show(table: pd.DataFrame, form: str = "table",
         return
     shown = display(table)
     if form == "markdown":
-        print(shown.to_markdown(index=False))
+        print(fmt.markdown_table(shown))
     else:
         console.out.print(console.frame_table(shown, "NEW vs BASE"))
     console.out.print(verdict_counts(table), highlight=False)

@@ -25,6 +25,27 @@ def printable(text: str, newlines: bool = False) -> str:
                    and not (newlines and c == "\n") else c for c in text)
 
 
+#: What a Markdown cell or line from a result file must not hold as it is: `\\` (it would
+#: escape what follows), `|` (a new cell) and `<` (raw HTML, or a `<!--` that hides the
+#: rest of a report); and `](`, which makes a link of what precedes it.
+_MARKDOWN = str.maketrans({"\\": "\\\\", "|": "\\|", "<": "&lt;"})
+
+
+def markdown_text(text: object) -> str:
+    """A string that a user or a file controls (a run id, a device name, a warning) as
+    Markdown shows it, as text: its control characters written out (`printable`: a line
+    break would end a table row, or start a heading) and Markdown's own characters
+    escaped."""
+    return printable(str(text)).translate(_MARKDOWN).replace("](", "\\](")
+
+
+def markdown_table(frame: Any) -> str:
+    """A frame as a Markdown table, each header and text cell `markdown_text`."""
+    shown = frame.rename(columns=markdown_text).map(
+        lambda v: markdown_text(v) if isinstance(v, str) else v)
+    return shown.to_markdown(index=False)
+
+
 def _escaped(c: str) -> str:
     code = ord(c)
     return _NAMED.get(c) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")

@@ -22,6 +22,7 @@ from gpuoverhead.errors import UserError
 from gpuoverhead.present import format as fmt
 from gpuoverhead.present.report import ROW_KEYS, Figure, figures_of, left_out, pick, select
 from gpuoverhead.results.read import ResultSet
+from gpuoverhead.results.write import inert_text
 
 if TYPE_CHECKING:
     import matplotlib.figure
@@ -111,8 +112,8 @@ def title(history: History, figure: str) -> str:
 
 
 def markdown(history: History) -> str:
-    return "".join(f"{title(history, label)}\n\n{frame.to_markdown(index=False)}\n\n"
-                   for label, frame in frames(history).items())
+    return "".join(f"{fmt.printable(title(history, label))}\n\n"
+                   f"{fmt.markdown_table(frame)}\n\n" for label, frame in frames(history).items())
 
 
 def check_suffixes(outputs: list[Path]) -> None:
@@ -132,7 +133,7 @@ def write(history: History, outputs: list[Path]) -> list[Path]:
             render.save(path, plots.saver(figure, path))
         else:
             render.write(path, markdown(history) if path.suffix == ".md"
-                         else history.points.to_csv(index=False))
+                         else inert_text(history.points).to_csv(index=False))
     if figure is not None:
         plots.plt.close(figure)
     return outputs

@@ -15,6 +15,9 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
+#: Text is text: a label from a result file (an adapter's name, a run id) with two `$` would
+#: otherwise be read as mathtext, and `$\x$` ended the plot in a ValueError.
+matplotlib.rcParams["text.parse_math"] = False
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402

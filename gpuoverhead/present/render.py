@@ -13,6 +13,7 @@ from gpuoverhead import metrics
 from gpuoverhead.errors import UserError
 from gpuoverhead.present import format as fmt
 from gpuoverhead.present.report import ROW_KEYS, Report, row_notes
+from gpuoverhead.results.write import inert_text
 from gpuoverhead.whole_files import atomic
 
 #: Output formats by how a file's name ends (the longest that fits): Markdown, CSV, HTML,
@@ -79,25 +80,27 @@ def sources_frame(report: Report) -> pd.DataFrame:
 
 
 def markdown(report: Report) -> str:
-    """The table, its footnotes, the runs it came from and each run's warnings."""
-    body = display_frame(report).to_markdown(index=False)
-    notes = "\n".join(footnotes(report))
-    runs = sources_frame(report).to_markdown(index=False)
-    warned = "".join(f"\nWarnings of run {s.run_id}:\n\n"
-                     + "".join(f"- {w}\n" for w in s.warnings)
+    """The table, its footnotes, the runs it came from and each run's warnings (every
+    string from a result file as text: format.markdown_text)."""
+    body = fmt.markdown_table(display_frame(report))
+    notes = "\n".join(map(fmt.markdown_text, footnotes(report)))
+    runs = fmt.markdown_table(sources_frame(report))
+    warned = "".join(f"\nWarnings of run {fmt.markdown_text(s.run_id)}:\n\n"
+                     + "".join(f"- {fmt.markdown_text(w)}\n" for w in s.warnings)
                      for s in report.sources if s.warnings)
-    return (f"Runs:\n\n{runs}\n\n{title(report)}\n\n{body}\n"
+    return (f"Runs:\n\n{runs}\n\n{fmt.printable(title(report))}\n\n{body}\n"
             + (f"\nNotes:\n\n{notes}\n" if notes else "") + warned)
 
 
 def csv(report: Report) -> str:
     """The numbers as they are (ns, not µs; bounds as stored, below zero too), each
-    figure's columns named with its unit, and each row's footnotes as text."""
+    figure's columns named with its unit, and each row's footnotes as text (text cells
+    `inert`: a device name from another machine's result set is no formula)."""
     names = {f"{f.label}{part}": f"{f.label}{part} ({metrics.of(f.metric).unit})"
              for f in report.figures for part in ("", " low", " high")}
     texts = [" | ".join(row_notes(report, i)) for i in range(len(report.table))]
-    return report.table.assign(**{"note texts": texts}).rename(columns=names
-                                                               ).to_csv(index=False)
+    return inert_text(report.table.assign(**{"note texts": texts}).rename(columns=names)
+                      ).to_csv(index=False)
 
 
 _STYLE = """
