@@ -160,10 +160,13 @@ def show(folder: Annotated[Path, typer.Argument(help="A run folder (runs/<run_id
             console.out.print(console.frame_table(runs, f"Runs in {folder} (show one of them)"))
             return
         found = read.load(folder)
+    stopped = read.unfinished(found)
+    console.show_warnings([stopped] if stopped else [])
     if found.summary.empty:
         console.err.print(f"{folder}: no estimates (status {found.info.get('status')!r}): the "
                           "run finished no benchmark", highlight=False)
-    console.print_summary(found.summary)
+    console.print_summary(found.summary, f"unfinished run (status {found.info['status']!r})"
+                          if stopped else None)
 
 
 @app.command()

@@ -39,7 +39,7 @@ from gpuoverhead.analysis.stats import CONFIDENCE, Interval
 from gpuoverhead.errors import UserError
 from gpuoverhead.metrics import HEADLINE
 from gpuoverhead.present import format as fmt
-from gpuoverhead.results.read import ResultSet, check_units
+from gpuoverhead.results.read import ResultSet, check_units, unfinished
 
 #: A ratio CI wider than this factor either way leaves a comparison `unsure`.
 RESOLVABLE = 1.5
@@ -168,9 +168,19 @@ def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> pd.Data
     return pd.DataFrame(rows)
 
 
+def stopped(base: ResultSet, new: ResultSet) -> str | None:
+    """Which of the two runs did not finish (results/read.unfinished), or None: what marks
+    the comparison's table."""
+    sides = [side for side, rs in (("BASE", base), ("NEW", new)) if unfinished(rs)]
+    return f"{' and '.join(sides)} did not finish: only what it finished is compared" \
+        if sides else None
+
+
 def differences(base: ResultSet, new: ResultSet) -> list[str]:
-    """What makes two runs less comparable than they look: another suite, another adapter."""
-    found = []
+    """What makes two runs less comparable than they look: a run that did not finish,
+    another suite, another adapter."""
+    found = [f"{side}: {line}" for side, rs in (("BASE", base), ("NEW", new))
+             if (line := unfinished(rs))]
     suites = [rs.info.get("suite", {}).get("sha256") for rs in (base, new)]
     if suites[0] != suites[1]:
         found.append("the runs measured different suites (their sha256 differ): only the "
@@ -226,10 +236,13 @@ def show(table: pd.DataFrame, form: str = "table",
                                              threshold, differences(*runs))), end="")
         return
     shown = display(table)
+    mark = stopped(*runs) if runs is not None else None
     if form == "markdown":
-        print(fmt.markdown_table(shown))
+        print(fmt.markdown_table(shown) + (f"\n\n{mark}" if mark else ""))
     else:
-        console.out.print(console.frame_table(shown, "NEW vs BASE"))
+        grid = console.frame_table(shown, "NEW vs BASE")
+        grid.caption = mark
+        console.out.print(grid)
     console.out.print(verdict_counts(table), highlight=False)
 
 

@@ -214,9 +214,10 @@ def adapters_table(found: list[AdapterInfo]) -> Table:
     return table
 
 
-def print_summary(summary: pd.DataFrame) -> None:
+def print_summary(summary: pd.DataFrame, caption: str | None = None) -> None:
     """Every grid that the estimates of a run fill (errors are printed as such, elsewhere;
-    a torch.compile that failed is also a line of the compile grid)."""
+    a torch.compile that failed is also a line of the compile grid), each with `caption`
+    under it where given (a run that did not finish)."""
     if summary.empty:
         return
     # Text columns as Python objects: the grids select rows hundreds of times, and each
@@ -226,12 +227,12 @@ def print_summary(summary: pd.DataFrame) -> None:
     builds = workload_grids.compile_grid(summary)  # a failed compile's row is its figure
     summary = summary[~summary["metric"].isin((ERROR, SKIPPED))]
     plain = summary[summary["methodology"] != "fusion"]
-    if not plain.empty:
-        out.print(summary_grid(plain))
-    for extra in (implementations_grid(plain), bind_group_grid(plain), breakdown_grid(plain),
-                  *workload_grids.grids(summary), builds):
-        if extra is not None:
-            out.print(extra)
+    for table in (summary_grid(plain) if not plain.empty else None, implementations_grid(plain),
+                  bind_group_grid(plain), breakdown_grid(plain), *workload_grids.grids(summary),
+                  builds):
+        if table is not None:
+            table.caption = caption
+            out.print(table)
     print_crossovers(summary)
 
 

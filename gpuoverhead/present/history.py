@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -21,7 +21,7 @@ from gpuoverhead import metrics
 from gpuoverhead.errors import UserError
 from gpuoverhead.present import format as fmt
 from gpuoverhead.present.report import ROW_KEYS, Figure, figures_of, left_out, pick, select
-from gpuoverhead.results.read import ResultSet
+from gpuoverhead.results.read import UNFINISHED, ResultSet
 from gpuoverhead.results.write import inert_text
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ class History:
     elements: int
     figures: list[Figure]
     #: One row per figure, row key and run: `position` (the run's place in time order),
-    #: `run`, `started`, `value`, `low`, `high`, `level`.
+    #: `run`, `started`, `status` (run.json's), `value`, `low`, `high`, `level`.
     points: pd.DataFrame
     #: A line per run read that gave no point (report.left_out).
     left_out: list[str] = field(default_factory=list)
@@ -73,7 +73,7 @@ def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | N
                 points.append({
                     "figure": figure.label, **dict(zip(ROW_KEYS, key, strict=True)),
                     "position": position, "run": str(info.get("run_id", sets[i].folder.name)),
-                    "started": str(info.get("started", "?")),
+                    "started": str(info.get("started", "?")), "status": str(info.get("status")),
                     "value": float(np.median(hit["value"])), "low": float(hit["ci_low"].min()),
                     "high": float(hit["ci_high"].max()), "level": float(hit["ci_level"].min())})
     return History(bench, size, figures, pd.DataFrame(points),
@@ -83,6 +83,11 @@ def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | N
 def _line(key: tuple) -> str:
     vendor, adapter, backend, implementation = key
     return f"{implementation} ({backend}, {adapter})"
+
+
+def _run(point: Any) -> str:
+    """A run as its table row and plot label name it: marked where it did not finish."""
+    return f"{point.run} (unfinished)" if point.status in UNFINISHED else point.run
 
 
 def frames(history: History) -> dict[str, pd.DataFrame]:
@@ -96,9 +101,10 @@ def frames(history: History) -> dict[str, pd.DataFrame]:
                  fmt.with_ci(p.value, p.low, p.high, hint, p.level)
                  for p in mine.itertuples(index=False)}
         lines = list(dict.fromkeys(line for _, line in sorted(cells, key=lambda c: c[1])))
-        runs = mine[["position", "run", "started"]].drop_duplicates().sort_values("position")
+        runs = mine[["position", "run", "started", "status"]].drop_duplicates().sort_values(
+            "position")
         out[figure.label] = pd.DataFrame([
-            {"run": r.run, "started": r.started,
+            {"run": _run(r), "started": r.started,
              **{line: cells.get((r.position, line), "—") for line in lines}}
             for r in runs.itertuples(index=False)])
     return out
@@ -151,8 +157,8 @@ def plot(history: History) -> matplotlib.figure.Figure:
     fig, axes = plt.subplots((count + cols - 1) // cols, cols, squeeze=False,
                              layout="constrained",
                              figsize=(7.5 * cols, 4.2 * ((count + cols - 1) // cols) + 1))
-    runs = history.points[["position", "run", "started"]].drop_duplicates().sort_values(
-        "position")
+    runs = history.points[["position", "run", "started", "status"]].drop_duplicates(
+        ).sort_values("position")
     keys = list(dict.fromkeys(map(tuple, history.points[ROW_KEYS].to_numpy())))
     for ax, figure in zip(axes.ravel(), history.figures, strict=False):
         time = metrics.of(figure.metric).hint == "time"
@@ -174,7 +180,7 @@ def plot(history: History) -> matplotlib.figure.Figure:
             lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
         ax.set_title(figure.label, fontsize=10)
         ax.set_ylabel("µs per op" if time else metrics.of(figure.metric).unit)
-        ax.set_xticks(runs["position"], [f"{r.run}\n{r.started[:16]}" for r in
+        ax.set_xticks(runs["position"], [f"{_run(r)}\n{r.started[:16]}" for r in
                                          runs.itertuples(index=False)],
                       rotation=60, ha="right", fontsize=6)
         ax.grid(True, which="both", alpha=0.25)

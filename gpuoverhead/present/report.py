@@ -21,7 +21,7 @@ import pandas as pd
 from gpuoverhead.cases import BIND_PER_DISPATCH, REFERENCE
 from gpuoverhead.errors import UserError
 from gpuoverhead.results.columns import RUN_JSON, SAMPLES, SUMMARY
-from gpuoverhead.results.read import ResultSet
+from gpuoverhead.results.read import ResultSet, unfinished
 
 #: Variants of sequential cases that the report's figures leave out.
 APART = (REFERENCE, BIND_PER_DISPATCH)
@@ -271,10 +271,11 @@ def _row_warnings(rs: ResultSet, row: dict) -> list[str]:
     """The warnings of a run that qualify the figures of `row` (not the per-benchmark CI
     notes): a warning that begins with an adapter's name (a software adapter, one without
     timestamps) is about that adapter's rows, and where it names its label, about that
-    family's; one that names no adapter (a skipped layer) is about every row of the run."""
+    family's; one that names no adapter (a skipped layer), and the line of a run that did
+    not finish, is about every row of the run."""
     keep = ("software) adapter", "quantized", "timestamp queries", "layer skipped")
     devices = set(rs.summary["adapter"].dropna())
-    found = []
+    found = [stopped] if (stopped := unfinished(rs)) else []  # a run that did not finish
     for w in rs.info.get("warnings", []):
         named = [d for d in devices if w.startswith(f"{d} ")]
         if not any(k in w for k in keep) or (named and row["adapter"] not in named):

@@ -190,13 +190,34 @@ def migrate(summary: pd.DataFrame) -> pd.DataFrame:
     return summary.assign(**missing) if missing else summary
 
 
+#: A run's status while it measures, and after an interrupt: its folder holds only the
+#: benchmarks it finished before it stopped (run/files.py).
+UNFINISHED = ("running", "interrupted")
+
+
+def unfinished(rs: ResultSet) -> str | None:
+    """A line saying that a run did not finish, and how much of it did, or None: a run killed
+    with `kill -9` keeps status `running`, and its tables read like a finished run's."""
+    status = rs.info.get("status")
+    if status not in UNFINISHED:
+        return None
+    done = len({str(b.get("id")) for b in rs.info.get("benchmarks", [])})
+    planned = rs.info.get("planned") or []
+    how = "killed, or still measuring" if status == "running" else "stopped by a signal"
+    return (f"run {rs.info.get('run_id', rs.folder.name)} ({rs.folder}) did not finish "
+            f"(status {status!r}: {how}): it holds {done}"
+            + (f" of the {len(planned)}" if planned else "") + " benchmarks it set out to "
+            "measure, and its figures are of those alone")
+
+
 def load_all(paths: list[str], notes: list[str] | None = None) -> list[ResultSet]:
     """The result sets under `paths`, each run once: a run found in several folders (a
-    copied folder) is read from the first, and `notes` gets a line naming it and them."""
+    copied folder) is read from the first, and `notes` gets a line naming it and them, and
+    a line per run that did not finish (`unfinished`)."""
     sets = [load(f) for f in find_folders(paths)]
     sets, repeated = one_per_run(sets)
     if notes is not None:
-        notes += repeated
+        notes += repeated + [line for rs in sets if (line := unfinished(rs))]
     if len(sets) > 1:
         check_units(pd.concat([rs.summary[["metric", "unit"]] for rs in sets]),
                      Path(", ".join(str(rs.folder) for rs in sets)))

@@ -152,6 +152,7 @@ def _record(plan: Plan, options: RunOptions, run_id: str, seed: int, processes: 
     record.host["cpus"] = chosen_cpus
     record.time_limit_s = plan.time_limit_s
     record.layers = plan.layers
+    record.planned = [jobs[0].group.id for jobs in plan.benchmarks]
     record.warnings += plan.notes
     state, noisy = noise.check()
     record.noise = {"before": state}
