@@ -36,7 +36,7 @@ from scipy import stats as sps
 from gpuoverhead.analysis import modes
 from gpuoverhead.analysis.runs import combined_ratio, runs_p, runs_ratio
 from gpuoverhead.analysis.stats import CONFIDENCE, Interval
-from gpuoverhead.errors import UserError
+from gpuoverhead.errors import UserError, listed
 from gpuoverhead.metrics import HEADLINE
 from gpuoverhead.present import format as fmt
 from gpuoverhead.results.read import ResultSet, check_units, unfinished
@@ -188,8 +188,8 @@ def differences(base: ResultSet, new: ResultSet) -> list[str]:
     devices = [sorted({a.get("device", "?") for a in rs.info.get("adapters", [])})
                for rs in (base, new)]
     if devices[0] != devices[1]:
-        found.append(f"the runs measured different adapters ({', '.join(devices[0])} vs "
-                     f"{', '.join(devices[1])}): a ratio between them is not a regression")
+        found.append(f"the runs measured different adapters ({listed(devices[0])} vs "
+                     f"{listed(devices[1])}): a ratio between them is not a regression")
     return found
 
 

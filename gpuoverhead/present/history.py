@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 
 #: Output formats by suffix: the tables (Markdown), the points (CSV), the plot.
 SUFFIXES = (".md", ".csv", ".png", ".svg")
+#: Most runs labelled under a panel of the plot (their labels would overlap beyond it).
+MAX_LABELS = 30
+#: Most runs a table on the terminal shows, the latest (thousands took minutes to draw).
+MAX_SHOWN = 50
 
 
 @dataclass
@@ -64,19 +68,22 @@ def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | N
     if not figures:
         raise UserError(f"benchmark {bench!r} has no figure a report or history shows")
     order = sorted(rows["result_set"].unique(), key=lambda i: _started(sets[i]))
-    points = []
-    for position, i in enumerate(order):
-        info = sets[i].info
-        mine = rows[rows["result_set"] == i]
-        for figure in figures:
-            for key, hit in pick(mine, figure).groupby(ROW_KEYS, sort=True):
-                points.append({
-                    "figure": figure.label, **dict(zip(ROW_KEYS, key, strict=True)),
-                    "position": position, "run": str(info.get("run_id", sets[i].folder.name)),
-                    "started": str(info.get("started", "?")), "status": str(info.get("status")),
-                    "value": float(np.median(hit["value"])), "low": float(hit["ci_low"].min()),
-                    "high": float(hit["ci_high"].max()), "level": float(hit["ci_level"].min())})
-    return History(bench, size, figures, pd.DataFrame(points),
+    runs = pd.DataFrame({
+        "result_set": order, "position": range(len(order)),
+        "run": [str(sets[i].info.get("run_id", sets[i].folder.name)) for i in order],
+        "started": [str(sets[i].info.get("started", "?")) for i in order],
+        "status": [str(sets[i].info.get("status")) for i in order]})
+    found = []  # each figure over all runs at once: a selection per run took minutes
+    for f, figure in enumerate(figures):
+        hit = pick(rows, figure).groupby(["result_set", *ROW_KEYS], sort=True).agg(
+            value=("value", "median"), low=("ci_low", "min"), high=("ci_high", "max"),
+            level=("ci_level", "min"))
+        found.append(hit.reset_index().assign(figure=figure.label, order=f))
+    points = pd.concat(found, ignore_index=True).merge(runs, on="result_set")
+    points = points.sort_values(["position", "order", *ROW_KEYS], kind="stable")
+    columns = ["figure", *ROW_KEYS, "position", "run", "started", "status", "value", "low",
+               "high", "level"]
+    return History(bench, size, figures, points[columns].reset_index(drop=True),
                    left_out(sets, bench, size, rows))
 
 
@@ -180,9 +187,13 @@ def plot(history: History) -> matplotlib.figure.Figure:
             lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
         ax.set_title(figure.label, fontsize=10)
         ax.set_ylabel("µs per op" if time else metrics.of(figure.metric).unit)
-        ax.set_xticks(runs["position"], [f"{_run(r)}\n{r.started[:16]}" for r in
-                                         runs.itertuples(index=False)],
+        step = -(-len(runs) // MAX_LABELS)  # every step-th run labelled: they do not overlap
+        labelled = runs.iloc[::step]
+        ax.set_xticks(labelled["position"], [f"{_run(r)}\n{r.started[:16]}" for r in
+                                             labelled.itertuples(index=False)],
                       rotation=60, ha="right", fontsize=6)
+        if step > 1:
+            ax.set_xlabel(f"{len(runs):,} runs; every {step}th labelled", fontsize=8)
         ax.grid(True, which="both", alpha=0.25)
     for ax in axes.ravel()[count:]:
         ax.set_visible(False)
@@ -210,6 +221,9 @@ def show(paths: list[str], benchmark: str | None, elements: int | None,
     history = build(sets, benchmark, elements)
     console.show_warnings(history.left_out)
     for label, frame in frames(history).items():
-        console.out.print(console.frame_table(frame, title(history, label).replace("`", "")))
+        more = (f" (the last {MAX_SHOWN} of {len(frame):,} runs; -o FILE.md or FILE.csv holds "
+                "them all)") if len(frame) > MAX_SHOWN else ""
+        console.out.print(console.frame_table(frame.tail(MAX_SHOWN),
+                                              title(history, label).replace("`", "") + more))
     for path in write(history, outputs):
         console.err.print(f"wrote {path}", highlight=False)

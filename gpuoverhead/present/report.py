@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from gpuoverhead.cases import BIND_PER_DISPATCH, REFERENCE
-from gpuoverhead.errors import UserError
+from gpuoverhead.errors import UserError, at_most, listed, shortened
 from gpuoverhead.results.columns import RUN_JSON, SAMPLES, SUMMARY
 from gpuoverhead.results.read import ResultSet, unfinished
 
@@ -179,8 +179,8 @@ def select(sets: list[ResultSet], benchmark: str | None, elements: int | None
     bench = benchmark or ("empty" if "empty" in benchmarks else benchmarks[0])
     rows = summary[summary["benchmark"] == bench]
     if rows.empty:
-        raise UserError(f"no benchmark {bench!r} in the result sets; they have "
-                        f"{', '.join(benchmarks)}")
+        raise UserError(f"no benchmark {shortened(bench)!r} in the result sets; they have "
+                        f"{listed(map(shortened, benchmarks))}")
     size = elements if elements is not None else int(rows["elements"].min())
     rows = rows[rows["elements"] == size]
     if rows.empty:
@@ -196,13 +196,13 @@ def left_out(sets: list[ResultSet], bench: str, size: int, rows: pd.DataFrame) -
         summary = sets[i].summary
         sizes = sorted(int(e) for e in summary.loc[summary["benchmark"] == bench, "elements"]
                        .unique())
-        others = ", ".join(map(repr, dict.fromkeys(summary["benchmark"])))
-        has = (f"it measured {bench!r} at {', '.join(map(str, sizes))} elements (--elements)"
+        others = listed(repr(shortened(str(b))) for b in dict.fromkeys(summary["benchmark"]))
+        has = (f"it measured {bench!r} at {listed(sizes)} elements (--elements)"
                if sizes else f"it has no benchmark {bench!r}, only {others} (--benchmark)"
                if others else "it has no estimates")
         lines.append(f"run {sets[i].info.get('run_id', sets[i].folder.name)} "
                      f"({sets[i].folder}) is left out of {bench!r} at {size} elements: {has}")
-    return lines
+    return at_most(lines, f"runs left out of {bench!r} at {size} elements")
 
 
 def figures_of(rows: pd.DataFrame) -> list[Figure]:

@@ -14,7 +14,6 @@ import pandas as pd
 from gpuoverhead.results.columns import RUN_JSON, SAMPLES, SUMMARY
 from gpuoverhead.whole_files import atomic
 
-
 #: What starts a formula in a spreadsheet (OWASP's CSV injection list: = + - @, a tab, a
 #: carriage return), and the full-width = + - @ that some spreadsheets read as those.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
