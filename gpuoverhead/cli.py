@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from gpuoverhead import __version__, interrupts
-from gpuoverhead.errors import UserError
+from gpuoverhead.errors import OutputClosed, UserError
 from gpuoverhead.gpu.adapters import BACKENDS
 from gpuoverhead.options import (
     AdapterOption,
@@ -38,6 +38,7 @@ from gpuoverhead.options import (
     SuiteOption,
 )
 from gpuoverhead.resources import DEFAULT_SUITE, suite_path
+from gpuoverhead.whole_files import whole_writes
 
 if TYPE_CHECKING:
     from gpuoverhead.run.plan import RunOptions
@@ -335,6 +336,17 @@ def validate(file: Annotated[Path, typer.Argument(
     typer.echo(f"{file}: ok: {len(suite.groups)} groups, {cases} cases; {compiled}")
 
 
+def _address_space_limited() -> bool:
+    """Whether this process runs under an address-space limit (`ulimit -v`; never on
+    Windows): a SystemError ('error return without exception set') is then a library that
+    could not allocate, not a fault of the tool."""
+    try:
+        import resource
+    except ImportError:
+        return False
+    return resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY
+
+
 def main() -> None:
     """The console script: output that a terminal or pipe cannot encode is replaced, not a
     crash; a full or closed stdout ends in one line; Mesa's drivers get a private runtime
@@ -350,14 +362,26 @@ def main() -> None:
     for name in ("stdout", "stderr"):  # a closed stream (`>&-`) drops what it would show
         if getattr(sys, name) is None:
             setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+    if not sys.stdout.isatty():  # a pipe whose reader leaves: said, not cut short in silence
+        sys.stdout = whole_writes(sys.stdout)
     _install_interrupts()  # from the first moment: a SIGTERM while starting exits 130 too
     try:
-        app()
+        try:
+            app()
+        finally:
+            sys.stdout.flush()
     except KeyboardInterrupt:
         os._exit(interrupts.exit_code())
-    except (MemoryError, ImportError) as exc:  # a memory limit (ulimit -v) or the machine's,
-        if isinstance(exc, ImportError) and "failed to map segment" not in str(exc):
-            raise  # ... which a library the loader could not map under it shows as this
+    except OutputClosed:
+        with contextlib.suppress(OSError):
+            os.write(2, b"error: cannot write the output: its reader closed it (a broken pipe); "
+                        b"what came before is all there is\n")
+        os._exit(EXIT_FAILED)
+    except (MemoryError, ImportError, SystemError) as exc:  # a memory limit (ulimit -v) or
+        if isinstance(exc, ImportError) and "failed to map segment" not in str(exc) or \
+                isinstance(exc, SystemError) and not _address_space_limited():
+            raise  # ... the machine's, which a library the loader could not map under it
+            # shows as an ImportError, and pandas' import under it at times as a SystemError
         with contextlib.suppress(OSError):
             os.write(2, f"error: out of memory{': ' + str(exc) if str(exc) else ''} (a "
                         f"memory limit such as ulimit -v, or the machine's)\n".encode())

@@ -19,6 +19,12 @@ class UserError(Exception):
     """
 
 
+class OutputClosed(Exception):
+    """stdout's reader closed it before everything was written (a pipe into `head`): the
+    CLI says so in one line and exits 1, rather than end with part of the output and 0.
+    Not an OSError, which click would end in silence."""
+
+
 class IntegrityError(Exception):
     """A kernel's output did not hold what the dispatches issued should have produced.
 
