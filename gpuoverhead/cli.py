@@ -158,7 +158,8 @@ def show(folder: Annotated[Path, typer.Argument(help="A run folder (runs/<run_id
 
     with user_errors():
         if not (folder / "run.json").is_file() and (runs := read.runs_in(folder)) is not None:
-            console.out.print(console.frame_table(runs, f"Runs in {folder} (show one of them)"))
+            console.print_table(console.frame_table(runs,
+                                                    f"Runs in {folder} (show one of them)"))
             return
         found = read.load(folder)
     stopped = read.unfinished(found)
@@ -307,7 +308,7 @@ def list_adapters(
     if as_json:
         print(json.dumps([{**o.info.__dict__, **o.details} for o in offers], indent=2))
     else:
-        console.out.print(console.adapters_table([o.info for o in offers]))
+        console.print_table(console.adapters_table([o.info for o in offers]))
 
 
 @app.command()

@@ -242,7 +242,7 @@ def show(table: pd.DataFrame, form: str = "table",
     else:
         grid = console.frame_table(shown, "NEW vs BASE")
         grid.caption = mark
-        console.out.print(grid)
+        console.print_table(grid, ("p", "call"))
     console.out.print(verdict_counts(table), highlight=False)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 import sys
 from typing import Any
@@ -9,7 +11,9 @@ from typing import Any
 import pandas as pd
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 from gpuoverhead import encodings
 from gpuoverhead.cases import (
@@ -46,6 +50,70 @@ def literal(text: object, newlines: bool = False) -> str:
     brackets taken as text (a suite named '[bold]x[/bold]' showed as 'x'), its control
     characters written out (format.printable)."""
     return escape(fmt.printable(str(text), newlines))
+
+
+#: Columns of the summary grid left out first where it is wider than the terminal.
+SUMMARY_OPTIONAL = ("rounds", "bound", "±")
+
+
+def print_table(table: Table, optional: tuple[str, ...] = (), to: Console | None = None
+                ) -> None:
+    """`table` on the terminal (`to`, stdout's by default), never with a word or number cut
+    short (at 80 columns an interval read `206.2–249…`, at 30 every number `…`): each column
+    at least as wide as its longest word, the rest of the width shared out; where those do
+    not fit, the `optional` columns are left out, in their order, until they do (a line
+    says which), and where even then they do not, each row is shown as a list."""
+    to = to or out
+    wide = to.options.update_width(1 << 16)
+    ranges = [(max(m.minimum for m in found), max(m.maximum for m in found)) for found in (
+        [Measurement.get(to, wide, cell) for cell in (column.header, *column.cells)]
+        for column in table.columns)]
+    dropped: list[str] = []
+    for name in (None, *optional):
+        if name is not None:
+            dropped.append(name)
+        kept = [i for i, c in enumerate(table.columns) if c.header not in dropped]
+        fitted = _fitted(table, kept, [ranges[i] for i in kept], to.width)
+        if fitted is not None:
+            to.print(fitted)
+            if dropped:
+                to.print(f"(left out to fit {to.width} columns: {', '.join(dropped)})",
+                         highlight=False)
+            return
+    to.print(f"(wider than {to.width} columns: each row as a list)", highlight=False)
+    if table.title:
+        to.print(table.title, overflow="fold", highlight=False)
+    for row in zip(*(column.cells for column in table.columns), strict=True):
+        to.print("")
+        for column, cell in zip(table.columns, row, strict=True):
+            if not str(cell):
+                continue
+            line = f"{column.header}: {cell}"  # a value too long for it on a line of its own
+            if Text.from_markup(line).cell_len > to.width:
+                line = f"{column.header}:\n{cell}"
+            to.print(line, overflow="fold", highlight=False)
+    if table.caption:
+        to.print(table.caption, overflow="fold", highlight=False)
+
+
+def _fitted(table: Table, kept: list[int], ranges: list[tuple[int, int]], width: int
+            ) -> Table | None:
+    """`table` with only its columns `kept`, each as wide as its longest word (`ranges`:
+    each one's longest word and whole line; rich would cut words to fit, or give one
+    column's width to another) and the room left shared in proportion to what each could
+    use; None where their longest words do not fit `width`."""
+    _, right, _, left = table.padding
+    edges = (2 if table.box and table.show_edge else 0) + (len(kept) - 1 if table.box else 0)
+    spare = width - edges - (left + right) * len(kept) - sum(low for low, _ in ranges)
+    if spare < 0:
+        return None
+    wants = [high - low for low, high in ranges]
+    shares = [spare * want // max(sum(wants), 1) for want in wants]
+    found = copy.copy(table)
+    found.columns = [dataclasses.replace(table.columns[k], _index=i, width=min(low + share, high))
+                     for i, (k, (low, high), share) in enumerate(zip(kept, ranges, shares,
+                                                                     strict=True))]
+    return found
 
 
 def summary_grid(summary: pd.DataFrame) -> Table:
@@ -153,7 +221,7 @@ def print_report(table: Any, sets: list) -> None:
     run's crossovers, read from that run's own ratios."""
     from gpuoverhead.present import render
 
-    out.print(render.terminal(table))
+    print_table(render.terminal(table))
     for note in render.footnotes(table):
         out.print(literal(note), highlight=False)
     for rs in sets:
@@ -232,7 +300,7 @@ def print_summary(summary: pd.DataFrame, caption: str | None = None) -> None:
                   builds):
         if table is not None:
             table.caption = caption
-            out.print(table)
+            print_table(table, SUMMARY_OPTIONAL)
     print_crossovers(summary)
 
 

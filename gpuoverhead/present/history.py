@@ -223,7 +223,7 @@ def show(paths: list[str], benchmark: str | None, elements: int | None,
     for label, frame in frames(history).items():
         more = (f" (the last {MAX_SHOWN} of {len(frame):,} runs; -o FILE.md or FILE.csv holds "
                 "them all)") if len(frame) > MAX_SHOWN else ""
-        console.out.print(console.frame_table(frame.tail(MAX_SHOWN),
-                                              title(history, label).replace("`", "") + more))
+        console.print_table(console.frame_table(frame.tail(MAX_SHOWN),
+                                                title(history, label).replace("`", "") + more))
     for path in write(history, outputs):
         console.err.print(f"wrote {path}", highlight=False)
