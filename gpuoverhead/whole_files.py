@@ -50,9 +50,10 @@ class _WholeWrites(io.RawIOBase):
     part of a large write, and where its reader has gone the rest fails, which CPython's
     text layer drops without a word (gh-85393: `compare --json | head -c 100` exited 0)."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, stream: TextIO) -> None:
         super().__init__()
-        self._fd = fd
+        self._stream = stream  # kept open: its file descriptor is the one written
+        self._fd = stream.fileno()
 
     def writable(self) -> bool:
         return True
@@ -73,6 +74,6 @@ class _WholeWrites(io.RawIOBase):
 def whole_writes(stream: TextIO) -> TextIO:
     """`stream` (stdout, not a terminal) as one whose every write is whole or OutputClosed."""
     stream.flush()
-    return io.TextIOWrapper(io.BufferedWriter(_WholeWrites(stream.fileno())),
+    return io.TextIOWrapper(io.BufferedWriter(_WholeWrites(stream)),
                             encoding=stream.encoding, errors=stream.errors,
                             line_buffering=stream.line_buffering)
