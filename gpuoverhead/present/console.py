@@ -10,7 +10,6 @@ from typing import Any
 
 import pandas as pd
 from rich.console import Console
-from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
@@ -21,6 +20,7 @@ from gpuoverhead.cases import (
 )
 from gpuoverhead.present import format as fmt
 from gpuoverhead.present import workload_grids
+from gpuoverhead.present.format import literal
 from gpuoverhead.records import AdapterInfo, Note
 from gpuoverhead.results.columns import ERROR, SKIPPED
 
@@ -43,13 +43,6 @@ _ROWS += [("gpu", "sequential", "dispatch", "timestamps", "wrapper", "gpu_ns", "
           ("fixed wait", "sequential", "submit", "wait", "wrapper", "fixed_ns", ""),
           ("naive/submit", "sequential", "submit", "wait", "wrapper", "inflation", ""),
           ("naive/dispatch", "sequential", "dispatch", "wait", "wrapper", "inflation", "")]
-
-
-def literal(text: object, newlines: bool = False) -> str:
-    """A string from the user or a file, as rich prints it among the tool's markup: its
-    brackets taken as text (a suite named '[bold]x[/bold]' showed as 'x'), its control
-    characters written out (format.printable)."""
-    return escape(fmt.printable(str(text), newlines))
 
 
 #: Columns of the summary grid left out first where it is wider than the terminal.

@@ -7,6 +7,8 @@ import math
 import unicodedata
 from typing import Any
 
+from rich.markup import escape
+
 from gpuoverhead.analysis.crossover import Crossing
 from gpuoverhead.analysis.stats import CONFIDENCE
 
@@ -44,6 +46,13 @@ def markdown_table(frame: Any) -> str:
     shown = frame.rename(columns=markdown_text).map(
         lambda v: markdown_text(v) if isinstance(v, str) else v)
     return shown.to_markdown(index=False)
+
+
+def literal(text: object, newlines: bool = False) -> str:
+    """A string from the user or a file, as rich prints it among the tool's markup: its
+    brackets taken as text (a suite named '[bold]x[/bold]' showed as 'x'), its control
+    characters written out (`printable`)."""
+    return escape(printable(str(text), newlines))
 
 
 def _escaped(c: str) -> str:

@@ -56,12 +56,13 @@ def terminal(report: Report) -> Table:
     """Transposed for the terminal: one column per adapter and implementation, so that the
     table fits a narrow window whatever the number of figures."""
     frame = display_frame(report)
-    table = Table(title=title(report).replace("`", ""))
+    table = Table(title=fmt.literal(title(report).replace("`", "")))
     table.add_column("")
-    for row in frame.itertuples(index=False):
-        table.add_column(f"{row.adapter}\n{row.backend}, {row.implementation}", justify="right")
+    for row in frame.itertuples(index=False):  # names from result files: text, not markup
+        table.add_column(fmt.literal(f"{row.adapter}\n{row.backend}, {row.implementation}",
+                                 newlines=True), justify="right")
     for column in ["vendor", "runs"] + [f.label for f in report.figures] + ["notes"]:
-        table.add_row(column, *map(str, frame[column]))
+        table.add_row(fmt.literal(column), *map(fmt.literal, frame[column]))
     return table
 
 

@@ -204,6 +204,29 @@ def test_hostile_dollars_in_a_plot_are_text(tmp_path, output, where):
     assert (tmp_path / name).exists()
 
 
+#: rich markup: a style, a terminal hyperlink.
+MARKUP = ["[bold red]x[/bold red]", "[link=http://evil.example]click[/link]"]
+
+
+@pytest.mark.parametrize("payload", MARKUP)
+@pytest.mark.parametrize("where", ["report's adapter", "show's fusion implementation"])
+def test_hostile_markup_in_names_is_text_on_the_terminal(monkeypatch, tmp_path, payload,
+                                                         where):
+    """A device or implementation named with rich markup was styled, or made a link, in
+    `report`'s terminal table and the fusion grids of `show` (issue 53.4)."""
+    if where.startswith("report"):
+        run = altered(tmp_path / "set", columns={"adapter": "GPU" + payload}, samples=False)
+    else:
+        run = altered(tmp_path / "set", ROOT / "results" / "h100" / "engine",
+                      columns={"implementation": lambda c: c + payload}, samples=False)
+    buffer = io.StringIO()
+    monkeypatch.setattr(console, "out", Console(width=250, file=buffer))
+    clean(in_process(where.split("'")[0], str(run)))
+    styled = re.sub(r"\[[^]]*\]", "", payload)  # what is left where markup was read as such
+    assert payload in buffer.getvalue()
+    assert not re.search(rf"(GPU|wgpu-native){styled}", buffer.getvalue())
+
+
 # --- 5. Bounds on what is read -----------------------------------------------------------
 
 @pytest.fixture(scope="module")
