@@ -53,7 +53,7 @@ class RunFolder:
     start: RunRecord
     replaces: Path | None = None
     done: list[Finished] = field(default_factory=list)
-    #: The claim on the run id (`claim`), held until `release`.
+    #: The claim on the run id (`Claim`), held until `release`.
     claimed: Claim | None = None
 
     @classmethod
@@ -181,7 +181,7 @@ class Claim:
 
     @classmethod
     def take(cls, target: Path) -> Claim:
-        """The claim on `target`'s id, or a UserError naming the run that holds it."""
+        """The claim on `target`'s id, or a UserError where another run holds it."""
         path = target.with_name(f".{target.name}.lock")
         while True:
             try:
