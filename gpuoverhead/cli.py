@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from gpuoverhead import __version__, interrupts
-from gpuoverhead.errors import OutputClosed, UserError
+from gpuoverhead.errors import OutputClosed, UserError, out_of_memory
 from gpuoverhead.gpu.adapters import BACKENDS
 from gpuoverhead.options import (
     AdapterOption,
@@ -38,7 +38,7 @@ from gpuoverhead.options import (
     SuiteOption,
 )
 from gpuoverhead.resources import DEFAULT_SUITE, suite_path
-from gpuoverhead.whole_files import whole_writes
+from gpuoverhead.whole_files import whole_stdout
 
 if TYPE_CHECKING:
     from gpuoverhead.run.plan import RunOptions
@@ -337,17 +337,6 @@ def validate(file: Annotated[Path, typer.Argument(
     typer.echo(f"{file}: ok: {len(suite.groups)} groups, {cases} cases; {compiled}")
 
 
-def _address_space_limited() -> bool:
-    """Whether this process runs under an address-space limit (`ulimit -v`; never on
-    Windows): a SystemError ('error return without exception set') is then a library that
-    could not allocate, not a fault of the tool."""
-    try:
-        import resource
-    except ImportError:
-        return False
-    return resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY
-
-
 def main() -> None:
     """The console script: output that a terminal or pipe cannot encode is replaced, not a
     crash; a full or closed stdout ends in one line; Mesa's drivers get a private runtime
@@ -363,33 +352,23 @@ def main() -> None:
     for name in ("stdout", "stderr"):  # a closed stream (`>&-`) drops what it would show
         if getattr(sys, name) is None:
             setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
-    if not sys.stdout.isatty():  # a pipe whose reader leaves: said, not cut short in silence
-        sys.stdout = whole_writes(sys.stdout)
     _install_interrupts()  # from the first moment: a SIGTERM while starting exits 130 too
     try:
-        try:
+        with whole_stdout():  # a pipe whose reader leaves: said, not cut short in silence
             app()
-        finally:
-            sys.stdout.flush()
     except KeyboardInterrupt:
         os._exit(interrupts.exit_code())
-    except OutputClosed:
-        with contextlib.suppress(OSError):
-            os.write(2, b"error: cannot write the output: its reader closed it (a broken pipe); "
-                        b"what came before is all there is\n")
-        os._exit(EXIT_FAILED)
-    except (MemoryError, ImportError, SystemError) as exc:  # a memory limit (ulimit -v) or
-        if isinstance(exc, ImportError) and "failed to map segment" not in str(exc) or \
-                isinstance(exc, SystemError) and not _address_space_limited():
-            raise  # ... the machine's, which a library the loader could not map under it
-            # shows as an ImportError, and pandas' import under it at times as a SystemError
+    except (MemoryError, ImportError, SystemError) as exc:
+        if not out_of_memory(exc):
+            raise
         with contextlib.suppress(OSError):
             os.write(2, f"error: out of memory{': ' + str(exc) if str(exc) else ''} (a "
                         f"memory limit such as ulimit -v, or the machine's)\n".encode())
         os._exit(EXIT_USER)
-    except OSError as exc:
-        if exc.errno not in (errno.EPIPE, errno.ENOSPC, errno.EIO):
+    except (OSError, OutputClosed) as exc:
+        if isinstance(exc, OSError) and exc.errno not in (errno.EPIPE, errno.ENOSPC, errno.EIO):
             raise
         with contextlib.suppress(OSError):
-            os.write(2, f"error: cannot write the output: {exc.strerror}\n".encode())
+            os.write(2, f"error: cannot write the output: {getattr(exc, 'strerror', exc)}\n"
+                        .encode())
         os._exit(EXIT_FAILED)

@@ -24,6 +24,25 @@ class OutputClosed(Exception):
     CLI says so in one line and exits 1, rather than end with part of the output and 0.
     Not an OSError, which click would end in silence."""
 
+    def __str__(self) -> str:
+        return "its reader closed it (a broken pipe); what came before is all there is"
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether `exc` is running out of memory (a memory limit such as `ulimit -v`, or the
+    machine's): a MemoryError; an ImportError of a library the loader could not map under
+    the limit; a SystemError ('error return without exception set', as importing pandas
+    under 300 MiB gave at times) where an address-space limit is set (Windows has none)."""
+    if isinstance(exc, ImportError):
+        return "failed to map segment" in str(exc)
+    if isinstance(exc, SystemError):
+        try:
+            import resource
+        except ImportError:
+            return False
+        return resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY
+    return isinstance(exc, MemoryError)
+
 
 class IntegrityError(Exception):
     """A kernel's output did not hold what the dispatches issued should have produced.

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import io
 import os
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
@@ -71,9 +73,17 @@ class _WholeWrites(io.RawIOBase):
         return memoryview(data).nbytes
 
 
-def whole_writes(stream: TextIO) -> TextIO:
-    """`stream` (stdout, not a terminal) as one whose every write is whole or OutputClosed."""
-    stream.flush()
-    return io.TextIOWrapper(io.BufferedWriter(_WholeWrites(stream)),
-                            encoding=stream.encoding, errors=stream.errors,
-                            line_buffering=stream.line_buffering)
+@contextmanager
+def whole_stdout() -> Iterator[None]:
+    """stdout, where it is no terminal, written whole or OutputClosed while the command runs,
+    and flushed before it ends (where the flush can still say so)."""
+    stream = sys.stdout
+    if not stream.isatty():
+        stream.flush()
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(_WholeWrites(stream)),
+                                      encoding=stream.encoding, errors=stream.errors,
+                                      line_buffering=stream.line_buffering)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
