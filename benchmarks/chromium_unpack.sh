@@ -2,24 +2,21 @@
 # Unpack .chromium/ (made by benchmarks/chromium_bundle.sh, carried to the GPU server) into
 # DEST (default /tmp/gpuo-chromium), from the repository root:
 #   bash benchmarks/chromium_unpack.sh [DEST]
-# and print the --browser path and the environment to use (docs/browser-gpu.md). Needs only
-# sh, python3 and xz (or python3's lzma). DEST/chromium is a wrapper that sets the library
-# path and the headless-surface layer for the browser alone, read at each start:
-#   GPUOVERHEAD_SURFACE_LAYER=0   leave the layer out (benchmarks/chromium_surface_layer.c)
+# and print the --browser path to use (docs/browser-gpu.md). Needs only sh, python3 and xz
+# (or python3's lzma). DEST/chromium is a wrapper that sets the library path for the browser
+# alone, read at each start (the surface layer is the tool's: gpuoverhead/browser/surface.py):
 #   GPUOVERHEAD_SYSTEM_VULKAN=1   the system's Vulkan loader for Chromium and Dawn (ANGLE
 #                                 opens the one beside the binary whatever the path says)
-# websockets goes to /tmp/site (where the device recipe puts .whl/ too): PYTHONPATH names it.
 set -euo pipefail
 src=${CHROMIUM_BUNDLE:-.chromium}
 dest=${1:-/tmp/gpuo-chromium}
-site=${GPUOVERHEAD_SITE:-/tmp/site}
 if [ ! -f "$src/SHA256SUMS" ]; then
   echo "error: no $src/SHA256SUMS: carry .chromium (bash benchmarks/chromium_bundle.sh makes it)" >&2
   exit 2
 fi
 (cd "$src" && sha256sum -c --quiet SHA256SUMS) || { echo "error: $src is damaged" >&2; exit 2; }
 rm -rf "$dest"
-mkdir -p "$dest" "$site"
+mkdir -p "$dest"
 if command -v xz >/dev/null; then
   xz -dc "$src/headless_shell.xz" > "$dest/headless_shell"
   xz -dc "$src/rest.tar.xz" | tar -C "$dest" -xf -
@@ -32,21 +29,14 @@ fi
 chmod +x "$dest/headless_shell"
 cat > "$dest/chromium" <<'WRAPPER'
 #!/bin/sh
-# gpuoverhead's headless Chromium (benchmarks/chromium_unpack.sh): its own libraries, and the
-# layer that lists VK_EXT_headless_surface unless GPUOVERHEAD_SURFACE_LAYER=0.
+# gpuoverhead's headless Chromium (benchmarks/chromium_unpack.sh): its own libraries.
 d=$(dirname "$(readlink -f "$0")")
 lib="$d/lib"
 [ "${GPUOVERHEAD_SYSTEM_VULKAN:-0}" = 1 ] || lib="$lib:$d"  # ANGLE opens $d's loader anyway
 export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-if [ "${GPUOVERHEAD_SURFACE_LAYER:-1}" = 1 ]; then
-  export XDG_DATA_DIRS="$d/share:${XDG_DATA_DIRS:-/usr/local/share:/usr/share}"
-  export GPUOVERHEAD_HEADLESS_SURFACE=1
-fi
 exec "$d/headless_shell" "$@"
 WRAPPER
 chmod +x "$dest/chromium"
-cp -r "$dest"/site/. "$site"/
 echo "chromium $(cat "$src/VERSION") unpacked: $(du -sm "$dest" | cut -f1) MiB in $dest"
 echo "  --browser $dest/chromium"
-echo "  export PYTHONPATH=$site:\$PWD"
 echo "  python3 benchmarks/chromium_gpu_probe.py --browser $dest/chromium --out /tmp/gpuo-probe"

@@ -3,9 +3,12 @@ estimate and process count, in seeded simulations (gpuoverhead/analysis/coverage
 first runs of every cell also go through combine.combine and pairs.paired_ratios, which
 must agree; then how often compare's interval of two runs' ratio covers 1 in an A/A (the
 same scenario measured twice), and, for two scenarios, against the interval compare used
-before (the runs' own intervals combined around the ratio of their medians). Prints the
-tables of docs/methodology.md ("Interval coverage").
-Run from the repository root: `python benchmarks/coverage.py [--runs 10000]`."""
+before (the runs' own intervals combined around the ratio of their medians); then where
+processes meet the machine's regimes (gpuoverhead/analysis/coverage_regimes.py): the CPU's
+two states, figures from one state's rounds against every round's, and a process's life
+(`--regimes`: that table alone). Prints the tables of docs/methodology.md ("Interval
+coverage").
+Run from the repository root: `python benchmarks/coverage.py [--runs 10000] [--regimes]`."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ import time
 
 import numpy as np
 
-from gpuoverhead.analysis import coverage
+from gpuoverhead.analysis import coverage, coverage_regimes
 from gpuoverhead.analysis.runs import combined_ratio, runs_ratio
 from gpuoverhead.analysis.stats import Interval, between_processes
 
@@ -47,12 +50,16 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10_000, help="simulated runs per cell")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--regimes", action="store_true", help="the regimes' table alone")
     args = parser.parse_args()
     start = time.perf_counter()
-    print(coverage.markdown(coverage.table(args.runs, args.seed, COUNTS)))
-    print()
-    print(coverage.markdown(coverage.aa_table(args.runs, args.seed, COUNTS)))
-    print()
-    print(before_and_now(args.runs, args.seed))
+    if not args.regimes:
+        print(coverage.markdown(coverage.table(args.runs, args.seed, COUNTS)))
+        print()
+        print(coverage.markdown(coverage.aa_table(args.runs, args.seed, COUNTS)))
+        print()
+        print(before_and_now(args.runs, args.seed))
+        print()
+    print(coverage.markdown(coverage_regimes.table(args.runs, args.seed, COUNTS)))
     print(f"\n{args.runs} runs per cell, seed {args.seed}, "
           f"{time.perf_counter() - start:.0f} s")

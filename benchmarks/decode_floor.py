@@ -18,16 +18,12 @@ checked against numpy's greedy loop at the weights' own cache. `--kernels` adds,
 and cache, the GPU time of each fused kernel of the first
 layer and of one LM-head chunk, each repeated in a pass (what one dispatch costs, its gap
 after the one before included), and an empty dispatch; `--sweep` times the fused step of
-the first shape at each matrix-vector workgroup size and loads per lane. `--variants`
-times only the fused step under each of VARIANTS (the engine's choices, old to new), the
-logits of each checked at both caches, in `--rounds` rounds that time every variant once
-in a rotating order (the H100's timings drift within minutes: a round pairs them in time):
-each one's median and min GPU ms per token. The device gets the adapter's largest storage
-binding and buffer (the LM head in as few chunks as they allow). `--tiny`: the hidden-128
-model, a few steps (for lavapipe). Run from the repository root:
+the first shape at each matrix-vector workgroup size and loads per lane. The fused
+kernels' variants side by side: benchmarks/decode_kernels.py. The device gets the adapter's
+largest storage binding and buffer (the LM head in as few chunks as they allow). `--tiny`:
+the hidden-128 model, a few steps (for lavapipe). Run from the repository root:
 
     python benchmarks/decode_floor.py --bandwidth 3350 --json OUT.json
-    python benchmarks/decode_floor.py --variants --json OUT.json
 """
 
 from __future__ import annotations
@@ -54,8 +50,6 @@ from gpuoverhead.gpu.wait import waiter  # noqa: E402
 from gpuoverhead.suite.shaders import fusion_kernel  # noqa: E402
 from gpuoverhead.workloads import decode, read_floor  # noqa: E402
 from gpuoverhead.workloads.decode_model import (  # noqa: E402
-    ATTENTION_WORKGROUPS,
-    MAX_BINDING,
     MODELS,
     TOKEN,
     TOLERANCE,
@@ -70,11 +64,6 @@ FORMS = ("unfused", "fused")
 #: The fused kernels of a layer, in order, and the layer's weight each reads (None: none).
 FUSED = (("qkv_rope", "wqkv"), ("attn_part", None), ("attn_out", "wo"), ("gate_up", "wgu"),
          ("matvec_add", "wdown"))
-#: --variants: (name, the attention's workgroups (ATTENTION_WORKGROUPS; 0: blocks of 256),
-#: bytes of an LM head chunk at most (None: the device's limits), attn_out's AHEAD), each
-#: one change on the one before: "old", the first fused engine; "new", the defaults.
-VARIANTS = (("old", 0, MAX_BINDING, 0), ("head", 0, None, 0), ("ahead", 0, None, 1),
-            ("blocks-64", 64, None, 1), ("new", ATTENTION_WORKGROUPS, None, 1))
 
 
 @dataclass
@@ -84,16 +73,18 @@ class Group:
     kernel: Any
 
 
-def open_device(binding: Any) -> tuple[Any, Any, PassTimer | None, float, dict]:
-    """The binding's best adapter's device (timestamps where offered), its timer, tick."""
+def open_device(binding: Any, wanted: tuple[str, ...] = ()
+                ) -> tuple[Any, Any, PassTimer | None, float, dict]:
+    """The binding's best adapter's device (timestamps and the `wanted` features where
+    offered), its timer, tick."""
     found = adapters.discover([binding])[0]
     if not found:
         raise RuntimeError(f"{binding.name} offers no adapter here")
     best = found[0]
     stamps = "timestamp-query" in best.adapter.features
     wide = {k: best.adapter.limits[k] for k in adapters.BUFFER_LIMITS}  # the LM head's chunks
-    device, notes = binding.request_device(best.adapter, ["timestamp-query"] if stamps else [],
-                                           wide)
+    features = [f for f in ("timestamp-query", *wanted) if f in best.adapter.features]
+    device, notes = binding.request_device(best.adapter, features, wide)
     timer = PassTimer(device) if stamps else None
     tick = binding.tick_ns(device.queue) if stamps else 1.0
     return device, best, timer, tick, {"adapter": best.info.label, **notes}
@@ -138,43 +129,6 @@ def at_cache(weights: Weights, cache: int) -> Weights:
     layers = [{**layer, "kcache": layer["kcache"][:keep], "vcache": layer["vcache"][:keep]}
               for layer in weights.layers]
     return Weights(weights.shape, cache, layers, weights.final_norm, weights.head)
-
-
-def compare_variants(device: Any, timer: PassTimer | None, tick: float, weights: Weights,
-                     expected: dict[int, np.ndarray], args: argparse.Namespace, base: dict
-                     ) -> list[dict]:
-    """The fused step of one shape under each of VARIANTS at each cache: all logits checked
-    (the longest cache first: a shorter one writes its token into the longer one's cache),
-    then `--rounds` rounds, each a pass of `--steps` steps per variant and cache in rotating
-    order. A record per variant and cache (GPU ms per token: the rounds' median)."""
-    ctx = Context(device, Group(fusion_kernel("decode")))
-    engine, wait = decode.Engine(ctx, weights), waiter(device)
-    chunked = engine.tuned(ATTENTION_WORKGROUPS, MAX_BINDING, 1)  # one upload of 128 MiB chunks
-    runs = {}
-    for cache in args.caches:
-        for name, workgroups, head, ahead in VARIANTS:
-            at = (chunked if head else engine).tuned(workgroups, head, ahead).at(cache)
-            count = ctx.buffer(np.zeros(1, np.uint32))
-            segments, logits = at.steps("fused", count)
-            sequence = sum(segments, ())
-            timed_pass(device, sequence, 2, None, tick, wait)
-            runs[(cache, name)] = (sequence, count, check(ctx, logits, expected[cache]), [])
-    keys = list(runs)
-    for r in range(args.rounds):
-        for key in keys[r % len(keys):] + keys[:r % len(keys)]:
-            runs[key][3].append(timed_pass(device, runs[key][0], args.steps, timer, tick, wait))
-    rows = []
-    for (cache, name), (sequence, count, ok, passes) in runs.items():
-        done = int(np.frombuffer(device.queue.read_buffer(count), np.uint32)[0])
-        times, walls = [gpu for gpu, _ in passes], [wall for _, wall in passes]
-        gpu = None if None in times else float(np.median(times))
-        rows.append({**record(base, weights, cache, "fused", gpu, float(np.median(walls)), args,
-                              len(sequence), done == 2 + args.rounds * args.steps, ok),
-                     "variant": name, "rounds": args.rounds, "gpu_ms_per_token_rounds":
-                     [None if t is None else t / args.steps / 1e6 for t in times]})
-        print(f"{name:10} " + line(rows[-1]) + ("" if gpu is None else
-              f"  min {min(times) / args.steps / 1e6:.3f}"), flush=True)
-    return rows
 
 
 def token_loop_figures(device: Any, engine: Any, form: str, args: argparse.Namespace,
@@ -309,20 +263,19 @@ def sweep(device: Any, timer: PassTimer | None, tick: float, engine: Any, wait: 
 
 
 def summary(rows: list[dict]) -> list[str]:
-    """The issue's two gates per implementation, shape and variant (fused, f32)."""
+    """The issue's two gates per implementation and shape (fused, f32)."""
     out = []
-    fused = {(r["implementation"], r["shape"], r.get("variant", ""), r["cache"]): r
+    fused = {(r["implementation"], r["shape"], r["cache"]): r
              for r in rows if r.get("form") == "fused" and r["gpu_ms_per_token"] is not None}
-    for (impl, shape, variant, cache), r in sorted(fused.items()):
-        caches = [c for i, s, v, c in fused if (i, s, v) == (impl, shape, variant)]
+    for (impl, shape, cache), r in sorted(fused.items()):
+        caches = [c for i, s, c in fused if (i, s) == (impl, shape)]
         if cache != min(caches):
             continue
         longest = max(caches)
-        ratio = fused[(impl, shape, variant, longest)]["gpu_ms_per_token"] / \
-            r["gpu_ms_per_token"]
+        ratio = fused[(impl, shape, longest)]["gpu_ms_per_token"] / r["gpu_ms_per_token"]
         read = "" if r["floor_multiple_read"] is None else \
             f" ({r['floor_multiple_read']:.2f}x at the stream's {r['read_gb_s']:.0f} GB/s)"
-        out.append(f"{impl:12} {shape:13} {variant:10} fused: {r['floor_multiple']:.2f}x the "
+        out.append(f"{impl:12} {shape:13} fused: {r['floor_multiple']:.2f}x the "
                    f"floor at cache {cache}{read} (goal <= 2.0), cache {longest} / {cache}: "
                    f"{ratio:.2f}x (goal <= 1.3)")
     return out
@@ -340,13 +293,10 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--sweep", action="store_true", help="matvec workgroup sweep")
     parser.add_argument("--loop", action="store_true",
                         help="the token loop's tokens/s, synced and pipelined, per form")
-    parser.add_argument("--variants", action="store_true",
-                        help="only the fused step under each of VARIANTS, interleaved")
-    parser.add_argument("--rounds", type=int, default=6, help="--variants: rounds (6)")
     args = parser.parse_args()
     args.shapes = [128] if args.tiny else [896, 1536]
     args.caches = (2048, 128)  # the weights' own cache first: a shorter one overwrites it
-    args.steps = args.steps or (16 if args.tiny else 64 if args.variants else 256)
+    args.steps = args.steps or (16 if args.tiny else 256)
     return args
 
 
@@ -382,8 +332,7 @@ def main() -> None:
         print(f"{binding.name}: {info['adapter']}, a stream reads "
               f"{read_gb_s or float('nan'):.0f} GB/s", flush=True)
         for hidden in args.shapes:
-            run = compare_variants if args.variants else run_shape
-            rows += run(device, timer, tick, *models[hidden], args, base)
+            rows += run_shape(device, timer, tick, *models[hidden], args, base)
             gc.collect()
         device.destroy()
     gates = summary(rows)

@@ -5,10 +5,20 @@
 #   bash benchmarks/measure_gpu_machine.sh QUESTION...    # from the repository root
 # QUESTION, the name of its folder:
 #   default          a plain run (the default suite, every implementation, its 80 s)
+#   default-again    the same, right after (`compare default default-again`: run to run)
+#   cadence          the cadence suite, wgpu-native in 225 s (its 5 gaps, 3 processes of 10 s each)
+#   cadence-all      the cadence suite, every implementation, in its 400 s
+#   c-loop           a plain C loop's submit, bursts back to back and 30 ms apart, 2
+#                    processes of 10 s each (benchmarks/submit_cadence.py; c-loop/c-loop.json)
+#   figures          issue 54's done-when figures from the folders above
+#                    (benchmarks/regime_figures.py; figures.txt)
 #   processes-3      the same with --processes 3; processes-6, processes-10: with 6, 10
 #   limit300         the default suite in 300 s
 #   selftest         the A/A test (its halves in selftest/a and selftest/b);
 #   selftest-again   the same, later (selftest-again/a, b)
+#   selftest-b2b     its back-to-back form: two plain runs of the default suite one after
+#                    the other (selftest-b2b/a, b), about 175 s: `default` and
+#                    `default-again` with the verdict and the run-to-run allowance
 #   decode           the decode suite (Qwen2.5-0.5B's shapes), every implementation, in
 #                    300 s: as many of 6 processes a job as that holds
 #   decode-1.5b      the same with Qwen2.5-1.5B's shapes
@@ -27,7 +37,7 @@
 # its console output is the folder's run.log (selftest.log for the A/A), its wall time from
 # the shell a line of /tmp/results/times.txt.
 set -uo pipefail
-results=/tmp/results
+results=${RESULTS:-/tmp/results}  # RESULTS: elsewhere (a machine shared with other work)
 mkdir -p "$results"
 if [ -d .gl ] && ! ldconfig -p | grep -q libvulkan.so.1; then
   for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -37,6 +47,8 @@ if [ -d .whl ] && ! python3 -c "import wgpu" 2>/dev/null; then
   export PYTHONPATH=/tmp/site:$PWD
 fi
 export PYTHONUNBUFFERED=1
+# The scripts under benchmarks/ import gpuoverhead from this checkout too.
+case ":${PYTHONPATH:-}:" in *":$PWD:"*) ;; *) export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" ;; esac
 python3 -m gpuoverhead adapters > "$results/adapters.txt" 2>&1 || \
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version \
@@ -61,9 +73,9 @@ run() {  # run SECONDS QUESTION ARGS...: gpuoverhead run into /tmp/results/QUEST
     --run-id "$(basename "$question")"
 }
 
-selftest() {  # selftest QUESTION: the A/A test, its halves as QUESTION/a and QUESTION/b
-  local question=$1 half
-  timed 380 "$question" selftest --out "$results/$question"
+selftest() {  # selftest QUESTION SECONDS ARGS...: the A/A test, its halves as QUESTION/a, b
+  local question=$1 limit=$2 half; shift 2
+  timed "$limit" "$question" selftest --out "$results/$question" "$@"
   for half in a b; do
     for folder in "$results/$question"/selftest-*-"$half"; do
       [ -d "$folder" ] && mv "$folder" "$results/$question/$half"
@@ -75,12 +87,23 @@ crossover=(--suite crossover --implementation wgpu-native,dawn,torch,cpu-ref)
 for question in "$@"; do
   rm -rf "${results:?}/$question"  # a question asked again on the same machine starts afresh
   case $question in
-    default) run 120 default ;;
+    default|default-again) run 120 "$question" ;;
+    cadence) run 250 cadence --suite cadence --implementation wgpu-native --time-limit 225 ;;
+    cadence-all) run 440 cadence-all --suite cadence ;;
+    c-loop) mkdir -p "$results/c-loop"
+      timeout 120 python3 benchmarks/submit_cadence.py --gaps 0,30 --seconds 10 \
+        --processes 2 --json "$results/c-loop/c-loop.json" > "$results/c-loop/run.log" 2>&1
+      echo "c-loop: exit $?" | tee -a "$results/times.txt"
+      [ -n "${OUT:-}" ] && tar -C "$results" -czf "$OUT/results.tgz" . ;;
+    figures) timeout 120 python3 benchmarks/regime_figures.py "$results" \
+        | tee "$results/figures.txt"
+      [ -n "${OUT:-}" ] && tar -C "$results" -czf "$OUT/results.tgz" . ;;
     processes-3) run 120 processes-3 --processes 3 ;;
     processes-6) run 120 processes-6 --processes 6 ;;
     processes-10) run 120 processes-10 --processes 10 ;;
     limit300) run 340 limit300 --time-limit 300 ;;
-    selftest|selftest-again) selftest "$question" ;;
+    selftest|selftest-again) selftest "$question" 380 ;;
+    selftest-b2b) selftest "$question" 200 --back-to-back ;;
     decode) run 340 decode --suite decode --implementation all --time-limit 300 --processes 6 ;;
     decode-1.5b) run 460 decode-1.5b --suite decode-1.5b --implementation all \
       --time-limit 420 ;;

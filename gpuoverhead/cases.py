@@ -47,6 +47,10 @@ REFERENCE = "reference"
 BIND_PER_DISPATCH = "bind_per_dispatch"
 #: Methodology of fusion cases (fused vs unfused forms of the same work).
 FUSION = "fusion"
+#: Methodology of bursts issued at a cadence, each process at one gap (methods/cadence.py).
+CADENCE = "cadence"
+#: The submission regime of ops issued with no idle time between them.
+BACK_TO_BACK = "back to back"
 #: The decode step's kernel file (shaders/fusion_decode.wgsl), by its name in a Case.
 DECODE_KERNEL = "fusion_decode"
 #: Syncs of a host-read loop (methods/fusion.py; the decode step's token loop, the recurrent
@@ -96,6 +100,8 @@ class Case:
     #: BIND_PER_DISPATCH: a sequential case that creates its bind group per dispatch.
     variant: str = ""
     k: int = 0
+    #: A cadence case's idle time between the end of one burst and the start of the next.
+    gap_ms: float = 0.0
 
     def dispatches(self, n: int) -> int:
         """Dispatches one sample with N = n issues (the FFI floor issues none); a fusion
@@ -116,6 +122,8 @@ class Case:
             return f"{base}/{self.implementation}" if self.implementation else base
         if self.implementation:
             return f"{base}/{self.implementation}"
+        if self.methodology == CADENCE:
+            return f"{base}/gap={self.gap_ms:g}ms/{self.encoding}/{self.layer}"
         if self.methodology == "naive":
             return f"{base}/{self.sync}"
         if self.methodology == "sequential":
@@ -146,9 +154,22 @@ class Group:
     #: Seconds one torch.compile build may take before it is stopped and recorded as failed
     #: (workloads/torch_ops.deadline).
     compile_limit_s: float = 120.0
+    #: A cadence group's idle ms between bursts (each gap a group, so its own processes).
+    gap_ms: float | None = None
+
+    @property
+    def regime(self) -> str:
+        """The submission regime its processes measure in: ops back to back (every other
+        group's rounds follow each other with no idle time), or a cadence group's bursts,
+        one after the other or with idle gaps between them."""
+        if self.gap_ms is None:
+            return BACK_TO_BACK
+        return "bursts back to back" if self.gap_ms == 0 else f"bursts {self.gap_ms:g} ms apart"
 
     @property
     def id(self) -> str:
+        if self.gap_ms is not None:
+            return f"{self.benchmark}/elements={self.elements}/gap={self.gap_ms:g}ms"
         if self.fusion == "matmul":
             return f"{self.benchmark}/matmul"
         if self.fusion == "decode":  # a group per model and KV cache length

@@ -9,7 +9,6 @@ import contextlib
 import errno
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -162,13 +161,7 @@ def show(folder: Annotated[Path, typer.Argument(help="A run folder (runs/<run_id
                                                     f"Runs in {folder} (show one of them)"))
             return
         found = read.load(folder)
-    stopped = read.unfinished(found)
-    console.show_warnings([stopped] if stopped else [])
-    if found.summary.empty:
-        console.err.print(f"{folder}: no estimates (status {found.info.get('status')!r}): the "
-                          "run finished no benchmark", highlight=False)
-    console.print_summary(found.summary, f"unfinished run (status {found.info['status']!r})"
-                          if stopped else None)
+    console.print_run(found)
 
 
 @app.command()
@@ -218,16 +211,25 @@ def compare(
     markdown: Annotated[bool, typer.Option(help="Print Markdown instead of a table.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (docs/schema.md).")
                        ] = False,
+    run_to_run: Annotated[float | None, typer.Option(
+        "--allowance", help="How far in percent two runs here differ when nothing changed: "
+        "no change within it is called (default: what selftest --back-to-back found here "
+        "for this suite in the last day, else 0).")] = None,
 ) -> None:
     """Per estimate: NEW/BASE with a CI, a rank test on the raw samples, and a verdict."""
+    from gpuoverhead.present import allowance, console
     from gpuoverhead.present import compare as comparing
-    from gpuoverhead.present import console
     from gpuoverhead.results import read
 
     with user_errors():
         comparing.check_thresholds(threshold, fail_above)
         runs = read.load(base), read.load(new)
-        table = comparing.compare(*runs, threshold / 100)
+        allowed, source = allowance.chosen(*runs, run_to_run)
+        table = comparing.compare(*runs, threshold / 100, allowed)
+    if source:
+        console.err.print(console.literal(
+            f"judged with this machine's run-to-run allowance, ±{allowed:.1%} (selftest "
+            f"--back-to-back, {source}; --allowance 0: without)"), highlight=False)
     console.show_warnings(comparing.differences(*runs))
     comparing.show(table, "json" if as_json else "markdown" if markdown else "table", runs,
                    threshold / 100)
@@ -244,20 +246,25 @@ def selftest(
     suite: SuiteOption = DEFAULT_SUITE,
     backend: BackendOption = None,
     adapter: AdapterOption = None,
-    processes: Annotated[int, typer.Option(
+    processes: Annotated[int | None, typer.Option(
         help="Worker processes per job in each half (6: from six on the comparison is the "
-             "Hodges-Lehmann shift's, which one odd process does not move).")] = 6,
+             "Hodges-Lehmann shift's, which one odd process does not move; --back-to-back: "
+             "a plain run's).")] = None,
     implementation: ImplementationOption = "all",
     out: OutOption = Path("runs"),
     threshold: Annotated[float, typer.Option(help="As for compare, in percent.")] = 5.0,
     affinity: AffinityOption = None,
+    back_to_back: Annotated[bool, typer.Option(
+        "--back-to-back", help="Two plain runs one after the other instead of halves that "
+        "alternate: how far two runs here differ (at least 90% must be `same`); the "
+        "run-to-run allowance found is kept a day, and compare allows it.")] = False,
 ) -> None:
     """A/A test: the same suite measured twice, interleaved, and compared; at least 95% of
     the headline estimates must be `same`. Each process gets what one of a plain run's
     three gets, so six a half take four times the suite's time limit."""
     from gpuoverhead.drivers import registry
+    from gpuoverhead.present import allowance, console
     from gpuoverhead.present import compare as comparing
-    from gpuoverhead.present import console
     from gpuoverhead.results import read
     from gpuoverhead.run.environment import new_run_id
     from gpuoverhead.run.plan import RunOptions
@@ -266,24 +273,34 @@ def selftest(
     with user_errors():
         names = registry.parse(implementation)
         comparing.check_thresholds(threshold, None)
-    result = _measure(RunOptions(suite=suite, out_root=out, backend=backend, adapter=adapter,
-                                 implementations=names, processes=processes,
-                                 run_id=f"selftest-{new_run_id()}", halves=True), affinity)
-    runs = result.folders
-    if result.record.status == "interrupted":  # halves cut short: a verdict would mislead
-        console.err.print(f"interrupted in {result.seconds:.0f} s: no A/A verdict; the halves "
-                          f"measured are kept in {runs[0]} and {runs[1]}", highlight=False)
+    def options(**more: object) -> RunOptions:
+        return RunOptions(suite=suite, out_root=out, backend=backend, adapter=adapter,
+                          implementations=names, **more)
+
+    run_id = f"selftest-{new_run_id()}"
+    made = [_measure(options(processes=processes, run_id=f"{run_id}-{half}"), affinity)
+            for half in "ab"] if back_to_back else [_measure(options(
+                processes=processes or 6, run_id=run_id, halves=True), affinity)]
+    runs = [f for result in made for f in result.folders]
+    if any(r.record.status == "interrupted" for r in made):  # a verdict would mislead
+        console.err.print(f"interrupted in {sum(r.seconds for r in made):.0f} s: no A/A verdict;"
+                          f" what was measured is kept in {', '.join(map(str, runs))}")
         raise typer.Exit(interrupts.exit_code())
     with user_errors():
-        table = comparing.compare(read.load(runs[0]), read.load(runs[1]), threshold / 100)
+        sets = read.load(runs[0]), read.load(runs[1])
+        table = comparing.compare(*sets, threshold / 100)
     comparing.show(table)
     for line in comparing.aa_lines(table):
         console.out.print(line, highlight=False)
-    console.out.print(f"({runs[0].name}, the even processes, vs {runs[1].name}, the odd ones, "
-                      "alternating in time; the target is at least 95% of the headline "
-                      "estimates)", highlight=False)
-    share, count = comparing.share_same(table, True)
-    if not count or share < 0.95:
+    console.out.print(f"({runs[0].name} vs {runs[1].name}, " + (
+        "one run after the other)" if back_to_back else
+        "the even processes vs the odd ones, alternating in time)"), highlight=False)
+    if back_to_back:
+        console.out.print(allowance.kept_from(table, sets[1]), highlight=False)
+    passed, said = comparing.aa_verdict(table, processes or 6, comparing.B2B_PASS
+                                        if back_to_back else comparing.AA_PASS)
+    console.out.print(said, highlight=False)
+    if not passed:
         raise typer.Exit(EXIT_FAILED)
 
 
@@ -340,15 +357,21 @@ def validate(file: Annotated[Path, typer.Argument(
 def main() -> None:
     """The console script: output that a terminal or pipe cannot encode is replaced, not a
     crash; a full or closed stdout ends in one line; Mesa's drivers get a private runtime
-    folder where none is set (else they print an error line per process)."""
+    folder where none is set (else they print an error line per process) and a private
+    shader cache."""
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
     if not os.environ.get("XDG_RUNTIME_DIR") and sys.platform.startswith("linux"):
-        runtime = Path(tempfile.gettempdir()) / f"gpuoverhead-runtime-{os.getuid()}"
-        with contextlib.suppress(OSError):
-            runtime.mkdir(mode=0o700, exist_ok=True)
-            os.environ["XDG_RUNTIME_DIR"] = str(runtime)
+        from gpuoverhead.gpu.cache_folder import runtime_dir
+
+        with contextlib.suppress(OSError):  # another user's, refused: gpu/cache_folder.py
+            if runtime := runtime_dir():
+                os.environ["XDG_RUNTIME_DIR"] = str(runtime)
+    if sys.platform.startswith("linux"):  # llvmpipe runs the code it finds there
+        from gpuoverhead.gpu.cache_folder import mesa_cache_env
+
+        os.environ.update(mesa_cache_env())
     for name in ("stdout", "stderr"):  # a closed stream (`>&-`) drops what it would show
         if getattr(sys, name) is None:
             setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115

@@ -2,10 +2,11 @@
 direction is better. Printers, reports and `compare` read a row's own `hint` and `better`
 columns (nvbench's summary hints) instead of guessing from its name.
 
-Hints: `time` (ns, shown in µs), `difference` (ns between two times, shown in µs, below
-zero where the part subtracted is the larger: never clipped), `ratio` (shown as 1.23x),
-`rate` (per second), `share` (a fraction, shown in %), `size` (a matrix size M), `error` (a
-benchmark that failed). A time, ratio or rate and its interval are never below zero.
+Hints: `time` (ns, shown in µs), `difference` (ns between two times that checks a split,
+shown in µs, below zero where the part subtracted is the larger: never clipped), `ratio`
+(shown as 1.23x), `rate` (per second), `share` (a fraction, shown in %), `size` (a matrix
+size M), `error` (a benchmark that failed). A time, ratio or rate and its interval are
+never below zero.
 """
 
 from __future__ import annotations
@@ -29,9 +30,11 @@ METRICS = {
                      "call_ns", "first_round_ns", "first_round_per_dispatch_ns",
                      "per_unit_ns", "cpu_per_unit_ns", "overlapped_ns", "token_ns",
                      "cpu_per_token_ns", "per_op_ns", "step_ns", "cpu_per_step_ns",
-                     "build_ns"), _TIME),
-    "python_ns": Metric("ns", "difference", "lower"),
-    "bind_group_ns": Metric("ns", "difference", "lower"),
+                     "build_ns", "read_floor_ns", "dispatch_gpu_ns", "kernel_excess_ns",
+                     "burst_per_op_ns", "burst_cpu_per_op_ns", "completion_floor_ns"), _TIME),
+    "wait_per_unit_ns": _TIME,  # a cost, measured as a difference, as python_ns
+    "python_ns": _TIME,  # a cost, measured as a difference (analysis/combine.DIFFERENCES)
+    "bind_group_ns": _TIME,
     "bind_group_ratio": Metric("ratio", "ratio", "lower"),
     "ffi_check_ns": Metric("ns", "difference", "none"),
     "closure_ns": Metric("ns", "difference", "none"),
@@ -41,9 +44,12 @@ METRICS = {
     "fusion_gpu_speedup": _SPEEDUP,
     "cpu_over_gpu": _SPEEDUP,
     "paired_ratio": Metric("ratio", "ratio", "lower"),
+    "binding_ratio": Metric("ratio", "ratio", "lower"),
     "reference_ratio": Metric("ratio", "ratio", "none"),
     "cpu_ratio": Metric("ratio", "ratio", "lower"),
     "browser_tax": Metric("ratio", "ratio", "lower"),
+    "browser_tax_synced": Metric("ratio", "ratio", "lower"),
+    "browser_tax_gpu": Metric("ratio", "ratio", "lower"),
     "sync_slowdown": Metric("ratio", "ratio", "lower"),
     "hybrid_slowdown": Metric("ratio", "ratio", "lower"),
     "gpu_share": Metric("ratio", "share", "none"),

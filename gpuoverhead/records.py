@@ -22,6 +22,10 @@ MEMORY_BANDWIDTH_GB_S = (("H100 80GB HBM3", 3350.0), ("H100 PCIe", 2000.0),
 #: A worker's note (run.json) of the read bandwidth its stream kernel measured, GB/s
 #: (workloads/read_floor.py): the memory floor as the adapter reaches it.
 READ_GB_S = "read_gb_s"
+#: Beside it, the GPU's own time per dispatch in one pass (ns) that the worker measured,
+#: and the dispatches a unit of each GPU-time case issues (by case id): what a decode
+#: token's GPU time is taken apart with.
+GPU_PER_DISPATCH_NS, DISPATCHES_PER_UNIT = "gpu_per_dispatch_ns", "dispatches_per_unit"
 
 
 @dataclass(frozen=True)

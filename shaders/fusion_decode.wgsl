@@ -10,7 +10,8 @@
 // sum and weighted values), attn_out (the blocks combined, o + residual), gate_up (norm
 // folded in, SiLU x up), matvec_add (down + residual). Both: copy (the token's row of the
 // tied embedding into the residual stream) first, the final norm and the LM head
-// (unfused: rmsnorm + matvec; fused: norm_matvec) in row chunks below the storage-binding
+// (unfused: rmsnorm + matvec; fused: norm_matvec, or norm_matvec4 with four rows a lane
+// group, the suite's choice: workloads/decode_choices) in row chunks below the storage-binding
 // limit, all chunks writing one logits buffer, and `count` last. In the token loop (an
 // engine's greedy decoding) the step's input is instead the embedding of the token id in a
 // GPU buffer (`embed`, a dispatch per head chunk) and its end the argmax of the logits into
@@ -32,14 +33,14 @@ override T: u32 = 129;        // positions attended: the cache and the new token
 override AB: u32 = 256;       // attention: positions per block, a power of two from
                               // WG / (D / 4) up to WG
 override NB: u32 = 1;         // attention blocks: ceil(T / AB)
-override AHEAD: u32 = 1;      // attn_out: 1, its first weights loaded before the combine
 override ROWS: u32 = 896;     // matvec: output rows (rope: heads; elementwise: length)
 override COLS: u32 = 896;     // matvec: input length, a multiple of 4
 override TOKEN: u32 = 0;      // copy: the token's row in the first chunk of the LM head
 override BASE: u32 = 0;       // matvec, norm_matvec, embed: the chunk's first row of the head
 const EPS: f32 = 1e-6;
 const MAX_D4: u32 = 32u;      // D / 4 at most
-const MAX_Q4: u32 = 384u;     // NH * D / 4 at most (the attention output in workgroup memory)
+const MAX_Q4: u32 = 384u;     // NH * D / 4 and H / 4 at most (os: the attention's output or a
+                              // normed residual stream in workgroup memory)
 const MAX_HB: u32 = 512u;     // NH * NB at most
 alias W = f32;
 
@@ -494,12 +495,21 @@ fn qkv_rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
     }
     red[lid] = s;
     reduce_runs(lid, LANES);
-    if (lane != 0u || block >= NH + 2u * NKV) {
-        return;
+    if (lane == 0u && block < NH + 2u * NKV) {
+        let inv = inv_rms(red[lid].z);
+        qkv_store(block, j, red[lid].x * inv, red[lid].y * inv);
     }
-    let inv = inv_rms(red[lid].z);
-    let y0 = red[lid].x * inv + in2[r0];
-    let y1 = red[lid].y * inv + in2[r1];
+}
+
+// Rows (j, j + D / 2) of Q/K/V block `block` (a query head, then the key heads, then the
+// value heads), normed, plus their biases (in2): query and key rows turned by RoPE, key and
+// value rows into the caches at position T - 1 (out0: q, out1: key cache, out2: value cache).
+fn qkv_store(block: u32, j: u32, dot0: f32, dot1: f32) {
+    let half = D / 2u;
+    let r0 = block * D + j;
+    let r1 = r0 + half;
+    let y0 = dot0 + in2[r0];
+    let y1 = dot1 + in2[r1];
     let slot = (T - 1u) * NKV * D;
     if (block < NH) {
         let turned = rotate(y0, y1, j);
@@ -711,31 +721,31 @@ fn attn_values_wide(b: u32, h: u32, g: u32, lid: u32) {
 
 // Flash-decoding's second half and the output projection with its residual add: every
 // workgroup combines the blocks (in0: attn_part's out0, z4: its out1) into the heads'
-// outputs in workgroup memory, then out0[r] += w[r, :] . o for its rows. With AHEAD, a
-// lane's first weights are loaded before the combine, so their wait overlaps it.
+// outputs in workgroup memory, then out0[r] += w[r, :] . o for its rows. A lane's first
+// weights are loaded before the combine, so their wait overlaps it.
 @compute @workgroup_size(WG)
 fn attn_out(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
             @builtin(local_invocation_index) lid: u32) {
     let r = row_of(wid, nwg) * (WG / LANES) + lid / LANES;
+    let s = attn_out_dot(r, lid);
+    if (lid % LANES == 0u && r < H) {
+        out0[r] = out0[r] + s;
+    }
+}
+
+// attn_out's combine and row r's dot product with it, whole in the row's first lane.
+fn attn_out_dot(r: u32, lid: u32) -> f32 {
     let lane = lid % LANES;
     let cols4 = NH * (D / 4u);
-    var first = array<vec4<f32>, 4>();
-    if (AHEAD == 1u) {
-        first = first_batch(min(r, H - 1u), lane, cols4);
-    }
+    let first = first_batch(min(r, H - 1u), lane, cols4);
     combine(lid);
-    if (AHEAD != 1u) {
-        first = first_batch(min(r, H - 1u), lane, cols4);
-    }
     var s = 0.0;
     if (r < H) {
         s = dot_share_os(r, lane, cols4, first);
     }
     red[lid] = vec4<f32>(s, 0.0, 0.0, 0.0);
     reduce_runs(lid, LANES);
-    if (lane == 0u && r < H) {
-        out0[r] = out0[r] + red[lid].x;
-    }
+    return red[lid].x;
 }
 
 // attn_out's first part: each block's weight exp(m_b - m) / sum_b' l_b' exp(m_b' - m) in hw
@@ -836,6 +846,75 @@ fn norm_matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     reduce_runs(lid, LANES);
     if (lane == 0u && r < ROWS) {
         out0[BASE + r] = red[lid].x * inv_rms(red[lid].z);
+    }
+}
+
+// os = x4 * y4 (the residual stream times the norm's weight, not yet divided by its RMS)
+// in workgroup memory, made once for the whole workgroup; returns 1 / rms(x4).
+fn normed_shared(lid: u32) -> f32 {
+    var q = 0.0;
+    for (var c = lid; c < H / 4u; c = c + WG) {
+        let x = x4[c];
+        os[c] = x * y4[c];
+        q = q + dot(x, x);
+    }
+    redm[lid] = q;
+    reduce_sum(lid);
+    return inv_rms(redm[0]);
+}
+
+// Column c (a vec4) of the four weight rows that start at `rows` (offsets in vec4).
+fn rows_at(rows: vec4<u32>, c: u32) -> mat4x4<f32> {
+    return mat4x4<f32>(vec4<f32>(weights[rows.x + c]), vec4<f32>(weights[rows.y + c]),
+                       vec4<f32>(weights[rows.z + c]), vec4<f32>(weights[rows.w + c]));
+}
+
+// A lane's shares of the four rows at `rows` (H columns) against os: two columns a batch,
+// eight loads issued together; the first batch's weights given (loaded before os was made).
+fn dot4_shared(rows: vec4<u32>, lane: u32, first: mat4x4<f32>, second: mat4x4<f32>) -> vec4<f32> {
+    let h4 = H / 4u;
+    var a = vec4<f32>(0.0);
+    var w0 = first;
+    var w1 = second;
+    for (var c = lane; c < h4; c = c + 2u * LANES) {
+        let c1 = c + LANES;
+        if (c != lane) {
+            w0 = rows_at(rows, c);
+            w1 = rows_at(rows, min(c1, h4 - 1u));
+        }
+        a = a + os[c] * w0;
+        a = a + select(vec4<f32>(0.0), os[min(c1, h4 - 1u)], c1 < h4) * w1;
+    }
+    return a;
+}
+
+// ---- fused, the LM head four rows a lane group (its normed vector made once per workgroup) --
+
+// norm_matvec with four rows a lane group (LANES threads), WG / LANES groups a workgroup:
+// the normed vector is made once per workgroup (norm_matvec reads x4 and y4 again for each
+// row, a workgroup a row: 152k workgroups for Qwen2.5's head), and the first batch of
+// weights is loaded before it. Rows past ROWS read the last row and write nothing.
+@compute @workgroup_size(WG)
+fn norm_matvec4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) lid: u32) {
+    let r0 = 4u * (row_of(wid, nwg) * (WG / LANES) + lid / LANES);
+    let lane = lid % LANES;
+    let h4 = H / 4u;
+    let last = ROWS - 1u;
+    let rows = vec4<u32>(min(r0, last), min(r0 + 1u, last), min(r0 + 2u, last),
+                         min(r0 + 3u, last)) * h4;
+    let first = rows_at(rows, lane);
+    let second = rows_at(rows, min(lane + LANES, h4 - 1u));
+    let inv = normed_shared(lid);
+    red[lid] = dot4_shared(rows, lane, first, second);
+    reduce_runs(lid, LANES);
+    if (lane == 0u) {
+        let t = red[lid] * inv;
+        for (var i = 0u; i < 4u; i = i + 1u) {
+            if (r0 + i < ROWS) {
+                out0[BASE + r0 + i] = t[i];
+            }
+        }
     }
 }
 

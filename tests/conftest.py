@@ -13,10 +13,13 @@ import getpass
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -132,12 +135,16 @@ def keep_bytecode() -> None:
     worker. The processes keep their bytecode instead, as they would without that variable,
     under the usual temporary folder (PYTHONPYCACHEPREFIX) rather than beside the sources,
     so that the checkout stays as it was; the first processes fill it once. Nothing of what
-    a test checks depends on where bytecode lives."""
+    a test checks depends on where bytecode lives. The folder is used only where it is this
+    user's own and private (gpu/private.py): bytecode another user planted there would run."""
     if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
         return
-    with contextlib.suppress(KeyError, OSError):  # a user without a name: no shared folder
-        os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(
-            tempfile.gettempdir(), f"gpuoverhead-tests-bytecode_{getpass.getuser()}")
+    from gpuoverhead.gpu import private
+
+    with contextlib.suppress(KeyError, OSError):  # no user name, or not private: none kept
+        folder = private.folder(
+            Path(tempfile.gettempdir()) / f"gpuoverhead-tests-bytecode_{getpass.getuser()}")
+        os.environ["PYTHONPYCACHEPREFIX"] = str(folder)
         del os.environ["PYTHONDONTWRITEBYTECODE"]
 
 
@@ -276,3 +283,46 @@ def ci_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Complet
                        *every)
     assert proc.returncode == 0, proc.stderr
     return proc, only_run_folder(out / "runs")
+
+
+def as_another_user(act: Callable[[], None]) -> None:
+    """`act`, done by another local user (`nobody`), as an attacker on a shared machine
+    would: in a child process that takes that user's uid and gid before it acts; the test
+    skips, saying why, where this process cannot (not root, as CI may not be)."""
+    if not hasattr(os, "fork") or os.geteuid() != 0:
+        pytest.skip("acting as a second local user needs root (os.setuid)")
+    import pwd  # POSIX only
+
+    try:
+        other = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("acting as a second local user needs a user nobody")
+    pid = os.fork()
+    if pid == 0:  # the other user: nothing of pytest's runs here
+        code = 1
+        try:
+            os.setgroups([])
+            os.setgid(other.pw_gid)
+            os.setuid(other.pw_uid)
+            act()
+            code = 0
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "the other user's part failed"
+
+
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    """A folder every local user may write and nobody may move others' entries in (mode
+    1777, as /tmp): a shared XDG_CACHE_HOME or TMPDIR, for `as_another_user`."""
+    base = next((b for b in ("/tmp", "/var/tmp", "/dev/shm") if os.path.isdir(b)
+                 and os.stat(b).st_mode & 0o1777 == 0o1777), None)
+    if base is None:
+        pytest.skip("no sticky folder that every user may write (/tmp) on this machine")
+    folder = Path(tempfile.mkdtemp(prefix="gpuoverhead-hostile-", dir=base))
+    folder.chmod(0o1777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)

@@ -10,9 +10,10 @@ rounds: noise within a process).
 Derived rows: closures of the layer split, matmul crossovers.
 
 Whether a metric is positive (intervals on logs, never below zero) is decided by name:
-the differences in SIGNED can be negative by nature; every other metric is a time, a rate
+the checks in SIGNED can be negative by nature, the costs in DIFFERENCES are measured as a
+difference of two (a linear interval, held at zero); every other metric is a time, a rate
 or a ratio. A cost estimated at or below zero (below the clock's resolution) is still a
-cost: its interval is held at zero, never the estimate.
+cost: its interval is held at zero, and so is its estimate, said in its kind.
 """
 
 from __future__ import annotations
@@ -26,10 +27,14 @@ from gpuoverhead.analysis.series import Key, Series
 from gpuoverhead.analysis.stats import Estimate, held_at_zero, process_median_ci, ratio_ci
 from gpuoverhead.cases import DECODE_KERNEL, FUSION, Case
 
-#: Differences, negative where the part subtracted is the larger (the FFI check says how
-#: far the FFI correction is off, either way; a bind group's cost below the noise of two
-#: slopes): linear intervals.
-SIGNED = frozenset({"python_ns", "ffi_check_ns", "closure_ns", "bind_group_ns"})
+#: Checks of the layer split, negative where the part subtracted is the larger (how far the
+#: FFI correction is off, how far the parts fail to add up, either way): linear intervals.
+SIGNED = frozenset({"ffi_check_ns", "closure_ns"})
+#: Costs measured as the difference of two (Python's: the wrapper's issue slope less the
+#: API's; a bind group's: the twin's less the reused case's; the browser's wait per unit:
+#: wall less issue less GPU time): linear intervals, since noise puts a small one either
+#: side of zero, held at zero as every cost's is.
+DIFFERENCES = frozenset({"python_ns", "bind_group_ns", "wait_per_unit_ns"})
 
 
 @dataclass(frozen=True)
@@ -42,13 +47,16 @@ class Row:
     #: What limits a sequential case's throughput: `gpu` where GPU time per dispatch is most
     #: of its wall time per dispatch, `cpu` where issuing it is, else empty.
     bound: str = ""
+    #: A level that settles over a process's age (a cadence): the median age (s) from which
+    #: it held over processes, inf where some process's was still moving as it ended.
+    settled_s: float = math.nan
 
 
 def combine(per_process: list[dict[Key, Series]], rng: np.random.Generator) -> list[Row]:
     """Estimates across processes (an interval over processes, the spread between them),
     then, where there are several processes, each process's own estimate (`process` set)."""
     keys = list(dict.fromkeys(k for p in per_process for k in p))
-    own = [Row(k, _estimate([s], rng, k.metric not in SIGNED), process)
+    own = [Row(k, _estimate([s], rng, k.metric), process, settled_s=settled_at([s]))
            for process, found in enumerate(per_process) for k, s in found.items()]
     within: dict[Key, list[float]] = {}
     for r in own:
@@ -56,12 +64,12 @@ def combine(per_process: list[dict[Key, Series]], rng: np.random.Generator) -> l
     rows = []
     for key in keys:
         present = [p[key] for p in per_process if key in p]
-        est = _estimate(present, rng, key.metric not in SIGNED)
+        est = _estimate(present, rng, key.metric)
         medians = [s.point() for s in present]
         spread = (max(medians) - min(medians)) / abs(est.value) if est.value else float("nan")
         rows.append(Row(key, est, None, spread if len(present) > 1 else float("nan"),
                         float(np.nanmedian(within[key])) if np.isfinite(within[key]).any()
-                        else float("nan")))
+                        else float("nan"), settled_s=settled_at(present)))
     rows = _with_bounds(rows)
     rows += _closures(rows)
     rows += _crossovers(rows)
@@ -69,14 +77,26 @@ def combine(per_process: list[dict[Key, Series]], rng: np.random.Generator) -> l
     return rows + own if len(per_process) > 1 else rows
 
 
-def _estimate(present: list[Series], rng: np.random.Generator, positive: bool) -> Estimate:
+def settled_at(present: list[Series]) -> float:
+    """When these processes' level settled (analysis/settling.py): the median age (s), inf
+    where one was still moving as its process ended, nan where none is a settling level."""
+    found = [s.settled for s in present if s.settled is not None]
+    if not found:
+        return math.nan
+    if not all(f.settled for f in found):
+        return math.inf
+    return float(np.median([f.at_s for f in found]))
+
+
+def _estimate(present: list[Series], rng: np.random.Generator, metric: str) -> Estimate:
     """The median (or ratio of medians) over these processes' values, with its interval;
-    a positive quantity's held at zero (`held_at_zero`)."""
+    any but a check's (SIGNED) held at zero (`held_at_zero`)."""
     if present[0].denominator is not None:
         est = ratio_ci([(s.values, s.denominator) for s in present], rng)
     else:
-        est = process_median_ci([s.values for s in present], positive)
-    if positive:
+        est = process_median_ci([s.values for s in present],
+                                metric not in SIGNED | DIFFERENCES)
+    if metric not in SIGNED:
         est = held_at_zero(est)
     return replace(est, n_samples=sum(s.count for s in present))
 
@@ -122,19 +142,20 @@ def _closures(rows: list[Row]) -> list[Row]:
 def _transforms(rows: list[Row]) -> list[Row]:
     """Monotone transforms of estimates, their intervals' ends mapped with them (so their
     coverage is kept): the overhead share 1 - GPU / wall of a unit of fused or unfused
-    work, and tokens per second, 1e9 / wall ns per token (a decode step's slope, or a token
+    work (held at zero: a GPU time over the wall time is noise, or timestamps off), and
+    tokens per second, 1e9 / wall ns per token (a decode step's slope, or a token
     loop's runs)."""
     out = []
     for r in rows:
         e = r.estimate
         if r.key.metric == "gpu_share":
             key = Key(r.key.case, "overhead_share", "ratio", "1 - gpu_share")
-            out.append(Row(key, replace(e, value=1 - e.value, ci_low=1 - e.ci_high,
-                                        ci_high=1 - e.ci_low)))
+            out.append(Row(key, held_at_zero(replace(  # GPU time over wall's: not a share
+                e, value=1 - e.value, ci_low=1 - e.ci_high, ci_high=1 - e.ci_low))))
         elif r.key.metric == "token_ns" or (r.key.metric == "per_unit_ns" and
                                              r.key.case.kernel.startswith(DECODE_KERNEL)):
             key = Key(r.key.case, "tokens_per_s", "1/s", f"1e9 / {r.key.metric}")
-            out.append(Row(key, replace(e, value=1e9 / e.value, ci_low=_inverse(e.ci_high),
+            out.append(Row(key, replace(e, value=_inverse(e.value), ci_low=_inverse(e.ci_high),
                                         ci_high=_inverse(e.ci_low))))
     return out
 

@@ -26,9 +26,14 @@ Processes = list[dict[Key, Series]]
 PAIRED = ("latency_ns", "per_dispatch_ns", "cpu_per_dispatch_ns")
 #: The figures compared with the reference loop.
 REFERENCED = ("per_dispatch_ns", "cpu_per_dispatch_ns")
-#: The figure compared with the CPU reference, and the browser's with native WebGPU's: a
-#: unit's time with the wait amortized.
-ON_CPU = TAXED = ("per_unit_ns",)
+#: The figure compared with the CPU reference: a unit's time with the wait amortized.
+ON_CPU = ("per_unit_ns",)
+#: The browser's figures over native WebGPU's, by the ratio's metric: a unit's time with
+#: the wait amortized, one unit submitted and waited for alone (N = 1), and a unit's GPU
+#: time (its timestamps twin's slope: the kernels, whose compiler is Tint in Chromium and
+#: Dawn, naga in wgpu-native).
+TAXES = {"browser_tax": ("per_unit_ns",), "browser_tax_synced": ("latency_ns",),
+         "browser_tax_gpu": ("gpu_ns",)}
 
 
 def paired_ratios(mine: Processes, theirs: Processes, label: str, metric_name: str,

@@ -35,18 +35,25 @@ class GroupSamples:
     warmup_settled: bool = False
     rounds: int = 0
     stop: str = ""
+    #: ns of one step of a fixed Python loop at each round's start, warm-up rounds first
+    #: (run/rounds.py `python_step_ns`): which of the CPU's two speeds a round met.
+    python_step_ns: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class Calibration:
     """Facts of the run that estimates need: the clock's own cost, the GPU tick and the
-    adapter's memory bandwidth (GB/s, where known: records.AdapterInfo.bandwidth_gb_s) and
-    the read bandwidth measured in the worker (GB/s, workloads/read_floor.py)."""
+    adapter's memory bandwidth (GB/s, where known: records.AdapterInfo.bandwidth_gb_s),
+    the read bandwidth and the GPU's own time per dispatch measured in the worker (GB/s,
+    ns: workloads/read_floor.py), and the dispatches a unit of each GPU-time case issues
+    (by case id; where the worker measured those)."""
 
     timer_ns: float
     tick_ns: float | None
     bandwidth_gb_s: float | None = None
     read_gb_s: float | None = None
+    gpu_per_dispatch_ns: float | None = None
+    dispatches: dict[str, int] = field(default_factory=dict)
 
 
 

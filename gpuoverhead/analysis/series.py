@@ -24,6 +24,7 @@ from gpuoverhead.analysis.samples import (
     n_values,
     records,
 )
+from gpuoverhead.analysis.settling import Settling
 from gpuoverhead.analysis.stats import median_ratio, round_fits
 from gpuoverhead.cases import Case
 
@@ -54,6 +55,9 @@ class Series:
     times: np.ndarray
     count: int
     denominator: np.ndarray | None = None
+    #: Where the values are those of a level that settled over the process's age (a
+    #: cadence's bursts): when, and the level over age (analysis/settling.py).
+    settled: Settling | None = None
 
     def point(self) -> float:
         if self.denominator is None:
@@ -74,6 +78,9 @@ class View:
     samples: GroupSamples
     cal: Calibration
     clock_offset_ns: int
+    #: The measured rounds whose samples the estimates use (analysis/states.py: those of
+    #: one CPU state); None: every one.
+    rounds: np.ndarray | None = None
     rec: np.ndarray = field(init=False)
     timer: GpuTimer | None = field(init=False)
     naive: np.ndarray | None = None
@@ -81,17 +88,26 @@ class View:
     floor: np.ndarray | None = None
     #: GPU time per dispatch (timestamps' slopes) per round, where a timer ran.
     gpu_slopes: np.ndarray | None = None
-    #: Fusion units per case: the case, slopes, N=1 values, round times.
-    units: dict[Case, tuple[Case, np.ndarray, np.ndarray | None, np.ndarray]] \
-        = field(default_factory=dict)
+    #: Fusion units per case: the case, slopes (None: none fitted), N=1 values, round
+    #: times, issue slopes (methods/fusion.py).
+    units: dict[Case, tuple[Case, np.ndarray | None, np.ndarray | None, np.ndarray,
+                            np.ndarray | None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.rec = records(self.samples)
         self.timer = gpu_timer(self.samples, self.cal.tick_ns) if self.cal.tick_ns else None
 
+    @property
+    def started_ns(self) -> float:
+        """When the process's first sample began (epoch ns): its sampling's age zero."""
+        return float(self.rec[:, 4].min() + self.clock_offset_ns) if len(self.rec) else 0.0
+
     def measured(self, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Positions, wall times and start times (epoch ns) of a case's measured samples."""
+        """Positions, wall times and start times (epoch ns) of a case's measured samples (of
+        `rounds`, where given)."""
         pos = measured(self.rec, index)
+        if self.rounds is not None:
+            pos = pos[np.isin(self.rec[pos, 2], self.rounds)]
         return (pos, self.rec[pos, 5].astype(float),
                 (self.rec[pos, 4] + self.clock_offset_ns).astype(float))
 

@@ -16,12 +16,11 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
-import shlex
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuoverhead.browser import launcher, seen, server
+from gpuoverhead.browser import launcher, seen, server, surface
 from gpuoverhead.browser.cdp import BrowserError
 from gpuoverhead.errors import UserError
 from gpuoverhead.records import AdapterInfo
@@ -75,7 +74,7 @@ def mode() -> str:
 
 
 def gpu_flags() -> tuple[str, ...]:
-    return tuple(shlex.split(os.environ.get(GPU_FLAGS_VAR, ""))) or GPU_FLAGS
+    return tuple(launcher.environment_flags(GPU_FLAGS_VAR)) or GPU_FLAGS
 
 
 def flag_sets(chosen: str) -> list[tuple[str, tuple[str, ...]]]:
@@ -126,9 +125,8 @@ def ask(executable: str, name: str, flags: tuple[str, ...], keep: bool = True,
     a browser started to ask (kept where `keep`; a page with no adapter only where
     `keep_errors`: a set passed over is not asked again each run, a last one is)."""
     kept = seen.get(executable, flags) if keep else None
-    if isinstance(kept, dict):
-        with contextlib.suppress(KeyError, TypeError):
-            return Answer(name, flags, kept["info"], kept["version"], kept.get("status", {}))
+    if kept is not None:
+        return Answer(name, flags, kept["info"], kept["version"], kept["status"])
     with server.serve() as url, launcher.Browser(executable, flags, CALL_S) as browser:
         tab = browser.open(url + "index.html")
         info = tab.evaluate(f"gpuo.info({WAIT_S * 1000:.0f})")
@@ -198,7 +196,8 @@ def describe(info: dict[str, Any], version: str, executable: str,
                              "timestamp-query" in info["features"])
     chosen = found.flags if found else ()
     details = {"browser": executable, "browser_version": version,
-               "browser_flags": launcher.flags(chosen), "browser_flag_set":
+               "browser_flags": launcher.flags(chosen),
+               "surface_layer": surface.state(launcher.flags(chosen)), "browser_flag_set":
                found.set_name if found else "default", "browser_flag_set_flags": list(chosen),
                "page_adapter": {k: info.get(k, "") for k in (
                    "vendor", "architecture", "device", "description", "type")} | {

@@ -12,9 +12,11 @@ The fusion patterns of PATTERNS run in the page too: their workload builds its W
 a `PageContext` exactly as natively, which records the buffers, pipelines, bind groups and
 staged reads (the readback workload's units, `PageStaged`) as data; the page replays each
 case's units in the native `dispatch` encoding (one pass, one submit), or its staged
-reads, and the workload's numpy checks read the buffers (or the last read) back. Their
-per-unit time over wgpu-native's and Dawn's is the browser tax (`browser_tax`,
-run/finish.py).
+reads, and the workload's numpy checks read the buffers (or the last read) back. Their N
+sweep is the suite's, as natively: one sweep on every side, whose points on a completion
+floor the slope leaves out (analysis/floor.py). Their per-unit time, synced time and GPU
+time over wgpu-native's and Dawn's are the browser tax (`browser_tax`,
+`browser_tax_synced`, `browser_tax_gpu`: run/finish.py).
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ import numpy as np
 from gpuoverhead.browser import adapter as choice
 from gpuoverhead.browser import launcher, server
 from gpuoverhead.browser.adapter import describe
-from gpuoverhead.browser.cdp import BrowserError, Page, require
-from gpuoverhead.cases import BIND_PER_DISPATCH, HOST_UNITS, TIMESTAMPS, Case, Group, Kernel, Suite
+from gpuoverhead.browser.cdp import BrowserError, Page
+from gpuoverhead.cases import BIND_PER_DISPATCH, TIMESTAMPS, Case, Group, Kernel, Suite
 from gpuoverhead.drivers.base import (
     Job,
     Offer,
@@ -60,10 +62,6 @@ TAX_OVER = ("wgpu-native", "dawn")
 PATTERNS = ("chain", "loop", "population", "readback")
 
 MIN_LARGEST_N = 512
-#: The same for a fusion pattern, whose N counts units of up to K dispatches each: at the
-#: suite's N <= 4 the browser's slopes on SwiftShader were the completion floor's noise (an
-#: unfused L = 16 loop at 29 µs a unit beside lavapipe's 671).
-MIN_LARGEST_UNITS = 64
 #: The share of a process's budget one sample may take before the probe cuts a sweep (5%
 #: elsewhere, run/budget.py): a fresh page's first samples carry the completion floor's
 #: noise and one-time costs, and extrapolated from them a `submit` sample at N = 512 (40 ms
@@ -154,27 +152,20 @@ def _interrupted(*_: Any) -> None:
 
 
 def cases(group: Group) -> tuple[Case, ...]:
-    """The group's cases a page runs, with the browser's N sweep (a fusion pattern's: the
-    `dispatch` encoding, its sweep scaled to MIN_LARGEST_UNITS with its first N kept, the
-    synced latency's N = 1; a host unit's, the suite's: each unit waits for itself, there
-    is no completion to amortize)."""
+    """The group's cases a page runs: a fusion pattern's in the `dispatch` encoding, with
+    the suite's N sweep as every implementation has it; a kernel's with the browser's (the
+    suite's scaled to MIN_LARGEST_N)."""
     if group.fusion is not None:
-        return tuple(replace(c, n_values=c.n_values if c.variant in HOST_UNITS else
-                             _units(c.n_values)) for c in group.cases
-                     if group.fusion in PATTERNS and c.encoding == "dispatch"
-                     and c.implementation is None)
+        return tuple(c for c in group.cases if group.fusion in PATTERNS
+                     and c.encoding == "dispatch" and c.implementation is None)
     kept = [c for c in group.cases if c.layer == "wrapper" and c.methodology in (
         "naive", "sequential")]
     return tuple(replace(c, n_values=scaled(c.n_values)) if c.methodology == "sequential"
                  else c for c in kept)
 
 
-def _units(n_values: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(sorted({n_values[0], *scaled(n_values, MIN_LARGEST_UNITS)}))
-
-
-def scaled(n_values: tuple[int, ...], largest: int = MIN_LARGEST_N) -> tuple[int, ...]:
-    factor = math.ceil(largest / max(n_values))
+def scaled(n_values: tuple[int, ...]) -> tuple[int, ...]:
+    factor = math.ceil(MIN_LARGEST_N / max(n_values))
     return tuple(n * factor for n in n_values)
 
 
@@ -192,8 +183,9 @@ def adapter(executable: str, notes: list[str] | None = None
     """The adapter the browser offers under the first flag set that gets a GPU, else its
     default flags (browser/adapter.py), in the schema's words, and what run.json keeps of
     the browser; a note in `notes` for each flag set passed over."""
-    require()  # what a browser needs here, whether or not its answer was kept
-    found, tried = choice.choose(executable, choice.mode())
+    chosen = choice.mode()
+    launcher.flags(choice.gpu_flags())  # the environment's flags parse, or one line says not
+    found, tried = choice.choose(executable, chosen)
     if notes is not None:
         notes += tried
     return describe(found.info, found.version, executable, found)

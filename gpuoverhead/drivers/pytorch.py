@@ -94,7 +94,11 @@ def offers(request: Request, notes: list[str]) -> list[Offer]:
 
 def _kept(key: list[Any]) -> AdapterInfo | None:
     """The device kept for this torch, if what was kept reads as one."""
-    found = kept.get(FILE, key, KEEP_S)
+    return kept.get(FILE, key, KEEP_S, _as_info)
+
+
+def _as_info(found: Any) -> AdapterInfo | None:
+    """A kept device as an AdapterInfo, or None where it is not one (gpu/kept.py says so)."""
     types = {f.name: f.type for f in dataclasses.fields(AdapterInfo)}
     if not isinstance(found, dict) or set(found) != set(types) or not all(
             type(found[name]).__name__ == kind for name, kind in types.items()):
@@ -186,7 +190,10 @@ def adapter_info() -> AdapterInfo:
 
 
 def _cases(group: Group, kind: str) -> tuple[Case, ...]:
-    """The torch cases of a kernel group: naive and sequential in each implementation available."""
+    """The torch cases of a kernel group: naive and sequential in each implementation
+    available (none for a group of neither: a cadence's)."""
+    if not any(c.methodology in ("naive", "sequential") for c in group.cases):
+        return ()
     base = Case(group.benchmark, group.kernel.name, group.elements, group.workgroup_size,
                 "naive", "-", "wait", (1,), "wrapper", EAGER)
     seq = next((c for c in group.cases if c.methodology == "sequential"), None)

@@ -12,16 +12,25 @@ workloads.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 import numpy as np
 
 from gpuoverhead import methods
-from gpuoverhead.cases import BIND_PER_DISPATCH, REFERENCE, TIMESTAMPS, Case, Group, Kernel, Suite
+from gpuoverhead.cases import (
+    BIND_PER_DISPATCH,
+    CADENCE,
+    REFERENCE,
+    TIMESTAMPS,
+    Case,
+    Group,
+    Kernel,
+    Suite,
+)
 from gpuoverhead.drivers.base import (
     Job,
     Offer,
@@ -44,7 +53,8 @@ FAMILY = "webgpu"
 BINDINGS = (
     Binding("wgpu-native", "wgpu", "wgpu.backends.wgpu_native",
             "wgpu.backends.wgpu_native._ffi",
-            instance_extras="wgpu.backends.wgpu_native.extras", queue_period=True),
+            instance_extras="wgpu.backends.wgpu_native.extras", queue_period=True,
+            shared_context=("opengl",)),
     Binding("dawn", "wgpudawn", "wgpudawn.backends.dawn", "wgpudawn.backends.dawn",
             quantization_toggle="timestamp_quantization",
             toggles_module="wgpudawn.backends.dawn.extras"),
@@ -145,11 +155,12 @@ def prepare(job: Job, rng: np.random.Generator) -> Iterator[Prepared]:
     timestamps = any(c.sync == TIMESTAMPS for c in group.cases)
     f16 = group.precision == "f16"
     if group.fusion is not None:
-        device, notes = open_device(info, timestamps, job.offer.limits, f16)
+        device, notes = open_device(info, adapter_source(info)(), timestamps, job.offer.limits,
+                                    f16)
         wait = waiter(device)
         tick = bind.tick_ns(device.queue) if timestamps else None
         works = workloads.build(device, group, rng, wait)
-        notes |= workloads.read_floor_notes(device, group, wait, tick, info.is_software)
+        notes |= workloads.floor_notes(device, group, works, wait, tick, info.is_software)
         ops = {case: fusion_method.operation(works[case], device, wait,
                                              case.sync == TIMESTAMPS, case.encoding)
                for case in group.cases}
@@ -159,9 +170,10 @@ def prepare(job: Job, rng: np.random.Generator) -> Iterator[Prepared]:
     loop = _native_loop() if any(c.layer == "native" for c in group.cases) else None
     targets: dict[Case, Target] = {}
     tick, notes, sets = None, {}, device_sets(group.cases)
+    adapter = adapter_source(info)
     for cases in sets:
         stamped = any(c.sync == TIMESTAMPS for c in cases)
-        device, found = open_device(info, stamped, job.offer.limits, f16)
+        device, found = open_device(info, adapter(), stamped, job.offer.limits, f16)
         wait = waiter(device)
         if stamped and tick is None:
             tick, notes = bind.tick_ns(device.queue), found
@@ -206,22 +218,33 @@ def device_sets(cases: tuple[Case, ...]) -> list[tuple[Case, ...]]:
     cases' figures."""
     sets: dict[tuple[str, bool], list[Case]] = {}
     for case in cases:
-        large = case.methodology == "sequential" and case.encoding in _LARGE_ENCODERS
+        large = case.methodology in ("sequential", CADENCE) and case.encoding in _LARGE_ENCODERS
         key = (case.encoding if large else "", case.variant == BIND_PER_DISPATCH)
         sets.setdefault(key, []).append(case)
     return [tuple(found) for found in sets.values()]
 
 
-def open_device(info: Any, timestamps: bool, limits: dict[str, int], f16: bool = False
-                ) -> tuple[Any, dict[str, Any]]:
-    """A device on the adapter described by `info`, enumerated afresh for each device (a
-    Dawn adapter serves one device only), with the binding's notes on it."""
+def adapter_source(info: Any) -> Callable[[], Any]:
+    """The adapter object of each device a worker opens on `info`: enumerated afresh for
+    each (a Dawn adapter serves one device only), or one object for all of them on a
+    backend whose devices share their adapter's context (`Binding.shared_context`), so that
+    they share its lock too."""
     bind = binding(info.implementation)
-    found = [f for f in adapters.discover([bind])[0] if f.info == info]
-    if not found:
-        raise UserError(f"adapter {info.label} is gone")
+
+    def enumerated() -> Any:
+        found = [f for f in adapters.discover([bind])[0] if f.info == info]
+        if not found:
+            raise UserError(f"adapter {info.label} is gone")
+        return found[0].adapter
+
+    return cache(enumerated) if info.backend in bind.shared_context else enumerated
+
+
+def open_device(info: Any, adapter: Any, timestamps: bool, limits: dict[str, int],
+                f16: bool = False) -> tuple[Any, dict[str, Any]]:
+    """A device on `adapter` (described by `info`), with the binding's notes on it."""
     features = (["timestamp-query"] if timestamps else []) + ([F16] if f16 else [])
-    return bind.request_device(found[0].adapter, features, limits)
+    return binding(info.implementation).request_device(adapter, features, limits)
 
 
 def setup_hint_s(job: Job) -> float:

@@ -35,6 +35,11 @@ class Binding:
     toggles_module: str | None = None
     #: Whether the queue reports a timestamp period (else ticks are ns, as WebGPU says).
     queue_period: bool = False
+    #: Backends on which every device of an adapter uses the adapter's one context, behind a
+    #: lock that each enumerated adapter object holds for itself (wgpu-hal's GLES: one EGL
+    #: context an instance): a process's devices there must come from one adapter object,
+    #: or two threads make the context current at once (EGL's BadAccess, an abort).
+    shared_context: tuple[str, ...] = ()
 
     def module(self) -> Any:
         return _imported(self.package)

@@ -25,6 +25,7 @@ from gpuoverhead.cases import Case
 from gpuoverhead.gpu.targets import Target
 from gpuoverhead.methods import (
     breakdown,
+    cadence,
     ffi_floor,
     fusion,
     naive,
@@ -37,7 +38,8 @@ Operation = Callable[[int], Any]
 #: registration). Each has `SUITE_NAME` (what a suite's `methodologies` names it by, or None),
 #: `cases(base, cfg)` (a kernel benchmark's cases of it), `claims(case)` (exactly one claims
 #: each case), `operation`, `series` and `derive`.
-METHODS: tuple[ModuleType, ...] = (naive, sequential, timestamps, breakdown, ffi_floor, fusion)
+METHODS: tuple[ModuleType, ...] = (naive, sequential, timestamps, breakdown, ffi_floor, fusion,
+                                   cadence)
 #: The methodologies a suite may name.
 SUITE_NAMES: tuple[str, ...] = tuple(m.SUITE_NAME for m in METHODS if m.SUITE_NAME)
 
@@ -52,10 +54,12 @@ def operation(target: Target, case: Case, native: Any) -> Operation:
     return method_of(case).operation(target, case, native)
 
 
-def series(samples: GroupSamples, cal: Calibration, clock_offset_ns: int = 0) -> Out:
-    """Per estimate, the per-round (or per-sample) values of one process: each case's
-    methodology makes its own, then each methodology derives what spans cases."""
-    view = View(samples, cal, clock_offset_ns)
+def series(samples: GroupSamples, cal: Calibration, clock_offset_ns: int = 0,
+           rounds: np.ndarray | None = None) -> Out:
+    """Per estimate, the per-round (or per-sample) values of one process (of its measured
+    `rounds`, where given: analysis/states.py): each case's methodology makes its own, then
+    each methodology derives what spans cases."""
+    view = View(samples, cal, clock_offset_ns, rounds)
     out: Out = {}
     for index, case in enumerate(samples.cases):
         method_of(case).series(view, index, case, out)

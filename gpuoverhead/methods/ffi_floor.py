@@ -21,7 +21,8 @@ CALLS_PER_N = 16
 
 
 def cases(base: Case, cfg: dict[str, Any]) -> list[Case]:
-    if "raw" not in cfg["layers"]:
+    """The floor beside the raw layer's sequential cases, whose split it corrects."""
+    if "raw" not in cfg["layers"] or "sequential" not in cfg["methodologies"]:
         return []
     return [replace(base, methodology=FFI_FLOOR, encoding="-", sync="-", layer="raw",
                     n_values=tuple(n * CALLS_PER_N for n in base.n_values))]

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from gpuoverhead.analysis import floor, off_floor
 from gpuoverhead.analysis.samples import by_round
 from gpuoverhead.analysis.series import Key, Out, Series, View, add_fits
 from gpuoverhead.cases import (
@@ -150,13 +151,16 @@ def _issuer(work: Work, device: Any, encoding: str, one_pass: Callable[[Any, int
 
 
 def series(view: View, index: int, case: Case, out: Out) -> None:
-    """One unit of work per form: its slope (wait amortized) and N=1 latency, or GPU time."""
+    """One unit of work per form: its slope (wait amortized, fitted through the N off its
+    completion floor) and N=1 latency, or GPU time."""
     pos, walls, times = view.measured(index)
     n = view.n(index)
     round_times = by_round(times, n)[:, 0]
     if case.sync in READ_LOOPS:
         _token_series(view, index, case, out, pos, walls, round_times)
         return
+    keep, estimator = np.ones(len(n), dtype=bool), "round-median theil-sen"
+    issue_slope = None
     if case.sync == TIMESTAMPS:
         matrix = view.gpu(pos, index)
         if matrix is None:
@@ -165,16 +169,23 @@ def series(view: View, index: int, case: Case, out: Out) -> None:
     else:
         matrix, metrics = by_round(walls, n), ("per_unit_ns", "fixed_ns")
         if case.variant not in HOST_UNITS:  # a host unit's issue time is its wall
-            add_fits(out, case, n, view.issue(pos, index), round_times, ("cpu_per_unit_ns",),
-                     "round-median theil-sen of issue time (clock read before the wait)")
-    slope = add_fits(out, case, n, matrix, round_times, metrics, "round-median theil-sen")
-    if case.sync == TIMESTAMPS:
+            issue = view.issue(pos, index)
+            issue_slope = add_fits(out, case, n, issue, round_times, ("cpu_per_unit_ns",),
+                                   "round-median theil-sen of issue time (clock read "
+                                   "before the wait)")
+            if n[0] == 1:
+                keep, estimator = off_floor.fit(view, case, out, n, matrix, issue,
+                                                 round_times), off_floor.OFF_FLOOR
+    slope = add_fits(out, case, tuple(np.array(n)[keep]), matrix[:, keep], round_times,
+                     metrics, estimator) if floor.fitted(keep) else None
+    if case.sync == TIMESTAMPS and slope is not None:
         _floor_multiple(view, case, out, slope, round_times)
+        _token_parts(view, case, out, slope, round_times)
     single = matrix[:, 0] if n[0] == 1 else None
     if single is not None and case.sync != TIMESTAMPS:
         out[Key(case, "latency_ns", "ns", "median of N=1 samples")] = Series(
             single, round_times, single.size)
-    view.units[case] = (case, slope, single, round_times)
+    view.units[case] = (case, slope, single, round_times, issue_slope)
 
 
 def _floor_multiple(view: View, case: Case, out: Out, slope: np.ndarray,
@@ -201,6 +212,37 @@ def _floor_multiple(view: View, case: Case, out: Out, slope: np.ndarray,
                                              round_times[whole], int(whole.sum()))
 
 
+def _token_parts(view: View, case: Case, out: Out, slope: np.ndarray,
+                 round_times: np.ndarray) -> None:
+    """A decode token's GPU time (the one-pass slope) taken apart, where its worker measured
+    the floors (workloads/read_floor.py): `read_floor_ns`, the bytes a step must read over
+    the worker's read bandwidth; `dispatch_gpu_ns`, the dispatches a token issues times the
+    GPU's own time per dispatch in one pass; `kernel_excess_ns`, the rest, each round's
+    slope less both. The first two are one measurement a worker: one value each, their
+    interval over processes; the excess varies round by round, so with one process its
+    interval is its rounds' and the parts add up to the GPU time exactly."""
+    dispatches, per_dispatch = view.cal.dispatches.get(case.id), view.cal.gpu_per_dispatch_ns
+    if not (view.cal.read_gb_s and dispatches and per_dispatch is not None
+            and case.kernel.startswith(DECODE_KERNEL)):
+        return
+    precision = "f16" if case.kernel.endswith("_f16") else "f32"
+    floor = bytes_per_token(MODELS[case.elements], case.k, precision) / view.cal.read_gb_s
+    cost = dispatches * per_dispatch
+    whole = np.isfinite(slope)
+    if not whole.any():
+        return
+    once = round_times[whole][:1]  # each worker's keys must not differ: no figures in them
+    out[Key(case, "read_floor_ns", "ns", "bytes a step must read / the read bandwidth of a "
+            "stream kernel in each worker (run.json's read_gb_s), one value a worker")] = \
+        Series(np.array([floor]), once, 1)
+    out[Key(case, "dispatch_gpu_ns", "ns", "dispatches a step (run.json's dispatches_per_unit)"
+            " x the GPU's own time per dispatch in one pass measured in each worker "
+            "(gpu_per_dispatch_ns), one value a worker")] = Series(np.array([cost]), once, 1)
+    out[Key(case, "kernel_excess_ns", "ns", "median of rounds' GPU-time slope - "
+            "read_floor_ns - dispatch_gpu_ns")] = Series(slope[whole] - floor - cost,
+                                                          round_times[whole], int(whole.sum()))
+
+
 def _token_series(view: View, index: int, case: Case, out: Out, pos: np.ndarray,
                   walls: np.ndarray, round_times: np.ndarray) -> None:
     """A host-read loop's wall and CPU time per step (a decode step's: per token), each
@@ -216,7 +258,7 @@ def _token_series(view: View, index: int, case: Case, out: Out, pos: np.ndarray,
                                  (f"cpu_per_{per}_ns", cpu, "wall less host reads")):
         out[Key(case, metric, "ns", f"median {what} / {per}s over runs of {tokens}")] = \
             Series(values[whole], round_times[whole], int(whole.sum()))
-    view.units[case] = (case, wall[whole], None, round_times[whole])
+    view.units[case] = (case, wall[whole], None, round_times[whole], None)
 
 
 #: Ratios of one form over another of the same K, sync and encoding, on the second form:
@@ -240,7 +282,10 @@ _RATIOS = ((("unfused", "fused"),
 _WALLS = {"wait": "wall slope", **dict.fromkeys(READ_LOOPS, "wall per step of its loop")}
 
 
-Units = dict[Case, tuple[Case, np.ndarray, np.ndarray | None, np.ndarray]]
+#: Per case: the case, its slopes (None where none was fitted), its N=1 values, its round
+#: times and its issue slopes (where it has them), each per round.
+Units = dict[Case, tuple[Case, np.ndarray | None, np.ndarray | None, np.ndarray,
+                         np.ndarray | None]]
 
 
 def _twin(units: Units, case: Case, **fields: Any) -> tuple | None:
@@ -270,10 +315,29 @@ def _ratios(out: dict[Key, Series], units: Units) -> None:
     for case, wall in units.items():
         gpu = _twin(units, case, variant=case.variant, implementation=case.implementation,
                    sync=TIMESTAMPS)
-        if case.sync in _WALLS and gpu is not None and (r := min(len(wall[1]), len(gpu[1]))):
+        if case.sync in _WALLS and gpu is not None and wall[1] is not None \
+                and gpu[1] is not None and (r := min(len(wall[1]), len(gpu[1]))):
             out[Key(case, "gpu_share", "ratio", f"median GPU-time slope / median "
                     f"{_WALLS[case.sync]}")] = Series(gpu[1][:r], wall[3][:r], r,
                                                       denominator=wall[1][:r])
+            _wait(out, case, wall, gpu[1])
+
+
+def _wait(out: Out, case: Case, wall: tuple, gpu: np.ndarray) -> None:
+    """What a unit's wall time holds beyond its issue time and its GPU time, round by round
+    (`wait_per_unit_ns`): wall slope less issue slope less its timestamps twin's GPU slope,
+    the wait that N units of one submit add per unit. A slope's parts: `gpu_ns` (the
+    kernels), `cpu_per_unit_ns` (issuing them), this (waiting on them)."""
+    issue = wall[4]
+    if case.sync != "wait" or issue is None:
+        return
+    r = min(len(wall[1]), len(issue), len(gpu))
+    found = (wall[1][:r] - issue[:r] - gpu[:r])
+    whole = np.isfinite(found)
+    if whole.any():
+        out[Key(case, "wait_per_unit_ns", "ns", "wall slope less issue slope less the "
+                "timestamps twin's GPU slope, per round")] = Series(
+            found[whole], wall[3][:r][whole], int(whole.sum()))
 
 
 def _slowdowns(out: Out, units: Units) -> None:

@@ -87,7 +87,10 @@ def series(view: View, index: int, case: Case, out: Out) -> None:
 
 def _layers(out: Out, slopes: Slopes, floor: np.ndarray | None) -> None:
     """CPU cost per dispatch split into api (the native implementation) and python (the
-    binding), from issue-time slopes paired round by round, and the FFI check."""
+    binding), from issue-time slopes paired round by round, and the FFI check; and what the
+    binding multiplies the C loop's issue time by, a ratio per round (`binding_ratio`): the
+    layers share their process and each round's state (the CPU's speed, the submission
+    regime), which a ratio of the same round cancels where it moves both."""
     for (encoding, layer, impl, variant), (case, _, wrapper, times) in slopes.items():
         if layer != "wrapper" or impl is not None or variant:
             continue
@@ -106,6 +109,10 @@ def _layers(out: Out, slopes: Slopes, floor: np.ndarray | None) -> None:
         out[Key(case, "api_ns", "ns", how)] = Series(api, times, n)
         out[Key(case, "python_ns", "ns", "wrapper issue slope - api")] = Series(
             wrapper - api, times, n)
+        if native is not None and (ok := native > 0).any():
+            out[Key(case, "binding_ratio", "ratio", "median of each round's wrapper issue "
+                    "slope / native issue slope")] = Series(wrapper[ok] / native[ok],
+                                                            times[ok], int(ok.sum()))
         if native is not None and corrected is not None:
             raw_case = slopes[(encoding, "raw", None, "")][0]
             out[Key(raw_case, "ffi_check_ns", "ns",

@@ -39,6 +39,7 @@ from gpuoverhead.analysis.stats import CONFIDENCE, Interval
 from gpuoverhead.errors import UserError, listed
 from gpuoverhead.metrics import HEADLINE
 from gpuoverhead.present import format as fmt
+from gpuoverhead.present import glossary, run_environments
 from gpuoverhead.results.read import ResultSet, check_units, unfinished
 
 #: A ratio CI wider than this factor either way leaves a comparison `unsure`.
@@ -121,20 +122,27 @@ WORSE = ("slower", "worse")
 
 
 def verdict(ratio: float, low: float, high: float, p: float, threshold: float,
-            better: str = "lower") -> str:
+            better: str = "lower", allowance: float = 0.0) -> str:
+    """A change where the interval lies beyond 1 and beyond the run-to-run `allowance` band
+    (present/allowance.py: how far two runs here differ when nothing changed), by at least
+    the threshold; `same` within twice the threshold and the allowance, resolvably."""
     if not math.isfinite(ratio):
         return "unsure"
-    significant = (low > 1 or high < 1) and not (math.isfinite(p) and p >= ALPHA)
+    beyond = low > 1 + allowance or high < 1 / (1 + allowance)
+    significant = beyond and not (math.isfinite(p) and p >= ALPHA)
     if significant and abs(ratio - 1) >= threshold:
         rise, fall = _WORDS.get(better, _WORDS["none"])
         return rise if ratio > 1 else fall
-    if abs(ratio - 1) < 2 * threshold and low >= 1 / RESOLVABLE and high <= RESOLVABLE:
+    if abs(ratio - 1) < 2 * threshold + allowance and low >= 1 / RESOLVABLE \
+            and high <= RESOLVABLE:
         return "same"
     return "unsure"
 
 
-def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> pd.DataFrame:
-    """One row per estimate present in both runs (in the same units)."""
+def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05,
+            allowance: float = 0.0) -> pd.DataFrame:
+    """One row per estimate present in both runs (in the same units), judged with the
+    run-to-run `allowance` (a fraction; `verdict`)."""
     check_units(pd.concat([base.summary[["metric", "unit"]], new.summary[["metric", "unit"]]]),
                 Path(f"{base.folder} and {new.folder}"))
     judged = [rs.summary[~rs.summary["metric"].isin(DIAGNOSTICS)] for rs in (base, new)]
@@ -164,7 +172,8 @@ def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> pd.Data
                      "spread": np.fmax(r["rel_spread_between_base"],
                                        r["rel_spread_between_new"]),
                      "modes": _modes(base_samples, r) or _modes(new_samples, r),
-                     "verdict": verdict(ratio, low, high, p, threshold, r["better_base"])})
+                     "verdict": verdict(ratio, low, high, p, threshold, r["better_base"],
+                                        allowance)})
     return pd.DataFrame(rows)
 
 
@@ -178,7 +187,8 @@ def stopped(base: ResultSet, new: ResultSet) -> str | None:
 
 def differences(base: ResultSet, new: ResultSet) -> list[str]:
     """What makes two runs less comparable than they look: a run that did not finish,
-    another suite, another adapter."""
+    another suite, another adapter, any other change of environment
+    (present/run_environments.py)."""
     found = [f"{side}: {line}" for side, rs in (("BASE", base), ("NEW", new))
              if (line := unfinished(rs))]
     suites = [rs.info.get("suite", {}).get("sha256") for rs in (base, new)]
@@ -190,7 +200,7 @@ def differences(base: ResultSet, new: ResultSet) -> list[str]:
     if devices[0] != devices[1]:
         found.append(f"the runs measured different adapters ({listed(devices[0])} vs "
                      f"{listed(devices[1])}): a ratio between them is not a regression")
-    return found
+    return found + run_environments.differences(base, new)
 
 
 def regressions(table: pd.DataFrame, fail_above: float) -> pd.DataFrame:
@@ -237,11 +247,14 @@ def show(table: pd.DataFrame, form: str = "table",
         return
     shown = display(table)
     mark = stopped(*runs) if runs is not None else None
+    words = glossary.caption(table["metric"], "every metric: docs/schema.md")
     if form == "markdown":
-        print(fmt.markdown_table(shown) + (f"\n\n{mark}" if mark else ""))
+        print(fmt.markdown_table(shown) + (f"\n\n{mark}" if mark else "") + "\n"
+              + "".join(f"\n- {w}" for w in words.splitlines()) + "\n")
     else:
         grid = console.frame_table(shown, "NEW vs BASE")
-        grid.caption = mark
+        grid.caption = "\n".join(filter(None, (mark, words)))
+        grid.caption_justify = "left"
         console.print_table(grid, ("p", "call"))
     console.out.print(verdict_counts(table), highlight=False)
 
@@ -257,28 +270,80 @@ SPREAD = 0.25
 
 def aa_lines(table: pd.DataFrame) -> list[str]:
     """What an A/A comparison says: the share of `same` over all estimates and over the
-    headline ones, and of the headline ones not `same`, how many had samples in two modes
-    that split the processes' medians (`modes`), and of the others how many had processes
-    in either run spread over SPREAD of the estimate (the machine, which more processes
-    average)."""
+    headline ones, and of the headline ones not `same`, how many were called a change, and
+    of those left unsure how many had samples in two modes that split the processes'
+    medians (`modes`), how many others had processes in either run spread over SPREAD of
+    the estimate (the machine, which more processes average), and how many neither."""
     lines = []
     for label, headline_only in (("all", False), ("headline (latency, per dispatch)", True)):
         share, count = share_same(table, headline_only)
         lines.append(f"A/A, {label}: {share:.1%} of {count} estimates are 'same'")
-    other = table[table["metric"].isin(HEADLINE) & (table["verdict"] != "same")]
-    if len(other):
-        split = other[other["modes"] != ""]
-        rest = other[other["modes"] == ""]
-        lines.append(f"of the {len(other)} headline estimates not 'same', {len(split)} had "
-                     "samples in two modes with processes' medians in either, which more "
-                     "processes do not narrow"
-                     + (f" (e.g. {split.iloc[0]['implementation']} {split.iloc[0]['case']}: "
-                        f"{split.iloc[0]['modes']})" if len(split) else "")
-                     + f"; {int((rest['spread'] > SPREAD).sum())} of the other "
-                     f"{len(rest)} had processes whose medians ranged over {SPREAD:.0%} of "
-                     "the estimate in one run or both (rel_spread_between): the machine's "
-                     "spread, which more processes (--processes) average out")
+    changed, split, spread, unsure = _not_same(table)
+    parts = []
+    if len(changed):
+        first = changed.iloc[0]
+        ratio = fmt.ratio_with_ci(first["ratio"], first["ratio_low"], first["ratio_high"])
+        parts.append(f"{len(changed)} were called a change (e.g. {first['implementation']} "
+                     f"{first['case']} {first['metric']} {first['verdict']}, {ratio})")
+    if len(split):
+        first = split.iloc[0]
+        parts.append(f"{len(split)} were unsure with samples in two modes and processes' "
+                     f"medians in either, which more processes do not narrow (e.g. "
+                     f"{first['implementation']} {first['case']}: {first['modes']})")
+    if len(spread):
+        parts.append(f"{len(spread)} were unsure with processes whose medians ranged over "
+                     f"{SPREAD:.0%} of the estimate in one run or both (rel_spread_between): "
+                     "the machine's spread, which more processes (--processes) average out")
+    if len(unsure):
+        parts.append(f"{len(unsure)} were unsure with neither: a ratio too far off 1, or an "
+                     f"interval wider than x{RESOLVABLE}, for 'same'")
+    if parts:
+        count = len(changed) + len(split) + len(spread) + len(unsure)
+        lines.append(f"of the {count} headline estimates not 'same', " + "; ".join(parts))
     return lines
+
+
+def _not_same(table: pd.DataFrame) -> tuple[pd.DataFrame, ...]:
+    """The headline estimates not `same`, apart: called a change; else (unsure) in two
+    modes; else with processes spread over SPREAD; else neither."""
+    other = table[table["metric"].isin(HEADLINE) & (table["verdict"] != "same")]
+    changed, rest = other[other["verdict"] != "unsure"], other[other["verdict"] == "unsure"]
+    split, rest = rest[rest["modes"] != ""], rest[rest["modes"] == ""]
+    return changed, split, rest[rest["spread"] > SPREAD], rest[~(rest["spread"] > SPREAD)]
+
+
+#: The share of the headline estimates an A/A must find `same` (`selftest` exits 1 under),
+#: and its back-to-back form (two runs one after the other, each with its own minutes).
+AA_PASS = 0.95
+B2B_PASS = 0.90
+
+
+def aa_verdict(table: pd.DataFrame, processes: int, passing: float = AA_PASS
+               ) -> tuple[bool, str]:
+    """Whether an A/A of `processes` a half passed (`passing` of its headline estimates
+    `same`), and one line that says so and, where it failed, what would pass it."""
+    share, count = share_same(table, True)
+    if not count:
+        return False, "A/A failed: the halves share no headline estimate to judge"
+    same, need = round(share * count), math.ceil(passing * count - 1e-9)
+    said = f"{same} of {count} headline estimates are 'same' ({share:.1%})"
+    if same >= need:
+        return True, f"A/A passed: {said}, at least the {passing:.0%} it asks"
+    changed, split, spread, unsure = _not_same(table)
+    ways = []
+    if len(split) > count - need:
+        ways.append(f"the {len(split)} in two modes stay unsure however many processes, so "
+                    f"no A/A of these estimates reaches {need} on this machine")
+    else:
+        if len(spread) or len(unsure):
+            ways.append(f"more processes a half narrow those the machine's spread or noise "
+                        f"left unsure (--processes {2 * processes}, about twice the time)")
+        if len(changed):
+            ways.append(f"the {len(changed)} called a change are, in an A/A, the machine or "
+                        "chance: again on a quieter machine (nothing else running, or "
+                        "--affinity on CPUs left alone)")
+    return False, (f"A/A failed: {said}, under the {passing:.0%} it asks ({need} of {count}); "
+                   + "; ".join(ways))
 
 
 def share_same(table: pd.DataFrame, headline_only: bool) -> tuple[float, int]:

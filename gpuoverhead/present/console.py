@@ -17,12 +17,16 @@ from rich.text import Text
 from gpuoverhead import encodings
 from gpuoverhead.cases import (
     BIND_PER_DISPATCH,
+    CADENCE,
 )
 from gpuoverhead.present import format as fmt
-from gpuoverhead.present import workload_grids
+from gpuoverhead.present import glossary, workload_grids
+from gpuoverhead.present.cadence_grid import cadence_grid
 from gpuoverhead.present.format import literal
-from gpuoverhead.records import AdapterInfo, Note
+from gpuoverhead.present.note_words import run_warnings as run_warnings  # the run's last lines
+from gpuoverhead.records import AdapterInfo
 from gpuoverhead.results.columns import ERROR, SKIPPED
+from gpuoverhead.results.read import ResultSet, unfinished
 
 # Piped output keeps whole lines: rich would cut tables to 80 columns.
 out = Console(width=None if sys.stdout.isatty() else 200)
@@ -125,6 +129,7 @@ def summary_grid(summary: pd.DataFrame) -> Table:
                           ("interval", "right"), ("±", "right"), ("bound", "left"),
                           ("rounds", "right")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    shown: list[str] = []  # the measures shown, and `bound` where it says one: the caption
     combined = summary[summary["process"].isna()] if "process" in summary else summary
     combined = combined[combined["variant"].fillna("") == ""] if "variant" in combined \
         else combined
@@ -142,7 +147,9 @@ def summary_grid(summary: pd.DataFrame) -> Table:
             r = hit.iloc[0]
             table.add_row(labels.pop(0) if labels else "", name, *_shown(r),
                           getattr(r, "bound", "") or "", str(r.rounds))
+            shown += [name.strip(), *(["bound"] if getattr(r, "bound", "") else [])]
         table.add_section()
+    table.caption, table.caption_justify = glossary.caption(shown), "left"
     return table
 
 
@@ -275,6 +282,18 @@ def adapters_table(found: list[AdapterInfo]) -> Table:
     return table
 
 
+def print_run(found: ResultSet) -> None:
+    """A run's grids (`show`), after a line where it did not finish (its grids then marked
+    so) or finished no benchmark."""
+    stopped = unfinished(found)
+    show_warnings([stopped] if stopped else [])
+    if found.summary.empty:
+        err.print(literal(f"{found.folder}: no estimates (status {found.info.get('status')!r}):"
+                          " the run finished no benchmark"), highlight=False)
+    print_summary(found.summary, f"unfinished run (status {found.info['status']!r})"
+                  if stopped else None)
+
+
 def print_summary(summary: pd.DataFrame, caption: str | None = None) -> None:
     """Every grid that the estimates of a run fill (errors are printed as such, elsewhere;
     a torch.compile that failed is also a line of the compile grid), each with `caption`
@@ -287,12 +306,14 @@ def print_summary(summary: pd.DataFrame, caption: str | None = None) -> None:
     summary = summary.astype({c: object for c, kind in summary.dtypes.items() if kind == "str"})
     builds = workload_grids.compile_grid(summary)  # a failed compile's row is its figure
     summary = summary[~summary["metric"].isin((ERROR, SKIPPED))]
-    plain = summary[summary["methodology"] != "fusion"]
+    plain = summary[~summary["methodology"].isin(("fusion", CADENCE))]
     for table in (summary_grid(plain) if not plain.empty else None, implementations_grid(plain),
-                  bind_group_grid(plain), breakdown_grid(plain), *workload_grids.grids(summary),
-                  builds):
+                  bind_group_grid(plain), breakdown_grid(plain), cadence_grid(summary),
+                  *workload_grids.grids(summary), builds):
         if table is not None:
-            table.caption = caption
+            if caption:  # above the grid's own glossary, where it has one
+                table.caption = f"{caption}\n{table.caption}" if table.caption else caption
+                table.caption_justify = "left"
             print_table(table, SUMMARY_OPTIONAL)
     print_crossovers(summary)
 
@@ -301,32 +322,6 @@ def show_errors(errors: list[str]) -> None:
     for e in errors:
         err.print(f"[red]error:[/red] {literal(e, newlines=True)}", highlight=False,
                   soft_wrap=True)
-
-
-def run_warnings(warnings: list[str]) -> list[str]:
-    """A run's warnings as its last lines say them: a `Note` in its plain words, notes of one
-    kind and wording in one line with their subjects joined, none that the run's first lines
-    said (`plain` None), a repeated line once; run.json keeps each in full."""
-    said: dict[tuple[str, ...], list[str]] = {}
-    for w in warnings:
-        if not isinstance(w, Note):
-            said.setdefault((w,), []).append(w)
-        elif w.plain is not None:
-            said.setdefault((w.kind, w.plain, w.plural or ""), []).append(w.subject)
-    lines = []
-    for key, subjects in said.items():
-        if len(key) == 1:
-            lines.append(key[0])
-            continue
-        _, one, several = key
-        subjects = list(dict.fromkeys(subjects))
-        text = several if len(subjects) > 1 and several else one
-        lines.append(text.replace("{subject}", _joined(subjects)))
-    return lines
-
-
-def _joined(names: list[str]) -> str:
-    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else "".join(names)
 
 
 def show_warnings(warnings: list[str]) -> None:

@@ -1,5 +1,5 @@
 """Figures for reports (matplotlib, headless): where the cost goes, how wall time grows with N,
-and where the GPU's per-step time crosses the CPU's.
+where the GPU's per-step time crosses the CPU's, and a cadence's level over process age.
 
 Each function returns a matplotlib Figure; `save` writes PNG and SVG, `png_base64` embeds it
 in the self-contained HTML page.
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import base64
 import io
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import matplotlib
@@ -24,6 +25,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from gpuoverhead.encodings import NAMES as ENCODINGS  # noqa: E402
+from gpuoverhead.errors import UserError, shortened  # noqa: E402
 from gpuoverhead.present.report import APART, ROW_KEYS  # noqa: E402
 from gpuoverhead.results.read import ResultSet  # noqa: E402
 
@@ -181,6 +183,86 @@ def crossover(summary: pd.DataFrame, cpu: tuple[str, ...]) -> Figure | None:
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+#: The figure of a cadence's level over a process's age (`cadence_levels`).
+CADENCE_METRIC = "burst_per_op_ns"
+
+
+def cadence_levels(sets: list[ResultSet], benchmark: str) -> Figure | None:
+    """One panel per gap of a cadence (methods/cadence.py): each case's wall time per op of
+    a burst over its process's age (run.json's `settling`: the median of each bin of the
+    timeline), a thin line per process, and a dashed line where each case's level settled
+    over processes (the median age; none where one process's was still moving as it
+    ended)."""
+    lines: dict[str, dict[str, list]] = {}  # gap -> "implementation case" -> processes
+    for rs in sets:
+        for gap, label, found in _levels(rs, benchmark):
+            lines.setdefault(gap, {}).setdefault(label, []).append(found)
+    if not lines:
+        return None
+    gaps = sorted(lines, key=lambda g: float(g.removesuffix("ms")))
+    fig, axes = plt.subplots(1, len(gaps), figsize=(3.6 * len(gaps) + 1, 4.2), sharey=True,
+                             squeeze=False)
+    labels = sorted({label for by in lines.values() for label in by})
+    colors = dict(zip(labels, _colors(len(labels)), strict=True))
+    for ax, gap in zip(axes[0], gaps, strict=True):
+        for label, found in sorted(lines[gap].items()):
+            for i, one in enumerate(found):
+                ax.plot(one["age_s"], one["level_us"], color=colors[label], linewidth=0.9,
+                        alpha=0.8, label=label if i == 0 else None)
+            if all(one["settled"] for one in found):
+                ax.axvline(float(np.median([one["settled_s"] for one in found])),
+                           color=colors[label], linestyle="--", linewidth=0.8)
+        ax.set_title("back to back" if float(gap.removesuffix("ms")) == 0
+                     else f"{gap.removesuffix('ms')} ms gaps", fontsize=10)
+        ax.set_xlabel("process age, s")
+        ax.grid(True, alpha=0.3)
+    axes[0][0].set_ylabel("wall time per op of a burst, µs")
+    axes[0][-1].legend(fontsize=7)
+    fig.suptitle(f"{benchmark}: the level over each process's age (dashed: where it settled)",
+                 fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+#: A cadence case's level in run.json's `settling`: "<case>/gap=<ms>ms/<rest> <metric>",
+#: the gap as cases.Case.id writes it (`:g`).
+_LEVEL = re.compile(rf".*/gap=(?P<gap>\d+(?:\.\d+)?(?:e[+-]\d+)?ms)/(?P<rest>.+) {CADENCE_METRIC}")
+
+
+def _levels(rs: ResultSet, benchmark: str) -> Iterator[tuple[str, str, dict]]:
+    """(gap, "implementation case", record) of each cadence level of `benchmark` that
+    run.json's `settling` holds; a UserError naming the file where one is not as
+    run/finish.py writes it (a set from elsewhere ended the plot in a traceback)."""
+    for job in rs.info.get("benchmarks", []):
+        if job.get("benchmark") != benchmark:
+            continue
+        processes = job.get("processes", [])
+        settlings = [p.get("settling", {}) if isinstance(p, dict) else None
+                     for p in (processes if isinstance(processes, list) else [None])]
+        for settling in settlings:
+            whole = isinstance(settling, dict)  # else nothing in it is as a run writes it
+            for name, found in settling.items() if whole else [("", None)]:
+                if whole and not str(name).endswith(f" {CADENCE_METRIC}"):
+                    continue
+                hit = _LEVEL.fullmatch(str(name))
+                if not (hit and isinstance(found, dict) and _level_record(found)):
+                    raise UserError(f"{rs.folder / 'run.json'}: a process's settling record "
+                                    f"{shortened(str(name))!r} of {shortened(benchmark)!r} is "
+                                    "not as gpuoverhead writes it: not a gpuoverhead run record")
+                yield hit["gap"], f"{job.get('implementation')} {hit['rest']}", found
+
+
+def _level_record(found: dict) -> bool:
+    """Whether a `settling` record holds what the plot draws: ages and levels (numbers, as
+    many of each), whether and when it settled."""
+    ages, levels = found.get("age_s"), found.get("level_us")
+    return all(isinstance(v, list) and all(isinstance(x, int | float)
+                                           and not isinstance(x, bool) for x in v)
+               for v in (ages, levels)) and len(ages) == len(levels) \
+        and isinstance(found.get("settled"), bool) \
+        and isinstance(found.get("settled_s"), int | float)
 
 
 def saver(fig: Figure, path: Path) -> Callable[[Path], None]:

@@ -12,6 +12,7 @@ from rich.table import Table
 from gpuoverhead import metrics
 from gpuoverhead.errors import UserError
 from gpuoverhead.present import format as fmt
+from gpuoverhead.present import glossary
 from gpuoverhead.present.report import ROW_KEYS, Report, row_notes
 from gpuoverhead.results.write import inert_text
 from gpuoverhead.whole_files import atomic
@@ -63,7 +64,13 @@ def terminal(report: Report) -> Table:
                                  newlines=True), justify="right")
     for column in ["vendor", "runs"] + [f.label for f in report.figures] + ["notes"]:
         table.add_row(fmt.literal(column), *map(fmt.literal, frame[column]))
+    table.caption, table.caption_justify = words(report), "left"
     return table
+
+
+def words(report: Report) -> str:
+    """What the table's rows that a newcomer could not place mean (present/glossary.py)."""
+    return glossary.caption(f.label for f in report.figures)
 
 
 def footnotes(report: Report) -> list[str]:
@@ -89,7 +96,9 @@ def markdown(report: Report) -> str:
     warned = "".join(f"\nWarnings of run {fmt.markdown_text(s.run_id)}:\n\n"
                      + "".join(f"- {fmt.markdown_text(w)}\n" for w in s.warnings)
                      for s in report.sources if s.warnings)
+    said = "".join(f"\n- {w}" for w in words(report).splitlines())
     return (f"Runs:\n\n{runs}\n\n{fmt.printable(title(report))}\n\n{body}\n"
+            + (said and f"{said}\n")
             + (f"\nNotes:\n\n{notes}\n" if notes else "") + warned)
 
 
@@ -133,7 +142,9 @@ def html_page(report: Report, images: dict[str, str]) -> str:
         for s in report.sources if s.warnings)
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>gpuoverhead report"
             f"</title><style>{_STYLE}</style></head><body><h1>gpuoverhead report</h1>"
-            f"<h2>Runs</h2>{runs}<p>{heading}</p>{table}<ol id='notes'>{notes}</ol>"
+            f"<h2>Runs</h2>{runs}<p>{heading}</p>{table}"
+            + "".join(f"<p class='words'>{html.escape(w)}</p>" for w in words(report).splitlines())
+            + f"<ol id='notes'>{notes}</ol>"
             f"{warned}{figures}</body></html>\n")
 
 
@@ -175,6 +186,9 @@ def publish(report: Report, sets: list, outputs: list[Path], plots_dir: Path | N
             "crossover": ("Time per step against H, one line per implementation's form, the "
                           "CPU's dashed: where they cross, the GPU starts to win",
                           plots.crossover(every, host.IMPLEMENTATIONS)),
+            "cadence_levels": ("Wall time per op of a burst over each process's age, per gap: "
+                               "where the level settled (dashed)",
+                               plots.cadence_levels(sets, report.benchmark)),
         }
         figures = {name: pair for name, pair in candidates.items() if pair[1] is not None}
     written: list[Path] = []

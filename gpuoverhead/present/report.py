@@ -20,6 +20,7 @@ import pandas as pd
 
 from gpuoverhead.cases import BIND_PER_DISPATCH, REFERENCE
 from gpuoverhead.errors import UserError, at_most, listed, shortened
+from gpuoverhead.present.note_words import read_back, run_warnings
 from gpuoverhead.results.columns import RUN_JSON, SAMPLES, SUMMARY
 from gpuoverhead.results.read import ResultSet, unfinished
 
@@ -91,6 +92,7 @@ class Source:
     adapters: list[str]
     #: 'name version' per package, and the native libraries' versions.
     packages: list[str]
+    #: The run's warnings in the words its last lines used (note_words.run_warnings).
     warnings: list[str]
 
 
@@ -108,7 +110,7 @@ def source(rs: ResultSet) -> Source:
         [f"{a.get('implementation', '?')}: {a.get('device', '?')} ({a.get('backend', '?')}), "
          f"driver {a.get('driver') or '?'}" for a in info.get("adapters", [])],
         [f"{k} {v}" for k, v in info.get("packages", {}).items() if v] + native,
-        list(info.get("warnings", [])))
+        run_warnings([read_back(w) for w in info.get("warnings", [])]))
 
 
 @dataclass

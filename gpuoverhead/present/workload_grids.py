@@ -1,6 +1,7 @@
 """The terminal's grids of the fusion workloads' estimates: speedups, the browser tax, the
-token and host-read loops, readback and sampling, the crossover, torch.compile's builds
-(console.print_summary prints them after the kernel benchmarks' grids)."""
+token and host-read loops, a decode token's GPU time taken apart, readback and sampling,
+the crossover, torch.compile's builds (console.print_summary prints them after the kernel
+benchmarks' grids)."""
 
 from __future__ import annotations
 
@@ -77,24 +78,64 @@ def fusion_grid(summary: pd.DataFrame) -> Table | None:
 
 
 def tax_grid(summary: pd.DataFrame) -> Table | None:
-    """Per fusion case the browser ran: its per-unit time over each native WebGPU
-    implementation's (`browser_tax`, the row's `call`), with the interval over pairs."""
+    """Per fusion case the browser ran and each native WebGPU implementation (the row's
+    `call`): the page's time a unit over theirs with the wait amortized (`browser_tax`) and
+    with each unit synced alone (`browser_tax_synced`), with the intervals over pairs, and
+    its GPU time a unit over theirs (`browser_tax_gpu`: the kernels' compilers)."""
     rows = _fusion_rows(summary)
-    rows = rows[rows.metric == "browser_tax"] if not rows.empty else rows
-    if rows.empty:
+    taxes = rows[rows.metric == "browser_tax"] if not rows.empty else rows
+    if taxes.empty:
         return None
     table = Table(title="Browser tax: one unit of work in the browser over native WebGPU")
-    for name in ("benchmark", "impl.", "k", "form", "over", "tax", "95% CI"):
+    for name in ("benchmark", "impl.", "k", "form", "over", "tax", "95% CI", "synced",
+                 "95% CI", "GPU"):
         table.add_column(name, justify="left" if name in ("benchmark", "impl.", "form",
                                                           "over") else "right")
-    for (bench, elements), part in rows.groupby(["benchmark", "elements"], sort=False):
+    for (bench, elements), part in taxes.groupby(["benchmark", "elements"], sort=False):
         label = fmt.literal(f"{bench} {elements:,} el.")
         for r in part.itertuples():
-            table.add_row(label, fmt.literal(r.implementation), str(r.k), fmt.literal(r.variant),
-                          fmt.literal(r.call),
-                          *ratio_cells(r))
+            theirs = rows[(rows.benchmark == bench) & (rows.elements == elements)
+                          & (rows.implementation == r.implementation) & (rows.k == r.k)
+                          & (rows.call == r.call)]
+            synced, gpu = (pick(theirs, r.variant, m)
+                           for m in ("browser_tax_synced", "browser_tax_gpu"))
+            table.add_row(label, *map(fmt.literal, (r.implementation, r.k, r.variant, r.call)),
+                          *ratio_cells(r), *ratio_cells(synced), ratio_cells(gpu)[0])
             label = ""
         table.add_section()
+    return table
+
+
+#: A unit's parts in `split_grid`: (column, sync of the case, metric, hint).
+_SPLIT = (("wall", "wait", "per_unit_ns", "time"), ("issue", "wait", "cpu_per_unit_ns", "time"),
+          ("GPU", "timestamps", "gpu_ns", "time"),
+          ("wait", "wait", "wait_per_unit_ns", "difference"),
+          ("synced", "wait", "latency_ns", "time"),
+          ("floor", "wait", "completion_floor_ns", "time"))
+
+
+def split_grid(summary: pd.DataFrame) -> Table | None:
+    """Where a browser tax was measured: per implementation and fusion case, a unit's wall
+    time with the wait amortized as its issue time, GPU time and wait, beside one unit
+    synced alone and the completion floor it waited on."""
+    rows = _fusion_rows(summary)
+    if rows.empty or not (rows.metric == "browser_tax").any():
+        return None
+    table = Table(title="One unit of work (µs): wall = issue + GPU + wait; synced, and its "
+                        "completion floor")
+    columns = ("benchmark", "impl.", "k", "form", *(c for c, *_ in _SPLIT))
+    for name in columns:
+        table.add_column(name, justify="left" if name in columns[:4] and name != "k"
+                         else "right")
+    forms = rows[rows.variant.isin(("unfused", "fused"))]
+    for keys, part in forms.groupby(["benchmark", "elements", "implementation", "k",
+                                     "variant"], sort=False):
+        cells = []
+        for _, sync, metric, hint in _SPLIT:
+            hit = part[(part.sync == sync) & (part.metric == metric)]
+            cells.append(fmt.value(hit.value.iloc[0], hint) if not hit.empty else "—")
+        table.add_row(fmt.literal(f"{keys[0]} {keys[1]:,} el."),
+                      *map(fmt.literal, keys[2:]), *cells)
     return table
 
 
@@ -129,6 +170,39 @@ def token_loop_grid(summary: pd.DataFrame) -> Table | None:
                           str(keys[3]), fmt.literal(keys[4]), fmt.literal(encoding),
                           *(fmt.value(hit.value.iloc[0], hint) if not hit.empty else "—"
                             for hit, (_, _, hint) in zip(picked, cells, strict=True)))
+    return table
+
+
+#: A decode token's GPU time and its parts (methods/fusion._token_parts), as the grid shows
+#: them: the read floor, the dispatches' own GPU time, the kernels' excess.
+TOKEN_PARTS = (("GPU", "gpu_ns"), ("read floor", "read_floor_ns"),
+               ("dispatches", "dispatch_gpu_ns"), ("kernels' excess", "kernel_excess_ns"))
+
+
+def token_parts_grid(summary: pd.DataFrame) -> Table | None:
+    """Per decode form a worker measured the floors for: its GPU time a token (µs, the
+    one-pass slope) and its parts, each with its interval and its share of the GPU time."""
+    rows = _fusion_rows(summary)
+    rows = rows[(rows.sync == "timestamps") & rows.metric.isin([m for _, m in TOKEN_PARTS])] \
+        if not rows.empty else rows
+    if rows.empty or "kernel_excess_ns" not in set(rows.metric):
+        return None
+    table = Table(title="Decode GPU time a token taken apart (µs, 95% CI; share of the GPU "
+                        "time)")
+    for name in ("benchmark", "impl.", "k", "form", *(label for label, _ in TOKEN_PARTS)):
+        table.add_column(name, justify="left" if name in ("benchmark", "impl.", "form")
+                         else "right")
+    for (bench, elements, impl, k, variant), part in rows.groupby(
+            ["benchmark", "elements", "implementation", "k", "variant"], sort=False):
+        picks = [pick(part, variant, metric) for _, metric in TOKEN_PARTS]
+        if picks[-1] is None:
+            continue
+        gpu = picks[0].value if picks[0] is not None else math.nan
+        table.add_row(fmt.literal(f"{bench} {elements:,} el."),
+                      *map(fmt.literal, (impl, k, variant)),
+                      *(fmt.with_ci(r.value, r.ci_low, r.ci_high, "time", r.ci_level)
+                        + (f" ({r.value / gpu:.0%})" if i and gpu > 0 else "")
+                        if r is not None else "—" for i, r in enumerate(picks)))
     return table
 
 
@@ -238,5 +312,6 @@ def compile_grid(summary: pd.DataFrame) -> Table | None:
 
 def grids(summary: pd.DataFrame) -> list[Table | None]:
     """Every grid of this module, in the order they print (None where a run has none)."""
-    return [fusion_grid(summary), tax_grid(summary), token_loop_grid(summary),
-            host_read_grid(summary), readback_grid(summary), crossover_grid(summary)]
+    return [fusion_grid(summary), tax_grid(summary), split_grid(summary),
+            token_loop_grid(summary), token_parts_grid(summary), host_read_grid(summary),
+            readback_grid(summary), crossover_grid(summary)]

@@ -14,8 +14,10 @@ from typing import Any
 #: added `family` (the driver that measured a row) to both tables, and `hint` and `better`
 #: (how a value is shown, which direction is better: gpuoverhead/metrics.py) to the summary,
 #: and `rel_ci_within` (the within-process variance component) beside `rel_spread_between`;
-#: 4 added `modes` to the summary (a headline estimate's two modes, analysis/modes.py).
-SCHEMA_VERSION = 4
+#: 4 added `modes` to the summary (a headline estimate's two modes, analysis/modes.py);
+#: 5 added `regime` (the submission regime its processes measured in: cases.Group.regime)
+#: and `settled_s` (when a cadence's level settled, analysis/settling.py).
+SCHEMA_VERSION = 5
 
 SAMPLES = "samples"
 SUMMARY = "summary"
@@ -33,7 +35,7 @@ SUMMARY_COLUMNS = CASE_COLUMNS + [
     "n_dispatches", "process", "metric", "unit", "hint", "better", "estimator", "value",
     "ci_low", "ci_high", "ci_level", "ci_kind", "bound", "n_samples", "rel_ci",
     "rel_spread_between", "rel_ci_within", "processes", "rounds", "warmup_rounds", "stop",
-    "target_rel_ci", "outliers", "modes"]
+    "target_rel_ci", "outliers", "modes", "regime", "settled_s"]
 
 #: Metric of the summary row that records a benchmark that failed (its message in
 #: `estimator`), so that the summary says what is missing and why.

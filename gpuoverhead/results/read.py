@@ -136,11 +136,11 @@ def _summary(table: pa.Table, path: Path) -> pd.DataFrame:
 
 
 #: Schema versions this gpuoverhead reads; older ones gain their missing columns on load.
-READABLE = (1, 2, 3, SCHEMA_VERSION)
+READABLE = (1, 2, 3, 4, SCHEMA_VERSION)
 #: Columns added since version 1 (or to its later sets), with what an older set means.
 _ADDED = {"variant": "", "k": 0, "ci_level": float("nan"), "ci_kind": "", "bound": "",
           "processes": 1, "rel_spread_between": float("nan"), "rel_ci_within": float("nan"),
-          "modes": ""}
+          "modes": "", "regime": "", "settled_s": float("nan")}
 
 
 def migrate(summary: pd.DataFrame) -> pd.DataFrame:

@@ -119,7 +119,7 @@ def summary_table(run_id: str, adapter: AdapterInfo, group: Group, rows: list[Ro
             "outliers": int(sum(outliers.get((k.case.id, k.call, numbers[p]), 0)
                                 for p in ([r.process] if r.process is not None
                                           else range(len(runs))))),
-            "modes": "",
+            "modes": "", "regime": group.regime, "settled_s": r.settled_s,
         })
     frame = pd.DataFrame(table)
     return frame.astype({"process": "Int64", "n_dispatches": "Int64"})
@@ -135,4 +135,5 @@ def error_row(run_id: str, adapter: AdapterInfo, group: Group, message: str,
                           "unit": "-",
                           "hint": "error", "better": "none",
                           "estimator": message[:2000], "value": float("nan"),
-                          "process": pd.NA, "modes": ""}]).astype({"process": "Int64"})
+                          "process": pd.NA, "modes": "", "regime": group.regime}]
+                        ).astype({"process": "Int64"})

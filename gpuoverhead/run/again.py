@@ -7,13 +7,18 @@ processes a job; leaving the process out without a new one narrows the count ins
 
 Under a time limit a process is run again only where its start-up and least sampling fit
 beside the least of every process the run still has to start (it never takes another
-job's place); without a limit, always. The new process goes to the same half of an A/A run
-as the one it replaces, and run.json names the process it was measured again for.
+job's place); without a limit, always. An A/A run's processes are judged within their half,
+as each half is finished, and its fresh processes run a pair at a time, one in each half
+(in place of that half's next far-off process, else beside the other's), so that the two
+halves keep alternating in time: a process of one half alone, after all of the other's,
+would measure a stretch of the machine's time that the other half did not. run.json names
+the process a new one was measured again for, or the one it was measured beside.
 """
 
 from __future__ import annotations
 
 import statistics
+from itertools import zip_longest
 
 from gpuoverhead.analysis.odd import odd_processes
 from gpuoverhead.methods import series
@@ -22,29 +27,48 @@ from gpuoverhead.run.worker import Outcome
 
 #: run.json's key, in the new process's entry, for the process it was measured again for.
 AGAIN_FOR = "measured_again_for"
+#: run.json's key, in an A/A run's new process that replaces none, for the other half's
+#: process it was measured beside.
+BESIDE = "measured_beside"
 
 
-def odd(outcomes: list[Outcome]) -> list[int]:
+def odd(outcomes: list[Outcome], halves: int = 1) -> list[tuple[int | None, ...]]:
     """The numbers of the processes of one job that finishing will leave out as far off,
-    less those already measured again."""
-    done = [o for o in outcomes if not o.cut and not o.error and o.samples is not None]
-    every = [series(o.samples, o.calibration, o.clock_offset_ns) for o in done]
+    less those already measured again, as they are to be measured again: one at a time, or
+    in an A/A run (`halves` 2) one of each half at a time, half a's first (None where that
+    half has none left: a process measured beside the other's)."""
     again = {o.device_notes.get(AGAIN_FOR) for o in outcomes}
-    return [done[i].process for i, _ in odd_processes(every) if done[i].process not in again]
+    found = []
+    for half in range(halves):  # judged as each half is finished
+        done = [o for o in outcomes if o.process % halves == half and not o.cut
+                and not o.error and o.samples is not None]
+        every = [series(o.samples, o.calibration, o.clock_offset_ns) for o in done]
+        found.append([done[i].process for i, _ in odd_processes(every)
+                      if done[i].process not in again])
+    return list(zip_longest(*found))
 
 
-def slot_for(schedule: Schedule, last: Slot, job: int, outcomes: list[Outcome], process: int,
-             halves: int) -> tuple[Slot, Budget] | None:
-    """The slot and budget of a fresh process of `job` (of `last`'s benchmark, whose last
-    process `last` was) in place of `process`, or None where the time left does not hold it
-    beside every process still to start."""
-    number = max(o.process for o in outcomes) + 1
-    number += (process - number) % halves  # the same half as the one it replaces
-    slot = Slot(last.benchmark, number, job, *schedule.jobs[last.benchmark][job])
+def slots_for(schedule: Schedule, last: Slot, job: int, outcomes: list[Outcome],
+              processes: tuple[int | None, ...]) -> list[tuple[Slot, Budget, dict]] | None:
+    """The fresh processes of `job` (of `last`'s benchmark, whose last process `last` was)
+    in place of `processes` (an entry a half, as `odd` gives them), in the order they run:
+    each slot, its budget and its notes for run.json (AGAIN_FOR, or BESIDE); None where
+    the time left does not hold them all beside every process still to start."""
+    halves = len(processes)
+    after = max(o.process for o in outcomes) + 1
+    slots = [Slot(last.benchmark, after + i, job, *schedule.jobs[last.benchmark][job])
+             for i in range(halves)]  # a number a half, in turn
     later = sum(schedule.least_s(s) for s in schedule.remaining(last, schedule.processes)
                 if s != last)
-    if schedule.least_s(slot) + 2 * HANDBACK_S + later > schedule.until_deadline_s():
+    least = [schedule.least_s(s) + HANDBACK_S for s in slots]
+    if sum(least) + HANDBACK_S + later > schedule.until_deadline_s():
         return None
     given = [o.budget_s for o in outcomes if o.budget_s > 0]
-    return slot, Budget(statistics.median(given) if given else slot.cap,
-                        stop_at=schedule.deadline() - HANDBACK_S - later)
+    each = statistics.median(given) if given else slots[0].cap
+    replaced = [processes[s.process % halves] for s in slots]
+    beside = next(s.process for s, p in zip(slots, replaced, strict=True) if p is not None)
+    # Each stops in time for the least of those after it, in the pair and in the run.
+    return [(s, Budget(each, stop_at=schedule.deadline() - HANDBACK_S - later
+                       - sum(least[i + 1:])),
+             {AGAIN_FOR: p} if p is not None else {BESIDE: beside})
+            for i, (s, p) in enumerate(zip(slots, replaced, strict=True))]

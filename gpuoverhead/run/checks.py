@@ -10,11 +10,24 @@ import pandas as pd
 
 from gpuoverhead.analysis import modes
 from gpuoverhead.analysis.combine import Row
+from gpuoverhead.analysis.floor import FLOOR_MULTIPLE
+from gpuoverhead.analysis.off_floor import floor_points
 from gpuoverhead.analysis.samples import backwards_stamps, gpu_timer
-from gpuoverhead.analysis.series import STOP_METRICS, precise_enough
+from gpuoverhead.analysis.series import STOP_METRICS, View, precise_enough
 from gpuoverhead.cases import Group
 from gpuoverhead.metrics import HEADLINE
-from gpuoverhead.records import Note
+from gpuoverhead.present import note_words
+from gpuoverhead.present.note_words import (  # the kinds of note said once (said_once)
+    CUT,
+    DRIFT,
+    FLOOR,
+    FLOORED,
+    GPU_STATE,
+    IMPRECISE,
+    MODES,
+    SHORT,
+    UNSETTLED,
+)
 from gpuoverhead.run import telemetry
 from gpuoverhead.run.budget import SAMPLE_SHARE
 from gpuoverhead.run.rounds import OVERRUN
@@ -30,7 +43,7 @@ def process_entry(outcome: Outcome) -> dict[str, Any]:
              "warmup_settled": s.warmup_settled, "stop": s.stop,
              "n_cut": {s.cases[i].id: list(n) for i, n in s.cut.items()},
              "clock_cost_ns": cal.timer_ns, "timestamp_period_ns": cal.tick_ns,
-             **outcome.device_notes}
+             "python_step_ns": s.python_step_ns, **outcome.device_notes}
     timer = gpu_timer(s, cal.tick_ns) if cal.tick_ns else None
     if timer is not None:
         entry.update(gpu_timer_resolution_ns=timer.resolution_ns,
@@ -58,9 +71,19 @@ def timer_warnings(group: Group, outcomes: list[Outcome]) -> list[str]:
     return warnings
 
 
-#: Kinds of note that a run states once, over all its groups (see `said_once`).
-CUT, UNSETTLED, IMPRECISE, SHORT, GPU_STATE, MODES, DRIFT = (
-    "cut", "unsettled", "imprecise", "short", "gpu", "modes", "drift")
+def floor_notes(group: Group, label: str, outcomes: list[Outcome]) -> list[tuple[str, str]]:
+    """Fusion slopes fitted above a completion floor (methods/fusion.py): the N each
+    process left out as the floor (FLOOR), and the cases left with no slope because
+    fewer than two of the N it measured lay above it (FLOORED)."""
+    notes = []
+    for o in outcomes:
+        view = View(o.samples, o.calibration, o.clock_offset_ns)
+        for case, (left, floor_ns, sloped) in floor_points(view).items():
+            kind = FLOOR if sloped else FLOORED
+            notes.append((kind, f"{case.id} ({label}) process {o.process}: N = "
+                                f"{', '.join(map(str, left))} under {FLOOR_MULTIPLE:g}x its "
+                                f"{floor_ns / 1e3:,.0f} µs floor"))
+    return notes
 
 
 def sampling_notes(group: Group, outcomes: list[Outcome], summary: pd.DataFrame
@@ -123,77 +146,16 @@ def _limit(row: Any) -> str:
     return f"{side}: {between:.0%} between process medians, ±{within:.0%} within one"
 
 
-
 def said_once(notes: list[tuple[str, str]]) -> list[str]:
     """One warning per kind of sampling note, however many groups had it: run.json's says
-    which columns to read, the terminal's (`Note.plain`) what the user can do."""
+    which columns to read, the terminal's (`Note.plain`) what the user can do; both are
+    present/note_words.py's, which reads the first back into the second for reports."""
     by_kind: dict[str, list[str]] = {}
     for kind, example in notes:
         by_kind.setdefault(kind, []).append(example)
-    out: list[str] = []
-    for kind, found in by_kind.items():
-        one, several, advice = _PLAIN[kind]
-        out.append(Note(f"{len(found)} {_DETAIL[kind]}; e.g. {found[0]}", kind,
-                        f"{len(found)} {one if len(found) == 1 else several}: {advice} "
-                        f"(e.g. {found[0]})"))
-    return out
-
-
-#: Each kind of sampling note as run.json says it (after its count; an example follows).
-_DETAIL = {
-    CUT: ("cases had their N sweep cut short on this adapter (a sample at a larger N "
-          f"took over {SAMPLE_SHARE:.0%} of a process's budget)"),
-    UNSETTLED: ("processes stopped warming up before round durations settled "
-                "(warmup_max_rounds, or the warm-up's share of the budget)"),
-    SHORT: (f"processes stopped short of the suite's min_rounds, at {OVERRUN:g}x "
-            "their budget or at the run's deadline: their rounds took longer than "
-            "the time limit left them (a longer --time-limit, or a smaller sweep or "
-            "loop_tokens, gives them their minimum)"),
-    GPU_STATE: ("processes sampled while the GPU's SM clock fell by over "
-                f"{telemetry.CLOCK_CHANGE:.0%} or a throttle reason was set (NVML; "
-                "run.json's telemetry per process): their figures may be the "
-                "clocks', not the overhead's; locking clocks (nvidia-smi -lgc) "
-                "keeps them still"),
-    MODES: ("headline estimates had samples in two modes, with some processes' "
-            "medians in one and some in the other: such an estimate is either "
-            "mode, its interval spans the gap, and more processes do not narrow "
-            "it (a sync's completion that a poll sees at once or later)"),
-    IMPRECISE: ("headline estimates missed their precision target when sampling "
-                "stopped: the time they had (budget_s, the time limit) or the "
-                "machine's noise limited them (each example says which variance "
-                "component: rel_spread_between and rel_ci_within in the summary)"),
-    DRIFT: ("trends over time (run.json's drift has each: its job, case, metric, change "
-            "from the first to the last quarter and scope)"),
-}
-
-#: Each kind in the terminal's words: (one, several, what it means and what to do).
-_PLAIN = {
-    CUT: ("case measured fewer N than its suite asks", "cases measured fewer N than their "
-          "suite asks", f"one sample at a larger N would have taken over {SAMPLE_SHARE:.0%} of "
-          "a process's time on this adapter; a larger budget_s in the suite measures it"),
-    UNSETTLED: ("process stopped warming up before its rounds took a steady time",
-                "processes stopped warming up before their rounds took a steady time",
-                "the first rounds measured may still carry start-up costs; a larger "
-                "warmup_max_rounds or budget_s in the suite lets warm-up settle"),
-    SHORT: ("process ran fewer rounds than the suite's min_rounds",
-            "processes ran fewer rounds than the suite's min_rounds",
-            "rounds took longer than the time left; a longer --time-limit, or a smaller "
-            "sweep, gives each process its minimum"),
-    GPU_STATE: ("process measured while the GPU's clock fell or it throttled",
-                "processes measured while the GPU's clock fell or it throttled",
-                "the figures then may be the clocks', not the overhead's; lock the clocks "
-                "(nvidia-smi -lgc) and run again"),
-    MODES: ("headline figure fell in two modes", "headline figures fell in two modes",
-            "some processes measured one, some the other: such a figure is either mode, and "
-            "more processes do not narrow the interval"),
-    IMPRECISE: ("headline figure is less precise than its suite's target",
-                "headline figures are less precise than their suite's target",
-                "the run's time or the machine's noise limited the precision; a quieter "
-                "machine, a longer --time-limit or more --processes narrows the intervals"),
-    DRIFT: ("figure drifted while the run measured", "figures drifted while the run measured",
-            "the machine changed under it (other work, clocks, heat); a quieter machine, or "
-            "more processes, makes that matter less"),
-}
+    return [note_words.note(kind, len(found), found[0], share=f"{SAMPLE_SHARE:.0%}",
+                            overrun=f"{OVERRUN:g}", clock=f"{telemetry.CLOCK_CHANGE:.0%}")
+            for kind, found in by_kind.items()]
 
 
 def drift_notes(group: Group, implementation: str, found: list[dict[str, Any]]

@@ -10,6 +10,14 @@ others, says so in one line and records the probe in run.json (`host.cpus`). `--
 decides instead, and is recorded alike.
 Where the OS cannot pin (macOS, Windows) nothing is probed; a process that measured far
 slower than its job's others is left out of the estimate (analysis/odd.py) wherever it ran.
+
+What holds of the probe, and what the regimes explain (issue 54, 56): a slow vCPU stayed
+slow all day, so a CPU left out stays out for the hour the probe is kept; each CPU is judged
+at its best window (gpu/cpu_probe.py), since its median window sampled the Python-speed
+state it met then, whose ratio (1.5-1.8x) is SLOW_FACTOR's; a CPU made busy after the probe
+is used as if quiet for that hour, but no worker is pinned to one CPU (the OS moves it off a
+busy one), the run's figures are those of one CPU state (analysis/states.py), and a process
+far slower than its job's others is left out (analysis/odd.py).
 """
 
 from __future__ import annotations
@@ -81,16 +89,22 @@ def _measure(allowed: list[int]) -> cpu_probe.Probe:
 def _kept(allowed: list[int]) -> tuple[cpu_probe.Probe, float] | None:
     """The probe of these CPUs made this boot within KEEP_S, and its age; None if none or
     it does not read as one."""
-    found = kept.get(FILE, allowed, KEEP_S)
+    return kept.get(FILE, allowed, KEEP_S, lambda found: _as_probe(found, allowed))
+
+
+def _as_probe(found: Any, allowed: list[int]) -> tuple[cpu_probe.Probe, float] | None:
+    """A kept probe of `allowed` and its age, or None where it is not one (gpu/kept.py says
+    so)."""
     try:
         seconds = {str(n): {int(c): float(s) for c, s in by_cpu.items()}
                    for n, by_cpu in found["seconds"].items()}
         probe = cpu_probe.Probe(seconds, float(found["took_s"]))
         age = time.time() - float(found["time"])
-    except (TypeError, KeyError, ValueError, AttributeError):
+    except (TypeError, KeyError, ValueError, AttributeError, OverflowError):
         return None
-    ok = seconds and all(set(by_cpu) == set(allowed) and all(
-        math.isfinite(s) and s > 0 for s in by_cpu.values()) for by_cpu in seconds.values())
+    ok = seconds and math.isfinite(probe.took_s) and math.isfinite(age) and all(
+        set(by_cpu) == set(allowed) and all(math.isfinite(s) and s > 0 for s in by_cpu.values())
+        for by_cpu in seconds.values())
     return (probe, age) if ok else None
 
 

@@ -6,15 +6,17 @@ alternately in time. Nothing here measures or writes: `finish` returns one recor
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from gpuoverhead.analysis import combine, drift, pairs
+from gpuoverhead.analysis import combine, drift, pairs, states
 from gpuoverhead.analysis.odd import FAR, odd_processes
 from gpuoverhead.analysis.samples import GroupSamples
-from gpuoverhead.analysis.series import Key, Series
+from gpuoverhead.analysis.series import STOP_METRICS, Key, Series
 from gpuoverhead.analysis.stats import Estimate, over_processes
+from gpuoverhead.cases import Group
 from gpuoverhead.drivers import registry
 from gpuoverhead.drivers.base import Job
 from gpuoverhead.methods import series
@@ -23,6 +25,7 @@ from gpuoverhead.results.columns import SKIPPED
 from gpuoverhead.run import checks
 from gpuoverhead.run.again import AGAIN_FOR
 from gpuoverhead.run.files import Finished
+from gpuoverhead.run.rounds import MIN_ROUNDS
 from gpuoverhead.run.worker import Outcome
 from gpuoverhead.workloads import registry as workloads
 
@@ -34,24 +37,82 @@ def finish(run_id: str, jobs: list[Job], outcomes: list[list[Outcome]],
            rng: np.random.Generator, run_start_ns: int) -> Finished:
     """The benchmark's record: each job's part, then the paired ratios between jobs."""
     out = Finished()
-    measured = [_job(run_id, job, found, rng, run_start_ns, out)
+    cpu = states.find([o.samples for job, found in zip(jobs, outcomes, strict=True)
+                       if job.group.gap_ms is None for o in found
+                       if o.samples is not None and not o.cut and not o.error])
+    measured = [_job(run_id, job, found, rng, run_start_ns, out,
+                     cpu if job.group.gap_ms is None else None)
                 for job, found in zip(jobs, outcomes, strict=True)]
     _pairs(run_id, jobs, measured, out)
     return out
 
 
 def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generator,
-         run_start_ns: int, out: Finished) -> Measured | None:
+         run_start_ns: int, out: Finished, cpu: states.States | None = None
+         ) -> Measured | None:
     """One job's samples and estimates (or its error row) into `out`; returns its
-    per-process series and samples for the ratios between jobs, None where it failed."""
+    per-process series and samples for the ratios between jobs, None where it failed. With
+    `cpu` (its benchmark's two CPU states) the estimates are those of the kept state's
+    rounds (analysis/states.py)."""
     group, adapter = job.group, job.adapter
     entry = {"id": group.id, "benchmark": group.benchmark, "elements": group.elements,
              "implementation": job.label}
+    found = _whole(run_id, job, outcomes, entry, out)
+    if found is None:
+        return None
+    outcomes = found
+    least = group.sampling.min_rounds
+    cpu, kept_rounds = _in_state(cpu, outcomes, least)
+    every = [series(o.samples, o.calibration, o.clock_offset_ns, r)
+             for o, r in zip(outcomes, kept_rounds, strict=True)]
+    lives = _lives(group, outcomes, kept_rounds, every, least)
+    rows = pd.concat([tables.samples_table(run_id, adapter, o.samples, o.process,
+                                           run_start_ns, o.clock_offset_ns, o.calibration)
+                      for o in outcomes], ignore_index=True)
+    left_out = _left_out(f"{group.id} ({job.label})", cpu, least, outcomes, kept_rounds, every,
+                         lives, out.warnings)
+    # Left out of the estimates; an empty place keeps the pairs between jobs in step.
+    per_process = [{} if i in left_out else s for i, s in enumerate(every)]
+    kept = [o for i, o in enumerate(outcomes) if i not in left_out]
+    numbers = [o.process for o in kept]
+    estimates = combine.combine([s for s in per_process if s], rng)
+    built, failed = _builds(job, kept)
+    summary = tables.summary_table(run_id, adapter, group,
+                                   estimates + workloads.per_op_rows(group, estimates) + built,
+                                   [o.samples for o in kept], numbers, rows)
+    if cpu is not None:
+        summary["regime"] = cpu.regime(group.regime)
+    for case, message in failed:
+        out.summaries.append(tables.error_row(run_id, adapter, group, message, case))
+        out.warnings.append(f"{case.id} ({job.label}): left out, its build failed: {message}")
+    out.entries.append({**entry, "status": "ok", "sampling": group.sampling.__dict__,
+                        **_cpu_states(cpu, outcomes, kept_rounds),
+                        "processes": [{**checks.process_entry(o), **(
+                            {"left_out": left_out[i]} if i in left_out else {}),
+                                       **_settling(every[i]), **_life(lives[i])}
+                                      for i, o in enumerate(outcomes)]})
+    found = drift.drifts([s for s in per_process if s])
+    out.drift.extend({**d, "implementation": job.label} for d in found)
+    out.warnings.extend(checks.timer_warnings(group, outcomes))
+    summary["modes"] = checks.modes_column(rows, summary)
+    out.sampling.extend(checks.sampling_notes(group, outcomes, summary)
+                        + checks.mode_notes(summary) + checks.drift_notes(group, job.label, found)
+                        + checks.floor_notes(group, job.label, kept))
+    out.samples.append(rows)
+    out.summaries.append(summary)
+    return per_process, [o.samples for o in kept], numbers
+
+
+def _whole(run_id: str, job: Job, outcomes: list[Outcome], entry: dict[str, Any],
+           out: Finished) -> list[Outcome] | None:
+    """The processes that ran whole, or None where none did (the time limit left the job
+    out: skipped) or one failed (an error), each said in `out`."""
+    group = job.group
     cut = [o for o in outcomes if o.cut]
     if len(cut) == len(outcomes):  # no process ran whole: the time limit left the job out
         out.skipped.append(f"{group.id} ({job.label})")
         out.entries.append({**entry, "status": "skipped (time limit)"})
-        out.summaries.append(tables.error_row(run_id, adapter, group, cut[0].error or
+        out.summaries.append(tables.error_row(run_id, job.adapter, group, cut[0].error or
                                               "stopped at the run's time limit",
                                               metric=SKIPPED))
         return None
@@ -63,44 +124,120 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
     if errors:
         out.errors.extend(f"{group.id} ({job.label}): {e}" for e in errors)
         out.entries.append({**entry, "status": "failed"})
-        out.summaries.append(tables.error_row(run_id, adapter, group, errors[0]))
+        out.summaries.append(tables.error_row(run_id, job.adapter, group, errors[0]))
         return None
-    every = [series(o.samples, o.calibration, o.clock_offset_ns) for o in outcomes]
-    rows = pd.concat([tables.samples_table(run_id, adapter, o.samples, o.process,
-                                           run_start_ns, o.clock_offset_ns, o.calibration)
-                      for o in outcomes], ignore_index=True)
-    odd = dict(odd_processes(every))
+    return outcomes
+
+
+def _in_state(cpu: states.States | None, outcomes: list[Outcome], least: int
+              ) -> tuple[states.States | None, list[np.ndarray | None]]:
+    """The CPU states a job's figures are split by (None where no process met the kept one
+    in `least` rounds: every round counts, a mix) and each process's rounds in the kept
+    state (None: too few, or no split)."""
+    kept = [None if cpu is None else states.kept_rounds(o.samples, cpu, least)
+            for o in outcomes]
+    return (None, kept) if all(r is None for r in kept) else (cpu, kept)
+
+
+def _lives(group: Group, outcomes: list[Outcome], kept_rounds: list[np.ndarray | None],
+           every: list[dict[Key, Series]], least: int) -> list[drift.Life | None]:
+    """Each process's life (analysis/drift.py `life`; none for a cadence, which settles on
+    its own); where its headline figures held only from some age on, its series (in
+    `every`) become those of its rounds from then, where `least` rounds are left."""
+    lives = [None if group.gap_ms is not None else drift.life(s) for s in every]
+    for i, (o, found) in enumerate(zip(outcomes, lives, strict=True)):
+        if found is None or found.trends or found.held_from_s <= 0:
+            continue
+        later = drift.rounds_from(o.samples, o.clock_offset_ns, found.held_from_ns)
+        if kept_rounds[i] is not None:
+            later = np.intersect1d(later, kept_rounds[i])
+        if later.size >= least:
+            every[i] = series(o.samples, o.calibration, o.clock_offset_ns, later)
+    return lives
+
+
+def _life(found: drift.Life | None) -> dict[str, Any]:
+    """run.json's record of a process's life: from when its headline figures held (s into
+    its sampling) and the share of them still moving in its last third."""
+    if found is None:
+        return {}
+    return {"held_from_s": round(found.held_from_s, 3), "moving": round(found.moving, 3)}
+
+
+def _left_out(job: str, cpu: states.States | None, least: int, outcomes: list[Outcome],
+              kept_rounds: list[np.ndarray | None], every: list[dict[Key, Series]],
+              lives: list[drift.Life | None], warnings: list[str]) -> dict[int, str]:
+    """The processes left out of a job's estimates, each with why (run.json's `left_out`),
+    said in `warnings`: those that met the kept CPU state in under `least` rounds, those
+    whose figures still moved in their last third where two others are kept
+    (analysis/drift.py `life`), and those far slower than the others (analysis/odd.py)."""
+    reasons: dict[int, str] = {}
+    state = [i for i, r in enumerate(kept_rounds) if r is None]
+    if cpu is not None and state:
+        said = ", ".join(f"{outcomes[i].process} ("
+                         f"{states.rounds_in(outcomes[i].samples, cpu, cpu.kept).size} of "
+                         f"{outcomes[i].samples.rounds} rounds)" for i in state)
+        warnings.append(f"{job}: worker process {said} met the CPU {cpu.kept} state, which "
+                        f"the figures are of, in under {least} rounds (min_rounds): kept in "
+                        "the samples, left out of the estimates")
+        reasons.update({i: f"under {least} rounds in the CPU {cpu.kept} state" for i in state})
+    moving = [i for i, f in enumerate(lives) if f is not None and f.trends and i not in reasons]
+    if moving and len(outcomes) - len(reasons) - len(moving) >= 2:  # else kept, a drift said
+        said = ", ".join(f"{outcomes[i].process} ({lives[i].change:+.0%})" for i in moving)
+        warnings.append(f"{job}: worker process {said} still moved in its last third (most of "
+                        "its headline figures; first to last part of its life): no level of "
+                        "its own, kept in the samples, left out of the estimates")
+        reasons.update({i: "its figures still moved in its last third" for i in moving})
+    odd = dict(odd_processes([{} if i in reasons else s for i, s in enumerate(every)]))
     if odd:
-        out.warnings.append(_odd_warning(group.id, job.label, outcomes, odd))
-    # Left out of the estimates; an empty place keeps the pairs between jobs in step.
-    per_process = [{} if i in odd else s for i, s in enumerate(every)]
-    kept = [o for i, o in enumerate(outcomes) if i not in odd]
-    numbers = [o.process for o in kept]
-    estimates = combine.combine([s for s in per_process if s], rng)
-    built, failed = _builds(job, kept)
-    summary = tables.summary_table(run_id, adapter, group,
-                                   estimates + workloads.per_op_rows(group, estimates) + built,
-                                   [o.samples for o in kept], numbers, rows)
-    for case, message in failed:
-        out.summaries.append(tables.error_row(run_id, adapter, group, message, case))
-        out.warnings.append(f"{case.id} ({job.label}): left out, its build failed: {message}")
-    out.entries.append({**entry, "status": "ok", "sampling": group.sampling.__dict__,
-                        "processes": [{**checks.process_entry(o), **(
-                            {"left_out": f"{odd[i]:.2f}x the job's median process"}
-                            if i in odd else {})} for i, o in enumerate(outcomes)]})
-    found = drift.drifts([s for s in per_process if s])
-    out.drift.extend({**d, "implementation": job.label} for d in found)
-    out.warnings.extend(checks.timer_warnings(group, outcomes))
-    summary["modes"] = checks.modes_column(rows, summary)
-    out.sampling.extend(checks.sampling_notes(group, outcomes, summary)
-                        + checks.mode_notes(summary) + checks.drift_notes(group, job.label, found))
-    out.samples.append(rows)
-    out.summaries.append(summary)
-    return per_process, [o.samples for o in kept], numbers
+        warnings.append(_odd_warning(job, outcomes, odd))
+        reasons.update({i: f"{level:.2f}x the median of the job's processes kept"
+                        for i, level in odd.items()})
+    return reasons
 
 
-def _odd_warning(group: str, label: str, outcomes: list[Outcome], odd: dict[int, float]
-                 ) -> str:
+def _cpu_states(cpu: states.States | None, outcomes: list[Outcome],
+                kept: list[np.ndarray | None]) -> dict[str, Any]:
+    """run.json's record of a job's two CPU states (analysis/states.py): the loop's two
+    speeds, which state the figures come from, per process its share of rounds in the slow
+    one and how many rounds it kept ("all" where too few were in the kept state), and each
+    headline figure's level in the other state (the median over the processes with
+    MIN_ROUNDS rounds in it; µs)."""
+    if cpu is None:
+        return {}
+    other: dict[str, list[float]] = {}
+    for o in outcomes:
+        rounds = states.rounds_in(o.samples, cpu, cpu.other)
+        if rounds.size < MIN_ROUNDS:
+            continue
+        for k, s in series(o.samples, o.calibration, o.clock_offset_ns, rounds).items():
+            if k.metric in STOP_METRICS and s.values.size:
+                other.setdefault(f"{k.case.id} {k.metric}", []).append(s.point())
+    return {"cpu_states": {
+        "loop_step_us": {states.FAST: round(cpu.fast_ns / 1e3, 3),
+                         states.SLOW: round(cpu.slow_ns / 1e3, 3)},
+        "slow_share": round(cpu.slow_share, 3), "kept": cpu.kept,
+        "processes": [{"process": o.process, "slow_share": round(
+            states.rounds_in(o.samples, cpu, states.SLOW).size / max(1, o.samples.rounds), 3),
+            "rounds_kept": "all" if r is None else int(r.size)}
+            for o, r in zip(outcomes, kept, strict=True)],
+        f"{cpu.other}_state_us": {k: round(float(np.median(v)) / 1e3, 3)
+                                  for k, v in other.items()}}}
+
+
+def _settling(found: dict[Key, Series]) -> dict[str, Any]:
+    """run.json's record of a process's levels that settle (a cadence): per case and
+    metric, when it settled (s into the process), whether before its last third, and the
+    level over its age (the start of each bin, s; its median, µs)."""
+    out = {f"{k.case.id} {k.metric}": {
+        "settled_s": round(s.settled.at_s, 3), "settled": s.settled.settled,
+        "age_s": [round(a, 3) for a, _ in s.settled.level],
+        "level_us": [round(v / 1e3, 3) for _, v in s.settled.level]}
+        for k, s in found.items() if s.settled is not None}
+    return {"settling": out} if out else {}
+
+
+def _odd_warning(job: str, outcomes: list[Outcome], odd: dict[int, float]) -> str:
     """What a user should know of the processes left out (analysis/odd.py)."""
     said = ", ".join(f"{outcomes[i].process} ({level:.1f}x"
                      + (f", mostly on CPU {cpu})" if (cpu := outcomes[i].device_notes.get(
@@ -109,8 +246,9 @@ def _odd_warning(group: str, label: str, outcomes: list[Outcome], odd: dict[int,
              if AGAIN_FOR in o.device_notes}
     again = [f"{outcomes[i].process} in {fresh[outcomes[i].process]}" for i in odd
              if outcomes[i].process in fresh]
-    return (f"{group} ({label}): worker process {said} measured far slower than the job's "
-            f"median process (over {FAR:g}x): kept in the samples, left out of the estimates"
+    return (f"{job}: worker process {said} measured far slower than the job's "
+            f"others (over {FAR:g}x the median of those kept, and beyond their spread): kept in "
+            "the samples, left out of the estimates"
             + (f", measured again in a fresh process ({', '.join(again)})" if again else
                ", not measured again (the time left did not hold another process)")
             + "; a CPU slower at these calls is the usual cause (--affinity leaves it out)")
@@ -164,13 +302,15 @@ def partners(jobs: list[Job]) -> list[tuple[int, ...]]:
 
 def _taxes(measured: list[tuple[Job, Measured]]
            ) -> list[tuple[Job, Measured, list[combine.Row]]]:
-    """Each job's per-unit time over that of each implementation its family's `TAX_OVER`
-    names (`browser_tax`: the browser over native WebGPU, `call` naming the implementation
+    """Each job's per-unit, synced and GPU time over that of each implementation its
+    family's `TAX_OVER` names (pairs.TAXES: `browser_tax`, `browser_tax_synced`,
+    `browser_tax_gpu`, the browser over native WebGPU, `call` naming the implementation
     divided by), process pair by process pair."""
-    return [(job, m, pairs.paired_ratios(m[0], tm[0], theirs.adapter.implementation,
-                                          "browser_tax", pairs.TAXED,
-                                          pairs.same_id(theirs.group.cases),
-                                          theirs.adapter.implementation))
+    return [(job, m, [row for metric, compared in pairs.TAXES.items()
+                      for row in pairs.paired_ratios(m[0], tm[0], theirs.adapter.implementation,
+                                                     metric, compared,
+                                                     pairs.same_id(theirs.group.cases),
+                                                     theirs.adapter.implementation)])
             for job, m in measured if not job.reference
             for theirs, tm in measured if not theirs.reference
             and theirs.adapter.implementation in registry.get(job.driver).TAX_OVER]

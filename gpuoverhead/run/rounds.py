@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from time import monotonic, perf_counter_ns
+from time import monotonic, perf_counter_ns, sleep
 from typing import Any
 
 import numpy as np
@@ -40,7 +40,7 @@ import numpy as np
 from gpuoverhead import interrupts
 from gpuoverhead.analysis.samples import GroupSamples
 from gpuoverhead.cases import Case, Group
-from gpuoverhead.methods import Operation
+from gpuoverhead.methods import Operation, cadence
 from gpuoverhead.records import SelfTimed
 from gpuoverhead.run.budget import Budget
 
@@ -51,6 +51,12 @@ WARMUP_TOLERANCE = 0.05
 MIN_ROUNDS = 3
 #: How far past its budget a process may run to reach the suite's `min_rounds`.
 OVERRUN = 3.0
+#: The share of a process's budget between two checks of its precision (at `min_rounds`
+#: first). A check computes every estimate so far, 45-78 ms on the H200 VMs, with no op
+#: issued meanwhile: checked every 10% more rounds, a default process idled in 15-25 such
+#: gaps, 4-8% of its time, and what an op costs depends on how densely its process has been
+#: submitting (issue 54): the rounds' regime is back to back.
+CHECK_SHARE = 0.25
 
 Progress = Callable[[GroupSamples, float, float], None]
 Precision = Callable[[GroupSamples], float]
@@ -93,11 +99,16 @@ def sample_group(group: Group, ops: dict[Case, Operation], rng: np.random.Genera
         return (i, n, index, warmup, t0, wall), extra
 
     cpus = [] if cpus is None else cpus
-    cpus.append(current_cpu())
-    units = _probe(units, timed, out, budget.sample_s)
-    progress(out, 0.0, budget.process_s)
-    one_round = _round(units, timed, rng, out, cpus)
     try:
+        if group.gap_ms is not None:  # a cadence: every burst at its gap, round 0 too
+            _timeline(group, _round(units, timed, rng, out, cpus, group.gap_ms / 1e3,
+                                    cadence.BLOCK), out, budget, progress)
+            return out
+        cpus.append(current_cpu())
+        out.python_step_ns.append(python_step_ns())
+        units = _probe(units, timed, out, budget.sample_s)
+        progress(out, 0.0, budget.process_s)
+        one_round = _round(units, timed, rng, out, cpus)
         _warm_up(group, one_round, out, budget, progress)
         _measure(group, one_round, out, budget, worst_rel_ci, progress)
     except KeyboardInterrupt:  # the rounds measured come back, where they make an estimate
@@ -154,20 +165,71 @@ def _keep(out: GroupSamples, record: tuple, extra: Any) -> None:
 
 
 def _round(units: list[Unit], timed: Timed, rng: np.random.Generator, out: GroupSamples,
-           cpus: list[int]) -> Round:
-    """`one_round(index, warmup)`: every unit once in a fresh order; returns its ns. Each
-    round first appends the CPU it starts on to `cpus` (before any clock is read)."""
+           cpus: list[int], gap_s: float = 0.0, block: int = 1) -> Round:
+    """`one_round(index, warmup)`: every unit in a fresh order, `block` samples in a row
+    each, every sample followed by `gap_s` of idle time (a cadence's gap; none between
+    interleaved rounds' samples); returns the samples' ns. In a block of several the first
+    sample is kept as a warm-up one: it pays for the unit before it (a cadence's `submit`
+    burst after a burst of another encoding cost 19.4 µs an op against 16.7 after a
+    `submit` burst, back to back on the H200 VM, and 48.5 against 36.0 16 ms apart:
+    methods/cadence.py). Each round first appends the CPU it starts on to `cpus` and the
+    Python loop's speed to `out.python_step_ns` (before any clock of a sample)."""
 
     def one_round(index: int, warmup: bool) -> int:
         cpus.append(current_cpu())
+        out.python_step_ns.append(python_step_ns())
         total = 0
         for k in rng.permutation(len(units)):
-            record, extra = timed(units[k], index, warmup)
-            _keep(out, record, extra)
-            total += record[5]
+            for b in range(block):
+                record, extra = timed(units[k], index, warmup or (b == 0 < block - 1))
+                _keep(out, record, extra)
+                total += record[5]
+                if gap_s:
+                    sleep(gap_s)
         return total
 
     return one_round
+
+
+#: Steps of the Python loop timed at each round's start (`python_step_ns`).
+LOOP_STEPS = 5
+
+
+def python_step_ns() -> int:
+    """ns of one step of a fixed Python loop now, the median of LOOP_STEPS (10-20 µs in
+    all): on the lent H200 VMs every vCPU switched between two speeds of plain Python, 1.1
+    and 2.0-2.5 µs a step, in 0.1-3 s stretches, and the wrapper's `submit` with them
+    (docs/methodology.md); timed at each round's start, it says which state a round met."""
+    steps = []
+    for _ in range(LOOP_STEPS):
+        t0 = perf_counter_ns()
+        sum(range(200))
+        steps.append(perf_counter_ns() - t0)
+    return int(np.median(steps))
+
+
+def _timeline(group: Group, one_round: Round, out: GroupSamples, budget: Budget,
+              progress: Progress) -> None:
+    """A cadence's bursts for the process's whole budget, round 0 its warm-up: no early
+    stop, since its regime settles over seconds and when is found after
+    (analysis/settling.py); it stops early only where another round would end past the
+    run's deadline (`budget.stop_at`), with MIN_ROUNDS measured, or at `max_rounds`."""
+    start = perf_counter_ns()
+    one_round(0, True)
+    out.warmup_rounds, out.warmup_settled = 1, True
+    while not out.stop:
+        began = perf_counter_ns()
+        one_round(out.rounds, False)
+        out.rounds += 1
+        now = perf_counter_ns()
+        elapsed_s, took_s = (now - start) / 1e9, (now - began) / 1e9
+        if elapsed_s >= budget.process_s and out.rounds >= MIN_ROUNDS:
+            out.stop = "budget"
+        elif out.rounds >= MIN_ROUNDS and monotonic() + took_s > budget.stop_at:
+            out.stop = "short"
+        elif out.rounds >= group.sampling.max_rounds:
+            out.stop = "max_rounds"
+        progress(out, elapsed_s, budget.process_s)
 
 
 def _warm_up(group: Group, one_round: Round, out: GroupSamples, budget: Budget,
@@ -194,13 +256,13 @@ def _measure(group: Group, one_round: Round, out: GroupSamples, budget: Budget,
     the run's deadline (`budget.stop_at`): a worker stopped there would lose every round."""
     s, budget_s = group.sampling, budget.process_s
     start = perf_counter_ns()
-    next_check = s.min_rounds
+    next_check_s = -math.inf
     while not out.stop:
         took_s = one_round(out.rounds, False) / 1e9
         out.rounds += 1
         elapsed_s = (perf_counter_ns() - start) / 1e9
-        if out.rounds >= next_check:
-            next_check = max(out.rounds + 1, math.ceil(out.rounds * 1.1))
+        if out.rounds >= s.min_rounds and elapsed_s >= next_check_s:
+            next_check_s = elapsed_s + CHECK_SHARE * budget_s
             if worst_rel_ci(out) <= s.target_rel_ci:
                 out.stop = "converged"
         if not out.stop and elapsed_s >= budget_s and out.rounds >= s.min_rounds:

@@ -111,7 +111,7 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
             if not options.quick:  # a smoke run's precision is not what it is for
                 files.start.precision = precision.limits(files.summary(),
                                                          files.start.benchmarks,
-                                                         schedule.limit_s)
+                                                         schedule.limit_s, plan.halves > 1)
             files.save("failed" if files.record().errors else
                        "partial" if files.skipped() else "complete")
     finally:  # the run ids are free again
@@ -131,14 +131,13 @@ def _closing_notes(record: RunRecord, schedule: Schedule, summary: pd.DataFrame,
     record.warnings += [w + " (at the end of the run)" for w in noisy]
     record.warnings += checks.cpu_warnings(record.benchmarks, summary)
     if skipped:
-        record.warnings.append(
-            f"partial: the time limit of {schedule.limit_s:g} s left out {len(skipped)} "
-            f"job{'s' if len(skipped) > 1 else ''} ({', '.join(skipped)}); a longer "
-            "--time-limit measures them (run.json says why each did not start)")
+        record.warnings.append(f"partial: the time limit of {schedule.limit_s:g} s left out "
+                               f"{plural(len(skipped), 'job')} ({', '.join(skipped)}); a longer "
+                               "--time-limit measures them (run.json says why each did not start)")
     if schedule.left_s() < 0:
-        record.warnings.append(
-            f"the run took {schedule.limit_s - schedule.left_s():.1f} s, beyond its time "
-            f"limit of {schedule.limit_s:g} s: start-up or rounds took longer than expected")
+        record.warnings.append(f"the run took {schedule.limit_s - schedule.left_s():.1f} s, "
+                               f"beyond its time limit of {schedule.limit_s:g} s: start-up or "
+                               "rounds took longer than expected")
 
 
 def _record(plan: Plan, options: RunOptions, run_id: str, seed: int, processes: int,
@@ -179,8 +178,7 @@ def _schedule(plan: Plan, started: float, recorded: dict[str, list[float]]) -> S
     each = " in each half" if plan.halves > 1 else ""
     raise UserError(f"a time limit of {plan.time_limit_s:g} s cannot hold one worker process of "
                     f"any job{each}: after {_spent(schedule):.0f} s of planning, start-up alone is "
-                    f"expected to take longer ({_source(plan, recorded)}); "
-                    f"{_asking_all(schedule)}")
+                    f"expected to take longer ({_source(plan, recorded)}); {_asking_all(schedule)}")
 
 
 def _spent(schedule: Schedule) -> float:
@@ -215,18 +213,21 @@ def _what_runs(plan: Plan, folder: Path, schedule: Schedule,
                        for a in plan.adapters})
     jobs = sum(len(j) for j in plan.benchmarks)
     p = plan.processes // plan.halves
-    if plan.time_limit_s:
-        how = (f"up to {p} process{'es' if p > 1 else ''} per job"
-               f"{' in each half' if plan.halves > 1 else ''}, {plural(jobs, 'job')}: at most "
-               f"{schedule.most_s():.0f} s (its time limit; fewer processes where start-up "
-               "leaves no time for all)")
+    each = f" per job{' in each half' if plan.halves > 1 else ''}, {plural(jobs, 'job')}"
+    if plan.time_limit_s and p > 1:
+        how = (f"up to {p} processes{each}: at most {schedule.most_s():.0f} s (its time limit; "
+               "fewer processes where start-up leaves no time for all)")
+    elif plan.time_limit_s:  # a smoke run (--quick), or --processes 1
+        sampling = plan.halves * sum(cap for caps in schedule.jobs for _, cap, _ in caps)
+        how = (f"1 process{each}: about {sampling:.0f} s of sampling in all, start-up aside, "
+               f"and at most {schedule.most_s():.0f} s (its time limit)")
     else:
-        how = (f"{p} process{'es' if p > 1 else ''} per job"
-               f"{' in each half' if plan.halves > 1 else ''}, {plural(jobs, 'job')}: about "
-               f"{schedule.most_s():.0f} s (no time limit: a process slow to reach "
-               "min_rounds takes longer)")
+        how = (f"{p} process{'es' if p > 1 else ''}{each}: about {schedule.most_s():.0f} s (no "
+               "time limit: a process slow to reach min_rounds takes longer)")
     lines = [f"measuring {plural(len(plan.benchmarks), 'benchmark')} of {plan.suite.name} on "
              f"{'; '.join(adapters)}, {how}; results in {folder}", implementations_line(plan)]
+    lines += [f"{a['implementation']}: {a['surface_layer']}" for a in plan.adapters
+              if a.get("surface_layer")]  # the browser's Vulkan layer (browser/surface.py)
     if schedule.left_out:
         left = [f"{plan.benchmarks[b][j].group.id} ({plan.benchmarks[b][j].label})"
                 for b, j in schedule.left_out]
@@ -346,14 +347,15 @@ def _started(plan: Plan, schedule: Schedule, slot: Slot, reporter: Reporter) -> 
 
 def _again(plan: Plan, schedule: Schedule, last: Slot, outcomes: list[list[worker.Outcome]],
            reporter: Reporter, seeding: _Seeding, stall_timeout_s: float) -> None:
-    """Before a benchmark is finished, a fresh process of each job in place of each of its
-    processes far off the others, where the time holds it (run/again.py)."""
+    """Before a benchmark is finished, a fresh process in place of each far off the others
+    (an A/A run's: one in each half at a time) where the time holds it (run/again.py)."""
     for j, found in enumerate(outcomes):
-        for process in again.odd(found):
-            if (fresh := again.slot_for(schedule, last, j, found, process, plan.halves)):
-                outcome = _process(plan, schedule, fresh[0], reporter, seeding,
-                                   stall_timeout_s, fresh[1])
-                outcome.device_notes[again.AGAIN_FOR] = process
+        for processes in again.odd(found, plan.halves):
+            fresh = again.slots_for(schedule, last, j, found, processes) or []
+            for slot, budget, notes in fresh:
+                outcome = _process(plan, schedule, slot, reporter, seeding, stall_timeout_s,
+                                   budget)
+                outcome.device_notes.update(notes)
                 found.append(outcome)
 
 

@@ -7,7 +7,8 @@ few seconds), which on lavapipe is 3-5x what a worker takes: a limit that holds 
 refused, and pass 0 divided its time as if the processes to come were that dear. So each
 run records, per host, adapter and job, the start-ups it measured, in the user's cache
 folder beside the C loop; a later run expects the median of the last few. The file is a
-guess and nothing else: unreadable, damaged or unwritable, it is ignored.
+guess and nothing else: unreadable, damaged or unwritable, it is ignored (said where it
+is damaged or not this user's own).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import statistics
 from pathlib import Path
 
 from gpuoverhead.drivers.base import Job
-from gpuoverhead.gpu.cache_folder import cache_dir
+from gpuoverhead.gpu import private
+from gpuoverhead.gpu.cache_folder import cache_dir, note
 from gpuoverhead.whole_files import atomic
 
 #: Start-ups kept per job (the newest).
@@ -41,17 +43,26 @@ def _path() -> Path:
 
 
 def load() -> dict[str, list[float]]:
-    """Start-ups recorded so far, by `key`; empty where there are none or the file is off."""
+    """Start-ups recorded so far, by `key`; empty where there are none or the file is off:
+    not this user's own and private (gpu/private.py: a FIFO, a link, another's), too long,
+    not JSON, not as `save` writes it (said)."""
     try:
         path = _path()
-        if not path.is_file():  # a FIFO would block the read, a device never end it
-            return {}
-        with open(path, "rb") as f:
-            text = f.read(MAX_BYTES + 1)
-        found = json.loads(text) if len(text) <= MAX_BYTES else None
-    except (OSError, ValueError, RecursionError):
+    except OSError:  # no private cache folder (gpu/cache_folder.py said why)
         return {}
+    try:
+        text = private.read(path, MAX_BYTES)  # a FIFO would block the read: refused
+    except private.NotPrivate as exc:
+        note(f"{exc.reason}: the start-ups recorded there are not read")
+        return {}
+    except OSError:
+        return {}
+    try:
+        found = json.loads(text) if len(text) <= MAX_BYTES else None
+    except (ValueError, RecursionError):
+        found = None
     if not isinstance(found, dict):
+        note(f"{path} is damaged: the start-ups recorded there are not read")
         return {}
     return {k: [float(x) for x in v if _plausible(x)]
             for k, v in found.items() if isinstance(k, str) and isinstance(v, list)}
@@ -76,6 +87,5 @@ def save(recorded: dict[str, list[float]], measured: dict[str, list[float]]) -> 
     for k, seconds in measured.items():
         merged[k] = (merged.get(k, []) + seconds)[-KEEP:]
     with contextlib.suppress(OSError):
-        path = _path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic(path, lambda p: p.write_text(json.dumps(merged, indent=0, sort_keys=True)))
+        blob = json.dumps(merged, indent=0, sort_keys=True).encode()
+        atomic(_path(), lambda p: private.write(p, blob))

@@ -27,11 +27,12 @@ import numpy as np
 
 from gpuoverhead import interrupts
 from gpuoverhead.analysis.samples import Calibration, GroupSamples
+from gpuoverhead.cases import CADENCE
 from gpuoverhead.drivers import registry
 from gpuoverhead.drivers.base import Job, Prepared
 from gpuoverhead.errors import IntegrityError, UserError
 from gpuoverhead.methods import worst_rel_ci
-from gpuoverhead.records import READ_GB_S
+from gpuoverhead.records import DISPATCHES_PER_UNIT, GPU_PER_DISPATCH_NS, READ_GB_S
 from gpuoverhead.run import telemetry
 from gpuoverhead.run.budget import Budget
 from gpuoverhead.run.quick_types import quick_types
@@ -81,6 +82,8 @@ class Outcome:
         its sampling."""
         if self.samples is None:
             return 0.0
+        if any(c.methodology == CADENCE for c in self.samples.cases):
+            return self.sampling_s  # a cadence needs its whole timeline to settle
         done = self.samples.warmup_rounds + self.samples.rounds
         return self.sampling_s * (self.samples.warmup_rounds + min_rounds) / max(1, done)
 
@@ -97,7 +100,9 @@ def _sample(task: Task, prepared: Prepared, rng: np.random.Generator, send: Any)
     group = prepared.group
     cal = Calibration(timer_ns=timer_cost_ns(), tick_ns=prepared.tick_ns,
                       bandwidth_gb_s=task.job.adapter.bandwidth_gb_s,
-                      read_gb_s=prepared.notes.get(READ_GB_S))
+                      read_gb_s=prepared.notes.get(READ_GB_S),
+                      gpu_per_dispatch_ns=prepared.notes.get(GPU_PER_DISPATCH_NS),
+                      dispatches=prepared.notes.get(DISPATCHES_PER_UNIT, {}))
     counts = dict.fromkeys(group.cases, 0)
 
     def progress(samples: GroupSamples, elapsed: float, budget: float) -> None:

@@ -11,13 +11,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gpuoverhead.cases import FUSION, TIMESTAMPS, Case, Group, Sampling, Suite
+from gpuoverhead.cases import CADENCE, FUSION, TIMESTAMPS, Case, Group, Sampling, Suite
 from gpuoverhead.errors import UserError
 from gpuoverhead.methods import METHODS
 from gpuoverhead.suite.schema import (
     BATCH_MESSAGE,
     HOST_READS_MESSAGE,
     SuiteModel,
+    _Benchmark,
+    _Settings,
     bind_group_problem,
     describe,
     error_text,
@@ -42,7 +44,10 @@ def load_suite(path: Path, outside_shaders: bool = False) -> Suite:
 
 
 def suite_problems(path: Path, outside_shaders: bool = False) -> list[str]:
-    """Every problem of a suite as 'file:line: key: message' lines; empty when it is sound."""
+    """Every problem of a suite as 'file:line: key: message' lines; empty when it is sound.
+    Schema errors do not hide the rest: the benchmarks whose settings (their own and those
+    they take from `defaults`) pass the schema are checked in full, the others for what
+    needs none of their settings (a duplicate name, a kernel file that is not there)."""
     try:
         doc = load_yaml(path)
     except UserError as exc:
@@ -50,16 +55,65 @@ def suite_problems(path: Path, outside_shaders: bool = False) -> list[str]:
     try:
         model = SuiteModel.model_validate(doc.data)
     except ValidationError as exc:
-        return [describe(doc, tuple(err["loc"]), error_text(err)) for err in exc.errors()]
+        errors = exc.errors()
+        return [describe(doc, tuple(err["loc"]), error_text(err)) for err in errors] + \
+            _benchmark_problems(doc, *_sound_parts(doc.data, errors), outside_shaders)
+    return _benchmark_problems(doc, model.defaults,
+                               [(i, b, True) for i, b in enumerate(model.benchmarks)],
+                               outside_shaders)
+
+
+def _sound_parts(data: Any, errors: list[Any]
+                 ) -> tuple[_Settings, list[tuple[int, _Benchmark, bool]]]:
+    """Of a suite that failed its schema: the defaults less their failed keys, and each
+    benchmark that still has a name once its failed keys are left out, with whether it is
+    whole (no failed setting of its own, none among the defaults it takes; an unknown key
+    is no setting)."""
+    broken_defaults: set[Any] = set()  # failed keys; None: the defaults as a whole
+    broken: dict[Any, set[Any]] = {}  # the same per benchmark index
+    for err in errors:
+        loc = tuple(err["loc"])
+        if loc[0] == "defaults":
+            broken_defaults.add(loc[1] if len(loc) > 1 else None)
+        elif loc[0] == "benchmarks" and len(loc) > 1:
+            broken.setdefault(loc[1], set()).add(loc[2] if len(loc) > 2 else None)
+    if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
+        return _Settings(), []
+    raw_defaults = data.get("defaults") or {}
+    defaults = _Settings() if None in broken_defaults else _Settings.model_validate(
+        {k: v for k, v in raw_defaults.items() if k not in broken_defaults})
+    parts = []
+    for i, raw in enumerate(data["benchmarks"]):
+        mine = broken.get(i, set())
+        if None in mine:
+            continue
+        try:
+            bench = _Benchmark.model_validate({k: v for k, v in raw.items() if k not in mine})
+        except ValidationError:  # its name failed, or is missing
+            continue
+        settings = (mine | broken_defaults - set(raw)) & set(_Benchmark.model_fields)
+        parts.append((i, bench, not settings and None not in broken_defaults))
+    return defaults, parts
+
+
+def _benchmark_problems(doc: YamlDocument, defaults: _Settings,
+                        benchmarks: list[tuple[int, _Benchmark, bool]],
+                        outside_shaders: bool) -> list[str]:
+    """The problems of each benchmark beyond the schema's: in full where it is whole, else
+    its name and kernel file only."""
     problems = []
     seen: set[str] = set()
-    for i, bench in enumerate(model.benchmarks):
+    for i, bench, whole in benchmarks:
         loc: Loc = ("benchmarks", i)
         if bench.name in seen:
             message = f"duplicate benchmark name {bench.name!r}"
             problems.append(describe(doc, loc + ("name",), message))
         seen.add(bench.name)
-        cfg = settings_of(model.defaults, bench)
+        if not whole:
+            if bench.kernel is not None and bench.fusion is None:
+                problems += _kernel_problems(doc, loc, bench.kernel, outside_shaders)
+            continue
+        cfg = settings_of(defaults, bench)
         if bench.fusion is not None:
             problems += [describe(doc, loc + (key,), message)
                          for key, message in fusion_problems(bench, cfg)]
@@ -74,16 +128,21 @@ def suite_problems(path: Path, outside_shaders: bool = False) -> list[str]:
             problems.append(describe(doc, loc + ("kernel",),
                                       "required key is missing (or name a `fusion` pattern)"))
         else:
-            try:
-                resolve_kernel(doc.path, bench.kernel, outside_shaders)
-            except UserError as exc:
-                problems.append(describe(doc, loc + ("kernel",), str(exc)))
+            problems += _kernel_problems(doc, loc, bench.kernel, outside_shaders)
         if bench.fusion is None and (bind := bind_group_problem(cfg)):
             problems.append(describe(doc, loc + ("bind_group",), bind))
         if cfg["min_rounds"] > cfg["max_rounds"]:
             problems.append(describe(doc, loc, "min_rounds is larger than max_rounds"))
     return problems
 
+
+def _kernel_problems(doc: YamlDocument, loc: Loc, kernel: str, outside_shaders: bool
+                     ) -> list[str]:
+    try:
+        resolve_kernel(doc.path, kernel, outside_shaders)
+    except UserError as exc:
+        return [describe(doc, loc + ("kernel",), str(exc))]
+    return []
 
 
 def _fusion_groups(name: str, pattern: str, cfg: dict[str, Any], sampling: Sampling
@@ -118,12 +177,23 @@ def _expand(path: Path, doc: YamlDocument, outside_shaders: bool) -> Suite:
             base = Case(bench.name, kernel.name, elements, cfg["workgroup_size"], "naive",
                         "submit", "wait", tuple(sorted(set(cfg["n_sweep"]))))
             cases = tuple(c for method in METHODS for c in method.cases(base, cfg))
-            groups.append(Group(bench.name, kernel, elements, cfg["workgroup_size"],
-                                sampling, cases, cfg["torch_compile_max_n"],
-                                compile_limit_s=cfg["compile_limit_s"]))
+            groups += [Group(bench.name, kernel, elements, cfg["workgroup_size"], sampling,
+                             mine, cfg["torch_compile_max_n"],
+                             compile_limit_s=cfg["compile_limit_s"], gap_ms=gap)
+                       for gap, mine in _by_regime(cases)]
     return Suite(path=path, name=model.name or path.stem, sha256=doc.sha256, groups=tuple(groups),
                  time_limit_s=model.time_limit_s,
                  browser_adapter=model.browser_adapter or "any")
+
+
+def _by_regime(cases: tuple[Case, ...]) -> list[tuple[float | None, tuple[Case, ...]]]:
+    """A kernel benchmark's cases as groups: those sampled in interleaved rounds (gap None),
+    and the cadence's cases of each gap, a group each, so that every gap is measured in
+    processes of its own (a process's regime is what it did in the seconds before)."""
+    found: dict[float | None, list[Case]] = {}
+    for case in cases:
+        found.setdefault(case.gap_ms if case.methodology == CADENCE else None, []).append(case)
+    return [(gap, tuple(mine)) for gap, mine in found.items()]
 
 
 def quick(suite: Suite) -> Suite:

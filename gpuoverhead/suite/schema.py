@@ -25,6 +25,8 @@ Pattern = Literal[tuple(WORKLOADS)]  # type: ignore[valid-type]
 PosInt = Annotated[int, Field(gt=0)]
 #: Most operations in one sample: more would take longer than any stall timeout allows.
 MAX_N = 65536
+#: The longest idle gap between a cadence's bursts (a second: slower is no cadence).
+MAX_GAP_MS = 1000.0
 #: Most dispatches one unit times one sample's units may add up to (a fusion workload's
 #: largest K steps or ops a unit, times its largest N): an H100 takes over 1 s for the
 #: dependent loop's 10,000 steps, and fusion.yaml asks 80,000 a sample; a million take
@@ -69,6 +71,10 @@ class _Settings(BaseModel):
     bind_group: list[BindGroup] | None = Field(None, min_length=1)
     gpu_timestamps: bool | None = None
     n_sweep: list[Annotated[int, Field(gt=0, le=MAX_N)]] | None = Field(None, min_length=2)
+    #: A fusion benchmark's fused forms' N sweep (default: `n_sweep`): a fused unit is cheap,
+    #: and its samples must lie well above a completion floor (docs/methodology.md).
+    fused_n_sweep: list[Annotated[int, Field(gt=0, le=MAX_N)]] | None = Field(
+        None, min_length=2)
     budget_s: Annotated[float, Field(gt=0, le=3600, allow_inf_nan=False)] | None = None
     target_rel_ci: Annotated[float, Field(gt=0, lt=1)] | None = None
     min_rounds: Annotated[int, Field(ge=3)] | None = None
@@ -87,6 +93,16 @@ class _Settings(BaseModel):
     host_reads: bool | None = None
     #: States stepped side by side (a fusion workload that has a batch: the recurrent step).
     batch: Annotated[int, Field(ge=1, le=1024)] | None = None
+    #: The cadence methodology's idle ms between bursts, each gap a group of its own (so
+    #: its own processes), and the ops of a burst, issued back to back before its one wait.
+    gaps_ms: list[Annotated[float, Field(ge=0, le=MAX_GAP_MS, allow_inf_nan=False)]] | None \
+        = Field(None, min_length=1)
+    burst: Annotated[int, Field(gt=0, le=MAX_N)] | None = None
+
+    @field_validator("gaps_ms", mode="before")
+    @classmethod
+    def _gaps(cls, value: Any) -> Any:
+        return [_int_is_float(v) for v in value] if isinstance(value, list) else value
 
     @field_validator("elements", mode="before")
     @classmethod
@@ -96,7 +112,7 @@ class _Settings(BaseModel):
     _floats = field_validator("budget_s", "target_rel_ci", "compile_limit_s",
                               mode="before")(_int_is_float)
 
-    @field_validator("n_sweep")
+    @field_validator("n_sweep", "fused_n_sweep")
     @classmethod
     def _distinct(cls, value: list[int] | None) -> list[int] | None:
         if value is not None and len(set(value)) < 2:
@@ -159,6 +175,8 @@ BUILTIN_DEFAULTS: dict[str, Any] = {
     "loop_tokens": 256,
     "host_reads": False,
     "batch": 1,
+    "gaps_ms": [0.0, 1.0, 4.0, 16.0, 50.0],
+    "burst": 64,
 }
 
 

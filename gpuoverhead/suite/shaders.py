@@ -144,5 +144,3 @@ def f16_kernel(kernel: Kernel) -> Kernel:
     source = kernel.source.replace("alias W = f32;", "alias W = f16;")
     assert source != kernel.source, "the decode kernel declares its weights' type as W"
     return replace(kernel, name=f"{kernel.name}_f16", source=f"enable f16;\n{source}")
-
-

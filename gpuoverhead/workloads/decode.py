@@ -19,8 +19,14 @@ import numpy as np
 
 from gpuoverhead.cases import TIMESTAMPS, TOKEN_LOOPS, Case, Group
 from gpuoverhead.gpu.targets import grid_for
+from gpuoverhead.workloads.decode_choices import (  # noqa: F401 (KERNELS_NOTE: run.json)
+    KERNELS_NOTE,
+    SHARED_LANES,
+    SHARED_WG,
+    Kernels,
+    default,
+)
 from gpuoverhead.workloads.decode_model import (
-    ATTENTION_WORKGROUPS,
     DECODE_WG,
     MATRICES,
     MAX_CACHE,
@@ -54,8 +60,6 @@ MATVEC_WG = 64
 LANE_LOADS = 4
 #: Logits per workgroup of the token loop's argmax (its threads, 16 logits each).
 ARGMAX_ROWS = DECODE_WG * 16
-
-
 def groups(req: Request) -> list[Group]:
     """A group per model and cache length, each its own weights: every encoding of each
     form, waited once per N steps and as the token loop (synced and pipelined, runs of
@@ -80,7 +84,8 @@ def problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
         found.append(("k_sweep", f"the KV cache (k_sweep) holds at most {MAX_CACHE} "
                                  f"positions, not {bad[0]}"))
     elif bad := [k for k in cfg["k_sweep"] for e in cfg["elements"] if e in MODELS
-                 and MODELS[e].heads * -(-(k + 1) // attention_block(MODELS[e], k))
+                 and MODELS[e].heads * -(-(k + 1) // attention_block(
+                     MODELS[e], k, default(MODELS[e]).attention_workgroups))
                  > MAX_HEAD_BLOCKS]:
         found.append(("k_sweep", f"the fused attention combines at most {MAX_HEAD_BLOCKS} "
                                  f"blocks over all heads: a cache of {bad[0]} is too long "
@@ -94,16 +99,17 @@ class Engine:
     `ctx` is the group's Context (workloads/work.py: pipelines by entry point and constants,
     buffers, bind groups); `steps(form)` returns the step's dispatches and the logits'
     buffers; `at(cache)` the same engine attending to a shorter cache (a benchmark's two
-    cache lengths on one upload), `tuned(...)` with other choices (a benchmark's variants);
-    the LM head in chunks of at most `head_binding` bytes (None: the device's limits)."""
+    cache lengths on one upload), `tuned(...)` with other Kernels (a benchmark's variants);
+    the LM head in chunks of at most `head_binding` bytes (None: the device's limits). Its
+    fused kernels are the model's default (decode_choices.default)."""
 
     def __init__(self, ctx: Any, weights: Weights, precision: str = "f32",
                  head_binding: int | None = None) -> None:
         self.ctx, self.w, s = ctx, weights, weights.shape
-        assert s.q_size <= 1536 and s.head_dim <= 128 and s.head_dim % 16 == 0, s
+        assert max(s.q_size, s.hidden) <= 1536 and s.head_dim <= 128 and s.head_dim % 16 == 0, s
         self.consts = {"H": s.hidden, "NH": s.heads, "NKV": s.kv_heads, "F": s.mlp,
                        "D": s.head_dim}
-        self.cache, self.attention_workgroups, self.ahead = weights.cache, ATTENTION_WORKGROUPS, 1
+        self.cache, self.kernels = weights.cache, default(s)
         up = ctx.buffer
         self.dtype = dtype = np.float16 if precision == "f16" else np.float32
 
@@ -141,17 +147,17 @@ class Engine:
         other.cache = cache
         return other
 
-    def tuned(self, attention_workgroups: int, head_binding: int | None, ahead: int) -> Engine:
-        """This engine with its attention's workgroups (attention_block), its LM head's
-        chunks (uploaded again where they differ) and attn_out's AHEAD chosen otherwise."""
+    def tuned(self, kernels: Kernels, head_binding: int | None = None) -> Engine:
+        """This engine with other kernels and its LM head's chunks (uploaded again where
+        they differ)."""
         other = copy.copy(self)
-        other.attention_workgroups, other.ahead = attention_workgroups, ahead
+        other.kernels = kernels
         if head_binding != self.head_binding:
             other._upload_head(head_binding)
         return other
 
     def _block(self) -> int:
-        return attention_block(self.w.shape, self.cache, self.attention_workgroups)
+        return attention_block(self.w.shape, self.cache, self.kernels.attention_workgroups)
 
     def _p(self, entry: str, **extra: int) -> Any:
         t = self.cache + 1
@@ -169,6 +175,12 @@ class Engine:
         wg = max(lanes, MATVEC_WG, least)
         return self.ctx.step(self._p(entry, ROWS=rows, COLS=cols, LANES=lanes, WG=wg, **extra),
                              buffers, grid_for(rows, wg // lanes))
+
+    def _shared(self, entry: str, buffers: dict[int, Any], groups: int, **extra: int) -> Any:
+        """A dispatch of a kernel of `groups` lane groups of SHARED_LANES threads,
+        SHARED_WG threads a workgroup, that makes its normed vector once per workgroup."""
+        return self.ctx.step(self._p(entry, LANES=SHARED_LANES, WG=SHARED_WG, **extra),
+                             buffers, grid_for(groups, SHARED_WG // SHARED_LANES))
 
     def steps(self, form: str, count: Any, token: Any = None
               ) -> tuple[tuple[tuple[Any, ...], ...], Any]:
@@ -195,7 +207,11 @@ class Engine:
             steps.append(ctx.step(self._p("rmsnorm", WG=DECODE_WG),
                                   {0: self.final_norm, 1: buf["x"], 3: buf["n"]}, (1, 1)))
         for (a, b), weights in zip(self.chunks, self.head, strict=True):
-            if form == "fused":
+            if form == "fused" and self.kernels.head4:
+                steps.append(self._shared("norm_matvec4", {W: weights, 8: buf["x"],
+                                                           9: self.final_norm, 3: logits},
+                                          -(-(b - a) // 4), ROWS=b - a, BASE=a))
+            elif form == "fused":
                 steps.append(self._mv("norm_matvec", {W: weights, 8: buf["x"],
                                                       9: self.final_norm, 3: logits}, b - a, h,
                                       BASE=a))
@@ -252,23 +268,23 @@ class Engine:
         ]
 
     def _fused_layer(self, layer: dict, split: dict, b: dict) -> list[Any]:
+        """Q/K/V, the attention (its blocks, then their combine with the output projection),
+        the MLP: 5 dispatches."""
         s, h, q, f = self.w.shape, self.w.shape.hidden, self.w.shape.q_size, self.w.shape.mlp
         block = self._block()
+        qkv = {W: layer["wqkv"], 8: b["x"], 9: layer["norm1"], 1: b["rope"], 2: layer["bqkv"],
+               3: b["q"], 4: layer["kcache"], 5: layer["vcache"]}
         return [
-            self._mv("qkv_rope", {W: layer["wqkv"], 8: b["x"], 9: layer["norm1"],
-                                  1: b["rope"], 2: layer["bqkv"], 3: b["q"],
-                                  4: layer["kcache"], 5: layer["vcache"]},
-                     (q + 2 * s.kv_size) // 2, h),
+            self._mv("qkv_rope", qkv, (q + 2 * s.kv_size) // 2, h),
             self.ctx.step(self._p("attn_part" if block < DECODE_WG else "attn_part_wide",
                                   WG=DECODE_WG, AB=block),
                           {8: b["q"], 9: layer["kcache"], 10: layer["vcache"], 3: b["ml"],
                            4: b["part"]}, (-(-(self.cache + 1) // block), s.heads)),
             self._mv("attn_out", {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"]}, h, q,
-                     least=DECODE_WG, AHEAD=self.ahead),  # fewer workgroups, each combining
-            self._mv("gate_up", {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]},
-                     f, h),
-            self._mv("matvec_add", {W: layer["wdown"], 8: b["a"], 3: b["x"]}, h, f),
-        ]
+                     least=DECODE_WG),
+            self._mv("gate_up", {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]}, f,
+                     h),
+            self._mv("matvec_add", {W: layer["wdown"], 8: b["a"], 3: b["x"]}, h, f)]
 
 
 def argmax_steps(ctx: Context, logits: Any, token: Any, vocab: int) -> list[Step]:

@@ -62,7 +62,8 @@ SMALLEST_BLOCK = 16
 #: Workgroups the fused attention aims at over all heads: a short cache is split into
 #: smaller blocks until heads x blocks would pass this (at 128 positions, 14 workgroups of
 #: 256 left most of an H100's 132 SMs idle and each thread a long chain of loads). 0: every
-#: block ATTENTION_BLOCK positions (the first fused engine's choice).
+#: block ATTENTION_BLOCK positions (the first fused engine's choice). A model's kernels may
+#: aim at another number (decode_choices.BY_MODEL: 70 at 1.5B).
 ATTENTION_WORKGROUPS = 128
 #: Attention blocks of all heads the fused combine step holds in workgroup memory (16
 #: heads up to MAX_CACHE).

@@ -37,10 +37,18 @@ class Request:
 
 def per_elements(req: Request, ks: Iterable[int], size: Callable[[int], int]) -> list[Group]:
     """A group per element count (workgroup size `size(elements)`): each K unfused and
-    fused, each with every sync."""
+    fused, each with every sync; the fused form over the suite's `fused_n_sweep`, where it
+    gives one."""
     ks = list(ks)
+    sweeps = {"unfused": req.base.n_values, "fused": fused_sweep(req)}
     return [req.group(elements, size(elements),
                       (replace(req.base, elements=elements, workgroup_size=size(elements), k=k,
-                               variant=v, sync=s)
+                               variant=v, sync=s, n_values=sweeps[v])
                        for k in ks for v in ("unfused", "fused") for s in req.syncs))
             for elements in req.cfg["elements"]]
+
+
+def fused_sweep(req: Request) -> tuple[int, ...]:
+    """The fused forms' N sweep: the suite's `fused_n_sweep`, else its `n_sweep`."""
+    given = req.cfg.get("fused_n_sweep")
+    return tuple(sorted(set(given))) if given else req.base.n_values

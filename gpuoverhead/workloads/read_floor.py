@@ -7,6 +7,9 @@ kernel reaches it (H100 read streams get about 90%). The measured figure is the 
 kernel could reach here, and it exists where no data sheet applies (lavapipe: the host's
 memory, shared). The decode step reports its GPU time over both (`floor_multiple`,
 `floor_multiple_read`).
+
+Beside it, the GPU's own time per dispatch in one pass (`dispatch_gpu_ns`), measured in the
+same worker: with the floor, it takes a token's GPU time apart (methods/fusion.py).
 """
 
 from __future__ import annotations
@@ -35,6 +38,10 @@ WG, REPEATS, PASSES = 256, 8, 3
 #: decode worker's GPU waits seconds on numpy's checks before the stream; benchmarks/
 #: read_streams.py: 1.80 TB/s after 3 s idle, 3.10 TB/s warm, H100, wgpu-native).
 WARM_S = 0.3
+#: Dispatches of the `count` kernel in the short and the long pass whose difference times
+#: one dispatch, and passes of each (the medians count): on the H200 a dispatch in a pass
+#: takes about 1.9 µs of GPU time, so the long pass about 1 ms, far above the timer's tick.
+SHORT, LONG, DISPATCH_PASSES = 64, 576, 5
 
 
 def read_gb_s(ctx: Context, tick_ns: float, wait: Callable[[], None], software: bool) -> float:
@@ -63,3 +70,17 @@ def read_gb_s(ctx: Context, tick_ns: float, wait: Callable[[], None], software: 
                            for _ in range(PASSES)))
     stream.destroy()
     return REPEATS * size / best
+
+
+def dispatch_gpu_ns(ctx: Context, tick_ns: float, wait: Callable[[], None]) -> float:
+    """The GPU's own time per dispatch inside one pass: the step's `count` kernel (one
+    thread adding one to a counter, each dispatch after the one before, as the step's are),
+    the median of DISPATCH_PASSES passes of LONG dispatches less that of SHORT's (taken in
+    turn), over LONG - SHORT: the pass's own begin and end cancel."""
+    count = ctx.step(ctx.pipeline("count"), {6: ctx.buffer(np.zeros(1, np.uint32))}, (1, 1))
+    timer = PassTimer(ctx.device)
+    timed_pass(ctx.device, (count,), SHORT, None, tick_ns, wait)
+    passes = np.array([[timed_pass(ctx.device, (count,), n, timer, tick_ns, wait)[0]
+                        for n in (SHORT, LONG)] for _ in range(DISPATCH_PASSES)])
+    short, long = np.median(passes, axis=0)
+    return float(long - short) / (LONG - SHORT)

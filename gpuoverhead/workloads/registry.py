@@ -6,8 +6,8 @@ Work on a device), `torch_units(group, rng, dev, torch)` (its PyTorch forms),
 (whether PyTorch's forms are timed with CUDA events); optionally `numpy_units(group, rng)`
 (its step in plain numpy: the workload then has CPU references, `host_cases`) and
 `ops_issued(case)` (ops issued per unit: the sequential throughput, `per_op_rows`) and
-`MEMORY_FLOOR` (its GPU time has a memory floor: the worker measures the read bandwidth,
-`read_floor_notes`); adding
+`MEMORY_FLOOR` (its GPU time has a memory floor: the worker measures the read bandwidth
+and the GPU's own time per dispatch, `floor_notes`); adding
 one is its module, its shader and one line in WORKLOADS.
 """
 
@@ -23,7 +23,7 @@ import numpy as np
 from gpuoverhead.analysis.combine import Row
 from gpuoverhead.analysis.series import Key
 from gpuoverhead.cases import HYBRID, READ_LOOPS, TIMESTAMPS, Case, Group
-from gpuoverhead.records import READ_GB_S
+from gpuoverhead.records import DISPATCHES_PER_UNIT, GPU_PER_DISPATCH_NS, READ_GB_S
 from gpuoverhead.torch_forms import EAGER
 from gpuoverhead.workloads import (
     chain,
@@ -64,17 +64,29 @@ def build(device: Any, group: Group, rng: np.random.Generator, wait: Callable[[]
     return checked(works, one)
 
 
-def read_floor_notes(device: Any, group: Group, wait: Callable[[], None],
-                     tick_ns: float | None, software: bool) -> dict[str, float]:
-    """The read bandwidth measured on the group's device (records.READ_GB_S), where its
-    workload's GPU time has a memory floor and is timestamped (the decode step)."""
-    if tick_ns is None or not getattr(WORKLOADS[group.fusion], "MEMORY_FLOOR", False):  # type: ignore[index]
-        return {}
-    try:
-        return {READ_GB_S: read_floor.read_gb_s(Context(device, group), tick_ns, wait,
-                                                software)}
-    except Exception as exc:  # the floor is a second figure: its failure stops no step
-        return {f"{READ_GB_S}_error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+def floor_notes(device: Any, group: Group, works: dict[Case, Work], wait: Callable[[], None],
+                tick_ns: float | None, software: bool) -> dict[str, Any]:
+    """Where the group's workload has a memory floor and is timestamped (the decode step):
+    the read bandwidth measured on its device (records.READ_GB_S), the GPU's own time per
+    dispatch (GPU_PER_DISPATCH_NS) and the dispatches a unit of each GPU-time case issues
+    (DISPATCHES_PER_UNIT), with which analysis takes its GPU time apart; and where the
+    workload names its kernel choices (KERNELS_NOTE: the fused decode step's), those."""
+    workload = WORKLOADS[group.fusion]  # type: ignore[index]
+    chosen = {"kernels": k} if (k := getattr(workload, "KERNELS_NOTE", None)) else {}
+    if tick_ns is None or not getattr(workload, "MEMORY_FLOOR", False):
+        return chosen
+    notes: dict[str, Any] = {**chosen, DISPATCHES_PER_UNIT: {
+        c.id: len(works[c].sequences[0]) for c in group.cases if c.sync == TIMESTAMPS}}
+    ctx = Context(device, group)  # one shader module for both
+    for name, measure in ((READ_GB_S, lambda: read_floor.read_gb_s(ctx, tick_ns, wait,
+                                                                    software)),
+                          (GPU_PER_DISPATCH_NS,
+                           lambda: read_floor.dispatch_gpu_ns(ctx, tick_ns, wait))):
+        try:
+            notes[name] = measure()
+        except Exception as exc:  # the floors are second figures: their failure stops no step
+            notes[f"{name}_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+    return notes
 
 
 def checked(works: dict[Case, Work], one: Callable[[Case, Work], None]) -> dict[Case, Work]:
@@ -90,7 +102,9 @@ def checked(works: dict[Case, Work], one: Callable[[Case, Work], None]) -> dict[
 
 def torch_cases(group: Group, kind: str) -> tuple[Case, ...]:
     """The PyTorch cases of a workload group, in the forms that exist on this device (the
-    f16 step is WebGPU's alone so far; torch has no command encodings to choose)."""
+    f16 step is WebGPU's alone so far; torch has no command encodings to choose). Its fused
+    forms take the unfused form's N sweep: a CUDA graph replays every step's kernels, not
+    one cheap dispatch a unit (a suite's `fused_n_sweep` is for those)."""
     workload = WORKLOADS[group.fusion]  # type: ignore[index]
     if group.precision != "f32":
         return ()
@@ -102,7 +116,9 @@ def torch_cases(group: Group, kind: str) -> tuple[Case, ...]:
             continue
         forms = (EAGER,) if case.variant in ("unfused", "single", HYBRID) else \
             workload.torch_fused(case, kind, group)
-        out += [replace(case, implementation=form) for form in forms]
+        unfused = next((c.n_values for c in group.cases if c.k == case.k
+                        and c.variant == "unfused"), case.n_values)
+        out += [replace(case, implementation=form, n_values=unfused) for form in forms]
     return tuple(out)
 
 

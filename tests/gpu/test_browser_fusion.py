@@ -1,7 +1,9 @@
 """The chain, the loop and the population in headless Chromium (SwiftShader here) beside
 wgpu-native (lavapipe): one small run gives both forms in the browser with their outputs
-checked against numpy, and the browser tax with an interval over process pairs; a fused
-loop's dispatch one step short fails its check (the population's: tests/gpu/test_fusion.py,
+checked against numpy, the same N sweep on both sides, and the browser tax with an interval
+over process pairs: amortized, synced (one unit alone) and in GPU time, each unit split
+into issue time, GPU time and wait, and the completion floor it waited on; a fused loop's
+dispatch one step short fails its check (the population's: tests/gpu/test_fusion.py,
 through the same check)."""
 
 from __future__ import annotations
@@ -27,8 +29,12 @@ pytestmark = pytest.mark.skipif(BROWSER is None, reason=REASON if BROWSER is Non
 SUITE = """
 name: browser-fusion-ci
 defaults:
-  n_sweep: [1, 2, 4]
-  budget_s: 0.5             # the page samples up to 64 units: 0.2 s left room for one process
+  # Past twice the page's completion floor (0.4-2.8 ms here, 5 ms at load 14) at every
+  # load: the probe cuts a sweep where a sample would take half a process's budget, and
+  # at load 14 it cut (1, 32, 64, 128) to (1, 32), one N off the floor and no slope. 8 and
+  # 16 keep two N off it there; 32 to 128 give a quiet machine's fast units theirs.
+  n_sweep: [1, 8, 16, 32, 64, 128]
+  budget_s: 0.5             # up to 128 units a sample: 0.2 s left room for one process
   min_rounds: 5
   warmup_max_rounds: 2
   torch_compile_max_n: 0
@@ -65,12 +71,33 @@ def test_fusion_patterns_in_the_browser_beside_wgpu_native_with_the_tax(suite_pa
             assert (units.ci_low >= 0).all() and (units.ci_low <= units.value).all(), units
             speedup = mine[(mine.implementation == impl) & (mine.metric == "fusion_speedup")]
             assert len(speedup) == 1 and (speedup.ci_low >= 0).all(), (bench, impl)
-        tax = mine[mine.metric == "browser_tax"]
-        assert set(tax.variant) == {"unfused", "fused"} and set(tax.call) == {"wgpu-native"}
-        assert (tax.value > 0).all() and (tax.ci_low >= 0).all() \
-            and (tax.ci_low <= tax.value).all() \
-            and (tax.value <= tax.ci_high).all(), tax
-    assert "Browser tax" in proc.stdout
+        timed = bench != "population"  # its suite entry leaves GPU timestamps out
+        for metric in ("browser_tax", "browser_tax_synced", *(("browser_tax_gpu",) * timed)):
+            tax = mine[mine.metric == metric]
+            assert set(tax.variant) == {"unfused", "fused"} and set(tax.call) == \
+                {"wgpu-native"}, (bench, metric)
+            assert (tax.value > 0).all() and (tax.ci_low >= 0).all() \
+                and (tax.ci_low <= tax.value).all() \
+                and (tax.value <= tax.ci_high).all(), (tax, info["warnings"])
+        for impl in ("chromium", "wgpu-native"):  # a unit's parts, and the floor it waited on
+            waits = mine[(mine.implementation == impl) & (mine.sync == "wait")]
+            want = {"latency_ns", "completion_floor_ns", "cpu_per_unit_ns",
+                    *(("wait_per_unit_ns",) * timed)}
+            for variant in ("unfused", "fused"):
+                assert want <= set(waits[waits.variant == variant].metric), (bench, impl)
+            gpu = mine[(mine.implementation == impl) & (mine.metric == "gpu_ns")]
+            assert len(gpu) == 2 * timed, (bench, impl)
+    # The page's floor, per process: held at zero where a unit far longer than the floor
+    # hides it in its noise (the population's at load 14), so over the processes.
+    floors = summary[summary.process.notna() & (summary.metric == "completion_floor_ns")]
+    page_floors = floors[floors.implementation == "chromium"].value
+    assert (floors.value >= 0).all() and page_floors.median() > 2e5 \
+        and page_floors.median() > 3 * floors[floors.implementation == "wgpu-native"].value \
+        .median(), floors
+    samples, _, _ = read_run(only_run_folder(tmp_path))
+    for impl in ("chromium", "wgpu-native"):  # the suite's sweep on both sides (or its start)
+        assert set(samples[samples.implementation == impl].n_dispatches) <= {1, 8, 16, 32, 64, 128}
+    assert "Browser tax" in proc.stdout and "completion floor" in proc.stdout
 
 
 @pytest.mark.slow

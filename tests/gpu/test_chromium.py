@@ -135,9 +135,3 @@ def test_an_interrupted_run_leaves_no_browser(tmp_path, signum):
     assert child.returncode == 130 and "Traceback" not in stderr, stderr
     assert browsers_left(5) == []
 
-
-def test_without_websockets_no_browser_is_started(monkeypatch):
-    monkeypatch.setitem(sys.modules, "websockets.sync.client", None)  # as if not installed
-    with pytest.raises(BrowserError, match=r"pip install 'gpuoverhead\[browser\]'"):
-        page.adapter(BROWSER)
-    assert browsers_left() == []

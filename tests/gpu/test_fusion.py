@@ -388,15 +388,20 @@ def test_decode_step_reports_tokens_cpu_gpu_and_the_overhead_share(ci_run):
 
 def test_decode_gpu_time_is_measured_against_the_read_stream_of_its_worker(ci_run):
     """Lavapipe has no data-sheet bandwidth, so the floor multiple is the measured one: the
-    stream kernel's bandwidth in run.json is a memory's (a grid that read 64 KB instead of
-    the stream gave 1,096 GB/s here), and each form's GPU time per token over the floor
+    stream kernel's bandwidth in run.json is a memory's, not a cache's (a grid that read 64
+    KB instead of the stream gave 1,096 GB/s here), and in GB/s (a slip to MB/s or bytes a
+    µs is 1000x off, below 0.01 or above 200); each form's GPU time per token over the floor
     at that bandwidth is `floor_multiple_read`, above 1 (a step cannot read its bytes
-    faster than a stream reads memory)."""
+    faster than a stream reads memory: what catches a stream figure too low for the
+    memory). No tighter lower end: lavapipe's stream runs on the CPU and read 0.3-0.6 GB/s
+    beside busy cores on a 2-core machine, so a bound near that fails under load."""
     _, folder = ci_run
     _, summary, info = read_run(folder)
-    measured = [p["read_gb_s"] for entry in info["benchmarks"]
-                if entry["benchmark"] == "decode" for p in entry["processes"]]
-    assert measured and all(0.5 < gb_s < 200 for gb_s in measured), measured
+    processes = [p for entry in info["benchmarks"] if entry["benchmark"] == "decode"
+                 for p in entry["processes"]]
+    assert processes and all(p["kernels"] == engine_module.KERNELS_NOTE for p in processes)
+    measured = [p["read_gb_s"] for p in processes]
+    assert all(0.01 < gb_s < 200 for gb_s in measured), measured
     rows = summary[(summary.benchmark == "decode") & (summary.metric == "floor_multiple_read")]
     assert set(rows.variant) == {"fused", "unfused"}
     # Over the run's processes above 1; one process's own median may fall to the floor or
@@ -431,6 +436,44 @@ def test_decode_gpu_time_is_measured_against_the_read_stream_of_its_worker(ci_ru
             assert r.ci_low > 1 or crossed[-1], (variant, r.process, r.ci_low, multiple)
         assert (mine.ci_low > 1).any() or all(crossed), (variant, mine.ci_low)
     assert summary[summary.metric == "floor_multiple"].empty  # no data sheet: no guess
+
+
+def test_decode_gpu_time_is_taken_apart_into_floor_dispatches_and_excess(ci_run):
+    """Each form's GPU time a token in three parts: the read floor (bytes over the worker's
+    read stream), its dispatches (40 unfused and 13 fused for the tiny model, counted from
+    the step as built) times the GPU's own time per dispatch in one pass, both measured in
+    each worker (run.json), and the kernels' excess. Every part at or above zero, each
+    interval too; within a process the parts add up to its GPU time, over processes within
+    the GPU time's interval, unless the excess was held at zero (the floor and the
+    dispatches take the whole slope: lavapipe's GPU-time slope over N = 1 and 2 falls to
+    zero now and then beside a busy core), which its ci_kind says."""
+    _, folder = ci_run
+    _, summary, info = read_run(folder)
+    workers = {p["process"]: p for entry in info["benchmarks"]
+               if entry["benchmark"] == "decode" for p in entry["processes"]}
+    assert all(w["gpu_per_dispatch_ns"] > 0 for w in workers.values()), workers
+    rows = summary[(summary.benchmark == "decode") & (summary.sync == TIMESTAMPS)]
+    parts = ("read_floor_ns", "dispatch_gpu_ns", "kernel_excess_ns")
+    for (variant, process), mine in rows.groupby(["variant", rows.process.fillna(-1)]):
+        got = {r.metric: r for r in mine.itertuples()}
+        assert set(parts) <= set(got), (variant, process, sorted(got))
+        assert all(got[m].value >= 0 and not got[m].ci_low < 0 for m in parts), mine
+        total, gpu = sum(got[m].value for m in parts), got["gpu_ns"]
+        if process >= 0:  # one worker's own floors, as run.json has them
+            worker, case = workers[int(process)], got["gpu_ns"].case
+            assert worker["dispatches_per_unit"][case] == {"unfused": 40, "fused": 13}[variant]
+            needed = decode.bytes_per_token(MODELS[int(gpu.elements)], int(gpu.k))
+            assert got["read_floor_ns"].value == pytest.approx(needed / worker["read_gb_s"])
+            assert got["dispatch_gpu_ns"].value == pytest.approx(
+                worker["dispatches_per_unit"][case] * worker["gpu_per_dispatch_ns"])
+        excess = got["kernel_excess_ns"]
+        if excess.value == 0:
+            assert "not resolved" in excess.ci_kind, excess
+            continue
+        if process >= 0:
+            assert total == pytest.approx(gpu.value, rel=1e-9), (variant, process)
+        assert gpu.ci_low * (1 - 1e-9) <= total <= gpu.ci_high * (1 + 1e-9), \
+            (variant, process, total, gpu.ci_low, gpu.ci_high)
 
 
 def test_decode_token_loop_reports_tokens_per_second_from_runs_of_real_steps(ci_run):
@@ -563,7 +606,8 @@ def test_decode_over_several_attention_blocks_and_wide_heads_matches_numpy(monke
     partial softmaxes must be combined) or exactly one block of 256 (cache + 1 = 256
     positions; 16 of 16 where blocks shrink), with heads of 128 dimensions."""
     monkeypatch.setitem(MODELS, 128, WIDE)
-    monkeypatch.setattr(engine_module, "ATTENTION_WORKGROUPS", workgroups)
+    kernels = replace(engine_module.default(WIDE), attention_workgroups=workgroups)
+    monkeypatch.setattr(engine_module, "default", lambda _: kernels)
     suite = load_suite(CONFIGS / "ci.yaml")
     group = next(g for g in suite.groups if g.fusion == "decode")
     group = replace(group, cases=tuple(replace(c, k=cache) for c in group.cases

@@ -234,16 +234,3 @@ def test_hostile_dawn_rejecting_the_driver_is_said_once_at_the_start(capfd, tmp_
     assert any(n.startswith("dawn offers no adapter") for n in plan.notes)
     assert not any("dawn" in w for w in run_warnings(plan.notes))
 
-
-def test_hostile_a_plain_run_says_chromium_is_left_out_without_websockets(monkeypatch, tmp_path):
-    """`pip install ".[test]"` brings websockets and with it Chromium into the next plain run:
-    without it the run's first lines say that Chromium is left out and what to install."""
-    monkeypatch.setitem(sys.modules, "websockets.sync.client", None)  # as if not installed
-    from gpuoverhead.run.plan import implementations_line
-
-    plan = prepare(RunOptions(suite=ROOT / "configs" / "default.yaml", out_root=tmp_path,
-                              backend=BACKEND, implementations=registry.parse("all")))
-    line = implementations_line(plan)
-    assert line.startswith("measures wgpu-native") and "chromium left out: " in line, line
-    if "no Chromium found" not in line:
-        assert "websockets package (pip install 'gpuoverhead[browser]')" in line, line

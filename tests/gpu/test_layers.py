@@ -275,4 +275,4 @@ def test_native_loop_is_cached_in_the_os_cache_folder(monkeypatch, platform, env
     monkeypatch.setattr(cache_folder.sys, "platform", platform)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    assert cache_folder.cache_dir() == Path(want).expanduser()
+    assert cache_folder._usual_cache_dir() == Path(want).expanduser()  # (not made here)

@@ -1,14 +1,24 @@
 """The A/A self-test: two runs made of alternate worker processes of one run, so that they
 share whatever the machine did while it ran (a run after another differed by 10-12% across
-the board on the H100 VM), compared estimate by estimate."""
+the board on the H100 VM), compared estimate by estimate.
+
+Here the halves are made to differ, as processes on a slower CPU would: a sitecustomize
+(the test's own, on PYTHONPATH) makes every Python call of chosen worker processes spin a
+few µs once they start sampling. Half b's are slower throughout, so the A/A must fail and
+say so; one process of half a is far slower than its half's others, so the run must leave
+it out and measure it again, with a process of half b beside the new one."""
 
 from __future__ import annotations
 
 import json
+import os
 
 import pandas as pd
 import pytest
 from conftest import BACKEND, gpuoverhead, write_suite
+
+from gpuoverhead.present import compare as comparing
+from gpuoverhead.results.read import load
 
 SUITE = """
 name: aa
@@ -25,33 +35,91 @@ benchmarks:
     kernel: empty
     elements: 1
 """
+#: Loaded by every Python process of the run: in a worker process (spawned), from the call
+#: of `sample_group` on, each Python and C call of the process numbers in
+#: GPUOVERHEAD_TEST_SLOW ("process:ns,...") spins that many ns first, as a CPU slower at
+#: the timed calls would make them (lavapipe's own threads, the GPU's work, are not).
+SLOWER = '''
+import os
+import sys
+import time
+
+SPIN_NS = dict(tuple(map(int, pair.split(":")))
+               for pair in os.environ["GPUOVERHEAD_TEST_SLOW"].split(","))
+
+
+def _spinning(spin_ns):
+    def spin(frame, event, arg):
+        if event in ("call", "c_call"):
+            end = time.perf_counter_ns() + spin_ns
+            while time.perf_counter_ns() < end:
+                pass
+    return spin
+
+
+def _watch(frame, event, arg):
+    if event == "call" and frame.f_code.co_name == "sample_group":
+        process = getattr(frame.f_back.f_locals.get("task"), "process", None)
+        sys.setprofile(_spinning(SPIN_NS[process]) if process in SPIN_NS else None)
+
+
+if "--multiprocessing-fork" in sys.argv:
+    sys.setprofile(_watch)
+'''
+#: Half b (odd numbers, the fresh one 7 included) about 3-5x slower at the headline figures;
+#: process 2 of half a about 10x (a level near 12x the others of its half on lavapipe).
+SLOW = {1: 1500, 3: 1500, 5: 1500, 7: 1500, 2: 10_000}
 
 
 @pytest.mark.slow
-def test_selftest_compares_the_even_and_odd_processes_of_one_interleaved_run(tmp_path):
+def test_selftest_fails_halves_that_differ_and_measures_a_far_process_again(tmp_path):
     suite = write_suite(tmp_path, SUITE)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SLOWER)
+    env = {"PYTHONPATH": os.pathsep.join([str(site), *filter(None, [os.environ.get(
+               "PYTHONPATH")])]),
+           "GPUOVERHEAD_TEST_SLOW": ",".join(f"{p}:{ns}" for p, ns in SLOW.items())}
     proc = gpuoverhead("selftest", "--suite", str(suite), "--backend", BACKEND,
-                       "--implementation", "wgpu-native", "--processes", "2",
-                       "--out", str(tmp_path / "out"), timeout=200)
-    assert proc.returncode in (0, 1), proc.stderr  # 1: under 95% `same` on this adapter
-    assert "A/A, headline" in proc.stdout, proc.stdout
+                       "--implementation", "wgpu-native", "--processes", "3",
+                       "--out", str(tmp_path / "out"), timeout=300, env=env)
     halves = sorted((tmp_path / "out").iterdir())
-    assert [h.name[-2:] for h in halves] == ["-a", "-b"]
+    assert [h.name[-2:] for h in halves] == ["-a", "-b"], proc.stderr
+    # The verdict: exit 1, and the last thing said is compare's verdict on the halves.
+    table = comparing.compare(*(load(h) for h in halves))
+    passed, said = comparing.aa_verdict(table, 3)
+    assert proc.returncode == 1 and not passed, proc.stdout + proc.stderr
+    last = " ".join(proc.stdout.split("alternating in time)")[-1].split())
+    assert last == " ".join(said.split()) and last.startswith("A/A failed: "), proc.stdout
+    slope = table[(table.metric == "per_dispatch_ns") & table.case.str.endswith("/wrapper")]
+    assert len(slope) == 1 and slope.verdict.iat[0] != "same" and slope.ratio.iat[0] > 1.5
     infos = [json.loads((h / "run.json").read_text()) for h in halves]
-    assert [i["processes"] for i in infos] == [2, 2]
+    assert [i["processes"] for i in infos] == [3, 3]
     # Each process its budget as in a run of 3 (the default): 4 cases x 0.2 s / 3, and the
-    # time limit the suite's for each half, scaled to 2 processes of that budget.
-    assert infos[0]["time_limit_s"] == pytest.approx(2 * 40 * 2 / 3)
+    # time limit the suite's for each half, scaled to 3 processes of that budget.
+    assert infos[0]["time_limit_s"] == pytest.approx(2 * 40 * 3 / 3)
     budgets = [p["budget_s"] for i in infos for b in i["benchmarks"] for p in b["processes"]]
     assert max(budgets) == pytest.approx(0.2 * 4 / 3, abs=1e-3)  # run.json: ms
-    ran = [[p["process"] for b in i["benchmarks"] for p in b["processes"]] for i in infos]
-    assert ran[0] and all(p % 2 == 0 for p in ran[0]) and all(p % 2 == 1 for p in ran[1])
-    # A per-process estimate names its process as run.json and the samples do.
-    for half, numbers in zip(halves, ran, strict=True):
+    entries = [{p["process"]: p for b in i["benchmarks"] for p in b["processes"]}
+               for i in infos]
+    assert sorted(entries[0]) == [0, 2, 4, 6] and sorted(entries[1]) == [1, 3, 5, 7]
+    # Process 2, far slower than 0 and 4, is left out and measured again in 6 (again.py);
+    # half b's 7 runs beside it (or in place of one of its own, had one been far off).
+    assert "left_out" in entries[0][2] and entries[0][6]["measured_again_for"] == 2
+    assert not any("left_out" in p for n, p in entries[0].items() if n != 2)
+    assert entries[1][7].get("measured_beside") == 6 or \
+        entries[1][7].get("measured_again_for") in (1, 3, 5), entries[1][7]
+    assert any("worker process 2 (" in w and "measured again in a fresh process (2 in 6)" in w
+               for w in infos[0]["warnings"]), infos[0]["warnings"]
+    # A per-process estimate names its process as run.json and the samples do; the one left
+    # out has none.
+    for half, mine in zip(halves, entries, strict=True):
         rows = pd.read_parquet(half / "summary.parquet", columns=["process"])["process"]
-        assert set(rows.dropna().astype(int)) == set(numbers)
-    # The halves' samples interleave in time: each half's first sample comes before the
-    # other's last.
-    starts = [pd.read_parquet(h / "samples.parquet", columns=["elapsed_ns"])["elapsed_ns"]
-              for h in halves]
-    assert starts[0].min() < starts[1].min() < starts[0].max() < starts[1].max()
+        assert set(rows.dropna().astype(int)) == {n for n, p in mine.items()
+                                                  if "left_out" not in p}
+    # The halves' samples interleave in time, the fresh processes too: 6 after every process
+    # before it, then 7.
+    samples = pd.concat([pd.read_parquet(h / "samples.parquet",
+                                         columns=["process", "elapsed_ns"]) for h in halves])
+    span = samples.groupby("process")["elapsed_ns"].agg(["min", "max"])
+    assert (span["max"].iloc[:-1].to_numpy() < span["min"].iloc[1:].to_numpy()).all(), span

@@ -8,12 +8,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from gpuoverhead.analysis.combine import SIGNED, combine
+from gpuoverhead.analysis.combine import combine
 from gpuoverhead.analysis.drift import WITHIN_PROCESSES, drifts
 from gpuoverhead.analysis.samples import Calibration
 from gpuoverhead.analysis.series import Key, Series
 from gpuoverhead.cases import DECODE_KERNEL, FUSION, TIMESTAMPS, Case
-from gpuoverhead.methods.fusion import _floor_multiple
+from gpuoverhead.methods.fusion import _floor_multiple, _token_parts
 from gpuoverhead.workloads.decode_model import MODELS, bytes_per_token
 
 CASE = Case("unit", "empty", 1024, 64, "sequential", "submit", "wait", (1, 16))
@@ -69,14 +69,22 @@ def test_many_processes_get_order_statistics_that_one_slow_process_barely_moves(
     assert slowed.estimate.ci_high - calm.ci_high < 0.5 * (calm.ci_high - calm.ci_low)
 
 
-def test_a_difference_keeps_a_linear_interval_across_zero_and_a_cost_never_goes_below():
-    assert {"python_ns", "ffi_check_ns"} <= SIGNED
+def test_a_check_keeps_a_linear_interval_across_zero_and_a_cost_never_goes_below():
+    """A check of the layer split is either sign; a cost measured as a difference (Python's
+    share, a bind group's) is a cost: its linear interval held at zero, as a time's."""
     medians = [-5.0, 3.0, 12.0]
+    check = _rows(_processes(medians, "ffi_check_ns"))[0]["ffi_check_ns"].estimate
+    assert check.ci_low < 0 < check.ci_high and "on logs" not in check.kind
+    for metric in ("python_ns", "bind_group_ns", "latency_ns"):  # one below the resolution
+        cost = _rows(_processes(medians, metric))[0][metric].estimate
+        assert cost.ci_low == 0.0 and cost.ci_high == pytest.approx(check.ci_high), metric
+    # All three above zero: the difference keeps its linear interval (a log one would
+    # exclude zero, which the cost may be), the time its interval on logs.
+    medians = [1.0, 8.0, 20.0]
     python = _rows(_processes(medians, "python_ns"))[0]["python_ns"].estimate
-    assert python.ci_low < 0 < python.ci_high and "on logs" not in python.kind
-    # The same numbers as a cost: one process below the clock's resolution.
-    cost = _rows(_processes(medians, "latency_ns"))[0]["latency_ns"].estimate
-    assert cost.ci_low == 0.0 and cost.ci_high == pytest.approx(python.ci_high)
+    assert "on logs" not in python.kind and python.ci_low == 0.0
+    time = _rows(_processes(medians, "latency_ns"))[0]["latency_ns"].estimate
+    assert "on logs" in time.kind and time.ci_low > 0
 
 
 def test_a_cost_within_one_process_is_held_at_zero_where_single_rounds_are_not():
@@ -98,14 +106,16 @@ def test_a_cost_whose_interval_lies_below_zero_has_none_rather_than_an_inverted_
 def test_a_cost_whose_median_falls_below_zero_is_held_at_zero_and_says_it_is_not_resolved():
     """A slope lost in the wait's noise (the H100 crossover run: Dawn's fused step -27.5 us
     with an interval [0, 7.4 us]) is never a negative cost outside its own interval; a
-    difference keeps its sign."""
-    rounds = [{_key("per_dispatch_ns"): _series([-80.0, -60.0, -40.0, -30.0, -10.0, 5.0, 20.0]),
-               _key("python_ns"): _series([-80.0, -60.0, -40.0, -30.0, -10.0, 5.0, 20.0])}]
-    rows = _rows(rounds)[0]
-    cost, difference = rows["per_dispatch_ns"].estimate, rows["python_ns"].estimate
-    assert cost.value == 0.0 and cost.ci_low == 0.0 <= cost.ci_high
-    assert "not resolved" in cost.kind and "-30" in cost.kind
-    assert difference.value == -30.0 and "not resolved" not in difference.kind
+    check keeps its sign."""
+    values = [-80.0, -60.0, -40.0, -30.0, -10.0, 5.0, 20.0]
+    rows = _rows([{_key(m): _series(values) for m in ("per_dispatch_ns", "python_ns",
+                                                      "ffi_check_ns")}])[0]
+    for metric in ("per_dispatch_ns", "python_ns"):
+        cost = rows[metric].estimate
+        assert cost.value == 0.0 and cost.ci_low == 0.0 <= cost.ci_high
+        assert "not resolved" in cost.kind and "-30" in cost.kind
+    check = rows["ffi_check_ns"].estimate
+    assert check.value == -30.0 and "not resolved" not in check.kind
 
 
 def test_a_ratio_is_the_centre_of_the_process_ratios_of_medians():
@@ -173,3 +183,81 @@ def test_a_decode_steps_floor_multiple_is_its_gpu_time_over_bytes_by_bandwidth()
     assert np.allclose(f32_series.values, [2.0, 2.5])
     assert f16_series.values[0] == pytest.approx(
         2.0 * floor_ns / (bytes_per_token(MODELS[896], 128, "f16") / 3350.0))
+
+
+PARTS = ("read_floor_ns", "dispatch_gpu_ns", "kernel_excess_ns")
+
+
+def _taken_apart(processes: int, multiple: float, seed: int = 57) -> dict:
+    """Combined rows of a fused 0.5B step's GPU time and its parts over `processes` seeded
+    workers, each with its own read stream (about 4 TB/s) and time per dispatch (about
+    1.9 µs), its rounds' GPU-time slopes about `multiple` times its floor."""
+    case = Case("decode", DECODE_KERNEL, 896, 256, FUSION, "dispatch", TIMESTAMPS, (1, 2),
+                variant="fused", k=128)
+    needed, rng, times = bytes_per_token(MODELS[896], 128), np.random.default_rng(seed), \
+        np.arange(9.0)
+    per_process = []
+    for _ in range(processes):
+        read = 4000.0 * (1 + 0.05 * rng.standard_normal())
+        cal = Calibration(0.0, 1.0, 4800.0, read, 1900.0 * (1 + 0.05 * rng.standard_normal()),
+                          {case.id: 127})
+        slopes = multiple * needed / read * (1 + 0.03 * rng.standard_normal(9))
+        out = {Key(case, "gpu_ns", "ns", "round-median theil-sen"): Series(slopes, times, 18)}
+        _token_parts(SimpleNamespace(cal=cal), case, out, slopes, times)
+        per_process.append(out)
+    return _rows(per_process)[0]
+
+
+@pytest.mark.parametrize("processes", [1, 3, 8])
+def test_a_decode_tokens_gpu_time_taken_apart_adds_up_within_its_interval(processes):
+    """The read floor, the dispatches' GPU time and the kernels' excess are there, at or
+    above zero with intervals that stay there, and add up to the GPU time: exactly within
+    one process (a slope less two constants), within its interval over processes (each
+    part's centre taken on its own: t intervals on logs for 3, order statistics for 8)."""
+    rows = _taken_apart(processes, 2.5)
+    gpu, parts = rows["gpu_ns"].estimate, [rows[m].estimate for m in PARTS]
+    assert all(p.value > 0 and p.ci_low >= 0 for p in parts), parts
+    total = sum(p.value for p in parts)
+    if processes == 1:
+        assert total == pytest.approx(gpu.value, rel=1e-12)
+        assert parts[0].level == parts[1].level == 0  # one measurement: no interval
+    assert gpu.ci_low <= total <= gpu.ci_high, (total, gpu)
+    assert parts[0].value / gpu.value == pytest.approx(1 / 2.5, rel=0.1)
+    assert parts[1].value == pytest.approx(127 * 1900.0, rel=0.1)
+
+
+def test_a_kernels_excess_below_zero_is_held_there_and_says_so():
+    """GPU time under the read floor and the dispatches (kernels overlapping them, or a
+    slope in the noise): the excess is held at zero with the reason; an interval wholly
+    below zero is none."""
+    excess = _taken_apart(1, 0.9)["kernel_excess_ns"].estimate
+    assert excess.value == 0 and "not resolved" in excess.kind
+    assert math.isnan(excess.ci_low) and "no interval" in excess.kind
+
+
+def test_a_token_has_no_parts_where_its_worker_measured_no_floors():
+    """No read stream, no time per dispatch, or no dispatch count for the case: no parts
+    (never a guessed one); another workload's GPU-time case: none either."""
+    case = Case("decode", DECODE_KERNEL, 896, 256, FUSION, "dispatch", TIMESTAMPS, (1, 2),
+                variant="fused", k=128)
+    slopes, times = np.full(3, 5e6), np.arange(3.0)
+    for cal, c in ((Calibration(0.0, 1.0, None, None, 1900.0, {case.id: 127}), case),
+                   (Calibration(0.0, 1.0, None, 4000.0, None, {case.id: 127}), case),
+                   (Calibration(0.0, 1.0, None, 4000.0, 1900.0, {}), case),
+                   (Calibration(0.0, 1.0, None, 4000.0, 1900.0, {case.id: 127}),
+                    replace(case, benchmark="mlp", kernel="fusion_mlp"))):
+        out: dict = {}
+        _token_parts(SimpleNamespace(cal=cal), c, out, slopes, times)
+        assert out == {}, cal
+
+
+def test_a_decode_slope_held_at_zero_gives_an_unbounded_token_rate():
+    """A decode step's wall slope whose median falls below zero (lavapipe beside a busy
+    core) is held at zero: its tokens per second, 1e9 over it, is unbounded, not a division
+    by zero that ends the run."""
+    case = Case("decode", DECODE_KERNEL, 128, 256, FUSION, "dispatch", "wait", (1, 2),
+                variant="fused", k=16)
+    key = Key(case, "per_unit_ns", "ns", "round-median theil-sen")
+    rows = combine([{key: _series([-3.0, -2.0, -1.0, 1.0, -2.5])}], np.random.default_rng(0))
+    rate = {r.key.metric: r.estimate for r in rows if r.process is None}["tokens_per_s"]
+    assert math.isinf(rate.value)

@@ -102,3 +102,17 @@ def test_a_probe_is_kept_for_the_same_cpus_this_boot_and_a_damaged_one_is_not(
     issue[2] = 41e-6
     cpus.choose(None)  # other CPUs: another probe
     assert calls[-2] == [0, 1, 2]
+
+
+def test_the_probe_keeps_each_cpus_best_window(monkeypatch):
+    """A CPU that met a slow state in some of its windows is judged by the others: its best."""
+    import itertools
+
+    from gpuoverhead.gpu import cpu_probe
+
+    windows = itertools.cycle([2.2e-6, 1.2e-6, 2.2e-6, 2.2e-6])  # slow in 3 of 4 windows
+    monkeypatch.setattr(cpu_probe, "_webgpu_issue", lambda: None)
+    monkeypatch.setattr(cpu_probe, "_window", lambda step: next(windows))
+    monkeypatch.setattr(cpu_probe.os, "sched_setaffinity", lambda pid, cpus: None)
+    probe = cpu_probe.measure([0])
+    assert probe.seconds == {LOOP: {0: 1.2e-6}}

@@ -11,7 +11,11 @@ from rich.console import Console
 from gpuoverhead import metrics
 from gpuoverhead.present import format as fmt
 from gpuoverhead.present.report import CROSSOVER_FIGURES, FIGURES
-from gpuoverhead.present.workload_grids import host_read_grid, token_loop_grid
+from gpuoverhead.present.workload_grids import (
+    host_read_grid,
+    token_loop_grid,
+    token_parts_grid,
+)
 
 
 @pytest.mark.parametrize(("v", "hint", "want"), [
@@ -63,6 +67,28 @@ def test_the_token_loop_grid_shows_each_form_and_encodings_loop_figures():
         assert all(cell in line for cell in ("400", "700", "650", "1500.0", "1200.0",
                                               "1300.0", "2.20x")), line
     assert token_loop_grid(summary[summary.sync == "wait"]) is None
+
+
+def test_the_token_parts_grid_shows_each_forms_gpu_time_and_its_parts_with_shares():
+    """A row per implementation and form whose GPU time was taken apart: the GPU time, then
+    the read floor, the dispatches and the kernels' excess, each with its interval and its
+    share of the GPU time; a form without parts (PyTorch's) gets no row."""
+    base = {"methodology": "fusion", "process": float("nan"), "benchmark": "decode",
+            "elements": 896, "k": 128, "encoding": "dispatch", "sync": "timestamps",
+            "ci_level": 0.95}
+    parts = (("gpu_ns", 1150e3), ("read_floor_ns", 460e3), ("dispatch_gpu_ns", 230e3),
+             ("kernel_excess_ns", 460e3))
+    summary = pd.DataFrame([{**base, "implementation": impl, "variant": "fused", "metric": m,
+                             "value": v, "ci_low": 0.9 * v, "ci_high": 1.1 * v}
+                            for impl in ("wgpu-native", "torch-cuda-graph")
+                            for m, v in parts if impl == "wgpu-native" or m == "gpu_ns"])
+    console = Console(width=250, record=True)
+    console.print(token_parts_grid(summary))
+    lines = [line for line in console.export_text().splitlines() if "decode 896" in line]
+    assert len(lines) == 1 and "wgpu-native" in lines[0], lines
+    assert all(c in lines[0] for c in ("1150.0 [1035.0–1265.0]", "460.0 [414.0–506.0] (40%)",
+                                       "230.0 [207.0–253.0] (20%)")), lines[0]
+    assert token_parts_grid(summary[summary.metric == "gpu_ns"]) is None
 
 
 def test_the_host_read_grid_shows_each_forms_unread_step_and_its_slowdowns():

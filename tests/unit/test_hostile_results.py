@@ -300,6 +300,29 @@ def test_bounds_hold_every_committed_set():
         assert len(found.summary) + len(found.per_process) > 0, record
 
 
+#: run.json `settling` records of a cadence level that no run writes.
+SETTLING = {
+    "gap not a number": {"c/gap=zzms/x burst_per_op_ns": {}},
+    "no gap's tail": {"c/gap=1ms burst_per_op_ns": {}},
+    "levels not numbers": {"c/gap=1ms/x burst_per_op_ns": {
+        "age_s": [0, 1], "level_us": ["a", "b"], "settled": True, "settled_s": 1}},
+    "record not an object": {"c/gap=1ms/x burst_per_op_ns": [1, 2]},
+    "settling not an object": "x",
+}
+
+
+@pytest.mark.parametrize("record", SETTLING)
+def test_hostile_cadence_levels_from_elsewhere_are_one_line(tmp_path, record):
+    """A run.json whose cadence levels are not as a run writes them ended `report -o
+    x.html` (the cadence plot) in a traceback (issue 53.5)."""
+    run = altered(tmp_path / "set")
+    info = json.loads((run / "run.json").read_text())
+    info["benchmarks"][0]["processes"][0]["settling"] = SETTLING[record]
+    (run / "run.json").write_text(json.dumps(info))
+    one_clear_line(in_process("report", str(run), "-o", str(tmp_path / "x.html")),
+                   "is not as gpuoverhead writes it")
+
+
 # --- 7. Runs that did not finish ----------------------------------------------------------
 
 @pytest.fixture(scope="module", params=["running", "interrupted"])
@@ -585,6 +608,104 @@ def test_hostile_narrow_terminal_cuts_no_number(monkeypatch, name, width):
 def test_hostile_narrow_summary_leaves_out_columns_and_says_which(monkeypatch):
     narrow = _printed(monkeypatch, NARROW["show"], 80)
     assert "(left out to fit 80 columns: rounds)" in narrow and "each row as a list" not in narrow
+
+
+# --- The grids and lines that came with the regimes and the browser's tax ------------------
+
+def _new_grids_summary(name: str) -> pd.DataFrame:
+    """A summary that fills the cadence grid, the browser tax and split grids and the decode
+    token parts grid (seeded values), every implementation named `name`."""
+    rng = np.random.default_rng(53)
+    cell = {"process": np.nan, "ci_level": 0.95, "elements": 896, "k": 128, "call": "",
+            "implementation": name, "benchmark": "decode", "encoding": "dispatch",
+            "family": "decode"}
+    rows = [{**cell, "methodology": "cadence", "benchmark": "burst", "layer": "wrapper",
+             "case": f"burst/gap={gap}ms/submit", "metric": "burst_per_op_ns",
+             "sync": "wait", "variant": "", "settled_s": settled}
+            for gap, settled in (("0", 3.2), ("16", np.inf))]
+    rows += [{**cell, "methodology": "fusion", "variant": "fused", "sync": "timestamps",
+              "metric": m} for m in ("gpu_ns", "read_floor_ns", "dispatch_gpu_ns",
+                                     "kernel_excess_ns")]
+    rows += [{**cell, "methodology": "fusion", "variant": v, "sync": s, "metric": m,
+              "call": "wgpu-native" if m.startswith("browser") else ""}
+             for v in ("unfused", "fused")
+             for s, m in (("wait", "browser_tax"), ("wait", "browser_tax_synced"),
+                          ("timestamps", "browser_tax_gpu"), ("wait", "per_unit_ns"),
+                          ("wait", "cpu_per_unit_ns"), ("wait", "wait_per_unit_ns"),
+                          ("wait", "latency_ns"), ("wait", "completion_floor_ns"))]
+    frame = pd.DataFrame(rows)
+    value = rng.uniform(1e5, 3e6, len(frame))
+    ratio = frame["metric"].str.startswith("browser_tax")
+    frame["value"] = np.where(ratio, rng.uniform(0.5, 3.0, len(frame)), value)
+    frame["ci_low"], frame["ci_high"] = 0.83 * frame["value"], 1.27 * frame["value"]
+    return frame
+
+
+#: The grids' titles, and what each shows a number of.
+NEW_GRIDS = {"cadence": "What one op costs at a cadence", "browser tax": "Browser tax",
+             "browser split": "wall = issue + GPU + wait",
+             "token parts": "Decode GPU time a token taken apart"}
+
+
+def _grids_printed(monkeypatch, name: str, width: int) -> str:
+    buffer = io.StringIO()
+    monkeypatch.setattr(console, "out", Console(width=width, file=buffer))
+    console.print_summary(_new_grids_summary(name), "unfinished run (status 'running')")
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("payload", MARKUP)
+@pytest.mark.parametrize("grid", NEW_GRIDS)
+def test_hostile_markup_in_the_new_grids_is_text(monkeypatch, grid, payload):
+    """The cadence, browser split and token parts grids printed an implementation's name
+    as rich markup (a style, a link), as the fusion grids did (issue 53.4)."""
+    printed = _grids_printed(monkeypatch, "wgpu" + payload, 1000)
+    start = printed.index(NEW_GRIDS[grid])
+    ends = [i for title in NEW_GRIDS.values() if (i := printed.find(title, start + 1)) > start]
+    shown = printed[start:min(ends, default=len(printed))]  # this grid alone
+    assert "wgpu" + payload in shown
+    styled = re.sub(r"\[[^]]*\]", "", payload)  # what is left where markup was read as such
+    assert f"wgpu{styled}" not in printed
+
+
+@pytest.mark.parametrize("width", [80, 30])
+def test_hostile_narrow_terminal_cuts_no_number_of_the_new_grids(monkeypatch, width):
+    """The new grids on a narrow terminal: no number cut, no line wider than it, each grid
+    marked as an unfinished run's (issue 53.7, 53.13)."""
+    wide = _grids_printed(monkeypatch, "wgpu-native", 250)
+    narrow = _grids_printed(monkeypatch, "wgpu-native", width)
+    assert "…" not in narrow and max(map(len, narrow.splitlines())) <= width
+    assert all(title.split()[0] in narrow for title in NEW_GRIDS.values())
+    assert narrow.count("unfinished run") >= len(NEW_GRIDS) - (width == 30)
+    expected = set(_NUMBERS.findall(wide))
+    if "(left out to fit" in narrow:
+        expected = {n for n in expected if "." in n and not n.endswith("%")}
+    assert expected <= set(_NUMBERS.findall(narrow))
+
+
+def _environment_changed(info: dict, payload: str) -> dict:
+    """run.json's fields with every adapter's driver and 2,000 packages' versions set."""
+    adapters = [{**a, "driver": payload} for a in info["adapters"]]
+    packages = {f"package{i}": f"{payload[:20]}{i}" for i in range(2000)}
+    return {"adapters": adapters, "packages": packages}
+
+
+@pytest.mark.parametrize("payload", [*MARKUP, "x" * 200_000 + "[/]"],
+                         ids=["markup style", "markup link", "200 KB driver"])
+def test_hostile_environment_differences_are_bounded_text(tmp_path, payload):
+    """`compare`'s lines on how two runs' environments differ echoed a driver string whole
+    (200 KB on one line) and listed every package that moved (issue 53.8); each line now
+    says at most a few hundred characters and "and N more", its markup as text (53.4)."""
+    info = json.loads((DEFAULT / "run.json").read_text())
+    base = altered(tmp_path / "base", fields=_environment_changed(info, "1.0"))
+    new = altered(tmp_path / "new", fields=_environment_changed(info, payload))
+    proc = in_process("compare", str(base), str(new))
+    clean(proc)
+    lines = [line for line in proc.stderr.splitlines() if "the runs differ in" in line]
+    assert lines and max(map(len, proc.stderr.splitlines())) < 1000, proc.stderr[:2000]
+    assert any("and 1,980 more" in line for line in lines)
+    if payload in MARKUP:
+        assert payload in proc.stderr
 
 
 # --- The held-out catalogue: the same causes, other sets and strings ------------------------

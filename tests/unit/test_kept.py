@@ -10,19 +10,26 @@ import pytest
 from gpuoverhead.gpu import kept
 
 
+def _as_is(value):
+    """A caller's `read` that takes any value."""
+    return value
+
+
 def test_a_value_is_kept_for_its_key_this_boot_and_for_its_time(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert kept.get("x.json", ["a", 1], 60) is None
+    assert kept.get("x.json", ["a", 1], 60, _as_is) is None
     kept.put("x.json", ["a", 1], {"v": 2})
     kept.put("x.json", ["b"], 3)
-    assert kept.get("x.json", ["a", 1], 60) == {"v": 2} and kept.get("x.json", ["b"], 60) == 3
-    assert kept.get("x.json", ["a", 2], 60) is None
-    monkeypatch.setattr(kept.time, "time", lambda: time.time() + 61)
-    assert kept.get("x.json", ["a", 1], 60) is None  # too old
+    assert kept.get("x.json", ["a", 1], 60, _as_is) == {"v": 2}
+    assert kept.get("x.json", ["b"], 60, _as_is) == 3
+    assert kept.get("x.json", ["a", 2], 60, _as_is) is None
+    later = time.time() + 61
+    monkeypatch.setattr(kept.time, "time", lambda: later)
+    assert kept.get("x.json", ["a", 1], 60, _as_is) is None  # too old
     monkeypatch.undo()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(kept, "boot", lambda: "another boot")
-    assert kept.get("x.json", ["a", 1], 60) is None
+    assert kept.get("x.json", ["a", 1], 60, _as_is) is None
 
 
 @pytest.mark.parametrize("text", ["{not json", "[1, 2]", '{"k": 1}', "[" * 200_000, "\x00"])
@@ -31,9 +38,9 @@ def test_a_damaged_file_is_ignored_and_replaced_hostile(monkeypatch, tmp_path, t
     path = tmp_path / "gpuoverhead" / "x.json"
     path.parent.mkdir()
     path.write_text(text)
-    assert kept.get("x.json", ["a"], 60) is None
+    assert kept.get("x.json", ["a"], 60, _as_is) is None
     kept.put("x.json", ["a"], 1)
-    assert kept.get("x.json", ["a"], 60) == 1
+    assert kept.get("x.json", ["a"], 60, _as_is) == 1
 
 
 @pytest.mark.slow

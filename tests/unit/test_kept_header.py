@@ -65,7 +65,7 @@ def test_a_damaged_kept_parse_is_parsed_again_and_replaced(tmp_path, monkeypatch
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     header = wgpu_ffi.get_wgpu_header()
     path = kept_header._file(header)
-    path.parent.mkdir(parents=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"not a pickle")
     ffi = _fresh(header, cached=True)
     assert ffi.sizeof("WGPUBufferDescriptor") > 0

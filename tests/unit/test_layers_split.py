@@ -1,6 +1,7 @@
 """The layer split without the native layer: api is the raw issue slope less the FFI floor
-per native call, round by round; and a bind group's cost per op, the per-dispatch twin's
-issue slope less the reused case's (synthetic slopes, so the arithmetic is exact)."""
+per native call, round by round; with it, the binding's ratio to the C loop round by round;
+and a bind group's cost per op, the per-dispatch twin's issue slope less the reused case's
+(synthetic slopes, so the arithmetic is exact)."""
 
 from dataclasses import replace
 
@@ -54,3 +55,19 @@ def test_bind_group_cost_is_the_twin_s_issue_slope_less_the_reused_one_s_round_b
     np.testing.assert_allclose(by_metric["bind_group_ns"][1].values, fresh - reused)
     ratio = by_metric["bind_group_ratio"][1]
     assert ratio.point() == pytest.approx(np.median(fresh) / np.median(reused))
+
+
+def test_the_binding_ratio_is_taken_round_by_round_so_a_state_both_layers_share_cancels():
+    """Rounds in two CPU states that slow both layers 1.5x: each round's ratio is the same,
+    where the ratio of the two layers' medians over a mix of states would not be."""
+    state = np.array([1.0, 1.5, 1.5, 1.0, 1.5, 1.5, 1.5])
+    native, wrapper, times = 16e3 * state, 48e3 * state, np.arange(7.0)
+    native[3] = 0.0  # a round whose native slope was lost in the noise: no ratio
+    slopes = {("submit", layer, None, ""): (replace(BASE, layer=layer), None, cpu, times)
+              for layer, cpu in (("wrapper", wrapper), ("native", native))}
+    out: dict = {}
+    _layers(out, slopes, None)
+    (key, ratio), = [(k, s) for k, s in out.items() if k.metric == "binding_ratio"]
+    assert key.case.layer == "wrapper" and key.unit == "ratio"
+    np.testing.assert_allclose(ratio.values, 3.0)
+    assert ratio.count == 6 and list(ratio.times) == [0, 1, 2, 4, 5, 6]

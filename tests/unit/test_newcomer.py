@@ -5,6 +5,7 @@ the warnings at a run's end are in plain words, one line per kind."""
 
 from __future__ import annotations
 
+import time
 from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
@@ -19,7 +20,7 @@ from gpuoverhead.errors import UserError
 from gpuoverhead.present.console import run_warnings
 from gpuoverhead.records import AdapterInfo, LeftOut
 from gpuoverhead.resources import CONFIGS_DIR
-from gpuoverhead.run import checks
+from gpuoverhead.run import checks, runner
 from gpuoverhead.run.budget import WARMUP_SHARE
 from gpuoverhead.run.plan import RunOptions, check_options, implementations_line, prepare
 from gpuoverhead.run.rounds import OVERRUN
@@ -102,7 +103,8 @@ def test_hostile_sampling_warnings_in_plain_words_with_their_plurals():
     assert said[0].startswith("1 process ran fewer rounds than the suite's min_rounds: ")
     assert said[1].startswith("2 headline figures are less precise than their suite's target")
     assert said[2].startswith("2 figures drifted while the run measured") and "c2" in said[2]
-    assert said[3].startswith("1 headline figure fell in two modes")
+    assert said[3].startswith("1 headline figure has two typical values: the samples gather "
+                              "around two values (modes)")
     assert not any(w in line for line in said for w in ("rel_spread_between", "rel_ci_within",
                                                         "processes stopped", "1 processes"))
     assert "rel_spread_between" in notes[1]  # run.json's text keeps the columns to read
@@ -126,6 +128,21 @@ def test_hostile_quick_states_a_time_it_keeps(monkeypatch, tmp_path):
                  quick=True).time_limit_s == 80
     assert _plan(monkeypatch, tmp_path, [_driver("a", ["a0"])], "full.yaml").time_limit_s \
         is None
+
+
+def test_hostile_a_smoke_run_says_how_long_its_one_process_a_job_samples(monkeypatch,
+                                                                         tmp_path):
+    """Issue 56: `--quick` began "up to 1 process per job, ...: at most 80 s (its time limit;
+    fewer processes where start-up leaves no time for all)" for a run of 10 s: one process
+    a job has no fewer to run. It says how long its processes sample, and the limit."""
+    plan = _plan(monkeypatch, tmp_path, [_driver("a", ["a0"])], "default.yaml", quick=True)
+    schedule = runner._schedule(plan, time.monotonic(), {})
+    first = runner._what_runs(plan, tmp_path, schedule, {})[0]
+    sampling = sum(j.group.sampling.budget_per_case_s * len(j.group.cases)
+                   for b in plan.benchmarks for j in b)
+    assert f"1 process per job, 1 job: about {sampling:.0f} s of sampling in all, start-up " \
+           "aside, and at most 80 s (its time limit)" in first, first
+    assert "fewer processes" not in first and "up to 1 process" not in first
 
 
 def test_hostile_out_that_is_a_file_is_refused_at_once(tmp_path):

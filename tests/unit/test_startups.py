@@ -17,6 +17,7 @@ from gpuoverhead.errors import UserError
 from gpuoverhead.records import AdapterInfo
 from gpuoverhead.resources import CONFIGS_DIR
 from gpuoverhead.run import runner, startups
+from gpuoverhead.run.budget import FINISH_PRIOR_S, FINISH_S, HANDBACK_S
 from gpuoverhead.run.plan import RunOptions, prepare
 
 #: What the fake driver says a worker takes to start before any ran (the H100's seconds).
@@ -59,7 +60,7 @@ def test_start_ups_round_trip_keeping_the_newest(plan):
 
 def test_a_damaged_file_is_ignored_and_replaced(plan):
     path = startups._path()
-    path.parent.mkdir(parents=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     for text in ("{not json", '["a list"]', '{"k": "not a list"}'):
         path.write_text(text)
         assert startups.expected(startups.load(), plan.benchmarks[0][0]) is None
@@ -69,9 +70,11 @@ def test_a_damaged_file_is_ignored_and_replaced(plan):
 
 def test_the_schedule_expects_what_earlier_runs_took_and_leaves_out_what_it_cannot_hold(plan):
     jobs = [j for b in plan.benchmarks for j in b]
-    # The drivers' hints: len(jobs) x 4 s do not fit 20 s: the first processes of two jobs
-    # do, those of the first and last benchmark (breadth first: the suite's ends); the
-    # others are left out, said at the start (and run if time is left after them).
+    # The drivers' hints: len(jobs) x 4 s do not fit a limit that holds, past the finish
+    # and each job's share of it, 2.5 of them: the first processes of two jobs do, those of
+    # the first and last benchmark (breadth first: the suite's ends); the others are left
+    # out, said at the start (and run if time is left after them).
+    plan.time_limit_s = FINISH_S + HANDBACK_S + FINISH_PRIOR_S * len(jobs) + 2.5 * HINT_S
     schedule = runner._schedule(plan, time.monotonic(), {})
     last = len(plan.benchmarks) - 1
     assert sorted(schedule.left_out) == [(b, 0) for b in range(1, last)]

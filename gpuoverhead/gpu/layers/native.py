@@ -4,10 +4,14 @@ The loop is built as a small extension module through cffi's API mode, which com
 setuptools' compiler discovery: the C compiler Python was built with or $CC (arguments
 included) on Linux and macOS, MSVC found through vswhere on Windows, no developer prompt
 needed. It is built against the webgpu.h that ships in the wgpu wheel, cached per source,
-header, interpreter and compiler in the OS's cache folder (or, where that cannot be written,
-a private folder under the temporary one), and handed the function pointers of the library
-that the binding already loaded, so it calls exactly what `raw` calls. Where no compiler is
-found, or no folder can be written, the layer is skipped, and `load` says why.
+header, interpreter and compiler in the OS's cache folder (or, where that cannot be written
+or is not private, a private folder under the temporary one; gpu/cache_folder.py), and
+handed the function pointers of the library that the binding already loaded, so it calls
+exactly what `raw` calls. A kept module is loaded only where it is this user's own and
+private and its bytes are those built (a digest beside it), and one that is not, or that
+does not load, is built again, said in a line. Where
+no compiler is found, or no folder can be written, the layer is skipped, and `load` says
+why.
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from gpuoverhead import encodings
-from gpuoverhead.gpu.cache_folder import cache_dir, temporary_cache_dir
+from gpuoverhead.gpu import private
+from gpuoverhead.gpu.cache_folder import cache_dir, note, temporary_cache_dir
 from gpuoverhead.gpu.output import captured
 from gpuoverhead.gpu.targets import Target
+from gpuoverhead.whole_files import atomic
 
 SOURCE = Path(__file__).with_name("native_loop.c")
 #: wgpu-native functions in the order of the C `Procs` struct.
@@ -40,6 +46,8 @@ PROCS = ("wgpuDeviceCreateCommandEncoder", "wgpuCommandEncoderBeginComputePass",
          "wgpuComputePassEncoderRelease", "wgpuCommandEncoderFinish",
          "wgpuCommandEncoderRelease", "wgpuQueueSubmit", "wgpuCommandBufferRelease")
 ENCODINGS = {e.name: e.native_code for e in encodings.ENCODINGS}
+#: A larger file is not a loop module (37 kB with gcc on Linux): it is not read.
+MAX_BYTES = 64 << 20
 #: What Python sees of the loop (handles as void *: the C side has their real types).
 _CDEF = """
 int gpuoverhead_issue(const void *procs, void *device, void *queue, void *pipeline,
@@ -60,7 +68,7 @@ class NativeLoop:
 def compiler() -> str | None:
     """What builds the loop, described (for the cache key and run.json), or None: MSVC on
     Windows (setuptools finds it); elsewhere $CC (it may carry arguments), else the compiler
-    Python was built with, else cc, gcc or clang."""
+    Python was built with, else cc, gcc or clang; None too where it cannot be run."""
     if sys.platform == "win32":
         return "msvc"
     cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or ""
@@ -71,7 +79,11 @@ def compiler() -> str | None:
         words = next(([c] for c in ("cc", "gcc", "clang") if shutil.which(c)), [])
         if not words:
             return None
-    proc = subprocess.run([*words, "--version"], capture_output=True, text=True, timeout=30)
+    try:
+        proc = subprocess.run([*words, "--version"], capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=30)
+    except (OSError, subprocess.SubprocessError):  # $CC a script with no #!, or one that
+        return None                                 # hangs: no compiler to build with
     first = proc.stdout.splitlines()[0] if proc.stdout else ""
     return f"{shlex.join(words)}: {first}".strip(": ")
 
@@ -97,23 +109,72 @@ def load() -> NativeLoop | str:
         try:
             return _load_from(folder() / f"{name}{tag}", name, headers, described)
         except OSError as exc:  # a folder that cannot be made or written: the next one
-            tried.append(f"{exc.filename or folder.__name__}: {exc.strerror or exc}")
+            tried.append(f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc.strerror
+                         or exc))
     said = "; ".join(dict.fromkeys(tried))  # without a home folder both are the temporary one
     return f"native layer skipped: no cache folder can be written ({said})"
 
 
 def _load_from(path: Path, name: str, headers: Path, described: str) -> NativeLoop | str:
-    """The loop module at `path`, built there first if it is not; OSError where its folder
-    cannot be made or written."""
-    if not path.is_file():
-        failed = _build(name, headers, path, described)
-        if failed:
-            return failed
+    """The loop module at `path`, built there first where none was, or where the one there
+    is not this user's own and private or does not load (said); OSError where its folder
+    cannot be written."""
+    if _kept(path):
+        try:
+            return _imported(path, name, described)
+        except (ImportError, AttributeError) as exc:  # damaged: a traceback on every run
+            note(f"{path} does not load ({_first_words(exc)}): the C loop is built again")
+    failed = _build(name, headers, path, described)
+    if failed:
+        return failed
+    try:
+        return _imported(path, name, described)
+    except (ImportError, AttributeError) as exc:
+        return f"native layer skipped: the C loop built as {path} does not load: " \
+               f"{_first_words(exc)}"
+
+
+def _kept(path: Path) -> bool:
+    """Whether a loop built before is at `path` to be loaded: only where it is this user's
+    own and private (gpu/private.py), and its bytes those built (the digest kept beside it:
+    a module cut short crashed the loader with SIGBUS); one that is not is said, and built
+    again over it. One without a digest (kept by an earlier version) is built again."""
+    try:
+        private.check_file(path)
+        blob = private.read(path, MAX_BYTES)
+        kept = private.read(_digest_file(path), 100).decode(errors="replace").strip()
+    except FileNotFoundError:
+        return False
+    except private.NotPrivate as exc:
+        note(f"{exc.reason}: the C loop there is not loaded, but built again")
+        return False
+    if len(blob) > MAX_BYTES:  # its tail unread, so unchecked by the digest
+        note(f"{path} is over {MAX_BYTES >> 20} MiB, no C loop: built again")
+        return False
+    if kept != hashlib.sha256(blob).hexdigest():
+        note(f"{path} is not the C loop as it was built (its bytes differ from its digest "
+             f"in {_digest_file(path).name}): built again")
+        return False
+    return True
+
+
+def _digest_file(path: Path) -> Path:
+    return path.with_name(f"{path.name}.sha256")
+
+
+def _imported(path: Path, name: str, described: str) -> NativeLoop:
+    """The loop module at `path`, loaded: ImportError where it is not a module, and
+    AttributeError where it is not the loop's."""
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    module.lib.gpuoverhead_issue  # noqa: B018  (a loop module, not another)
     return NativeLoop(module.ffi, module.lib, path, described)
+
+
+def _first_words(exc: Exception) -> str:
+    return " ".join(str(exc).split())[:200] or type(exc).__name__
 
 
 def _build(name: str, headers: Path, path: Path, described: str) -> str | None:
@@ -124,13 +185,15 @@ def _build(name: str, headers: Path, path: Path, described: str) -> str | None:
     ffi = cffi.FFI()
     ffi.cdef(_CDEF)
     ffi.set_source(name, SOURCE.read_text(), include_dirs=[str(headers)])
-    path.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=path.parent))
     log = work / "compiler.log"
     try:
         with open(log, "wb") as sink, captured(sink), _home(work):  # not on the terminal
             built = Path(ffi.compile(tmpdir=str(work), verbose=False))
+        built.chmod(0o700)  # only this user's to write, whatever the umask (gpu/private.py)
+        digest = hashlib.sha256(built.read_bytes()).hexdigest().encode()
         os.replace(built, path)
+        atomic(_digest_file(path), lambda p: private.write(p, digest))
     except Exception as exc:  # the compiler's first error, said in one line
         text = log.read_text(errors="replace") if log.is_file() else ""
         said = [line for line in text.splitlines() if "error" in line.lower()] \

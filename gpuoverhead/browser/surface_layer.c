@@ -9,12 +9,95 @@
    it out of the list the driver sees, and fails vkCreateHeadlessSurfaceEXT should anything
    ever call it. Device calls pass straight through.
 
-   Built by benchmarks/chromium_bundle.sh; enabled with VK_LAYER_PATH=<dir of its json> and
-   VK_INSTANCE_LAYERS=VK_LAYER_GPUOVERHEAD_headless_surface (docs/browser-gpu.md). */
+   Built at first use by gpuoverhead/browser/surface.py into a private cache folder and
+   enabled, as an implicit layer, for the browsers the tool starts with ANGLE on Vulkan
+   (docs/browser-gpu.md). It needs no Vulkan headers: the few types of the loader's layer
+   interface it uses are declared below as vulkan_core.h and vk_layer.h declare them (a
+   stable ABI: the loader reads these structures from every layer). */
 
+#include <stdint.h>
 #include <string.h>
-#include <vulkan/vk_layer.h>
-#include <vulkan/vulkan.h>
+
+typedef int32_t VkResult;
+typedef int32_t VkStructureType;
+typedef struct VkInstance_T *VkInstance;
+typedef struct VkPhysicalDevice_T *VkPhysicalDevice;
+typedef struct VkDevice_T *VkDevice;
+typedef struct VkSurfaceKHR_T *VkSurfaceKHR;
+typedef struct VkAllocationCallbacks VkAllocationCallbacks;
+typedef struct VkApplicationInfo VkApplicationInfo;
+typedef struct VkHeadlessSurfaceCreateInfoEXT VkHeadlessSurfaceCreateInfoEXT;
+typedef void (*PFN_vkVoidFunction)(void);
+typedef PFN_vkVoidFunction (*PFN_vkGetInstanceProcAddr)(VkInstance, const char *);
+typedef PFN_vkVoidFunction (*PFN_vkGetDeviceProcAddr)(VkDevice, const char *);
+
+#define VKAPI_ATTR
+#define VKAPI_CALL
+#define VK_SUCCESS 0
+#define VK_INCOMPLETE 5
+#define VK_ERROR_INITIALIZATION_FAILED (-3)
+#define VK_ERROR_LAYER_NOT_PRESENT (-6)
+#define VK_STRUCTURE_TYPE_LOADER_INSTANCE_CREATE_INFO 47
+#define VK_STRUCTURE_TYPE_LOADER_DEVICE_CREATE_INFO 48
+#define VK_MAX_EXTENSION_NAME_SIZE 256
+#define VK_EXT_HEADLESS_SURFACE_EXTENSION_NAME "VK_EXT_headless_surface"
+
+typedef struct {
+    VkStructureType sType;
+    const void *pNext;
+    uint32_t flags;
+    const VkApplicationInfo *pApplicationInfo;
+    uint32_t enabledLayerCount;
+    const char *const *ppEnabledLayerNames;
+    uint32_t enabledExtensionCount;
+    const char *const *ppEnabledExtensionNames;
+} VkInstanceCreateInfo;
+
+/* Its head only: the layer reads pNext and hands the whole structure on by its pointer. */
+typedef struct {
+    VkStructureType sType;
+    const void *pNext;
+} VkDeviceCreateInfo;
+
+typedef struct {
+    char extensionName[VK_MAX_EXTENSION_NAME_SIZE];
+    uint32_t specVersion;
+} VkExtensionProperties;
+
+typedef VkResult (*PFN_vkCreateInstance)(const VkInstanceCreateInfo *,
+                                         const VkAllocationCallbacks *, VkInstance *);
+typedef void (*PFN_vkDestroyInstance)(VkInstance, const VkAllocationCallbacks *);
+typedef VkResult (*PFN_vkCreateDevice)(VkPhysicalDevice, const VkDeviceCreateInfo *,
+                                       const VkAllocationCallbacks *, VkDevice *);
+
+/* vk_layer.h: how the loader hands each layer the next one in the chain. */
+typedef enum { VK_LAYER_LINK_INFO = 0 } VkLayerFunction;
+
+typedef struct VkLayerInstanceLink_ {
+    struct VkLayerInstanceLink_ *pNext;
+    PFN_vkGetInstanceProcAddr pfnNextGetInstanceProcAddr;
+    PFN_vkVoidFunction pfnNextGetPhysicalDeviceProcAddr;
+} VkLayerInstanceLink;
+
+typedef struct {
+    VkStructureType sType;  /* VK_STRUCTURE_TYPE_LOADER_INSTANCE_CREATE_INFO */
+    const void *pNext;
+    VkLayerFunction function;
+    union { VkLayerInstanceLink *pLayerInfo; void *other; } u;
+} VkLayerInstanceCreateInfo;
+
+typedef struct VkLayerDeviceLink_ {
+    struct VkLayerDeviceLink_ *pNext;
+    PFN_vkGetInstanceProcAddr pfnNextGetInstanceProcAddr;
+    PFN_vkGetDeviceProcAddr pfnNextGetDeviceProcAddr;
+} VkLayerDeviceLink;
+
+typedef struct {
+    VkStructureType sType;  /* VK_STRUCTURE_TYPE_LOADER_DEVICE_CREATE_INFO */
+    const void *pNext;
+    VkLayerFunction function;
+    union { VkLayerDeviceLink *pLayerInfo; void *other; } u;
+} VkLayerDeviceCreateInfo;
 
 #define EXPORT __attribute__((visibility("default")))
 #define LAYER_NAME "VK_LAYER_GPUOVERHEAD_headless_surface"

@@ -1,0 +1,354 @@
+"""How close does the fused decode step come to its memory floor, and where does the rest of
+a token's GPU time go? (issue 57)
+
+On the best adapter of wgpu-native (and of Dawn, where `wgpudawn` imports), for Qwen2.5-0.5B
+and 1.5B (f32, random weights, a KV cache of 128), the fused step under each of VARIANTS:
+`main` (the first fused engine's kernels) and the suite's own (workloads/decode_choices:
+`tuned`, each model's), each built, its logits and step count checked against numpy, then
+its GPU time a token from timestamps around a pass of `--steps` steps, `--rounds` rounds
+that time every variant once in a rotating order, the median (with the least and the most).
+Between building and timing, on the same device, as the suite's decode workers measure them
+(workloads/read_floor.py): the read floor (the bytes a step must read over the read
+bandwidth of a stream kernel, which first streams for 0.3 s to bring the clocks up) and
+the GPU's own time per dispatch in one pass right after it, on clocks as warm as the
+timed steps'; so each row splits a token into the floor, its dispatches times that time,
+and the rest, the kernels' excess. (Measured before the weights' upload instead, which
+leaves the GPU idle for seconds at 1.5B, a dispatch read 4.6-4.9 µs there against 1.6-1.7
+at 0.5B, and the first timed round 2x the others: results/h200/decode-kernels.) Where the
+device writes timestamps inside a pass (wgpu-native's timestamp-query-inside-passes), one
+more pass per variant with a timestamp after every dispatch gives each kernel's GPU time a
+token (a stamp costs each dispatch about 5 µs on the H200: compare kernels within a pass,
+not with the totals above).
+
+Starts no new shape or variant past `--budget` seconds, and says what it left out. Writes
+table.txt and decode_kernels.json under OUT. From the repository root:
+
+    python benchmarks/decode_kernels.py OUT                 # a GPU: 0.5B and 1.5B
+    python benchmarks/decode_kernels.py OUT --tiny          # the hidden-128 model (lavapipe)
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from time import perf_counter
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from decode_floor import Group, check, open_device  # noqa: E402
+
+from gpuoverhead.drivers.webgpu import BINDINGS  # noqa: E402
+from gpuoverhead.gpu.pass_timer import timed_pass  # noqa: E402
+from gpuoverhead.gpu.targets import binding_of  # noqa: E402
+from gpuoverhead.gpu.wait import waiter  # noqa: E402
+from gpuoverhead.suite.shaders import fusion_kernel  # noqa: E402
+from gpuoverhead.workloads import read_floor  # noqa: E402
+from gpuoverhead.workloads.decode import Engine  # noqa: E402
+from gpuoverhead.workloads.decode_choices import DEFAULT_NAME, Kernels, default  # noqa: E402
+from gpuoverhead.workloads.decode_model import (  # noqa: E402
+    MODELS,
+    Shape,
+    Weights,
+    bytes_per_token,
+    reference,
+)
+from gpuoverhead.workloads.work import Context  # noqa: E402
+
+#: The whole steps timed, by name: the first fused engine's kernels, and the suite's.
+VARIANTS: dict[str, Callable[[Shape], Kernels]] = {"main": lambda _: Kernels(),
+                                                   DEFAULT_NAME: default}
+INSIDE = "timestamp-query-inside-passes"
+#: Timestamps a query set holds at most (WebGPU's limit).
+MOST_QUERIES = 4096
+
+
+@dataclass
+class Built:
+    """One variant's step on a device: its dispatches, counter, whether its logits matched."""
+
+    name: str
+    kernels: Kernels
+    sequence: tuple
+    count: Any
+    logits_ok: bool | None
+    times: list[float] = field(default_factory=list)
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path, help="folder for table.txt and decode_kernels.json")
+    parser.add_argument("--tiny", action="store_true", help="the hidden-128 model (lavapipe)")
+    parser.add_argument("--cache", type=int, default=128, help="KV cache positions (128)")
+    parser.add_argument("--steps", type=int, help="steps a timed pass (48; tiny: 4)")
+    parser.add_argument("--rounds", type=int, help="rounds over the variants (8; tiny: 2)")
+    parser.add_argument("--budget", type=float, default=75.0,
+                        help="seconds after which no new shape or variant starts (75; what "
+                             "has started still finishes: on an H200 round 1's eight "
+                             "variants took 55 s in all, these two should take less)")
+    parser.add_argument("--implementations", default="wgpu-native,dawn")
+    args = parser.parse_args()
+    args.shapes = [128] if args.tiny else [896, 1536]
+    args.steps = args.steps or (4 if args.tiny else 48)
+    args.rounds = args.rounds or (2 if args.tiny else 8)
+    return args
+
+
+def per_dispatch_ns(device: Any, sequence: tuple, steps: int, tick: float, wait: Any
+                    ) -> np.ndarray:
+    """GPU ns of each dispatch of `steps` steps in one pass, from a timestamp before the
+    first and after every dispatch (wgpu-native's write_timestamp inside a pass): an array
+    of steps x dispatches a step."""
+    from wgpu.backends.wgpu_native.extras import write_timestamp
+
+    api = binding_of(device)
+    count = len(sequence) * steps + 1
+    queries = device.create_query_set(type=api.QueryType.timestamp, count=count)
+    resolved = device.create_buffer(size=8 * count, usage=api.BufferUsage.QUERY_RESOLVE
+                                    | api.BufferUsage.COPY_SRC)
+    encoder = device.create_command_encoder()
+    compute = encoder.begin_compute_pass()
+    write_timestamp(compute, queries, 0)
+    for i in range(steps * len(sequence)):
+        pipeline, bind_group, x, y = sequence[i % len(sequence)]
+        compute.set_pipeline(pipeline)
+        compute.set_bind_group(0, bind_group)
+        compute.dispatch_workgroups(x, y, 1)
+        write_timestamp(compute, queries, i + 1)
+    compute.end()
+    encoder.resolve_query_set(queries, 0, count, resolved, 0)
+    device.queue.submit([encoder.finish()])
+    wait()
+    ticks = np.frombuffer(device.queue.read_buffer(resolved), np.uint64).astype(np.int64)
+    return (np.diff(ticks) * tick).reshape(steps, len(sequence))
+
+
+def kernel_bytes(s: Shape, cache: int) -> dict[str, int]:
+    """Bytes each fused kernel must read a token (decode_model.bytes_per_token's, split:
+    they add up to it)."""
+    h, q, kv, f, n = s.hidden, s.q_size, s.kv_size, s.mlp, s.layers
+    head = 4 * (s.vocab * h + h)
+    return {"copy": 4 * h, "qkv_rope": 4 * n * ((q + 2 * kv) * h + h + q + 2 * kv),
+            "attn_part": 4 * n * 2 * (cache + 1) * kv, "attn_out": 4 * n * h * q,
+            "gate_up": 4 * n * (2 * f * h + h), "matvec_add": 4 * n * f * h,
+            "norm_matvec": head, "norm_matvec4": head, "count": 0}
+
+
+def kernel_split(names: list[str], times: np.ndarray, floor_bytes: dict[str, int],
+                 read_gb_s: float, stamp_ns: float) -> dict[str, dict]:
+    """Per kernel (entry point): dispatches a token, GPU µs a token (each step's sum over
+    that kernel's dispatches, the median over steps), the same less its dispatches' stamps
+    (`stamp_ns` each; None where that or what it leaves is not above zero, as noise makes
+    it on a CPU adapter), and its read floor in µs."""
+    out = {}
+    for name in dict.fromkeys(names):
+        mine = [i for i, n in enumerate(names) if n == name]
+        us = float(np.median(times[:, mine].sum(axis=1))) / 1e3
+        less = us - len(mine) * stamp_ns / 1e3
+        out[name] = {"dispatches": len(mine), "us_per_token": us,
+                     "us_less_stamps": less if stamp_ns > 0 and less > 0 else None,
+                     "floor_us": floor_bytes[name] / read_gb_s / 1e3}
+    return out
+
+
+def entry(dispatch: tuple) -> str:
+    return dispatch[0].label.split(":")[-1]
+
+
+def build(ctx: Context, engine: Engine, name: str, kernels: Kernels, expected: np.ndarray,
+          tick: float, wait: Any) -> Built:
+    """The step with `kernels` on the engine's device, run twice and its logits checked."""
+    count = ctx.buffer(np.zeros(1, np.uint32))
+    segments, logits = engine.tuned(kernels).steps("fused", count)
+    sequence = sum(segments, ())
+    timed_pass(ctx.device, sequence, 2, None, tick, wait)  # warm: pipelines, caches
+    return Built(name, kernels, sequence, count, check(ctx, logits, expected))
+
+
+def run_shape(binding_name: str, device: Any, timer: Any, tick: float, software: bool,
+              weights: Weights, expected: np.ndarray, info: dict, args: argparse.Namespace,
+              deadline: float, notes: list[str]) -> tuple[list[dict], list[dict]]:
+    """One shape on one device: every variant built and checked; the read floor and the
+    GPU's time per dispatch; the variants timed in interleaved rounds; a record per variant,
+    and per variant its kernels' where timestamps inside a pass exist."""
+    wait, features = waiter(device), device.features
+    ctx = Context(device, Group(fusion_kernel("decode")))
+    engine = Engine(ctx, weights)
+    built = []
+    for name, kernels_of in VARIANTS.items():
+        if perf_counter() > deadline:
+            notes.append(f"{binding_name} {weights.shape.name}: {name} left out (past the "
+                         f"{args.budget:.0f} s budget)")
+        else:
+            built.append(build(ctx, engine, name, kernels_of(weights.shape), expected, tick,
+                               wait))
+    read_gb_s = read_floor.read_gb_s(ctx, tick, wait, software)
+    empty_ns = read_floor.dispatch_gpu_ns(ctx, tick, wait)
+    base = {"implementation": binding_name, **info, "read_gb_s": read_gb_s}
+    print(f"{binding_name} {weights.shape.name}: {info['adapter']}, a stream reads "
+          f"{read_gb_s:.1f} GB/s, a dispatch {empty_ns / 1e3:.2f} µs, timestamps inside "
+          f"passes: {INSIDE in features}", flush=True)
+    for r in range(args.rounds):
+        for b in built[r % len(built):] + built[:r % len(built)]:
+            b.times.append(timed_pass(device, b.sequence, args.steps, timer, tick, wait)[0]
+                           / args.steps)
+    read = bytes_per_token(weights.shape, weights.cache)
+    floor_ns = read / read_gb_s
+    rows, kernel_rows = [], []
+    for b in built:
+        done = int(np.frombuffer(device.queue.read_buffer(b.count), np.uint32)[0])
+        gpu, dispatches = float(np.median(b.times)), len(b.sequence)
+        rows.append({**base, "shape": weights.shape.name, "cache": weights.cache,
+                     "variant": b.name, "kernels": asdict(b.kernels),
+                     "dispatches_per_token": dispatches, "steps": args.steps,
+                     "rounds": args.rounds, "gpu_ms_per_token": gpu / 1e6,
+                     "gpu_ms_per_token_rounds": [t / 1e6 for t in b.times],
+                     "bytes_per_token": read, "read_floor_ms": floor_ns / 1e6,
+                     "floor_multiple_read": gpu / floor_ns,
+                     "empty_dispatch_us": empty_ns / 1e3,
+                     "dispatch_ms": dispatches * empty_ns / 1e6,
+                     "excess_ms": (gpu - floor_ns - dispatches * empty_ns) / 1e6,
+                     "logits_match_numpy": b.logits_ok,
+                     "steps_counted": done == 2 + args.rounds * args.steps})
+        print(line(rows[-1]), flush=True)
+        if INSIDE in features and binding_name == "wgpu-native":
+            steps = min(args.steps, (MOST_QUERIES - 1) // dispatches)
+            times = per_dispatch_ns(device, b.sequence, steps, tick, wait)
+            total = float(np.median(times.sum(axis=1)))
+            stamp_ns = (total - gpu) / dispatches  # what a stamp adds to a dispatch
+            split = kernel_split([entry(d) for d in b.sequence], times,
+                                 kernel_bytes(weights.shape, weights.cache), read_gb_s,
+                                 stamp_ns)
+            rows[-1]["stamped_ms_per_token"] = total / 1e6
+            kernel_rows.append({**base, "shape": weights.shape.name, "variant": b.name,
+                                "stamped_ms_per_token": total / 1e6,
+                                "stamp_us": stamp_ns / 1e3, "kernels": split})
+            print(f"    {kernel_cell(kernel_rows[-1])}", flush=True)
+    return rows, kernel_rows
+
+
+def line(r: dict) -> str:
+    ok = {None: "", True: " logits ok", False: " LOGITS WRONG"}[r["logits_match_numpy"]]
+    ok += "" if r["steps_counted"] else " STEPS MISSING"
+    times = r["gpu_ms_per_token_rounds"]
+    return (f"{r['implementation']:12} {r['shape']:13} {r['variant']:6} "
+            f"{r['dispatches_per_token']:4} dispatches  GPU {r['gpu_ms_per_token']:7.3f} ms "
+            f"[{min(times):.3f}-{max(times):.3f}]  floor {r['read_floor_ms']:6.3f} ms  "
+            f"{r['floor_multiple_read']:5.2f}x  dispatches {r['dispatch_ms']:6.3f}  "
+            f"excess {r['excess_ms']:6.3f}{ok}")
+
+
+def table(rows: list[dict], kernel_rows: list[dict]) -> str:
+    """The whole steps, then (where measured) each kernel's µs a token per variant, as
+    markdown."""
+    out = ["| implementation | model | variant | dispatches | GPU ms/token [least-most] | "
+           "read floor ms | multiple | dispatch ms | excess ms | checked |",
+           "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for r in rows:
+        t = r["gpu_ms_per_token_rounds"]
+        ok = r["logits_match_numpy"] is not False and r["steps_counted"]
+        out.append(f"| {r['implementation']} | {r['shape']} | {r['variant']} | "
+                   f"{r['dispatches_per_token']} | {r['gpu_ms_per_token']:.3f} "
+                   f"[{min(t):.3f}-{max(t):.3f}] | {r['read_floor_ms']:.3f} | "
+                   f"{r['floor_multiple_read']:.2f}x | {r['dispatch_ms']:.3f} | "
+                   f"{r['excess_ms']:.3f} | {'yes' if ok else 'NO'} |")
+    if kernel_rows:
+        out += ["", "Timestamps after every dispatch (one pass): per kernel its dispatches a "
+                "token, µs a token stamped, the same less what a stamp adds to a dispatch "
+                "(the stamped pass less the step's GPU time above, over its dispatches: "
+                "the row `all`), and its read floor (the bytes it must read over the read "
+                "bandwidth).", "",
+                "| implementation | model | variant | kernel | dispatches | stamped µs | "
+                "a stamp µs | less stamps µs | floor µs | multiple |",
+                "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        steps = {(r["implementation"], r["shape"], r["variant"]): r for r in rows}
+        for k in kernel_rows:
+            r = steps[k["implementation"], k["shape"], k["variant"]]
+            out.append(f"| {k['implementation']} | {k['shape']} | {k['variant']} | all | "
+                       f"{r['dispatches_per_token']} | {1e3 * k['stamped_ms_per_token']:.1f} | "
+                       f"{k['stamp_us']:.2f} | {1e3 * r['gpu_ms_per_token']:.1f} | "
+                       f"{1e3 * r['read_floor_ms']:.1f} | {r['floor_multiple_read']:.2f}x |")
+            out += [f"| | | | {name} | {f['dispatches']} | {f['us_per_token']:.1f} | | "
+                    + ("n/a | " if f["us_less_stamps"] is None else
+                       f"{f['us_less_stamps']:.1f} | ") + f"{f['floor_us']:.1f} | "
+                    + (f"{f['us_less_stamps'] / f['floor_us']:.2f}x |"
+                       if f["floor_us"] and f["us_less_stamps"] is not None else " |")
+                    for name, f in k["kernels"].items()]
+    return "\n".join(out) + "\n"
+
+
+def kernel_cell(k: dict) -> str:
+    return ", ".join(f"{name} {f['dispatches']}x {f['us_per_token']:.1f}"
+                     for name, f in k["kernels"].items())
+
+
+def run_device(binding: Any, weights: Weights, expected: np.ndarray, args: argparse.Namespace,
+               deadline: float, notes: list[str]) -> tuple[list, list]:
+    """One shape on a device of its own from the binding's best adapter (run_shape)."""
+    try:
+        device, best, timer, tick, info = open_device(binding, (INSIDE,))
+    except RuntimeError as exc:
+        notes.append(str(exc))
+        print(exc, flush=True)
+        return [], []
+    try:
+        if timer is None:
+            notes.append(f"{binding.name}: no timestamp queries, nothing timed")
+            return [], []
+        return run_shape(binding.name, device, timer, tick, best.info.is_software, weights,
+                         expected, info, args, deadline, notes)
+    finally:
+        device.destroy()
+
+
+def main() -> None:
+    args, start = arguments(), perf_counter()
+    deadline = start + args.budget
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict] = []
+    kernel_rows: list[dict] = []
+    notes: list[str] = []
+    with ThreadPoolExecutor() as pool:  # numpy draws and multiplies without the GIL
+        weights = dict(zip(args.shapes, pool.map(lambda h: Weights.of(MODELS[h], args.cache),
+                                                 args.shapes), strict=True))
+        models = {h: (w, e) for h, w, e in zip(args.shapes, weights.values(),
+                                               pool.map(reference, weights.values()), strict=True)}
+    print(f"weights and numpy logits in {perf_counter() - start:.1f} s", flush=True)
+    bindings = [b for b in BINDINGS if b.name in args.implementations.split(",")]
+    for b in bindings:
+        if (missing := b.missing()) is not None:
+            notes.append(missing)
+            print(missing, flush=True)
+    bindings = [b for b in bindings if b.missing() is None]
+    for hidden in args.shapes:  # the smaller model first in every implementation
+        for binding in bindings:
+            if perf_counter() > deadline:
+                notes.append(f"{binding.name} {MODELS[hidden].name}: left out (past the "
+                             f"{args.budget:.0f} s budget)")
+                continue
+            more_rows, more_kernels = run_device(binding, *models[hidden], args, deadline,
+                                                 notes)
+            rows += more_rows
+            kernel_rows += more_kernels
+            gc.collect()
+    text = table(rows, kernel_rows)
+    print("\n" + text + "\n".join(notes))
+    seconds = perf_counter() - start
+    print(f"done in {seconds:.1f} s")
+    (args.out / "table.txt").write_text(text + "".join(f"\n{n}" for n in notes) + "\n")
+    (args.out / "decode_kernels.json").write_text(json.dumps(
+        {"argv": sys.argv, "steps": args.steps, "rounds": args.rounds, "cache": args.cache,
+         "records": rows, "kernels": kernel_rows, "notes": notes, "seconds": seconds},
+        indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""The fused decode step's kernel choices (workloads/decode_choices.Kernels) on lavapipe: each
+one's logits and the default's greedy tokens against numpy, and a broken LM head caught."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from conftest import BACKEND
+
+from gpuoverhead.drivers import webgpu
+from gpuoverhead.gpu import adapters
+from gpuoverhead.suite.shaders import fusion_kernel
+from gpuoverhead.workloads.decode import Engine, Kernels
+from gpuoverhead.workloads.decode_choices import BY_MODEL, default
+from gpuoverhead.workloads.decode_model import (
+    MODELS,
+    TOLERANCE,
+    Greedy,
+    Shape,
+    Weights,
+    attention_block,
+    reference,
+)
+from gpuoverhead.workloads.work import Context
+
+#: The first fused engine's kernels (main), the LM head four rows a lane group, and the
+#: attention over 1.5B's default of 70 workgroups.
+VARIANTS = {"main": Kernels(), "head4": Kernels(head4=True),
+            **BY_MODEL}
+#: Heads of 128 dimensions over a cache of 300 (attn_part: 19 blocks of 16 a head over 128
+#: workgroups, 10 of 32 over 70), and a vocabulary that leaves the last workgroup of
+#: norm_matvec4 rows past the end (1000 = 31 x 32 + 8).
+SHAPES = {"tiny": (MODELS[128], 16),
+          "wide": (Shape("test-wide", 2, 128, 4, 2, 256, 1000, head_dim=128), 300)}
+
+
+@pytest.fixture(scope="module")
+def ctx() -> Context:
+    """A lavapipe device and the decode kernel's Context."""
+    found = adapters.select(adapters.discover([webgpu.binding("wgpu-native")])[0], BACKEND,
+                            None)[0]
+    return Context(found.adapter.request_device_sync(),
+                   SimpleNamespace(kernel=fusion_kernel("decode")))
+
+
+def _step(ctx: Context, engine: Engine) -> np.ndarray:
+    count = ctx.buffer(np.zeros(1, np.uint32))
+    segments, logits = engine.steps("fused", count)
+    ctx.submit(sum(segments, ()))
+    ctx.submit(sum(segments, ()))  # a second step leaves the same logits
+    assert ctx.reader(count, np.uint32)()[0] == 2
+    return ctx.reader(logits, np.float32)()
+
+
+def _agrees(got: np.ndarray, want: np.ndarray) -> bool:
+    return bool(np.allclose(got, want, rtol=TOLERANCE, atol=TOLERANCE / 10 * np.abs(want).max()))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_each_kernel_variant_matches_numpy(ctx, variant, shape):
+    """Each variant's fused step leaves numpy's logits, two steps running, with the kernels
+    and attention blocks it names."""
+    weights = Weights.of(*SHAPES[shape])
+    kernels = VARIANTS[variant]
+    engine = Engine(ctx, weights).tuned(kernels)
+    segments = engine.steps("fused", ctx.buffer(np.zeros(1, np.uint32)))[0]
+    names = [p.label.split(":")[-1] for p, *_ in sum(segments, ())]
+    assert len(segments[1]) == 5
+    assert ("norm_matvec4" in names) == kernels.head4 != ("norm_matvec" in names)
+    block = attention_block(weights.shape, weights.cache, kernels.attention_workgroups)
+    attention = [d for d in segments[1] if d[0].label.endswith("attn_part")]
+    assert len(attention) == 1 and attention[0][2:] == (-(-(weights.cache + 1) // block),
+                                                        weights.shape.heads)
+    assert _agrees(_step(ctx, engine), reference(weights))
+
+
+def test_the_default_kernels_feed_their_tokens_as_numpy_greedy_does(ctx):
+    """The token loop's step with the suite's kernels: each step reads the token the one
+    before chose."""
+    weights = Weights.of(*SHAPES["tiny"])
+    engine = Engine(ctx, weights)
+    assert engine.kernels == default(weights.shape)
+    greedy = Greedy(weights)
+    token = ctx.buffer(np.array([greedy.after(0)], np.uint32))
+    loop = sum(engine.steps("fused", ctx.buffer(np.zeros(1, np.uint32)), token)[0], ())
+    for steps in range(1, 4):
+        ctx.submit(loop)
+        assert ctx.reader(token, np.uint32)()[0] == greedy.after(steps)
+
+
+def test_a_head4_kernel_that_leaves_out_a_row_fails(ctx):
+    """norm_matvec4 writing three of its lane group's four rows changes the logits past the
+    check."""
+    source = ctx.kernel.source.replace("for (var i = 0u; i < 4u; i = i + 1u) {",
+                                       "for (var i = 0u; i < 3u; i = i + 1u) {")
+    assert source != ctx.kernel.source
+    engine = Engine(ctx.with_kernel(replace(ctx.kernel, source=source)),
+                    Weights.of(*SHAPES["tiny"])).tuned(Kernels(head4=True))
+    assert not _agrees(_step(engine.ctx, engine), reference(engine.w))

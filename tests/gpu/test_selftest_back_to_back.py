@@ -1,0 +1,60 @@
+"""The A/A's back-to-back form (`selftest --back-to-back`): two plain runs one after the
+other, compared; how far they differ is the machine's run-to-run allowance, kept for this
+machine and suite, which `compare` then allows between runs of that suite and says so."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from conftest import BACKEND, gpuoverhead, in_process, write_suite
+
+SUITE = """
+name: b2b
+time_limit_s: 20
+defaults:
+  n_sweep: [1, 8]
+  budget_s: 0.2
+  min_rounds: 6
+  methodologies: [naive, sequential]
+  encodings: [dispatch]
+  layers: [wrapper]
+benchmarks:
+  - name: empty
+    kernel: empty
+    elements: 1
+"""
+
+
+@pytest.mark.slow
+def test_two_runs_one_after_the_other_give_the_allowance_compare_uses(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    suite = write_suite(tmp_path, SUITE)
+    proc = gpuoverhead("selftest", "--back-to-back", "--suite", str(suite), "--backend",
+                       BACKEND, "--implementation", "wgpu-native", "--processes", "2",
+                       "--out", str(tmp_path / "out"), timeout=300,
+                       env={"XDG_CACHE_HOME": str(cache)})
+    runs = sorted((tmp_path / "out").iterdir())
+    assert [r.name[-2:] for r in runs] == ["-a", "-b"], proc.stderr
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    said = " ".join(proc.stdout.split("one run after the other)")[-1].split())
+    assert said.startswith("run to run on this machine: ±"), proc.stdout
+    verdict = said.split("compare allows it between runs of this suite here) ")[-1]
+    assert verdict.startswith("A/A passed" if proc.returncode == 0 else "A/A failed")
+    assert "the 90% it asks" in verdict
+    # One run after the other, each a plain run of its own (its own processes 0 and 1).
+    infos = [json.loads((r / "run.json").read_text()) for r in runs]
+    assert infos[0]["finished"] <= infos[1]["started"]
+    for r in runs:
+        processes = pd.read_parquet(r / "samples.parquet", columns=["process"])["process"]
+        assert set(processes) == {0, 1}
+    # compare allows what the back-to-back form found, and says so; --allowance 0 does not.
+    allowed = in_process("compare", str(runs[0]), str(runs[1]))
+    assert allowed.returncode == 0 and "run-to-run allowance, ±" in allowed.stderr
+    assert f"selftest --back-to-back, {runs[1].name}" in allowed.stderr
+    plain = in_process("compare", str(runs[0]), str(runs[1]), "--allowance", "0")
+    assert plain.returncode == 0 and "run-to-run allowance" not in plain.stderr
+    refused = in_process("compare", str(runs[0]), str(runs[1]), "--allowance", "-1")
+    assert refused.returncode == 2 and "--allowance must be" in refused.stderr

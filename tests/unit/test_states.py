@@ -1,0 +1,138 @@
+"""The CPU's two Python speeds (analysis/states.py): which state each round met, the rounds a
+benchmark's figures come from, and what a finished job says of them; on seeded processes
+shaped as the H200 VM's default runs (issue 54: a Python loop step of 1.2 or 2.2 µs, the
+slow state in 80-90% of the rounds, the wrapper's `submit` 38 µs in the fast one and 54 in
+the slow one)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+from test_startups import plan  # noqa: F401  (the fixture: a plan of a driver with no GPU)
+
+from gpuoverhead.analysis import combine, states
+from gpuoverhead.analysis.samples import Calibration, GroupSamples
+from gpuoverhead.methods import series
+from gpuoverhead.run.finish import finish
+from gpuoverhead.run.worker import Outcome
+from gpuoverhead.suite.expand import load_suite
+
+SUITE = """name: t
+defaults:
+  methodologies: [sequential]
+  encodings: [submit]
+  layers: [wrapper]
+  n_sweep: [1, 16, 256]
+benchmarks:
+  - name: empty
+    kernel: empty
+"""
+CAL = Calibration(timer_ns=20.0, tick_ns=None)
+
+
+def _group(tmp_path: Path):
+    path = tmp_path / "suite.yaml"
+    path.write_text(SUITE)
+    return load_suite(path).groups[0]
+
+
+def _process(group, slow_share: float, rounds: int = 60, seed: int = 0,
+             fast_us: float = 38.0, slow_us: float = 54.0) -> GroupSamples:
+    """Measured rounds (one warm-up before them) in stretches of the two states: each
+    round's loop reading 1.2 or 2.2 µs (±3%), its slope 38 or 54 µs per op (±2%)."""
+    rng = np.random.default_rng(seed)
+    slow = np.repeat(rng.random(rounds // 4 + 1) < slow_share, 4)[: rounds + 2]
+    samples = GroupSamples(group.cases, warmup_rounds=1, rounds=rounds)
+    samples.python_step_ns = [int((2200 if s else 1200) * math.exp(0.03 * rng.standard_normal()))
+                              for s in slow[: rounds + 1]]
+    t = 1_000_000_000
+    for r in range(rounds):
+        per_op = (slow_us if slow[r + 1] else fast_us) * 1e3 * math.exp(
+            0.02 * rng.standard_normal())
+        for n in group.cases[0].n_values:
+            wall = int(200e3 + per_op * n)
+            samples.records.append((0, n, r, False, t, wall))
+            samples.parts[len(samples.records) - 1] = (t + wall - 150_000,)
+            t += wall + 1000
+    return samples
+
+
+def test_two_speeds_are_found_and_the_state_most_rounds_met_is_kept(tmp_path):
+    group = _group(tmp_path)
+    found = states.find([_process(group, share, seed=s) for s, share in
+                         enumerate((0.8, 0.9, 0.85))])
+    assert found is not None and found.kept == states.SLOW
+    assert abs(found.fast_ns / 1200 - 1) < 0.05 and abs(found.slow_ns / 2200 - 1) < 0.05
+    assert 0.7 < found.slow_share < 0.95
+    assert found.regime("back to back") == "back to back, CPU slow state"
+    # Mostly fast: the fast one. One speed only: no states.
+    assert states.find([_process(group, 0.2, seed=s) for s in range(3)]).kept == states.FAST
+    assert states.find([_process(group, 0.0, seed=s) for s in range(3)]) is None
+
+
+def test_a_round_is_in_a_state_where_the_loop_read_it_at_both_ends(tmp_path):
+    samples = GroupSamples(_group(tmp_path).cases, warmup_rounds=2, rounds=4)
+    samples.python_step_ns = [9, 9, 2200, 2200, 1200, 1200, 2200]  # two warm-up readings first
+    found = states.States(1200.0, 2200.0, 0.5, states.SLOW)
+    assert list(states.rounds_in(samples, found, states.SLOW)) == [0]
+    assert list(states.rounds_in(samples, found, states.FAST)) == [2]
+    assert list(states.kept_rounds(samples, found, 1)) == [0]
+    assert states.kept_rounds(samples, found, 2) is None  # too few: every round
+
+
+def test_the_kept_states_rounds_make_processes_agree_where_their_mixes_differ(tmp_path):
+    """Three processes with 60%, 85% and 95% of their rounds slow: their medians over every
+    round differ by the state's 1.4x; over the slow rounds they agree."""
+    group = _group(tmp_path)
+    procs = [_process(group, share, seed=s) for s, share in enumerate((0.6, 0.85, 0.95))]
+    found = states.find(procs)
+
+    def estimate(rounds):
+        rows = combine.combine([series(p, CAL, 0, r) for p, r in zip(procs, rounds, strict=True)],
+                               np.random.default_rng(0))
+        return next(r for r in rows if r.process is None and r.key.metric == "per_dispatch_ns")
+
+    mixed = estimate([None] * 3)
+    kept = estimate([states.kept_rounds(p, found, 8) for p in procs])
+    assert abs(kept.estimate.value / 54e3 - 1) < 0.02
+    assert kept.estimate.rel_ci < 0.05 < mixed.estimate.rel_ci
+
+
+def test_a_finished_job_names_its_state_and_keeps_the_others_level(plan, tmp_path):  # noqa: F811
+    group = _group(tmp_path)
+    job = replace(plan.benchmarks[0][0], group=group)
+    outcomes = [Outcome(p, _process(group, share, seed=p), CAL)
+                for p, share in enumerate((0.9, 0.85, 0.02))]
+    found = finish("r", [job], [outcomes], np.random.default_rng(0), 0)
+    summary = found.summaries[0]
+    wall = summary[summary.metric == "per_dispatch_ns"]
+    (whole,) = wall[wall.process.isna()].itertuples()
+    assert whole.regime == "back to back, CPU slow state" and abs(whole.value / 54e3 - 1) < 0.03
+    # The third process met the slow state in too few rounds: left out, and said.
+    assert list(wall.process.dropna()) == [0, 1] and set(wall.regime) == {whole.regime}
+    assert "worker process 2 (" in found.warnings[0] and "left out" in found.warnings[0]
+    assert found.entries[0]["processes"][2]["left_out"] == \
+        f"under {group.sampling.min_rounds} rounds in the CPU slow state"
+    record = found.entries[0]["cpu_states"]
+    assert record["kept"] == "slow" and record["loop_step_us"]["fast"] == approx(1.2, 0.05)
+    assert [p["rounds_kept"] for p in record["processes"]][2] == "all"
+    # Where no process met the state enough there is no split: every round, the plain
+    # regime (a loop that switched at every round: no round is in one state).
+    few = [Outcome(p, _process(group, 0.5, seed=p), CAL) for p in range(3)]
+    for o in few:
+        o.samples.python_step_ns = [(1200, 2200)[r % 2] for r in range(61)]
+    plain = finish("r", [job], [few], np.random.default_rng(0), 0)
+    assert set(plain.summaries[0].regime) == {"back to back"}
+    assert "cpu_states" not in plain.entries[0] and not plain.warnings
+    assert record["processes"][0]["slow_share"] > 0.7
+    level = record["fast_state_us"]["empty/elements=1/sequential/submit/wrapper per_dispatch_ns"]
+    assert level == approx(38.0, 0.03)
+
+
+def approx(value: float, rel: float):
+    import pytest
+
+    return pytest.approx(value, rel=rel)
