@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from gpuoverhead import __version__, interrupts
-from gpuoverhead.errors import UserError
+from gpuoverhead.errors import OutputClosed, UserError, out_of_memory
 from gpuoverhead.gpu.adapters import BACKENDS
 from gpuoverhead.options import (
     AdapterOption,
@@ -37,6 +37,7 @@ from gpuoverhead.options import (
     SuiteOption,
 )
 from gpuoverhead.resources import DEFAULT_SUITE, suite_path
+from gpuoverhead.whole_files import whole_stdout
 
 if TYPE_CHECKING:
     from gpuoverhead.run.plan import RunOptions
@@ -156,13 +157,11 @@ def show(folder: Annotated[Path, typer.Argument(help="A run folder (runs/<run_id
 
     with user_errors():
         if not (folder / "run.json").is_file() and (runs := read.runs_in(folder)) is not None:
-            console.out.print(console.frame_table(runs, f"Runs in {folder} (show one of them)"))
+            console.print_table(console.frame_table(runs,
+                                                    f"Runs in {folder} (show one of them)"))
             return
         found = read.load(folder)
-    if found.summary.empty:
-        console.err.print(f"{folder}: no estimates (status {found.info.get('status')!r}): the "
-                          "run finished no benchmark", highlight=False)
-    console.print_summary(found.summary)
+    console.print_run(found)
 
 
 @app.command()
@@ -228,9 +227,9 @@ def compare(
         allowed, source = allowance.chosen(*runs, run_to_run)
         table = comparing.compare(*runs, threshold / 100, allowed)
     if source:
-        console.err.print(f"judged with this machine's run-to-run allowance, ±{allowed:.1%} "
-                          f"(selftest --back-to-back, {source}; --allowance 0: without)",
-                          highlight=False)
+        console.err.print(console.literal(
+            f"judged with this machine's run-to-run allowance, ±{allowed:.1%} (selftest "
+            f"--back-to-back, {source}; --allowance 0: without)"), highlight=False)
     console.show_warnings(comparing.differences(*runs))
     comparing.show(table, "json" if as_json else "markdown" if markdown else "table", runs,
                    threshold / 100)
@@ -326,7 +325,7 @@ def list_adapters(
     if as_json:
         print(json.dumps([{**o.info.__dict__, **o.details} for o in offers], indent=2))
     else:
-        console.out.print(console.adapters_table([o.info for o in offers]))
+        console.print_table(console.adapters_table([o.info for o in offers]))
 
 
 @app.command()
@@ -378,19 +377,21 @@ def main() -> None:
             setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
     _install_interrupts()  # from the first moment: a SIGTERM while starting exits 130 too
     try:
-        app()
+        with whole_stdout():  # a pipe whose reader leaves: said, not cut short in silence
+            app()
     except KeyboardInterrupt:
         os._exit(interrupts.exit_code())
-    except (MemoryError, ImportError) as exc:  # a memory limit (ulimit -v) or the machine's,
-        if isinstance(exc, ImportError) and "failed to map segment" not in str(exc):
-            raise  # ... which a library the loader could not map under it shows as this
+    except (MemoryError, ImportError, SystemError) as exc:
+        if not out_of_memory(exc):
+            raise
         with contextlib.suppress(OSError):
             os.write(2, f"error: out of memory{': ' + str(exc) if str(exc) else ''} (a "
                         f"memory limit such as ulimit -v, or the machine's)\n".encode())
         os._exit(EXIT_USER)
-    except OSError as exc:
-        if exc.errno not in (errno.EPIPE, errno.ENOSPC, errno.EIO):
+    except (OSError, OutputClosed) as exc:
+        if isinstance(exc, OSError) and exc.errno not in (errno.EPIPE, errno.ENOSPC, errno.EIO):
             raise
         with contextlib.suppress(OSError):
-            os.write(2, f"error: cannot write the output: {exc.strerror}\n".encode())
+            os.write(2, f"error: cannot write the output: {getattr(exc, 'strerror', exc)}\n"
+                        .encode())
         os._exit(EXIT_FAILED)

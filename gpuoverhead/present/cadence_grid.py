@@ -8,6 +8,7 @@ from rich.table import Table
 
 from gpuoverhead.cases import CADENCE
 from gpuoverhead.present import format as fmt
+from gpuoverhead.present.format import literal
 
 #: A cadence case's gap in its id (cases.Case.id).
 _GAP = r"/gap=([0-9.e+-]+)ms/"
@@ -44,7 +45,7 @@ def cadence_grid(summary: pd.DataFrame) -> Table | None:
     for gap in gaps:
         table.add_column("back to back" if gap == 0 else f"{gap:g} ms gaps", justify="right")
     for (bench, impl), part in rows.groupby(["benchmark", "implementation"], sort=False):
-        label, who = str(bench), str(impl)
+        label, who = literal(bench), literal(impl)  # names from a file: text, not markup
         for (encoding, layer), cells in part.groupby(["encoding", "layer"], sort=False):
             shown = []
             for gap in gaps:
@@ -52,7 +53,7 @@ def cadence_grid(summary: pd.DataFrame) -> Table | None:
                 shown.append("—" if hit.empty else fmt.with_ci(
                     hit.iloc[0].value, hit.iloc[0].ci_low, hit.iloc[0].ci_high, "time",
                     hit.iloc[0].ci_level))
-            table.add_row(label, who, str(encoding), str(layer), *shown)
+            table.add_row(label, who, literal(encoding), literal(layer), *shown)
             label = who = ""
         table.add_row("", "", "settled after", "",
                       *(settled(part[gap_of == gap]["settled_s"]) for gap in gaps))

@@ -36,11 +36,11 @@ from scipy import stats as sps
 from gpuoverhead.analysis import modes
 from gpuoverhead.analysis.runs import combined_ratio, runs_p, runs_ratio
 from gpuoverhead.analysis.stats import CONFIDENCE, Interval
-from gpuoverhead.errors import UserError
+from gpuoverhead.errors import UserError, listed
 from gpuoverhead.metrics import HEADLINE
 from gpuoverhead.present import format as fmt
 from gpuoverhead.present import glossary, run_environments
-from gpuoverhead.results.read import ResultSet, check_units
+from gpuoverhead.results.read import ResultSet, check_units, unfinished
 
 #: A ratio CI wider than this factor either way leaves a comparison `unsure`.
 RESOLVABLE = 1.5
@@ -177,10 +177,20 @@ def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05,
     return pd.DataFrame(rows)
 
 
+def stopped(base: ResultSet, new: ResultSet) -> str | None:
+    """Which of the two runs did not finish (results/read.unfinished), or None: what marks
+    the comparison's table."""
+    sides = [side for side, rs in (("BASE", base), ("NEW", new)) if unfinished(rs)]
+    return f"{' and '.join(sides)} did not finish: only what it finished is compared" \
+        if sides else None
+
+
 def differences(base: ResultSet, new: ResultSet) -> list[str]:
-    """What makes two runs less comparable than they look: another suite, another adapter,
-    any other change of environment (present/run_environments.py)."""
-    found = []
+    """What makes two runs less comparable than they look: a run that did not finish,
+    another suite, another adapter, any other change of environment
+    (present/run_environments.py)."""
+    found = [f"{side}: {line}" for side, rs in (("BASE", base), ("NEW", new))
+             if (line := unfinished(rs))]
     suites = [rs.info.get("suite", {}).get("sha256") for rs in (base, new)]
     if suites[0] != suites[1]:
         found.append("the runs measured different suites (their sha256 differ): only the "
@@ -188,8 +198,8 @@ def differences(base: ResultSet, new: ResultSet) -> list[str]:
     devices = [sorted({a.get("device", "?") for a in rs.info.get("adapters", [])})
                for rs in (base, new)]
     if devices[0] != devices[1]:
-        found.append(f"the runs measured different adapters ({', '.join(devices[0])} vs "
-                     f"{', '.join(devices[1])}): a ratio between them is not a regression")
+        found.append(f"the runs measured different adapters ({listed(devices[0])} vs "
+                     f"{listed(devices[1])}): a ratio between them is not a regression")
     return found + run_environments.differences(base, new)
 
 
@@ -236,14 +246,16 @@ def show(table: pd.DataFrame, form: str = "table",
                                              threshold, differences(*runs))), end="")
         return
     shown = display(table)
+    mark = stopped(*runs) if runs is not None else None
     words = glossary.caption(table["metric"], "every metric: docs/schema.md")
     if form == "markdown":
-        print(shown.to_markdown(index=False) + "\n" + "".join(f"\n- {w}" for w in
-                                                               words.splitlines()) + "\n")
+        print(fmt.markdown_table(shown) + (f"\n\n{mark}" if mark else "") + "\n"
+              + "".join(f"\n- {w}" for w in words.splitlines()) + "\n")
     else:
         grid = console.frame_table(shown, "NEW vs BASE")
-        grid.caption, grid.caption_justify = words, "left"
-        console.out.print(grid)
+        grid.caption = "\n".join(filter(None, (mark, words)))
+        grid.caption_justify = "left"
+        console.print_table(grid, ("p", "call"))
     console.out.print(verdict_counts(table), highlight=False)
 
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 import sys
 from typing import Any
 
 import pandas as pd
 from rich.console import Console
-from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 from gpuoverhead import encodings
 from gpuoverhead.cases import (
@@ -19,9 +22,11 @@ from gpuoverhead.cases import (
 from gpuoverhead.present import format as fmt
 from gpuoverhead.present import glossary, workload_grids
 from gpuoverhead.present.cadence_grid import cadence_grid
+from gpuoverhead.present.format import literal
 from gpuoverhead.present.note_words import run_warnings as run_warnings  # the run's last lines
 from gpuoverhead.records import AdapterInfo
 from gpuoverhead.results.columns import ERROR, SKIPPED
+from gpuoverhead.results.read import ResultSet, unfinished
 
 # Piped output keeps whole lines: rich would cut tables to 80 columns.
 out = Console(width=None if sys.stdout.isatty() else 200)
@@ -44,11 +49,68 @@ _ROWS += [("gpu", "sequential", "dispatch", "timestamps", "wrapper", "gpu_ns", "
           ("naive/dispatch", "sequential", "dispatch", "wait", "wrapper", "inflation", "")]
 
 
-def literal(text: object, newlines: bool = False) -> str:
-    """A string from the user or a file, as rich prints it among the tool's markup: its
-    brackets taken as text (a suite named '[bold]x[/bold]' showed as 'x'), its control
-    characters written out (format.printable)."""
-    return escape(fmt.printable(str(text), newlines))
+#: Columns of the summary grid left out first where it is wider than the terminal.
+SUMMARY_OPTIONAL = ("rounds", "bound", "±")
+
+
+def print_table(table: Table, optional: tuple[str, ...] = (), to: Console | None = None
+                ) -> None:
+    """`table` on the terminal (`to`, stdout's by default), never with a word or number cut
+    short (at 80 columns an interval read `206.2–249…`, at 30 every number `…`): each column
+    at least as wide as its longest word, the rest of the width shared out; where those do
+    not fit, the `optional` columns are left out, in their order, until they do (a line
+    says which), and where even then they do not, each row is shown as a list."""
+    to = to or out
+    wide = to.options.update_width(1 << 16)
+    ranges = [(max(m.minimum for m in found), max(m.maximum for m in found)) for found in (
+        [Measurement.get(to, wide, cell) for cell in (column.header, *column.cells)]
+        for column in table.columns)]
+    dropped: list[str] = []
+    for name in (None, *optional):
+        if name is not None:
+            dropped.append(name)
+        kept = [i for i, c in enumerate(table.columns) if c.header not in dropped]
+        fitted = _fitted(table, kept, [ranges[i] for i in kept], to.width)
+        if fitted is not None:
+            to.print(fitted)
+            if dropped:
+                to.print(f"(left out to fit {to.width} columns: {', '.join(dropped)})",
+                         highlight=False)
+            return
+    to.print(f"(wider than {to.width} columns: each row as a list)", highlight=False)
+    if table.title:
+        to.print(table.title, overflow="fold", highlight=False)
+    for row in zip(*(column.cells for column in table.columns), strict=True):
+        to.print("")
+        for column, cell in zip(table.columns, row, strict=True):
+            if not str(cell):
+                continue
+            line = f"{column.header}: {cell}"  # a value too long for it on a line of its own
+            if Text.from_markup(line).cell_len > to.width:
+                line = f"{column.header}:\n{cell}"
+            to.print(line, overflow="fold", highlight=False)
+    if table.caption:
+        to.print(table.caption, overflow="fold", highlight=False)
+
+
+def _fitted(table: Table, kept: list[int], ranges: list[tuple[int, int]], width: int
+            ) -> Table | None:
+    """`table` with only its columns `kept`, each as wide as its longest word (`ranges`:
+    each one's longest word and whole line; rich would cut words to fit, or give one
+    column's width to another) and the room left shared in proportion to what each could
+    use; None where their longest words do not fit `width`."""
+    _, right, _, left = table.padding
+    edges = (2 if table.box and table.show_edge else 0) + (len(kept) - 1 if table.box else 0)
+    spare = width - edges - (left + right) * len(kept) - sum(low for low, _ in ranges)
+    if spare < 0:
+        return None
+    wants = [high - low for low, high in ranges]
+    shares = [spare * want // max(sum(wants), 1) for want in wants]
+    found = copy.copy(table)
+    found.columns = [dataclasses.replace(table.columns[k], _index=i, width=min(low + share, high))
+                     for i, (k, (low, high), share) in enumerate(zip(kept, ranges, shares,
+                                                                     strict=True))]
+    return found
 
 
 def summary_grid(summary: pd.DataFrame) -> Table:
@@ -159,7 +221,7 @@ def print_report(table: Any, sets: list) -> None:
     run's crossovers, read from that run's own ratios."""
     from gpuoverhead.present import render
 
-    out.print(render.terminal(table))
+    print_table(render.terminal(table))
     for note in render.footnotes(table):
         out.print(literal(note), highlight=False)
     for rs in sets:
@@ -220,9 +282,22 @@ def adapters_table(found: list[AdapterInfo]) -> Table:
     return table
 
 
-def print_summary(summary: pd.DataFrame) -> None:
+def print_run(found: ResultSet) -> None:
+    """A run's grids (`show`), after a line where it did not finish (its grids then marked
+    so) or finished no benchmark."""
+    stopped = unfinished(found)
+    show_warnings([stopped] if stopped else [])
+    if found.summary.empty:
+        err.print(literal(f"{found.folder}: no estimates (status {found.info.get('status')!r}):"
+                          " the run finished no benchmark"), highlight=False)
+    print_summary(found.summary, f"unfinished run (status {found.info['status']!r})"
+                  if stopped else None)
+
+
+def print_summary(summary: pd.DataFrame, caption: str | None = None) -> None:
     """Every grid that the estimates of a run fill (errors are printed as such, elsewhere;
-    a torch.compile that failed is also a line of the compile grid)."""
+    a torch.compile that failed is also a line of the compile grid), each with `caption`
+    under it where given (a run that did not finish)."""
     if summary.empty:
         return
     # Text columns as Python objects: the grids select rows hundreds of times, and each
@@ -232,12 +307,14 @@ def print_summary(summary: pd.DataFrame) -> None:
     builds = workload_grids.compile_grid(summary)  # a failed compile's row is its figure
     summary = summary[~summary["metric"].isin((ERROR, SKIPPED))]
     plain = summary[~summary["methodology"].isin(("fusion", CADENCE))]
-    if not plain.empty:
-        out.print(summary_grid(plain))
-    for extra in (implementations_grid(plain), bind_group_grid(plain), breakdown_grid(plain),
-                  cadence_grid(summary), *workload_grids.grids(summary), builds):
-        if extra is not None:
-            out.print(extra)
+    for table in (summary_grid(plain) if not plain.empty else None, implementations_grid(plain),
+                  bind_group_grid(plain), breakdown_grid(plain), cadence_grid(summary),
+                  *workload_grids.grids(summary), builds):
+        if table is not None:
+            if caption:  # above the grid's own glossary, where it has one
+                table.caption = f"{caption}\n{table.caption}" if table.caption else caption
+                table.caption_justify = "left"
+            print_table(table, SUMMARY_OPTIONAL)
     print_crossovers(summary)
 
 

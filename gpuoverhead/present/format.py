@@ -7,6 +7,8 @@ import math
 import unicodedata
 from typing import Any
 
+from rich.markup import escape
+
 from gpuoverhead.analysis.crossover import Crossing
 from gpuoverhead.analysis.stats import CONFIDENCE
 
@@ -23,6 +25,34 @@ def printable(text: str, newlines: bool = False) -> str:
     `newlines` keeps line breaks (a worker's traceback)."""
     return "".join(_escaped(c) if (unicodedata.category(c) == "Cc" or c in _BIDI)
                    and not (newlines and c == "\n") else c for c in text)
+
+
+#: What a Markdown cell or line from a result file must not hold as it is: `\\` (it would
+#: escape what follows), `|` (a new cell) and `<` (raw HTML, or a `<!--` that hides the
+#: rest of a report); and `](`, which makes a link of what precedes it.
+_MARKDOWN = str.maketrans({"\\": "\\\\", "|": "\\|", "<": "&lt;"})
+
+
+def markdown_text(text: object) -> str:
+    """A string that a user or a file controls (a run id, a device name, a warning) as
+    Markdown shows it, as text: its control characters written out (`printable`: a line
+    break would end a table row, or start a heading) and Markdown's own characters
+    escaped."""
+    return printable(str(text)).translate(_MARKDOWN).replace("](", "\\](")
+
+
+def markdown_table(frame: Any) -> str:
+    """A frame as a Markdown table, each header and text cell `markdown_text`."""
+    shown = frame.rename(columns=markdown_text).map(
+        lambda v: markdown_text(v) if isinstance(v, str) else v)
+    return shown.to_markdown(index=False)
+
+
+def literal(text: object, newlines: bool = False) -> str:
+    """A string from the user or a file, as rich prints it among the tool's markup: its
+    brackets taken as text (a suite named '[bold]x[/bold]' showed as 'x'), its control
+    characters written out (`printable`)."""
+    return escape(printable(str(text), newlines))
 
 
 def _escaped(c: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -21,13 +21,18 @@ from gpuoverhead import metrics
 from gpuoverhead.errors import UserError
 from gpuoverhead.present import format as fmt
 from gpuoverhead.present.report import ROW_KEYS, Figure, figures_of, left_out, pick, select
-from gpuoverhead.results.read import ResultSet
+from gpuoverhead.results.read import UNFINISHED, ResultSet
+from gpuoverhead.results.write import inert_text
 
 if TYPE_CHECKING:
     import matplotlib.figure
 
 #: Output formats by suffix: the tables (Markdown), the points (CSV), the plot.
 SUFFIXES = (".md", ".csv", ".png", ".svg")
+#: Most runs labelled under a panel of the plot (their labels would overlap beyond it).
+MAX_LABELS = 30
+#: Most runs a table on the terminal shows, the latest (thousands took minutes to draw).
+MAX_SHOWN = 50
 
 
 @dataclass
@@ -39,7 +44,7 @@ class History:
     elements: int
     figures: list[Figure]
     #: One row per figure, row key and run: `position` (the run's place in time order),
-    #: `run`, `started`, `value`, `low`, `high`, `level`.
+    #: `run`, `started`, `status` (run.json's), `value`, `low`, `high`, `level`.
     points: pd.DataFrame
     #: A line per run read that gave no point (report.left_out).
     left_out: list[str] = field(default_factory=list)
@@ -63,25 +68,33 @@ def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | N
     if not figures:
         raise UserError(f"benchmark {bench!r} has no figure a report or history shows")
     order = sorted(rows["result_set"].unique(), key=lambda i: _started(sets[i]))
-    points = []
-    for position, i in enumerate(order):
-        info = sets[i].info
-        mine = rows[rows["result_set"] == i]
-        for figure in figures:
-            for key, hit in pick(mine, figure).groupby(ROW_KEYS, sort=True):
-                points.append({
-                    "figure": figure.label, **dict(zip(ROW_KEYS, key, strict=True)),
-                    "position": position, "run": str(info.get("run_id", sets[i].folder.name)),
-                    "started": str(info.get("started", "?")),
-                    "value": float(np.median(hit["value"])), "low": float(hit["ci_low"].min()),
-                    "high": float(hit["ci_high"].max()), "level": float(hit["ci_level"].min())})
-    return History(bench, size, figures, pd.DataFrame(points),
+    runs = pd.DataFrame({
+        "result_set": order, "position": range(len(order)),
+        "run": [str(sets[i].info.get("run_id", sets[i].folder.name)) for i in order],
+        "started": [str(sets[i].info.get("started", "?")) for i in order],
+        "status": [str(sets[i].info.get("status")) for i in order]})
+    found = []  # each figure over all runs at once: a selection per run took minutes
+    for f, figure in enumerate(figures):
+        hit = pick(rows, figure).groupby(["result_set", *ROW_KEYS], sort=True).agg(
+            value=("value", "median"), low=("ci_low", "min"), high=("ci_high", "max"),
+            level=("ci_level", "min"))
+        found.append(hit.reset_index().assign(figure=figure.label, order=f))
+    points = pd.concat(found, ignore_index=True).merge(runs, on="result_set")
+    points = points.sort_values(["position", "order", *ROW_KEYS], kind="stable")
+    columns = ["figure", *ROW_KEYS, "position", "run", "started", "status", "value", "low",
+               "high", "level"]
+    return History(bench, size, figures, points[columns].reset_index(drop=True),
                    left_out(sets, bench, size, rows))
 
 
 def _line(key: tuple) -> str:
     vendor, adapter, backend, implementation = key
     return f"{implementation} ({backend}, {adapter})"
+
+
+def _run(point: Any) -> str:
+    """A run as its table row and plot label name it: marked where it did not finish."""
+    return f"{point.run} (unfinished)" if point.status in UNFINISHED else point.run
 
 
 def frames(history: History) -> dict[str, pd.DataFrame]:
@@ -95,9 +108,10 @@ def frames(history: History) -> dict[str, pd.DataFrame]:
                  fmt.with_ci(p.value, p.low, p.high, hint, p.level)
                  for p in mine.itertuples(index=False)}
         lines = list(dict.fromkeys(line for _, line in sorted(cells, key=lambda c: c[1])))
-        runs = mine[["position", "run", "started"]].drop_duplicates().sort_values("position")
+        runs = mine[["position", "run", "started", "status"]].drop_duplicates().sort_values(
+            "position")
         out[figure.label] = pd.DataFrame([
-            {"run": r.run, "started": r.started,
+            {"run": _run(r), "started": r.started,
              **{line: cells.get((r.position, line), "—") for line in lines}}
             for r in runs.itertuples(index=False)])
     return out
@@ -111,8 +125,8 @@ def title(history: History, figure: str) -> str:
 
 
 def markdown(history: History) -> str:
-    return "".join(f"{title(history, label)}\n\n{frame.to_markdown(index=False)}\n\n"
-                   for label, frame in frames(history).items())
+    return "".join(f"{fmt.printable(title(history, label))}\n\n"
+                   f"{fmt.markdown_table(frame)}\n\n" for label, frame in frames(history).items())
 
 
 def check_suffixes(outputs: list[Path]) -> None:
@@ -132,7 +146,7 @@ def write(history: History, outputs: list[Path]) -> list[Path]:
             render.save(path, plots.saver(figure, path))
         else:
             render.write(path, markdown(history) if path.suffix == ".md"
-                         else history.points.to_csv(index=False))
+                         else inert_text(history.points).to_csv(index=False))
     if figure is not None:
         plots.plt.close(figure)
     return outputs
@@ -150,8 +164,8 @@ def plot(history: History) -> matplotlib.figure.Figure:
     fig, axes = plt.subplots((count + cols - 1) // cols, cols, squeeze=False,
                              layout="constrained",
                              figsize=(7.5 * cols, 4.2 * ((count + cols - 1) // cols) + 1))
-    runs = history.points[["position", "run", "started"]].drop_duplicates().sort_values(
-        "position")
+    runs = history.points[["position", "run", "started", "status"]].drop_duplicates(
+        ).sort_values("position")
     keys = list(dict.fromkeys(map(tuple, history.points[ROW_KEYS].to_numpy())))
     for ax, figure in zip(axes.ravel(), history.figures, strict=False):
         time = metrics.of(figure.metric).hint == "time"
@@ -173,9 +187,13 @@ def plot(history: History) -> matplotlib.figure.Figure:
             lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
         ax.set_title(figure.label, fontsize=10)
         ax.set_ylabel("µs per op" if time else metrics.of(figure.metric).unit)
-        ax.set_xticks(runs["position"], [f"{r.run}\n{r.started[:16]}" for r in
-                                         runs.itertuples(index=False)],
+        step = -(-len(runs) // MAX_LABELS)  # every step-th run labelled: they do not overlap
+        labelled = runs.iloc[::step]
+        ax.set_xticks(labelled["position"], [f"{_run(r)}\n{r.started[:16]}" for r in
+                                             labelled.itertuples(index=False)],
                       rotation=60, ha="right", fontsize=6)
+        if step > 1:
+            ax.set_xlabel(f"{len(runs):,} runs; every {step}th labelled", fontsize=8)
         ax.grid(True, which="both", alpha=0.25)
     for ax in axes.ravel()[count:]:
         ax.set_visible(False)
@@ -203,6 +221,9 @@ def show(paths: list[str], benchmark: str | None, elements: int | None,
     history = build(sets, benchmark, elements)
     console.show_warnings(history.left_out)
     for label, frame in frames(history).items():
-        console.out.print(console.frame_table(frame, title(history, label).replace("`", "")))
+        more = (f" (the last {MAX_SHOWN} of {len(frame):,} runs; -o FILE.md or FILE.csv holds "
+                "them all)") if len(frame) > MAX_SHOWN else ""
+        console.print_table(console.frame_table(frame.tail(MAX_SHOWN),
+                                                title(history, label).replace("`", "") + more))
     for path in write(history, outputs):
         console.err.print(f"wrote {path}", highlight=False)

@@ -9,18 +9,23 @@ from __future__ import annotations
 
 import base64
 import io
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
+#: Text is text: a label from a result file (an adapter's name, a run id) with two `$` would
+#: otherwise be read as mathtext, and `$\x$` ended the plot in a ValueError.
+matplotlib.rcParams["text.parse_math"] = False
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from gpuoverhead.encodings import NAMES as ENCODINGS  # noqa: E402
+from gpuoverhead.errors import UserError, shortened  # noqa: E402
 from gpuoverhead.present.report import APART, ROW_KEYS  # noqa: E402
 from gpuoverhead.results.read import ResultSet  # noqa: E402
 
@@ -192,17 +197,8 @@ def cadence_levels(sets: list[ResultSet], benchmark: str) -> Figure | None:
     ended)."""
     lines: dict[str, dict[str, list]] = {}  # gap -> "implementation case" -> processes
     for rs in sets:
-        for job in rs.info.get("benchmarks", []):
-            if job.get("benchmark") != benchmark:
-                continue
-            for p in job.get("processes", []):
-                for name, found in p.get("settling", {}).items():
-                    case, metric = name.rsplit(" ", 1)
-                    if metric != CADENCE_METRIC or "/gap=" not in case:
-                        continue
-                    gap = case.split("/gap=")[1].split("/")[0]
-                    label = f"{job.get('implementation')} {case.split('/gap=')[1].split('/', 1)[1]}"
-                    lines.setdefault(gap, {}).setdefault(label, []).append(found)
+        for gap, label, found in _levels(rs, benchmark):
+            lines.setdefault(gap, {}).setdefault(label, []).append(found)
     if not lines:
         return None
     gaps = sorted(lines, key=lambda g: float(g.removesuffix("ms")))
@@ -228,6 +224,45 @@ def cadence_levels(sets: list[ResultSet], benchmark: str) -> Figure | None:
                  fontsize=10)
     fig.tight_layout()
     return fig
+
+
+#: A cadence case's level in run.json's `settling`: "<case>/gap=<ms>ms/<rest> <metric>",
+#: the gap as cases.Case.id writes it (`:g`).
+_LEVEL = re.compile(rf".*/gap=(?P<gap>\d+(?:\.\d+)?(?:e[+-]\d+)?ms)/(?P<rest>.+) {CADENCE_METRIC}")
+
+
+def _levels(rs: ResultSet, benchmark: str) -> Iterator[tuple[str, str, dict]]:
+    """(gap, "implementation case", record) of each cadence level of `benchmark` that
+    run.json's `settling` holds; a UserError naming the file where one is not as
+    run/finish.py writes it (a set from elsewhere ended the plot in a traceback)."""
+    for job in rs.info.get("benchmarks", []):
+        if job.get("benchmark") != benchmark:
+            continue
+        processes = job.get("processes", [])
+        settlings = [p.get("settling", {}) if isinstance(p, dict) else None
+                     for p in (processes if isinstance(processes, list) else [None])]
+        for settling in settlings:
+            whole = isinstance(settling, dict)  # else nothing in it is as a run writes it
+            for name, found in settling.items() if whole else [("", None)]:
+                if whole and not str(name).endswith(f" {CADENCE_METRIC}"):
+                    continue
+                hit = _LEVEL.fullmatch(str(name))
+                if not (hit and isinstance(found, dict) and _level_record(found)):
+                    raise UserError(f"{rs.folder / 'run.json'}: a process's settling record "
+                                    f"{shortened(str(name))!r} of {shortened(benchmark)!r} is "
+                                    "not as gpuoverhead writes it: not a gpuoverhead run record")
+                yield hit["gap"], f"{job.get('implementation')} {hit['rest']}", found
+
+
+def _level_record(found: dict) -> bool:
+    """Whether a `settling` record holds what the plot draws: ages and levels (numbers, as
+    many of each), whether and when it settled."""
+    ages, levels = found.get("age_s"), found.get("level_us")
+    return all(isinstance(v, list) and all(isinstance(x, int | float)
+                                           and not isinstance(x, bool) for x in v)
+               for v in (ages, levels)) and len(ages) == len(levels) \
+        and isinstance(found.get("settled"), bool) \
+        and isinstance(found.get("settled_s"), int | float)
 
 
 def saver(fig: Figure, path: Path) -> Callable[[Path], None]:

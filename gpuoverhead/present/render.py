@@ -14,6 +14,7 @@ from gpuoverhead.errors import UserError
 from gpuoverhead.present import format as fmt
 from gpuoverhead.present import glossary
 from gpuoverhead.present.report import ROW_KEYS, Report, row_notes
+from gpuoverhead.results.write import inert_text
 from gpuoverhead.whole_files import atomic
 
 #: Output formats by how a file's name ends (the longest that fits): Markdown, CSV, HTML,
@@ -56,12 +57,13 @@ def terminal(report: Report) -> Table:
     """Transposed for the terminal: one column per adapter and implementation, so that the
     table fits a narrow window whatever the number of figures."""
     frame = display_frame(report)
-    table = Table(title=title(report).replace("`", ""))
+    table = Table(title=fmt.literal(title(report).replace("`", "")))
     table.add_column("")
-    for row in frame.itertuples(index=False):
-        table.add_column(f"{row.adapter}\n{row.backend}, {row.implementation}", justify="right")
+    for row in frame.itertuples(index=False):  # names from result files: text, not markup
+        table.add_column(fmt.literal(f"{row.adapter}\n{row.backend}, {row.implementation}",
+                                 newlines=True), justify="right")
     for column in ["vendor", "runs"] + [f.label for f in report.figures] + ["notes"]:
-        table.add_row(column, *map(str, frame[column]))
+        table.add_row(fmt.literal(column), *map(fmt.literal, frame[column]))
     table.caption, table.caption_justify = words(report), "left"
     return table
 
@@ -86,26 +88,29 @@ def sources_frame(report: Report) -> pd.DataFrame:
 
 
 def markdown(report: Report) -> str:
-    """The table, its footnotes, the runs it came from and each run's warnings."""
-    body = display_frame(report).to_markdown(index=False)
-    notes = "\n".join(footnotes(report))
-    runs = sources_frame(report).to_markdown(index=False)
-    warned = "".join(f"\nWarnings of run {s.run_id}:\n\n"
-                     + "".join(f"- {w}\n" for w in s.warnings)
+    """The table, its footnotes, the runs it came from and each run's warnings (every
+    string from a result file as text: format.markdown_text)."""
+    body = fmt.markdown_table(display_frame(report))
+    notes = "\n".join(map(fmt.markdown_text, footnotes(report)))
+    runs = fmt.markdown_table(sources_frame(report))
+    warned = "".join(f"\nWarnings of run {fmt.markdown_text(s.run_id)}:\n\n"
+                     + "".join(f"- {fmt.markdown_text(w)}\n" for w in s.warnings)
                      for s in report.sources if s.warnings)
     said = "".join(f"\n- {w}" for w in words(report).splitlines())
-    return (f"Runs:\n\n{runs}\n\n{title(report)}\n\n{body}\n" + (said and f"{said}\n")
+    return (f"Runs:\n\n{runs}\n\n{fmt.printable(title(report))}\n\n{body}\n"
+            + (said and f"{said}\n")
             + (f"\nNotes:\n\n{notes}\n" if notes else "") + warned)
 
 
 def csv(report: Report) -> str:
     """The numbers as they are (ns, not µs; bounds as stored, below zero too), each
-    figure's columns named with its unit, and each row's footnotes as text."""
+    figure's columns named with its unit, and each row's footnotes as text (text cells
+    `inert`: a device name from another machine's result set is no formula)."""
     names = {f"{f.label}{part}": f"{f.label}{part} ({metrics.of(f.metric).unit})"
              for f in report.figures for part in ("", " low", " high")}
     texts = [" | ".join(row_notes(report, i)) for i in range(len(report.table))]
-    return report.table.assign(**{"note texts": texts}).rename(columns=names
-                                                               ).to_csv(index=False)
+    return inert_text(report.table.assign(**{"note texts": texts}).rename(columns=names)
+                      ).to_csv(index=False)
 
 
 _STYLE = """

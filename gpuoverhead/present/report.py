@@ -19,10 +19,10 @@ import numpy as np
 import pandas as pd
 
 from gpuoverhead.cases import BIND_PER_DISPATCH, REFERENCE
-from gpuoverhead.errors import UserError
+from gpuoverhead.errors import UserError, at_most, listed, shortened
 from gpuoverhead.present.note_words import read_back, run_warnings
 from gpuoverhead.results.columns import RUN_JSON, SAMPLES, SUMMARY
-from gpuoverhead.results.read import ResultSet
+from gpuoverhead.results.read import ResultSet, unfinished
 
 #: Variants of sequential cases that the report's figures leave out.
 APART = (REFERENCE, BIND_PER_DISPATCH)
@@ -181,8 +181,8 @@ def select(sets: list[ResultSet], benchmark: str | None, elements: int | None
     bench = benchmark or ("empty" if "empty" in benchmarks else benchmarks[0])
     rows = summary[summary["benchmark"] == bench]
     if rows.empty:
-        raise UserError(f"no benchmark {bench!r} in the result sets; they have "
-                        f"{', '.join(benchmarks)}")
+        raise UserError(f"no benchmark {shortened(bench)!r} in the result sets; they have "
+                        f"{listed(map(shortened, benchmarks))}")
     size = elements if elements is not None else int(rows["elements"].min())
     rows = rows[rows["elements"] == size]
     if rows.empty:
@@ -198,13 +198,13 @@ def left_out(sets: list[ResultSet], bench: str, size: int, rows: pd.DataFrame) -
         summary = sets[i].summary
         sizes = sorted(int(e) for e in summary.loc[summary["benchmark"] == bench, "elements"]
                        .unique())
-        others = ", ".join(map(repr, dict.fromkeys(summary["benchmark"])))
-        has = (f"it measured {bench!r} at {', '.join(map(str, sizes))} elements (--elements)"
+        others = listed(repr(shortened(str(b))) for b in dict.fromkeys(summary["benchmark"]))
+        has = (f"it measured {bench!r} at {listed(sizes)} elements (--elements)"
                if sizes else f"it has no benchmark {bench!r}, only {others} (--benchmark)"
                if others else "it has no estimates")
         lines.append(f"run {sets[i].info.get('run_id', sets[i].folder.name)} "
                      f"({sets[i].folder}) is left out of {bench!r} at {size} elements: {has}")
-    return lines
+    return at_most(lines, f"runs left out of {bench!r} at {size} elements")
 
 
 def figures_of(rows: pd.DataFrame) -> list[Figure]:
@@ -273,10 +273,11 @@ def _row_warnings(rs: ResultSet, row: dict) -> list[str]:
     """The warnings of a run that qualify the figures of `row` (not the per-benchmark CI
     notes): a warning that begins with an adapter's name (a software adapter, one without
     timestamps) is about that adapter's rows, and where it names its label, about that
-    family's; one that names no adapter (a skipped layer) is about every row of the run."""
+    family's; one that names no adapter (a skipped layer), and the line of a run that did
+    not finish, is about every row of the run."""
     keep = ("software) adapter", "quantized", "timestamp queries", "layer skipped")
     devices = set(rs.summary["adapter"].dropna())
-    found = []
+    found = [stopped] if (stopped := unfinished(rs)) else []  # a run that did not finish
     for w in rs.info.get("warnings", []):
         named = [d for d in devices if w.startswith(f"{d} ")]
         if not any(k in w for k in keep) or (named and row["adapter"] not in named):

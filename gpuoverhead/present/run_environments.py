@@ -11,21 +11,29 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpuoverhead.errors import at_most, listed, shortened
 from gpuoverhead.results.read import ResultSet
+
+#: Characters of one aspect that a line echoes (a browser's flags, a CPU's name), and the
+#: lines, or packages in the packages' line, said before "and N more": what a run.json from
+#: elsewhere makes a line say is bounded (errors.py), far above what a real run records.
+SAID, FEW = 200, 20
 
 
 def differences(base: ResultSet, new: ResultSet) -> list[str]:
     """A line per aspect of the environment in which the two runs differ (the packages in
     one line, those that differ)."""
     before, after = recorded(base), recorded(new)
-    changed = [f"{aspect}: {before[aspect]} vs {value}" for aspect, value in after.items()
+    changed = [f"{shortened(aspect)}: {shortened(before[aspect], SAID)} vs "
+               f"{shortened(value, SAID)}" for aspect, value in after.items()
                if aspect in before and before[aspect] != value]
     packages = [_packages(base), _packages(new)]
-    changed += [f"the Python packages: {', '.join(moved)}"] if (moved := [
-        f"{name} {was} vs {now}" for name, now in packages[1].items()
+    changed += [f"the Python packages: {listed(moved, FEW)}"] if (moved := [
+        f"{shortened(name)} {shortened(was)} vs {shortened(now)}"
+        for name, now in packages[1].items()
         if (was := packages[0].get(name)) is not None and was != now]) else []
-    return [f"the runs differ in {line} (a figure can move with it, not only with the code)"
-            for line in changed]
+    return at_most([f"the runs differ in {line} (a figure can move with it, not only with "
+                    "the code)" for line in changed], "differences of environment", FEW)
 
 
 def recorded(rs: ResultSet) -> dict[str, str]:

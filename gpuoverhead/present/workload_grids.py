@@ -53,7 +53,7 @@ def fusion_grid(summary: pd.DataFrame) -> Table | None:
         table.add_column(name, justify="left" if name in ("benchmark", "impl.", "encoding")
                          else "right")
     for (bench, elements), group in rows.groupby(["benchmark", "elements"], sort=False):
-        label = f"{bench} {elements:,} el."
+        label = fmt.literal(f"{bench} {elements:,} el.")
         # A family's unfused and fused forms may be two implementations (PyTorch: eager,
         # and a CUDA graph or torch.compile). GPU time (a timestamps twin) is measured in
         # one encoding and shown with it.
@@ -66,7 +66,7 @@ def fusion_grid(summary: pd.DataFrame) -> Table | None:
                 part = pd.concat([unfused_rows, fused_part])
                 impl = " / ".join(dict.fromkeys(part["implementation"]))
                 unfused, fused = (pick(part, v, "per_unit_ns") for v in ("unfused", "fused"))
-                table.add_row(label, str(impl), str(k), str(encoding),
+                table.add_row(label, fmt.literal(impl), str(k), fmt.literal(encoding),
                               *(fmt.value(r.value, "time") if r is not None else "—"
                                 for r in (unfused, fused)),
                               *ratio_cells(pick(part, "fused", "fusion_speedup")),
@@ -92,14 +92,14 @@ def tax_grid(summary: pd.DataFrame) -> Table | None:
         table.add_column(name, justify="left" if name in ("benchmark", "impl.", "form",
                                                           "over") else "right")
     for (bench, elements), part in taxes.groupby(["benchmark", "elements"], sort=False):
-        label = f"{bench} {elements:,} el."
+        label = fmt.literal(f"{bench} {elements:,} el.")
         for r in part.itertuples():
             theirs = rows[(rows.benchmark == bench) & (rows.elements == elements)
                           & (rows.implementation == r.implementation) & (rows.k == r.k)
                           & (rows.call == r.call)]
             synced, gpu = (pick(theirs, r.variant, m)
                            for m in ("browser_tax_synced", "browser_tax_gpu"))
-            table.add_row(label, str(r.implementation), str(r.k), str(r.variant), str(r.call),
+            table.add_row(label, *map(fmt.literal, (r.implementation, r.k, r.variant, r.call)),
                           *ratio_cells(r), *ratio_cells(synced), ratio_cells(gpu)[0])
             label = ""
         table.add_section()
@@ -134,8 +134,8 @@ def split_grid(summary: pd.DataFrame) -> Table | None:
         for _, sync, metric, hint in _SPLIT:
             hit = part[(part.sync == sync) & (part.metric == metric)]
             cells.append(fmt.value(hit.value.iloc[0], hint) if not hit.empty else "—")
-        table.add_row(f"{keys[0]} {keys[1]:,} el.", str(keys[2]), str(keys[3]), str(keys[4]),
-                      *cells)
+        table.add_row(fmt.literal(f"{keys[0]} {keys[1]:,} el."),
+                      *map(fmt.literal, keys[2:]), *cells)
     return table
 
 
@@ -166,8 +166,8 @@ def token_loop_grid(summary: pd.DataFrame) -> Table | None:
             mine = pd.concat([mine, gpu])
             picked = [mine[(mine.sync == sync) & (mine.metric == metric)]
                       for sync, metric, _ in cells]
-            table.add_row(f"{keys[0]} {keys[1]:,} el.", str(keys[2]), str(keys[3]),
-                          str(keys[4]), str(encoding),
+            table.add_row(fmt.literal(f"{keys[0]} {keys[1]:,} el."), fmt.literal(keys[2]),
+                          str(keys[3]), fmt.literal(keys[4]), fmt.literal(encoding),
                           *(fmt.value(hit.value.iloc[0], hint) if not hit.empty else "—"
                             for hit, (_, _, hint) in zip(picked, cells, strict=True)))
     return table
@@ -198,7 +198,8 @@ def token_parts_grid(summary: pd.DataFrame) -> Table | None:
         if picks[-1] is None:
             continue
         gpu = picks[0].value if picks[0] is not None else math.nan
-        table.add_row(f"{bench} {elements:,} el.", str(impl), str(k), str(variant),
+        table.add_row(fmt.literal(f"{bench} {elements:,} el."),
+                      *map(fmt.literal, (impl, k, variant)),
                       *(fmt.with_ci(r.value, r.ci_low, r.ci_high, "time", r.ci_level)
                         + (f" ({r.value / gpu:.0%})" if i and gpu > 0 else "")
                         if r is not None else "—" for i, r in enumerate(picks)))
@@ -229,7 +230,7 @@ def host_read_grid(summary: pd.DataFrame) -> Table | None:
                      for s in (SYNCED, PIPELINED)]
             picks.append(pick(part, HYBRID, "hybrid_slowdown") if variant == "unfused"
                          else None)
-            table.add_row(f"{bench} {elements:,} el.", str(impl), variant,
+            table.add_row(fmt.literal(f"{bench} {elements:,} el."), fmt.literal(impl), variant,
                           fmt.value(base.value, "time"),
                           *(fmt.with_ci(r.value, r.ci_low, r.ci_high, "ratio")
                             if r is not None else "—" for r in picks))
@@ -250,7 +251,7 @@ def readback_grid(summary: pd.DataFrame) -> Table | None:
                                                       "implementation"], sort=False):
         picks = [pick(part, v, "latency_ns") for v in HOST_UNITS]
         ratio = pick(part, GPU_ARGMAX, "cpu_over_gpu")
-        table.add_row(str(bench), f"{4 * elements:,}", str(impl),
+        table.add_row(fmt.literal(bench), f"{4 * elements:,}", fmt.literal(impl),
                       *(fmt.value(r.value, "time") if r is not None else "—" for r in picks),
                       fmt.with_ci(ratio.value, ratio.ci_low, ratio.ci_high, "ratio")
                       if ratio is not None else "—")
@@ -268,16 +269,16 @@ def crossover_grid(summary: pd.DataFrame) -> Table | None:
     for name in ("benchmark", "impl.", "M", "per dispatch", "synced", "GPU"):
         table.add_column(name, justify="left" if name in ("benchmark", "impl.") else "right")
     for (bench, impl), group in rows.groupby(["benchmark", "implementation"], sort=False):
-        label = str(bench)
+        label = fmt.literal(bench)
         for k, part in group[group.variant == "single"].groupby("k", sort=True):
             cells = [pick(part, "single", m) for m in ("per_unit_ns", "latency_ns", "gpu_ns")]
-            table.add_row(label, str(impl), str(k),
+            table.add_row(label, fmt.literal(impl), str(k),
                           *(fmt.value(r.value, "time") if r is not None else "—" for r in cells))
             label = ""
         for r in group[group.variant == "crossover"].itertuples():
             size = f"{r.value:.0f} [{r.ci_low:.0f}–{r.ci_high:.0f}]" \
                 if math.isfinite(r.value) else "not reached"
-            table.add_row("", str(impl), "crossover" if r.metric == "crossover_size"
+            table.add_row("", fmt.literal(impl), "crossover" if r.metric == "crossover_size"
                           else "crossover, synced", size, "", "")
         table.add_section()
     return table
@@ -298,13 +299,13 @@ def compile_grid(summary: pd.DataFrame) -> Table | None:
         table.add_column(name, justify="right" if name in ("k", "build (s)", "interval")
                          else "left")
     for (bench, elements), part in rows.groupby(["benchmark", "elements"], sort=False):
-        label = f"{bench} {elements:,} el."
+        label = fmt.literal(f"{bench} {elements:,} el.")
         for r in part.sort_values("k").itertuples():
             built = r.metric != ERROR
             table.add_row(label, str(r.k), f"{r.value / 1e9:.1f}" if built else "—",
                           f"{r.ci_low / 1e9:.1f}–{r.ci_high / 1e9:.1f}"
                           if built and math.isfinite(r.ci_low) else "",
-                          "" if built else str(r.estimator)[:160])
+                          "" if built else fmt.literal(str(r.estimator)[:160]))
             label = ""
     return table
 

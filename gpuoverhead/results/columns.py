@@ -70,6 +70,9 @@ class RunRecord:
     errors: list[str] = field(default_factory=list)
     #: Per implementation, what limited its widest headline figure (run/precision.py).
     precision: list[str] = field(default_factory=list)
+    #: The ids of the benchmarks the run set out to measure (`benchmarks` has those it
+    #: finished): what a reader of a run that stopped says is missing.
+    planned: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {"schema_version": SCHEMA_VERSION, **asdict(self)}

@@ -7,39 +7,49 @@ UserError naming the file.
 
 from __future__ import annotations
 
+import functools
 import glob
 import json
 import os
-import sys
 import types
 import typing
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from gpuoverhead import metrics
-from gpuoverhead.errors import UserError
+from gpuoverhead.errors import UserError, at_most, listed
+from gpuoverhead.results.bounded import SAMPLES_BOUND, SUMMARY_BOUND, frame, read_json, read_table
 from gpuoverhead.results.columns import RUN_JSON, SAMPLES, SCHEMA_VERSION, SUMMARY, RunRecord
-from gpuoverhead.suite.source import check_kind
 
 
 @dataclass
 class ResultSet:
     """One run folder: its run.json, its summary (only estimates over all processes) and
-    each process's own estimates (`per_process`: what `compare` weighs two runs by)."""
+    each process's own estimates (`per_process`: what `compare` weighs two runs by, made a
+    frame when first asked for: `history` over 2,000 runs spent a third of its time on
+    frames it never used)."""
 
     folder: Path
     info: dict[str, Any]
     summary: pd.DataFrame
-    per_process: pd.DataFrame = field(default_factory=pd.DataFrame)
+    processes: Callable[[], pd.DataFrame] = field(default=pd.DataFrame, repr=False)
+
+    @functools.cached_property
+    def per_process(self) -> pd.DataFrame:
+        return self.processes()
 
     def samples(self, columns: list[str] | None = None, filters: list | None = None
                 ) -> pd.DataFrame:
         """The samples table, reading only `columns` and the rows that pass `filters`
         (pyarrow's (column, op, value) triples)."""
-        return _read_parquet(self.folder / f"{SAMPLES}.parquet", columns, filters)
+        path = self.folder / f"{SAMPLES}.parquet"
+        return frame(read_table(path, SAMPLES_BOUND, columns, filters))
 
 
 #: Most folders searched under one path for runs: a folder of result sets holds a few
@@ -87,7 +97,7 @@ def find_folders(paths: list[str]) -> list[Path]:
                 folders += _runs_under(match)
     unique = list(dict.fromkeys(f.resolve() for f in folders))
     if not unique:
-        raise UserError(f"no result sets (folders with {RUN_JSON}) under {', '.join(paths)}")
+        raise UserError(f"no result sets (folders with {RUN_JSON}) under {listed(paths)}")
     return unique
 
 
@@ -102,30 +112,27 @@ def load(folder: Path) -> ResultSet:
         raise UserError(f"{path}: schema version {version!r}, this gpuoverhead reads versions "
                         f"{', '.join(map(str, READABLE))}")
     check_record(info, path)
-    summary = _read_parquet(folder / f"{SUMMARY}.parquet")
-    check_units(summary, folder / f"{SUMMARY}.parquet")
-    _check_columns(summary, folder / f"{SUMMARY}.parquet")
-    summary = migrate(summary)
-    over_all = summary["process"].isna()
-    return ResultSet(folder, info, summary[over_all].reset_index(drop=True),
-                     summary[~over_all].reset_index(drop=True))
+    path = folder / f"{SUMMARY}.parquet"
+    table = read_table(path, SUMMARY_BOUND)
+    if not {"metric", "unit"} <= set(table.column_names):
+        raise UserError(f"{path}: no metric/unit columns: not a gpuoverhead summary")
+    pairs = table.select(["metric", "unit"]).group_by(["metric", "unit"]).aggregate([])
+    _check_pairs(zip(*(pairs[c].to_pylist() for c in ("metric", "unit")), strict=True), path)
+    if "process" not in table.column_names:  # before version 3: estimates over all only
+        return ResultSet(folder, info, _summary(table, path))
+    over_all = pc.is_null(table["process"], nan_is_null=True)
+    rest = table.filter(pc.invert(over_all))  # split as read: text columns are still codes
+    summary = _summary(table.filter(over_all), path)
+    # `process` as the whole column reads (an integer column with gaps reads as float)
+    return ResultSet(folder, info, summary, lambda: _summary(rest, path).astype(
+        {"process": summary["process"].dtype}))
 
 
-def read_json(path: Path) -> Any:
-    """A JSON file's data; a UserError naming it where it cannot be read or parsed,
-    including a number longer than Python reads (4,300 digits) and nesting deeper than its
-    parser recurses, which no gpuoverhead record has."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{path}: cannot read: {exc}") from None
-    except ValueError:  # int("9" * 5000): Python's limit on digits
-        raise UserError(f"{path}: cannot read: a number of more than "
-                        f"{sys.get_int_max_str_digits():,} digits: not a gpuoverhead run "
-                        "record") from None
-    except RecursionError:
-        raise UserError(f"{path}: cannot read: lists or objects nested too deep: not a "
-                        "gpuoverhead run record") from None
+def _summary(table: pa.Table, path: Path) -> pd.DataFrame:
+    """Rows of a summary as a frame, checked, with the columns this version writes."""
+    summary = frame(table)
+    _check_columns(summary, path)
+    return migrate(summary)
 
 
 #: Schema versions this gpuoverhead reads; older ones gain their missing columns on load.
@@ -153,16 +160,38 @@ def migrate(summary: pd.DataFrame) -> pd.DataFrame:
     return summary.assign(**missing) if missing else summary
 
 
+#: A run's status while it measures, and after an interrupt: its folder holds only the
+#: benchmarks it finished before it stopped (run/files.py).
+UNFINISHED = ("running", "interrupted")
+
+
+def unfinished(rs: ResultSet) -> str | None:
+    """A line saying that a run did not finish, and how much of it did, or None: a run killed
+    with `kill -9` keeps status `running`, and its tables read like a finished run's."""
+    status = rs.info.get("status")
+    if status not in UNFINISHED:
+        return None
+    done = len({str(b.get("id")) for b in rs.info.get("benchmarks", [])})
+    planned = rs.info.get("planned") or []
+    how = "killed, or still measuring" if status == "running" else "stopped by a signal"
+    return (f"run {rs.info.get('run_id', rs.folder.name)} ({rs.folder}) did not finish "
+            f"(status {status!r}: {how}): it holds {done}"
+            + (f" of the {len(planned)}" if planned else "") + " benchmarks it set out to "
+            "measure, and its figures are of those alone")
+
+
 def load_all(paths: list[str], notes: list[str] | None = None) -> list[ResultSet]:
     """The result sets under `paths`, each run once: a run found in several folders (a
-    copied folder) is read from the first, and `notes` gets a line naming it and them."""
+    copied folder) is read from the first, and `notes` gets a line naming it and them, and
+    a line per run that did not finish (`unfinished`)."""
     sets = [load(f) for f in find_folders(paths)]
     sets, repeated = one_per_run(sets)
     if notes is not None:
-        notes += repeated
+        notes += at_most(repeated, "runs in several folders") + at_most(
+            [line for rs in sets if (line := unfinished(rs))], "runs that did not finish")
     if len(sets) > 1:
         check_units(pd.concat([rs.summary[["metric", "unit"]] for rs in sets]),
-                     Path(", ".join(str(rs.folder) for rs in sets)))
+                     Path(listed(rs.folder for rs in sets)))
     return sets
 
 
@@ -189,21 +218,23 @@ def one_per_run(sets: list[ResultSet]) -> tuple[list[ResultSet], list[str]]:
     for another machine) shares no row with it and is kept."""
     measured = [_measured(rs) for rs in sets]
     copies: dict[int, list[int]] = {}  # a kept set's index: the sets that are its run
+    kept: dict[tuple[str, str], list[int]] = {}  # the kept sets of each identity
     for j, rs in enumerate(sets):
         identity = run_identity(rs)
-        first = next((i for i in copies if identity is not None
-                      and run_identity(sets[i]) == identity and measured[i] & measured[j]),
-                     None)
+        first = next((i for i in kept.get(identity, []) if measured[i] & measured[j]), None) \
+            if identity is not None else None
         if first is None:
             copies[j] = [j]
+            if identity is not None:
+                kept.setdefault(identity, []).append(j)
         else:
             copies[first].append(j)
     notes = []
     for i, found in copies.items():
         if len(found) > 1:
             differ = any(not sets[j].summary.equals(sets[i].summary) for j in found[1:])
-            notes.append(f"run {sets[i].info['run_id']} is in {len(found)} folders ("
-                         f"{', '.join(str(sets[j].folder) for j in found)}): counted once, "
+            notes.append(f"run {sets[i].info['run_id']} is in {len(found):,} folders ("
+                         f"{listed(sets[j].folder for j in found)}): counted once, "
                          "from the first" + (" (their summaries differ)" if differ else ""))
     return [sets[i] for i in copies], notes
 
@@ -212,7 +243,7 @@ def check_record(info: dict[str, Any], path: Path) -> None:
     """Each field of RunRecord that run.json has, of its type (older versions lack some
     fields and have others: those are not checked): a number where a list belongs would
     surface as a TypeError in whatever reads it next."""
-    hints = typing.get_type_hints(RunRecord)
+    hints = _record_hints()
     for f in fields(RunRecord):
         if f.name in info:
             wrong = _mismatch(info[f.name], hints[f.name], f.name)
@@ -220,6 +251,12 @@ def check_record(info: dict[str, Any], path: Path) -> None:
                 name, hint, value = wrong
                 raise UserError(f"{path}: field {name!r} is {_found(value)}, not "
                                 f"{_expected(hint)}: not a gpuoverhead run record")
+
+
+@functools.cache
+def _record_hints() -> dict[str, Any]:
+    """RunRecord's field types (resolving them took a third of reading a small run)."""
+    return typing.get_type_hints(RunRecord)
 
 
 def _mismatch(value: Any, hint: Any, name: str) -> tuple[str, Any, Any] | None:
@@ -238,6 +275,8 @@ def _mismatch(value: Any, hint: Any, name: str) -> tuple[str, Any, Any] | None:
     if origin is dict:
         if not isinstance(value, dict):
             return name, hint, value
+        if args[1] is Any:  # a benchmark's entry: thousands of values, each of any type
+            return None
         return next((m for key, item in value.items()
                      if (m := _mismatch(item, args[1], f"{name}.{key}")) is not None), None)
     if hint is float:  # JSON writes 60.0 as 60 where a person typed it
@@ -294,29 +333,20 @@ def check_units(summary: pd.DataFrame, where: Path) -> None:
     hand-edited or foreign table) would be compared as if they were the same."""
     if not {"metric", "unit"} <= set(summary.columns):
         raise UserError(f"{where}: no metric/unit columns: not a gpuoverhead summary")
-    units = summary.groupby("metric")["unit"].unique()
+    _check_pairs(zip(summary["metric"].to_numpy(), summary["unit"].to_numpy(), strict=True),
+                 where)
+
+
+def _check_pairs(pairs: Iterable[tuple[Any, Any]], where: Path) -> None:
+    """check_units of (metric, unit) pairs (a run has a few: each is looked at once)."""
+    units: dict[Any, list[Any]] = {}
+    for metric, unit in dict.fromkeys(pairs):
+        units.setdefault(metric, []).append(unit)
     for metric, found in units.items():
         if len(found) > 1 or (str(metric).endswith("_ns") and found[0] != "ns"):
             raise UserError(f"{where}: mixed units: metric {metric!r} comes in "
                             f"{', '.join(map(str, found))}; gpuoverhead writes it in "
                             f"{'ns' if str(metric).endswith('_ns') else 'one unit'}")
-
-
-def _read_parquet(path: Path, columns: list[str] | None = None, filters: list | None = None
-                  ) -> pd.DataFrame:
-    """The table, where `path` is a regular file (a FIFO would block the read, a device
-    never end it; pyarrow called both "no such file")."""
-    try:
-        check_kind(os.stat(path).st_mode)
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        return pd.read_parquet(path, columns=columns, filters=filters)
-    except Exception as exc:  # pyarrow raises several types for corrupt or truncated files
-        raise UserError(f"{path}: not a readable Parquet file ({type(exc).__name__}: "
-                        f"{str(exc).splitlines()[0] if str(exc) else 'no detail'})") from None
 
 
 def runs_in(folder: Path) -> pd.DataFrame | None:

@@ -5,6 +5,7 @@ version."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +14,43 @@ import pandas as pd
 from gpuoverhead.results.columns import RUN_JSON, SAMPLES, SUMMARY
 from gpuoverhead.whole_files import atomic
 
+#: What starts a formula in a spreadsheet (OWASP's CSV injection list: = + - @, a tab, a
+#: carriage return), and the full-width = + - @ that some spreadsheets read as those.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+#: A number written as text (what a spreadsheet reads as that number, never a formula).
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def inert(cell: str) -> str:
+    """A text cell as a spreadsheet must show it, as text: one that starts a formula, also
+    after spaces or line breaks (`=HYPERLINK(...)`, `+cmd|...`, ` @SUM(...)`), gets a
+    leading `'` (OWASP's advice); a number written as text and the placeholder `-` (an
+    estimate without an encoding, a unit of an error row) stay as they are."""
+    if cell.startswith(FORMULA_STARTS) or cell.lstrip(" \t\r\n").startswith(FORMULA_STARTS):
+        return cell if cell == "-" or _NUMBER.fullmatch(cell) else "'" + cell
+    return cell
+
+
+def inert_text(table: pd.DataFrame) -> pd.DataFrame:
+    """`table` with each text cell `inert`: what every CSV that gpuoverhead writes holds (a
+    result set may come from anyone; its strings reach the CSV of a run, report or history).
+    Each column's distinct values are looked at once (a run's samples repeat a few)."""
+    changed = {}
+    for name, column in table.items():
+        if column.dtype == object or pd.api.types.is_string_dtype(column):
+            found = {v: inert(v) for v in column.dropna().unique() if isinstance(v, str)}
+            if mapping := {v: s for v, s in found.items() if s != v}:
+                changed[name] = column.replace(mapping)
+    return table.assign(**changed) if changed else table
+
 
 def write_table(folder: Path, name: str, table: pd.DataFrame) -> None:
     """`name`.parquet (zstd: a quarter smaller than the default snappy for a run's samples)
-    and `name`.csv in `folder`."""
+    and `name`.csv in `folder` (its text cells `inert`; the Parquet file keeps them as
+    they are)."""
     atomic(folder / f"{name}.parquet", lambda p: table.to_parquet(
         p, index=False, compression="zstd", compression_level=9))
-    atomic(folder / f"{name}.csv", lambda p: table.to_csv(p, index=False))
+    atomic(folder / f"{name}.csv", lambda p: inert_text(table).to_csv(p, index=False))
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:

@@ -1,5 +1,5 @@
-"""The run folder while a run writes it: whole benchmarks only, and a --force run that takes
-the old folder's place only once it has something to put there.
+"""The run folder while a run writes it: claimed by one run at a time, whole benchmarks only,
+and a --force run that takes the old folder's place only once it has something to put there.
 
 Each finished benchmark is one `Finished` record (its run.json entries, warnings and rows
 together), added in one step; `save` writes the tables and run.json from those records, so
@@ -8,8 +8,10 @@ no moment exists at which run.json names a finished benchmark whose rows are not
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -51,14 +53,31 @@ class RunFolder:
     start: RunRecord
     replaces: Path | None = None
     done: list[Finished] = field(default_factory=list)
+    #: The claim on the run id (`Claim`), held until `release`.
+    claimed: Claim | None = None
 
     @classmethod
     def open(cls, target: Path, record: RunRecord, force: bool) -> RunFolder:
-        """The folder a run writes, made now (a UserError where it cannot be written)."""
-        replaces = target if force and (target / RUN_JSON).is_file() else None
-        staging = target.with_name(f".{target.name}.{os.getpid()}.new") if replaces else target
-        _make_folder(staging)
-        return cls(staging, record, replaces)
+        """The folder a run writes, claimed and made now: a UserError where another run
+        holds its id, where it exists and `force` is not given (two runs started together
+        with one --run-id both passed the check before either made it, and one's results
+        were lost), or where it cannot be written."""
+        claimed = Claim.take(target)
+        try:
+            replaces = target if force and (target / RUN_JSON).is_file() else None
+            staging = target.with_name(f".{target.name}.{os.getpid()}.new") if replaces \
+                else target
+            _make_folder(staging, exclusive=not force)
+        except BaseException:
+            claimed.release()
+            raise
+        return cls(staging, record, replaces, claimed=claimed)
+
+    def release(self) -> None:
+        """Give up the claim on the run id: the run has ended."""
+        if self.claimed is not None:
+            self.claimed.release()
+            self.claimed = None
 
     def record(self) -> RunRecord:
         """run.json as of now: the start record with every finished benchmark's part."""
@@ -100,18 +119,105 @@ class RunFolder:
             self.folder = self.replaces
 
 
+def check_free(targets: list[Path], force: bool) -> None:
+    """A UserError, before a run plans, where a run folder it would write exists and `force`
+    is not given (the claim, `RunFolder.open`, decides; this says it sooner)."""
+    for target in targets:
+        if target.exists() and not force:
+            raise UserError(f"{target} already exists; choose another --run-id, or pass "
+                            "--force to overwrite it")
+
+
+def open_all(targets: list[tuple[Path, RunRecord]], force: bool) -> list[RunFolder]:
+    """Each (folder, record) opened (`RunFolder.open`), or none: where one cannot be, those
+    already claimed (an A/A run's first half) are given up."""
+    found: list[RunFolder] = []
+    try:
+        for target, record in targets:
+            found.append(RunFolder.open(target, record, force))
+    except UserError:
+        for folder in found:
+            folder.release()
+        raise
+    return found
+
+
 def _concat(parts: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
     if parts:
         return pd.concat(parts, ignore_index=True)
     return pd.DataFrame(columns=columns)
 
 
-def _make_folder(folder: Path) -> Path:
+def _make_folder(folder: Path, exclusive: bool) -> Path:
+    """`folder` made, and written to once; with `exclusive` made now or a UserError (its
+    making is the claim: of two runs that make it at once, one fails)."""
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(exist_ok=not exclusive)
+    except FileExistsError as exc:
+        raise UserError(f"{folder} already exists; choose another --run-id, or pass --force "
+                        "to overwrite it" if exclusive else
+                        f"cannot write results to {folder}: {exc.strerror}") from None
+    except OSError as exc:
+        raise UserError(f"cannot write results to {folder}: {exc.strerror or exc}") from None
+    try:
         probe = folder / ".write-test"
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as exc:
         raise UserError(f"cannot write results to {folder}: {exc.strerror or exc}") from None
     return folder
+
+
+@dataclass
+class Claim:
+    """A run's hold on its id while it runs: a lock on `.<run_id>.lock` beside the run
+    folder, which the system lets go of when the run's process ends however it ends (a
+    `kill -9` leaves no stale claim), so that two runs of one id never write one folder,
+    with or without --force."""
+
+    path: Path
+    fd: int
+
+    @classmethod
+    def take(cls, target: Path) -> Claim:
+        """The claim on `target`'s id, or a UserError where another run holds it."""
+        path = target.with_name(f".{target.name}.lock")
+        while True:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            except OSError as exc:
+                raise UserError(f"cannot write results to {target}: "
+                                f"{exc.strerror or exc}") from None
+            try:
+                _lock(fd)
+            except OSError:
+                os.close(fd)
+                raise UserError(f"{target}: another run with this --run-id is writing it now; "
+                                "wait for it to end, or choose another --run-id") from None
+            try:  # the file a run that ended removed between our open and our lock is stale
+                if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                    return cls(path, fd)
+            except FileNotFoundError:
+                pass
+            os.close(fd)
+
+    def release(self) -> None:
+        """Remove the lock file while holding it, then let go (where the system lets an open
+        file be removed: elsewhere it stays, empty, for the next run of this id)."""
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+        os.close(self.fd)
+
+
+def _lock(fd: int) -> None:
+    """Lock the open file `fd` for this process, at once or an OSError."""
+    if sys.platform == "win32":
+        import msvcrt
+
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+    else:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -26,7 +26,7 @@ from gpuoverhead.results.columns import RUN_JSON, RunRecord
 from gpuoverhead.results.write import write_json
 from gpuoverhead.run import again, checks, cpus, environment, noise, precision, startups, worker
 from gpuoverhead.run.budget import FINISH_S, HANDBACK_S, Budget, Schedule, Slot, process_cap_s
-from gpuoverhead.run.files import RunFolder
+from gpuoverhead.run.files import RunFolder, check_free, open_all
 from gpuoverhead.run.finish import finish, partners
 from gpuoverhead.run.plan import (
     MAX_TIME_LIMIT_S,
@@ -70,19 +70,15 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     plan = prepare(options)
     run_id = options.run_id or environment.new_run_id()
     ids = [run_id] if plan.halves == 1 else [f"{run_id}-{half}" for half in "ab"]
-    for target in (options.out_root / i for i in ids):
-        if target.exists() and not options.force:
-            raise UserError(f"{target} already exists; choose another --run-id, or pass "
-                            "--force to overwrite it")
+    check_free([options.out_root / i for i in ids], options.force)  # before planning
     recorded = startups.load()
     schedule = _schedule(plan, started, recorded)
     # Once nothing the user gave can fail: an error leaves the caller's CPUs as they were.
     chosen_cpus, cpu_lines = cpus.choose(options.affinity)
     seed = options.seed if options.seed is not None else secrets.randbits(32)
     each = plan.processes // len(ids)
-    folders = [RunFolder.open(options.out_root / i, _record(plan, options, i, seed, each,
-                                                            chosen_cpus), options.force)
-               for i in ids]
+    folders = open_all([(options.out_root / i, _record(plan, options, i, seed, each,
+                                                       chosen_cpus)) for i in ids], options.force)
     seeding = _Seeding(seed, np.random.default_rng(seed), time.time_ns())
     try:
         interrupts.check()
@@ -118,6 +114,9 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
                                                          schedule.limit_s, plan.halves > 1)
             files.save("failed" if files.record().errors else
                        "partial" if files.skipped() else "complete")
+    finally:  # the run ids are free again
+        for files in folders:
+            files.release()
     files = folders[0]
     return RunResult(files.folder, files.record(), files.summary(),
                      time.monotonic() - started, [f.folder for f in folders])
@@ -151,6 +150,7 @@ def _record(plan: Plan, options: RunOptions, run_id: str, seed: int, processes: 
     record.host["cpus"] = chosen_cpus
     record.time_limit_s = plan.time_limit_s
     record.layers = plan.layers
+    record.planned = [jobs[0].group.id for jobs in plan.benchmarks]
     record.warnings += plan.notes
     state, noisy = noise.check()
     record.noise = {"before": state}

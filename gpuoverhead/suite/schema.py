@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gpuoverhead import encodings
+from gpuoverhead.errors import shortened
 from gpuoverhead.methods import SUITE_NAMES
 from gpuoverhead.suite.source import Loc, YamlDocument, key_text
 from gpuoverhead.workloads.decode_model import MAX_BINDING
@@ -119,9 +120,16 @@ class _Settings(BaseModel):
         return value
 
 
+#: Longest suite or benchmark name (as a run id): each is echoed in a run's lines and rows.
+MAX_NAME = 100
+#: Longest kernel path (Linux's PATH_MAX) and suite description.
+MAX_PATH = 4096
+
+
 class _Benchmark(_Settings):
-    name: Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")]
-    kernel: Annotated[str, Field(min_length=1)] | None = None
+    name: Annotated[str, Field(min_length=1, max_length=MAX_NAME,
+                               pattern=r"^[A-Za-z0-9_.-]+$")]
+    kernel: Annotated[str, Field(min_length=1, max_length=MAX_PATH)] | None = None
     #: A fusion benchmark names its pattern instead of a kernel (see gpuoverhead/fusion.py).
     fusion: Pattern | None = None
 
@@ -129,8 +137,8 @@ class _Benchmark(_Settings):
 class SuiteModel(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    name: str | None = None
-    description: str | None = None
+    name: Annotated[str, Field(min_length=1, max_length=MAX_NAME)] | None = None
+    description: Annotated[str, Field(max_length=MAX_PATH)] | None = None
     #: Seconds the whole run may take: worker processes share what is left (run/budget.py);
     #: less than one cannot hold a worker's start-up.
     time_limit_s: Annotated[float, Field(ge=1, le=86400, allow_inf_nan=False)] | None = None
@@ -235,7 +243,7 @@ def error_text(error: Any) -> str:
         loc = error["loc"]
         parent = SuiteModel if len(loc) == 1 else _Settings if loc[0] == "defaults" else _Benchmark
         known = ", ".join(sorted(parent.model_fields))
-        return f"unknown key {error['loc'][-1]!r}; known keys: {known}"
+        return f"unknown key {shortened(str(error['loc'][-1]))!r}; known keys: {known}"
     if error["type"] == "missing":
         return "required key is missing"
     return str(error["msg"])

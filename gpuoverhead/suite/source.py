@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from gpuoverhead.errors import UserError
+from gpuoverhead.errors import UserError, shortened
 
 Loc = tuple[str | int, ...]
 #: Largest suite or shader file read: a suite is a page of YAML and a kernel a page of WGSL,
@@ -101,8 +101,10 @@ def load_yaml(path: Path) -> YamlDocument:
 
 
 def key_text(loc: Loc) -> str:
-    """A key path as a suite's author writes it: `benchmarks[0].elements`."""
-    key = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+    """A key path as a suite's author writes it: `benchmarks[0].elements` (a key too long to
+    echo shortened)."""
+    key = "".join(f"[{p}]" if isinstance(p, int) else f".{shortened(str(p))}"
+                  for p in loc).lstrip(".")
     return key or "(top level)"
 
 

@@ -51,6 +51,7 @@ def test_a_forced_run_writes_apart_until_it_has_a_benchmark(tmp_path):
     old = RunFolder.open(tmp_path / "r", _record(), force=False)
     old.add(_finished("old"))
     old.save("complete")
+    old.release()
     new = RunFolder.open(tmp_path / "r", _record(), force=True)
     assert new.folder != tmp_path / "r" and str(new.folder.name).startswith(".r.")
     new.save("running")
@@ -61,4 +62,5 @@ def test_a_forced_run_writes_apart_until_it_has_a_benchmark(tmp_path):
     assert new.folder == tmp_path / "r"
     assert json.loads((tmp_path / "r" / "run.json").read_text())["benchmarks"][0][
         "benchmark"] == "new"
+    new.release()
     assert [p.name for p in tmp_path.iterdir()] == ["r"]
