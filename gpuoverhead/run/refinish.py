@@ -204,19 +204,25 @@ def refinish(stored: Stored, target: Path, why: dict[str, Any]) -> dict[str, Any
         raise UserError(f"{target} already exists: re-finishing writes a new folder")
     found = benchmarks(stored)
     files = RunFolder.open(target, record, False)
-    rng = np.random.default_rng(info.get("seed"))
-    for jobs, outcomes, kept in found:
-        if jobs:
-            files.add(finish(info["run_id"], jobs, outcomes, rng, 0))
-        files.start.benchmarks.extend(kept)
-    files.add(Finished(summaries=[_kept_rows(stored, files.start.benchmarks)]))
-    files.start.warnings += checks.cpu_warnings(files.record().benchmarks, files.summary())
-    aa = "selftest" in info.get("argv", []) and "--back-to-back" not in info.get("argv", [])
-    files.start.precision = precision.limits(files.summary(), files.record().benchmarks,
-                                             info.get("time_limit_s"), aa)
-    files.save(info.get("status", "complete"))
-    out = {**files.record().as_json(), "finished": info.get("finished"), "refinished": why}
-    write_json(target / RUN_JSON, out)
+    try:
+        rng = np.random.default_rng(info.get("seed"))
+        for jobs, outcomes, kept in found:
+            if jobs:
+                files.add(finish(info["run_id"], jobs, outcomes, rng, 0))
+            files.start.benchmarks.extend(kept)
+        files.add(Finished(summaries=[_kept_rows(stored, files.start.benchmarks)]))
+        files.start.warnings += checks.cpu_warnings(files.record().benchmarks,
+                                                    files.summary())
+        aa = "selftest" in info.get("argv", []) and "--back-to-back" not in info.get("argv",
+                                                                                   [])
+        files.start.precision = precision.limits(files.summary(), files.record().benchmarks,
+                                                 info.get("time_limit_s"), aa)
+        files.save(info.get("status", "complete"))
+        out = {**files.record().as_json(), "finished": info.get("finished"),
+               "refinished": why}
+        write_json(target / RUN_JSON, out)
+    finally:
+        files.release()
     return out
 
 
