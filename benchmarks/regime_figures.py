@@ -229,7 +229,8 @@ def cpu_record(name: str, folder: Path) -> list[str]:
         lines.append(f"{name} {job['implementation']}: kept the CPU {found['kept']} state "
                      f"(slow in {found['slow_share']:.0%} of rounds; loop "
                      f"{found['loop_step_us']['fast']}/{found['loop_step_us']['slow']} µs); "
-                     f"submit µs: {', '.join(cells) or '-'}")
+                     f"submit µs: {', '.join(cells) or '-'}; figures from "
+                     f"{found.get('figures_from', 'the kept state rounds')}")
     return lines
 
 

@@ -267,6 +267,8 @@ class Cell:
     half_width: float
     level: float
     runs: int
+    #: The share of runs whose figures came from one CPU state (coverage_regimes), if any.
+    split: float | None = None
 
 
 def cells(s: Scenario, processes: int, runs: int, seed: int, checked: int = 3
@@ -345,5 +347,7 @@ def markdown(found: list[Cell]) -> str:
                 continue
             cells_ = [by[(s, kind, p)] for p in counts]
             lines.append(f"| {s} | {kind} | " + " | ".join(
-                f"{c.coverage:.1%} ±{c.half_width:.1%}" for c in cells_) + " |")
+                f"{c.coverage:.1%} ±{c.half_width:.1%}"
+                + ("" if c.split is None else f" ({c.split:.0%} split)") for c in cells_)
+                + " |")
     return "\n".join(lines)

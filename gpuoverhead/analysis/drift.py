@@ -8,12 +8,13 @@ cadence's is (analysis/settling.py: bins of its timeline, each with its neighbou
 the level of its last third). Where most of them held from some age on, the process's
 figures are those of its rounds from the median of those ages on (a start that had not
 settled yet is left out); where most still moved in its last third, the process has no
-level of its own and is left out of the estimates where two others are kept (run/finish.py),
-said either way. On the H200 VM (2026-11-29) one default wgpu-native process of three read
-`submit` 15.5 µs through the C loop for two thirds of its life and 21.5 after, its wrapper
-52 then 80, while the other two stayed at 15-16. The trend is still reported: per process,
-over the run's wall clock, and pooled over the processes (many short processes may each be
-too short to show a trend that all of them share).
+level of its own and is left out of the estimates where as many others remain as the job's
+interval needs (`enough`: never one of three; run/finish.py), said either way. On the H200
+VM (2026-11-29) one default wgpu-native process of three read `submit` 15.5 µs through the C
+loop for two thirds of its life and 21.5 after, its wrapper 52 then 80, while the other two
+stayed at 15-16. The trend is still reported: per process, over the run's wall clock, and
+pooled over the processes (many short processes may each be too short to show a trend that
+all of them share).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import numpy as np
 from gpuoverhead.analysis.samples import GroupSamples, records
 from gpuoverhead.analysis.series import STOP_METRICS, Key, Series
 from gpuoverhead.analysis.settling import settle
-from gpuoverhead.analysis.stats import Drift, drift, drift_within
+from gpuoverhead.analysis.stats import ORDER_MIN, Drift, drift, drift_within
 
 #: The scope of a trend found within processes, pooled over them.
 WITHIN_PROCESSES = "within processes over rounds, pooled: figures are whole-run medians"
@@ -58,6 +59,18 @@ def _entry(key: Key, scope: str, d: Drift) -> dict[str, Any]:
 
 #: A process most of whose headline figures still moved in its last third has no level.
 MOVING_SHARE = 0.5
+#: Fewest processes a t interval is left with where a moving one is left out: over two it
+#: is 3.6x as wide as over three at the same spread (t's 12.7 against 4.3).
+LEAST_T = 3
+
+
+def enough(processes: int) -> int:
+    """Processes a job of `processes` must keep for the interval it has: as many as order
+    statistics need where it has them (stats.ORDER_MIN), else LEAST_T. In the H200 session
+    of 2026-11-29 leaving one moving process of three out made the job's intervals over the
+    other two 3-10x as wide (selftest's wgpu-native: ±43-101% where the other half had
+    ±5-10%)."""
+    return ORDER_MIN if processes >= ORDER_MIN else LEAST_T
 #: Fewer values than this in a figure are not judged (as a drift is not).
 MIN_VALUES = 8
 

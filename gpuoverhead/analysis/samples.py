@@ -12,7 +12,7 @@ from functools import reduce
 
 import numpy as np
 
-from gpuoverhead.cases import FUSION, TIMESTAMPS, Case
+from gpuoverhead.cases import CADENCE, FUSION, TIMESTAMPS, Case
 
 #: GPU timers coarser than this are flagged as quantized.
 QUANTIZED_NS = 1000.0
@@ -91,8 +91,9 @@ def by_round(values: np.ndarray, n: tuple[int, ...]) -> np.ndarray:
 
 def issues(case: Case) -> bool:
     """Whether a case's samples carry their issue time: the clock read after the last
-    submit (or launch), before the wait."""
-    return case.methodology in ("sequential", FUSION) and case.sync != TIMESTAMPS
+    submit (or launch), before the wait (a cadence's burst too: until 2026-11-30 the samples
+    table left its issue time out, so a run folder of before cannot be re-finished)."""
+    return case.methodology in ("sequential", FUSION, CADENCE) and case.sync != TIMESTAMPS
 
 
 def issue_times(samples: GroupSamples, positions: np.ndarray) -> np.ndarray:

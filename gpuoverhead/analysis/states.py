@@ -10,12 +10,14 @@ does not repeat. The sampler times that loop at each round's start (run/rounds.p
 `python_step_ns`); here a round is in a state where the loop read it at both its ends (its
 own start and the next round's), and where a benchmark's loop readings fall in two modes
 (analysis/modes.py `two_modes`, pooled over its jobs' processes) its figures come from the
-rounds of the state most rounds met, in every job and process alike: the level of one state
-is what a next run finds again. A process with fewer than `least` rounds in that state
-keeps all its rounds (said). The other state's level is kept beside (run.json). Taking the
-fast rounds instead was tried before (commit 75d1723, `docs/methodology.md`) and widened
-the spread between processes, since a process slowed throughout kept its slow level: the
-state most rounds meet is the one every process has enough of.
+rounds of the state most rounds met, where the state moves them (`moves`), in every process
+of a job alike: the level of one state is what a next run finds again. The other state's
+level is kept beside (run.json). Taking the fast rounds instead was tried before (commit
+75d1723, `docs/methodology.md`) and widened the spread between processes, since a process
+slowed throughout kept its slow level: the state most rounds meet is the one every process
+has enough of. Where one has too few (a fusion process's 5 rounds), or the state moves no
+figure, every round counts (run/cpu_split.py): leaving a process out for its state left
+jobs of the H200 session of 2026-11-29 with one process, and no interval.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats as sps
 
 from gpuoverhead.analysis.modes import two_modes
 from gpuoverhead.analysis.samples import GroupSamples
@@ -90,8 +93,33 @@ def rounds_in(samples: GroupSamples, states: States, state: str) -> np.ndarray:
     return np.flatnonzero(inside)
 
 
-def kept_rounds(samples: GroupSamples, states: States, least: int) -> np.ndarray | None:
-    """The rounds a process's figures come from: those of the kept state, or None (all)
-    where it has fewer than `least` of them."""
-    found = rounds_in(samples, states, states.kept)
-    return found if found.size >= least else None
+#: Least change of a figure between the two states that counts as the state moving it.
+MOVES = 0.02
+#: The rank test's two-sided p under which that change is taken for more than chance.
+MOVES_P = 0.01
+#: Fewest values in the other rounds, over the processes, that can show a change.
+MOVES_VALUES = 3
+
+
+def moves(values: list[tuple[np.ndarray, np.ndarray]]) -> bool:
+    """Whether a figure moves with the CPU state: per process its values in the rounds of
+    the kept state and in its other rounds (the other state's, and those that changed state
+    between their ends: what keeping one state drops; a process with none of either says
+    nothing), each relative to the process's median over both (so that process levels
+    cancel), pooled over processes; the other rounds' differ from the kept state's by MOVES
+    or more in their medians, beyond chance (a rank-sum test at MOVES_P). On the H200 VM's
+    default run (2026-11-29) Dawn's `submit` through the wrapper was 0.65-0.79x in the fast
+    state, its C loop's 0.92-1.03x."""
+    kept, other = [], []
+    for k, o in values:
+        if k.size and o.size:
+            centre = float(np.median(np.concatenate([k, o])))
+            if centre > 0:
+                kept.append(k / centre)
+                other.append(o / centre)
+    if sum(o.size for o in other) < MOVES_VALUES:
+        return False
+    k, o = np.concatenate(kept), np.concatenate(other)
+    if abs(float(np.median(o) - np.median(k))) < MOVES:
+        return False
+    return bool(sps.mannwhitneyu(o, k, method="asymptotic").pvalue < MOVES_P)

@@ -17,6 +17,7 @@ from gpuoverhead.records import Note
 
 CUT, UNSETTLED, IMPRECISE, SHORT, GPU_STATE, MODES, DRIFT, FLOOR, FLOORED = (
     "cut", "unsettled", "imprecise", "short", "gpu", "modes", "drift", "floor", "floored")
+MIXED = "mixed"
 
 #: Each kind as run.json says it (after its count; an example follows).
 DETAIL = {
@@ -49,6 +50,9 @@ DETAIL = {
     FLOORED: ("fusion cases got no slope (per_unit_ns) in a process: fewer than two N of "
               "its sweep lay above twice the completion floor; a sweep to larger N "
               "(n_sweep, fused_n_sweep) gives one"),
+    MIXED: ("jobs took figures that move with the CPU's two states from every round, of "
+            "both (their regime says so): a process of theirs had under min_rounds rounds "
+            "in the state most rounds met (run.json's cpu_states per job)"),
 }
 
 #: Each kind in the terminal's words: (one, several, what it means and what to do).
@@ -87,6 +91,10 @@ PLAIN = {
               "processes gave a case no slope: their points lay on the completion floor",
               "a slope through them would be the floor's noise; a sweep to larger N "
               "(n_sweep, fused_n_sweep in the suite) gives one"),
+    MIXED: ("job's figures are of both CPU states", "jobs' figures are of both CPU states",
+            "the CPU switched between two speeds that move them, and a process met one too "
+            "rarely for figures of that one alone; more rounds a process (a longer "
+            "--time-limit, a larger budget_s) give them"),
 }
 
 

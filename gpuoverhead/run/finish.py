@@ -14,18 +14,17 @@ import pandas as pd
 from gpuoverhead.analysis import combine, drift, pairs, states
 from gpuoverhead.analysis.odd import FAR, odd_processes
 from gpuoverhead.analysis.samples import GroupSamples
-from gpuoverhead.analysis.series import STOP_METRICS, Key, Series
+from gpuoverhead.analysis.series import Key, Series
 from gpuoverhead.analysis.stats import Estimate, over_processes
 from gpuoverhead.cases import Group
 from gpuoverhead.drivers import registry
 from gpuoverhead.drivers.base import Job
-from gpuoverhead.methods import series
+from gpuoverhead.present.note_words import MIXED
 from gpuoverhead.results import tables
 from gpuoverhead.results.columns import SKIPPED
-from gpuoverhead.run import checks
+from gpuoverhead.run import checks, cpu_split
 from gpuoverhead.run.again import AGAIN_FOR
 from gpuoverhead.run.files import Finished
-from gpuoverhead.run.rounds import MIN_ROUNDS
 from gpuoverhead.run.worker import Outcome
 from gpuoverhead.workloads import registry as workloads
 
@@ -52,8 +51,8 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
          ) -> Measured | None:
     """One job's samples and estimates (or its error row) into `out`; returns its
     per-process series and samples for the ratios between jobs, None where it failed. With
-    `cpu` (its benchmark's two CPU states) the estimates are those of the kept state's
-    rounds (analysis/states.py)."""
+    `cpu` (its benchmark's two CPU states) a figure the state moves is of the kept state's
+    rounds where every process has min_rounds of them (run/cpu_split.py)."""
     group, adapter = job.group, job.adapter
     entry = {"id": group.id, "benchmark": group.benchmark, "elements": group.elements,
              "implementation": job.label}
@@ -62,15 +61,13 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
         return None
     outcomes = found
     least = group.sampling.min_rounds
-    cpu, kept_rounds = _in_state(cpu, outcomes, least)
-    every = [series(o.samples, o.calibration, o.clock_offset_ns, r)
-             for o, r in zip(outcomes, kept_rounds, strict=True)]
-    lives = _lives(group, outcomes, kept_rounds, every, least)
+    state = cpu_split.split(cpu, outcomes, least)
+    every = list(state.figures)
+    lives = _lives(group, outcomes, state, every, least)
     rows = pd.concat([tables.samples_table(run_id, adapter, o.samples, o.process,
                                            run_start_ns, o.clock_offset_ns, o.calibration)
                       for o in outcomes], ignore_index=True)
-    left_out = _left_out(f"{group.id} ({job.label})", cpu, least, outcomes, kept_rounds, every,
-                         lives, out.warnings)
+    left_out = _left_out(f"{group.id} ({job.label})", outcomes, every, lives, out.warnings)
     # Left out of the estimates; an empty place keeps the pairs between jobs in step.
     per_process = [{} if i in left_out else s for i, s in enumerate(every)]
     kept = [o for i, o in enumerate(outcomes) if i not in left_out]
@@ -80,23 +77,24 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
     summary = tables.summary_table(run_id, adapter, group,
                                    estimates + workloads.per_op_rows(group, estimates) + built,
                                    [o.samples for o in kept], numbers, rows)
-    if cpu is not None:
-        summary["regime"] = cpu.regime(group.regime)
+    summary["regime"] = state.regime(group.regime)
+    if state.mixed:
+        out.sampling.append((MIXED, f"{group.id} ({job.label}) {state.mixed}"))
     for case, message in failed:
         out.summaries.append(tables.error_row(run_id, adapter, group, message, case))
         out.warnings.append(f"{case.id} ({job.label}): left out, its build failed: {message}")
     out.entries.append({**entry, "status": "ok", "sampling": group.sampling.__dict__,
-                        **_cpu_states(cpu, outcomes, kept_rounds),
+                        **cpu_split.record(state, outcomes),
                         "processes": [{**checks.process_entry(o), **(
                             {"left_out": left_out[i]} if i in left_out else {}),
                                        **_settling(every[i]), **_life(lives[i])}
                                       for i, o in enumerate(outcomes)]})
-    found = drift.drifts([s for s in per_process if s])
-    out.drift.extend({**d, "implementation": job.label} for d in found)
+    trends = drift.drifts([s for s in per_process if s])
+    out.drift.extend({**d, "implementation": job.label} for d in trends)
     out.warnings.extend(checks.timer_warnings(group, outcomes))
     summary["modes"] = checks.modes_column(rows, summary)
     out.sampling.extend(checks.sampling_notes(group, outcomes, summary)
-                        + checks.mode_notes(summary) + checks.drift_notes(group, job.label, found)
+                        + checks.mode_notes(summary) + checks.drift_notes(group, job.label, trends)
                         + checks.floor_notes(group, job.label, kept))
     out.samples.append(rows)
     out.summaries.append(summary)
@@ -129,30 +127,19 @@ def _whole(run_id: str, job: Job, outcomes: list[Outcome], entry: dict[str, Any]
     return outcomes
 
 
-def _in_state(cpu: states.States | None, outcomes: list[Outcome], least: int
-              ) -> tuple[states.States | None, list[np.ndarray | None]]:
-    """The CPU states a job's figures are split by (None where no process met the kept one
-    in `least` rounds: every round counts, a mix) and each process's rounds in the kept
-    state (None: too few, or no split)."""
-    kept = [None if cpu is None else states.kept_rounds(o.samples, cpu, least)
-            for o in outcomes]
-    return (None, kept) if all(r is None for r in kept) else (cpu, kept)
-
-
-def _lives(group: Group, outcomes: list[Outcome], kept_rounds: list[np.ndarray | None],
+def _lives(group: Group, outcomes: list[Outcome], state: cpu_split.Split,
            every: list[dict[Key, Series]], least: int) -> list[drift.Life | None]:
     """Each process's life (analysis/drift.py `life`; none for a cadence, which settles on
-    its own); where its headline figures held only from some age on, its series (in
+    its own); where its headline figures held only from some age on, its figures (in
     `every`) become those of its rounds from then, where `least` rounds are left."""
     lives = [None if group.gap_ms is not None else drift.life(s) for s in every]
-    for i, (o, found) in enumerate(zip(outcomes, lives, strict=True)):
-        if found is None or found.trends or found.held_from_s <= 0:
+    for i, (o, life) in enumerate(zip(outcomes, lives, strict=True)):
+        if life is None or life.trends or life.held_from_s <= 0:
             continue
-        later = drift.rounds_from(o.samples, o.clock_offset_ns, found.held_from_ns)
-        if kept_rounds[i] is not None:
-            later = np.intersect1d(later, kept_rounds[i])
-        if later.size >= least:
-            every[i] = series(o.samples, o.calibration, o.clock_offset_ns, later)
+        later = state.of(o, i, drift.rounds_from(o.samples, o.clock_offset_ns,
+                                                 life.held_from_ns), least)
+        if later is not None:
+            every[i] = later
     return lives
 
 
@@ -164,65 +151,32 @@ def _life(found: drift.Life | None) -> dict[str, Any]:
     return {"held_from_s": round(found.held_from_s, 3), "moving": round(found.moving, 3)}
 
 
-def _left_out(job: str, cpu: states.States | None, least: int, outcomes: list[Outcome],
-              kept_rounds: list[np.ndarray | None], every: list[dict[Key, Series]],
+def _left_out(job: str, outcomes: list[Outcome], every: list[dict[Key, Series]],
               lives: list[drift.Life | None], warnings: list[str]) -> dict[int, str]:
     """The processes left out of a job's estimates, each with why (run.json's `left_out`),
-    said in `warnings`: those that met the kept CPU state in under `least` rounds, those
-    whose figures still moved in their last third where two others are kept
-    (analysis/drift.py `life`), and those far slower than the others (analysis/odd.py)."""
+    said in `warnings`: those whose figures still moved in their last third where as many
+    others remain as the job's interval needs (analysis/drift.py `life`, `enough`), and
+    those far slower than the others (analysis/odd.py)."""
     reasons: dict[int, str] = {}
-    state = [i for i, r in enumerate(kept_rounds) if r is None]
-    if cpu is not None and state:
-        said = ", ".join(f"{outcomes[i].process} ("
-                         f"{states.rounds_in(outcomes[i].samples, cpu, cpu.kept).size} of "
-                         f"{outcomes[i].samples.rounds} rounds)" for i in state)
-        warnings.append(f"{job}: worker process {said} met the CPU {cpu.kept} state, which "
-                        f"the figures are of, in under {least} rounds (min_rounds): kept in "
-                        "the samples, left out of the estimates")
-        reasons.update({i: f"under {least} rounds in the CPU {cpu.kept} state" for i in state})
-    moving = [i for i, f in enumerate(lives) if f is not None and f.trends and i not in reasons]
-    if moving and len(outcomes) - len(reasons) - len(moving) >= 2:  # else kept, a drift said
+    moving = [i for i, f in enumerate(lives) if f is not None and f.trends]
+    if moving:
         said = ", ".join(f"{outcomes[i].process} ({lives[i].change:+.0%})" for i in moving)
+        rest, needs = len(outcomes) - len(moving), drift.enough(len(outcomes))
         warnings.append(f"{job}: worker process {said} still moved in its last third (most of "
                         "its headline figures; first to last part of its life): no level of "
-                        "its own, kept in the samples, left out of the estimates")
-        reasons.update({i: "its figures still moved in its last third" for i in moving})
+                        + (f"its own, kept in the samples, left out of the estimates ({rest} "
+                           "others remain)" if rest >= needs else
+                           f"its own, yet kept in the estimates: without "
+                           f"{'it' if len(moving) == 1 else 'them'} {rest} would remain, "
+                           f"fewer than the {needs} the job's interval needs"))
+        if rest >= needs:
+            reasons.update({i: "its figures still moved in its last third" for i in moving})
     odd = dict(odd_processes([{} if i in reasons else s for i, s in enumerate(every)]))
     if odd:
         warnings.append(_odd_warning(job, outcomes, odd))
         reasons.update({i: f"{level:.2f}x the median of the job's processes kept"
                         for i, level in odd.items()})
     return reasons
-
-
-def _cpu_states(cpu: states.States | None, outcomes: list[Outcome],
-                kept: list[np.ndarray | None]) -> dict[str, Any]:
-    """run.json's record of a job's two CPU states (analysis/states.py): the loop's two
-    speeds, which state the figures come from, per process its share of rounds in the slow
-    one and how many rounds it kept ("all" where too few were in the kept state), and each
-    headline figure's level in the other state (the median over the processes with
-    MIN_ROUNDS rounds in it; µs)."""
-    if cpu is None:
-        return {}
-    other: dict[str, list[float]] = {}
-    for o in outcomes:
-        rounds = states.rounds_in(o.samples, cpu, cpu.other)
-        if rounds.size < MIN_ROUNDS:
-            continue
-        for k, s in series(o.samples, o.calibration, o.clock_offset_ns, rounds).items():
-            if k.metric in STOP_METRICS and s.values.size:
-                other.setdefault(f"{k.case.id} {k.metric}", []).append(s.point())
-    return {"cpu_states": {
-        "loop_step_us": {states.FAST: round(cpu.fast_ns / 1e3, 3),
-                         states.SLOW: round(cpu.slow_ns / 1e3, 3)},
-        "slow_share": round(cpu.slow_share, 3), "kept": cpu.kept,
-        "processes": [{"process": o.process, "slow_share": round(
-            states.rounds_in(o.samples, cpu, states.SLOW).size / max(1, o.samples.rounds), 3),
-            "rounds_kept": "all" if r is None else int(r.size)}
-            for o, r in zip(outcomes, kept, strict=True)],
-        f"{cpu.other}_state_us": {k: round(float(np.median(v)) / 1e3, 3)
-                                  for k, v in other.items()}}}
 
 
 def _settling(found: dict[Key, Series]) -> dict[str, Any]:
