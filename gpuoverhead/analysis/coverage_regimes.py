@@ -14,7 +14,7 @@ machine's regimes (issue 54), in seeded simulations built on analysis/coverage.p
   the estimand is the median, over many processes, of each one's figure under the same rule
   (`life_truth`).
 
-`python benchmarks/coverage.py` prints both tables in docs/methodology.md.
+`python benchmarks/investigations/coverage.py` prints both tables in docs/methodology.md.
 """
 
 from __future__ import annotations
