@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -326,3 +327,70 @@ def shared() -> Iterator[Path]:
     folder.chmod(0o1777)
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
+
+
+# -- what the hostile tests of the cache folder share (test_hostile_cache*.py, _heldout.py) --
+
+@pytest.fixture(scope="module")
+def header() -> str:
+    """wgpu-native's C header, whose parse the cache folder keeps (gpu/kept_header.py)."""
+    return pytest.importorskip("wgpu.backends.wgpu_native._ffi").get_wgpu_header()
+
+
+def private_folders(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """This test's cache folder (`tmp_path`/cache) and temporary folder (`tmp_path`/tmp,
+    the cache's fallback), made afresh and private, and the notes said so far forgotten
+    (each is said once a process); the temporary folder."""
+    from gpuoverhead.gpu import cache_folder
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    temp = tmp_path / "tmp"
+    temp.mkdir(mode=0o700)
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    monkeypatch.setattr(cache_folder, "_said", set(), raising=False)
+    return temp
+
+
+def notes(capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """The lines the tool said on stderr of what it did not take (`note: ...`)."""
+    return [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: ")]
+
+
+@contextlib.contextmanager
+def within(seconds: float) -> Iterator[None]:
+    """Fail rather than wait for ever (a read of a FIFO or a device that never ends)."""
+    def late(*_: object) -> None:
+        raise TimeoutError(f"still waiting after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, late)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def kept_entry(key: object, value: object, when: object = None) -> str:
+    """A kept file's text with one entry, as gpu/kept.py writes it (`when`: its time)."""
+    from gpuoverhead.gpu import kept
+
+    return json.dumps({json.dumps([kept.boot(), key]): {
+        "time": time.time() if when is None else when, "value": value}})
+
+
+def browser_answer(device: str = "Evil GPU") -> dict[str, object]:
+    """A browser's answer as browser/adapter.py keeps it, of an adapter with a GPU."""
+    return {"info": {"crossOriginIsolated": True, "userAgent": "HeadlessChrome/1",
+                     "timerResolutionUs": 5.0, "vendor": "evil", "architecture": "",
+                     "device": device, "description": device, "driver": "1", "backend":
+                     "vulkan", "type": "discrete GPU", "isFallbackAdapter": False,
+                     "features": ["timestamp-query"]},
+            "version": "HeadlessChrome/1", "status": {"webgpu": "enabled"}}
+
+
+def probe_answer(cpus: list[int], took_s: object = 0.8, when: object = None) -> dict[str, object]:
+    """A CPU probe's answer as run/cpus.py keeps it: every CPU of `cpus` alike."""
+    return {"seconds": {"submit": {str(c): 2e-5 for c in cpus}}, "took_s": took_s,
+            "time": time.time() if when is None else when}
