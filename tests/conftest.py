@@ -286,6 +286,15 @@ def ci_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Complet
     return proc, only_run_folder(out / "runs")
 
 
+def aa_suite(name: str, time_limit_s: int) -> str:
+    """The A/A tests' suite (test_selftest*.py): the empty kernel, naive and sequential at
+    N = 1 and 8, at least 6 rounds a process, in `time_limit_s`."""
+    return (f"name: {name}\ntime_limit_s: {time_limit_s}\ndefaults:\n  n_sweep: [1, 8]\n"
+            "  budget_s: 0.2\n  min_rounds: 6\n  methodologies: [naive, sequential]\n"
+            "  encodings: [dispatch]\n  layers: [wrapper]\n"
+            "benchmarks:\n  - {name: empty, kernel: empty, elements: 1}\n")
+
+
 def as_another_user(act: Callable[[], None]) -> None:
     """`act`, done by another local user (`nobody`), as an attacker on a shared machine
     would: in a child process that takes that user's uid and gid before it acts; the test
