@@ -286,6 +286,18 @@ def ci_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Complet
     return proc, only_run_folder(out / "runs")
 
 
+def browser_found(named: str | None = None) -> tuple[str | None, pytest.MarkDecorator]:
+    """The browser the browser tests drive (launcher.find: `named`, else this machine's
+    Chromium) and a mark that skips a test, saying why, where there is none."""
+    from gpuoverhead.browser import launcher
+    from gpuoverhead.errors import UserError
+
+    try:
+        return launcher.find(named), pytest.mark.skipif(False, reason="")
+    except UserError as exc:
+        return None, pytest.mark.skipif(True, reason=str(exc))
+
+
 def aa_suite(name: str, time_limit_s: int) -> str:
     """The A/A tests' suite (test_selftest*.py): the empty kernel, naive and sequential at
     N = 1 and 8, at least 6 rounds a process, in `time_limit_s`."""
