@@ -12,6 +12,7 @@ import functools
 import getpass
 import json
 import os
+import pickle
 import re
 import shutil
 import signal
@@ -391,6 +392,22 @@ def within(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+class _Payload:
+    """Pickled, opens (creates) `marker` as it loads: code run by whoever loads it."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (open, (self.marker, "w"))
+
+
+def payload_pickle(marker: Path) -> bytes:
+    """A pickle that creates `marker` as it loads (what another user plants as a kept
+    C header)."""
+    return pickle.dumps(_Payload(marker))
 
 
 def kept_entry(key: object, value: object, when: object = None) -> str:

@@ -8,7 +8,6 @@ case."""
 from __future__ import annotations
 
 import os
-import pickle
 import shutil
 import stat
 import subprocess
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, as_another_user, notes, private_folders, write_suite
+from conftest import ROOT, as_another_user, notes, payload_pickle, private_folders, write_suite
 
 from gpuoverhead.gpu import cache_folder, kept_header
 from gpuoverhead.gpu.layers import native
@@ -173,7 +172,7 @@ def test_hostile_native_loop_of_another_user_is_not_loaded(form, built, payload,
 
 def _plant_cache_and_runtime(shared: Path, theirs: Path, names: dict[str, Any],
                              marker: Path, link: bool) -> Callable[[], None]:
-    blob = pickle.dumps(_Payload(marker))
+    blob = payload_pickle(marker)
 
     def act() -> None:
         folder = shared / ("their-cache" if link else "gpuoverhead")
@@ -185,14 +184,6 @@ def _plant_cache_and_runtime(shared: Path, theirs: Path, names: dict[str, Any],
         theirs.chmod(0o777)
         (shared / names["runtime"]).symlink_to(theirs)
     return act
-
-
-class _Payload:
-    def __init__(self, marker: Path) -> None:
-        self.marker = str(marker)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (open, (self.marker, "w"))
 
 
 @pytest.mark.slow

@@ -32,6 +32,7 @@ from conftest import (
     browser_answer,
     kept_entry,
     notes,
+    payload_pickle,
     private_folders,
     probe_answer,
     within,
@@ -64,16 +65,6 @@ def _fallback(tmp_path: Path) -> Path:
     return tmp_path / "tmp" / f"gpuoverhead-cache-{os.geteuid()}"
 
 
-class _Payload:
-    """A pickle that opens (creates) `marker` as it loads: code run by whoever loads it."""
-
-    def __init__(self, marker: Path) -> None:
-        self.marker = str(marker)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (open, (self.marker, "w"))
-
-
 def _header_name(header: str) -> str:
     return kept_header._file(header).name
 
@@ -85,7 +76,7 @@ def _browser_key() -> Any:
 #: What another user plants, per kept file: its name (given the header), its text, and
 #: whether the tool took it (given the test's marker).
 PLANTED = {
-    "header": (_header_name, lambda marker: pickle.dumps(_Payload(marker)),
+    "header": (_header_name, payload_pickle,
                lambda header, marker: marker.exists()
                or kept_header._load(kept_header._file(header)) is not None),
     "browsers": (lambda header: seen.FILE,
@@ -98,6 +89,14 @@ PLANTED = {
              lambda marker: kept_entry(CPUS, probe_answer(CPUS)).encode(),
              lambda header, marker: cpus._kept(CPUS) is not None),
 }
+
+
+def test_the_planted_pickle_runs_code_as_it_loads(tmp_path):
+    """The control of every case below that finds no marker: a plain pickle.loads of what
+    another user plants as a kept header does make it."""
+    marker = tmp_path / "ran"
+    pickle.loads(payload_pickle(marker))  # the point: code runs as it loads
+    assert marker.exists()
 
 
 def _plant_in(folder: Path, header: str, marker: Path, open_to_all: bool = False
@@ -442,7 +441,7 @@ HEADER_DAMAGE: dict[str, Callable[[str, Path], bytes]] = {
         {**_parse_state(header), "_declarations": {"typedef x": ("int", 0)}}),
     "a parser attribute of another type": lambda header, marker: pickle.dumps(
         {**_parse_state(header), "_int_constants": []}),
-    "code that runs as it loads": lambda header, marker: pickle.dumps(_Payload(marker)),
+    "code that runs as it loads": lambda header, marker: payload_pickle(marker),
     "a class that is not cffi's": lambda header, marker: pickle.dumps(_OrderedPayload()),
 }
 

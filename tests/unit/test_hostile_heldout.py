@@ -16,7 +16,6 @@ import contextlib
 import hashlib
 import json
 import os
-import pickle
 import random
 import shlex
 import shutil
@@ -40,6 +39,7 @@ from conftest import (
     in_process,
     kept_entry,
     notes,
+    payload_pickle,
     private_folders,
     probe_answer,
     within,
@@ -560,20 +560,10 @@ def test_hostile_private_file_verdict_is_what_another_user_can_do(form, shared):
 
 # -- the cache folder reached by other shapes of path --------------------------------------
 
-class _Payload:
-    """A pickle that makes `marker` as it loads: code run by whoever loads it."""
-
-    def __init__(self, marker: Path) -> None:
-        self.marker = str(marker)
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (open, (self.marker, "w"))
-
-
 def _plant_cache(folder: Path, header: str, marker: Path) -> Callable[[], None]:
     """The other user's act: `folder` made, holding a kept C header that runs code as it
     loads and a browser answer of theirs."""
-    pickled = pickle.dumps(_Payload(marker))
+    pickled = payload_pickle(marker)
     name = f"cffi-{kept_header._file(header).name.split('-', 1)[1]}"
     answer = kept_entry(seen._key(sys.executable, ()), browser_answer("Evil GPU")).encode()
 
