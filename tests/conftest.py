@@ -12,12 +12,14 @@ import functools
 import getpass
 import json
 import os
+import pickle
 import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -285,6 +287,27 @@ def ci_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Complet
     return proc, only_run_folder(out / "runs")
 
 
+def browser_found(named: str | None = None) -> tuple[str | None, pytest.MarkDecorator]:
+    """The browser the browser tests drive (launcher.find: `named`, else this machine's
+    Chromium) and a mark that skips a test, saying why, where there is none."""
+    from gpuoverhead.browser import launcher
+    from gpuoverhead.errors import UserError
+
+    try:
+        return launcher.find(named), pytest.mark.skipif(False, reason="")
+    except UserError as exc:
+        return None, pytest.mark.skipif(True, reason=str(exc))
+
+
+def aa_suite(name: str, time_limit_s: int) -> str:
+    """The A/A tests' suite (test_selftest*.py): the empty kernel, naive and sequential at
+    N = 1 and 8, at least 6 rounds a process, in `time_limit_s`."""
+    return (f"name: {name}\ntime_limit_s: {time_limit_s}\ndefaults:\n  n_sweep: [1, 8]\n"
+            "  budget_s: 0.2\n  min_rounds: 6\n  methodologies: [naive, sequential]\n"
+            "  encodings: [dispatch]\n  layers: [wrapper]\n"
+            "benchmarks:\n  - {name: empty, kernel: empty, elements: 1}\n")
+
+
 def as_another_user(act: Callable[[], None]) -> None:
     """`act`, done by another local user (`nobody`), as an attacker on a shared machine
     would: in a child process that takes that user's uid and gid before it acts; the test
@@ -326,3 +349,86 @@ def shared() -> Iterator[Path]:
     folder.chmod(0o1777)
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
+
+
+# -- what the hostile tests of the cache folder share (test_hostile_cache*.py, _heldout.py) --
+
+@pytest.fixture(scope="module")
+def header() -> str:
+    """wgpu-native's C header, whose parse the cache folder keeps (gpu/kept_header.py)."""
+    return pytest.importorskip("wgpu.backends.wgpu_native._ffi").get_wgpu_header()
+
+
+def private_folders(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """This test's cache folder (`tmp_path`/cache) and temporary folder (`tmp_path`/tmp,
+    the cache's fallback), made afresh and private, and the notes said so far forgotten
+    (each is said once a process); the temporary folder."""
+    from gpuoverhead.gpu import cache_folder
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    temp = tmp_path / "tmp"
+    temp.mkdir(mode=0o700)
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    monkeypatch.setattr(cache_folder, "_said", set(), raising=False)
+    return temp
+
+
+def notes(capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """The lines the tool said on stderr of what it did not take (`note: ...`)."""
+    return [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: ")]
+
+
+@contextlib.contextmanager
+def within(seconds: float) -> Iterator[None]:
+    """Fail rather than wait for ever (a read of a FIFO or a device that never ends)."""
+    def late(*_: object) -> None:
+        raise TimeoutError(f"still waiting after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, late)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+class _Payload:
+    """Pickled, opens (creates) `marker` as it loads: code run by whoever loads it."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (open, (self.marker, "w"))
+
+
+def payload_pickle(marker: Path) -> bytes:
+    """A pickle that creates `marker` as it loads (what another user plants as a kept
+    C header)."""
+    return pickle.dumps(_Payload(marker))
+
+
+def kept_entry(key: object, value: object, when: object = None) -> str:
+    """A kept file's text with one entry, as gpu/kept.py writes it (`when`: its time)."""
+    from gpuoverhead.gpu import kept
+
+    return json.dumps({json.dumps([kept.boot(), key]): {
+        "time": time.time() if when is None else when, "value": value}})
+
+
+def browser_answer(device: str = "Evil GPU") -> dict[str, object]:
+    """A browser's answer as browser/adapter.py keeps it, of an adapter with a GPU."""
+    return {"info": {"crossOriginIsolated": True, "userAgent": "HeadlessChrome/1",
+                     "timerResolutionUs": 5.0, "vendor": "evil", "architecture": "",
+                     "device": device, "description": device, "driver": "1", "backend":
+                     "vulkan", "type": "discrete GPU", "isFallbackAdapter": False,
+                     "features": ["timestamp-query"]},
+            "version": "HeadlessChrome/1", "status": {"webgpu": "enabled"}}
+
+
+def probe_answer(cpus: list[int], took_s: object = 0.8, when: object = None) -> dict[str, object]:
+    """A CPU probe's answer as run/cpus.py keeps it: every CPU of `cpus` alike."""
+    return {"seconds": {"submit": {str(c): 2e-5 for c in cpus}}, "took_s": took_s,
+            "time": time.time() if when is None else when}

@@ -22,7 +22,7 @@ the median of 200,000 simulated processes' medians. Kinds of estimate:
 
 Thousands of runs go through `stats.between_processes`, vectorized; the first few of each
 cell also through `combine.combine` and `pairs.paired_ratios` themselves, which must agree.
-`python benchmarks/coverage.py` prints the table in docs/methodology.md.
+`python benchmarks/investigations/coverage.py` prints the table in docs/methodology.md.
 """
 
 from __future__ import annotations
@@ -96,9 +96,9 @@ SCENARIOS = (
              on_normal_cpu=True),
     Scenario("20% on a CPU 3.4x slower", slow=0.2, factor=3.4, spread=0.15,
              on_normal_cpu=True),
-    # The H200 VM's vCPUs (benchmarks/process_levels.py): `submit` 1.5x slower in stretches
-    # of 0.1-1.5 s, about 40% of the time; stretches of 2 rounds (of 20) put process medians
-    # 11% apart (sd on logs), as the VM's were (4-14% in its runs).
+    # The H200 VM's vCPUs (benchmarks/investigations/process_levels.py): `submit` 1.5x slower
+    # in stretches of 0.1-1.5 s, about 40% of the time; stretches of 2 rounds (of 20) put
+    # process medians 11% apart (sd on logs), as the VM's were (4-14% in its runs).
     Scenario("CPU 1.5x slower in 40% of rounds", spread=0.05, states=(1.5, 0.4, 2.0)),
 )
 #: A/A comparisons also meet processes in two modes (Chromium's completion on lavapipe

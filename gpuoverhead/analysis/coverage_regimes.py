@@ -18,7 +18,7 @@ machine's regimes (issue 54), in seeded simulations built on analysis/coverage.p
   (else with them: `life_truth`); beside it the same runs keeping every process. This goes
   through the project's own `life` (not vectorized), so fewer runs.
 
-`python benchmarks/coverage.py` prints both tables in docs/methodology.md.
+`python benchmarks/investigations/coverage.py` prints both tables in docs/methodology.md.
 """
 
 from __future__ import annotations

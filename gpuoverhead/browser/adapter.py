@@ -31,7 +31,7 @@ MODES = ("auto", "hardware", "software")
 #: GPU is not on Chrome's list of tested ones).
 GPU_FLAGS = ("--enable-features=Vulkan", "--use-angle=vulkan", "--disable-vulkan-surface",
              "--ignore-gpu-blocklist")
-#: Replaces GPU_FLAGS (benchmarks/chromium_gpu_probe.py prints the set that worked).
+#: Replaces GPU_FLAGS (benchmarks/gpu_machine/chromium_gpu_probe.py prints the set that worked).
 GPU_FLAGS_VAR = "GPUOVERHEAD_CHROMIUM_GPU_FLAGS"
 #: Seconds the page waits for requestAdapter() and the protocol for any answer, when asking:
 #: a GPU process that failed to start can leave both unanswered.

@@ -206,11 +206,11 @@ _LARGE_ENCODERS = ("pass", "dispatch")
 def device_sets(cases: tuple[Case, ...]) -> list[tuple[Case, ...]]:
     """Cases that share a device. One command encoder of 1024 passes makes every later submit
     on its device cost about 1.6x more on the H100 and 1.75x on lavapipe (docs/results.md;
-    `benchmarks/submit_gap.py big-encoder`), while a second device of the same process does
-    not. So `pass` has a device of its own, and so has `dispatch` with its GPU-timestamp
-    twin: on lavapipe one pass of 1024 dispatches left later submits as they were, but on
-    the H100 that was not measured, and a device more costs a worker about 10 ms. The cases
-    with one small encoder per op (naive, the `submit` encoding, the breakdown, the FFI
+    `benchmarks/investigations/submit_gap.py big-encoder`), while a second device of the same
+    process does not. So `pass` has a device of its own, and so has `dispatch` with its
+    GPU-timestamp twin: on lavapipe one pass of 1024 dispatches left later submits as they
+    were, but on the H100 that was not measured, and a device more costs a worker about 10 ms.
+    The cases with one small encoder per op (naive, the `submit` encoding, the breakdown, the FFI
     floor: 1024 submits left no such state on lavapipe) share another. In a reference
     loop's job the same split gives each native encoding a device. The twins that create a
     bind group per dispatch get devices of their own the same way: what thousands of

@@ -1,6 +1,6 @@
 """Timestamp queries around one compute pass, and a sequence of kernels timed by them: what
 the GPU-time cases (methods/timestamps.py, methods/fusion.py), the read floor
-(workloads/read_floor.py) and benchmarks/decode_floor.py share."""
+(workloads/read_floor.py) and benchmarks/investigations/decode_floor.py share."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def timed_pass(device: Any, sequence: tuple, repeats: int, timer: PassTimer | No
     """GPU ns (timestamps; None without a timer) and wall ns (submit to done) of `repeats`
     times `sequence` (steps: pipeline, bind group, grid x, grid y) in one compute pass: a
     figure for a sequence of kernels outside the sampled cases (the read floor, the decode
-    step in benchmarks/decode_floor.py)."""
+    step in benchmarks/investigations/decode_floor.py)."""
     encoder = device.create_command_encoder()
     compute = encoder.begin_compute_pass(timestamp_writes=timer.writes if timer else None)
     for _ in range(repeats):

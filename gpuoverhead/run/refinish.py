@@ -1,5 +1,5 @@
 """A run's estimates made again from what it stored: its samples.parquet and run.json, with
-the rules of this gpuoverhead, into a new folder (benchmarks/refinish.py).
+the rules of this gpuoverhead, into a new folder (benchmarks/investigations/refinish.py).
 
 A run's samples keep every timed call (its case, N, round, start and wall; its issue and GPU
 time; a breakdown's calls) and run.json each worker process's record (its rounds, the

@@ -54,8 +54,9 @@ PRECISIONS = ("f32", "f16")
 MEMORY_FLOOR = True
 #: Threads per workgroup of the matrix-vector kernels whose rows need fewer lanes, and the
 #: most vec4 loads a lane makes per row (longer rows get more lanes, up to DECODE_WG, so a
-#: lane's loads are in flight together): on the H100 (benchmarks/decode_floor.py --sweep)
-#: 64 and 4 gave the fastest fused 0.5B step in both implementations, 3-4% under 128 and 8.
+#: lane's loads are in flight together): on the H100
+#: (benchmarks/investigations/decode_floor.py --sweep) 64 and 4 gave the fastest fused 0.5B
+#: step in both implementations, 3-4% under 128 and 8.
 MATVEC_WG = 64
 LANE_LOADS = 4
 #: Logits per workgroup of the token loop's argmax (its threads, 16 logits each).

@@ -1,7 +1,7 @@
 """The fused decode step's kernel choices (shaders/fusion_decode.wgsl): how many workgroups
 the attention aims at, and which kernel takes the LM head. The suite's step uses each
-model's default (`default`); benchmarks/decode_kernels.py times it against `main` (the
-first fused engine's choices) on a GPU.
+model's default (`default`); benchmarks/investigations/decode_kernels.py times it against
+`main` (the first fused engine's choices) on a GPU.
 """
 
 from __future__ import annotations

@@ -35,8 +35,9 @@ STREAMS = ((1, 16), (1, 64), (0, 16))
 #: pass slowed by something else is not the floor).
 WG, REPEATS, PASSES = 256, 8, 3
 #: Seconds of streaming before the timed passes on a GPU: its clocks rise from idle (the
-#: decode worker's GPU waits seconds on numpy's checks before the stream; benchmarks/
-#: read_streams.py: 1.80 TB/s after 3 s idle, 3.10 TB/s warm, H100, wgpu-native).
+#: decode worker's GPU waits seconds on numpy's checks before the stream;
+#: benchmarks/investigations/read_streams.py: 1.80 TB/s after 3 s idle, 3.10 TB/s warm,
+#: H100, wgpu-native).
 WARM_S = 0.3
 #: Dispatches of the `count` kernel in the short and the long pass whose difference times
 #: one dispatch, and passes of each (the medians count): on the H200 a dispatch in a pass

@@ -12,19 +12,14 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import BACKEND, gpuoverhead, only_run_folder, read_run, write_suite
+from conftest import BACKEND, browser_found, gpuoverhead, only_run_folder, read_run, write_suite
 
-from gpuoverhead.browser import launcher
 from gpuoverhead.drivers import chromium as page
-from gpuoverhead.errors import IntegrityError, UserError
+from gpuoverhead.errors import IntegrityError
 from gpuoverhead.suite.expand import load_suite
 
-try:
-    BROWSER = launcher.find(None)
-except UserError as exc:
-    BROWSER = None
-    REASON = str(exc)
-pytestmark = pytest.mark.skipif(BROWSER is None, reason=REASON if BROWSER is None else "")
+BROWSER, needs_browser = browser_found()
+pytestmark = needs_browser
 
 SUITE = """
 name: browser-fusion-ci

@@ -12,20 +12,22 @@ import tempfile
 import time
 
 import pytest
-from conftest import ROOT, ci_run_suite, gpuoverhead, in_process, only_run_folder, read_run
+from conftest import (
+    ROOT,
+    browser_found,
+    ci_run_suite,
+    gpuoverhead,
+    in_process,
+    only_run_folder,
+    read_run,
+)
 
-from gpuoverhead.browser import launcher
 from gpuoverhead.browser.cdp import BrowserError
 from gpuoverhead.cases import BIND_PER_DISPATCH
 from gpuoverhead.drivers import chromium as page
-from gpuoverhead.errors import UserError
 
-try:
-    BROWSER = launcher.find(None)
-except UserError as exc:
-    BROWSER = None
-    REASON = str(exc)
-pytestmark = [pytest.mark.skipif(BROWSER is None, reason=REASON if BROWSER is None else ""),
+BROWSER, needs_browser = browser_found()
+pytestmark = [needs_browser,
               pytest.mark.skipif(sys.platform == "win32", reason="process groups")]
 #: The marker of this tool's browsers: their profile folder (launcher.Browser).
 PROFILE = "gpuoverhead-chromium-"

@@ -12,21 +12,16 @@ import os
 import sys
 
 import pytest
-from conftest import gpuoverhead, in_process, only_run_folder, write_suite
+from conftest import browser_found, gpuoverhead, in_process, only_run_folder, write_suite
 
 from gpuoverhead.browser import adapter as choice
-from gpuoverhead.browser import launcher
 from gpuoverhead.drivers import chromium as page
 from gpuoverhead.drivers.base import Request
 from gpuoverhead.errors import UserError
 from gpuoverhead.suite.expand import load_suite
 
-try:
-    BROWSER = launcher.find(os.environ.get("GPUOVERHEAD_TEST_BROWSER"))
-except UserError as exc:
-    BROWSER = None
-    REASON = str(exc)
-pytestmark = [pytest.mark.skipif(BROWSER is None, reason=REASON if BROWSER is None else ""),
+BROWSER, needs_browser = browser_found(os.environ.get("GPUOVERHEAD_TEST_BROWSER"))
+pytestmark = [needs_browser,
               pytest.mark.skipif(sys.platform == "win32", reason="process groups")]
 HARD = ("name: hard\nbrowser_adapter: hardware\ndefaults: {n_sweep: [1, 4], budget_s: 0.2, "
         "min_rounds: 3, methodologies: [sequential], encodings: [dispatch]}\n"

@@ -23,20 +23,14 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import in_process
+from conftest import browser_found, in_process
 
 from gpuoverhead.browser import launcher, server
 from gpuoverhead.browser.adapter import GPU_FLAGS_VAR
 from gpuoverhead.browser.cdp import BrowserError
 from gpuoverhead.drivers import chromium as page
-from gpuoverhead.errors import UserError
 
-try:
-    BROWSER = launcher.find(None)
-except UserError as exc:
-    BROWSER = None
-    REASON = str(exc)
-needs_browser = pytest.mark.skipif(BROWSER is None, reason=REASON if BROWSER is None else "")
+BROWSER, needs_browser = browser_found()
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="/proc and another uid: Linux")
 

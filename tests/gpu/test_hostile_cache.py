@@ -8,18 +8,16 @@ case."""
 from __future__ import annotations
 
 import os
-import pickle
 import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, as_another_user, write_suite
+from conftest import ROOT, as_another_user, notes, payload_pickle, private_folders, write_suite
 
 from gpuoverhead.gpu import cache_folder, kept_header
 from gpuoverhead.gpu.layers import native
@@ -66,12 +64,7 @@ def payload(tmp_path_factory, built) -> Path:
 def own(monkeypatch, tmp_path) -> Path:
     """This test's cache folder and temporary folder, the notes said so far forgotten, and
     the marker a payload would make."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    temp = tmp_path / "tmp"
-    temp.mkdir(mode=0o700)
-    monkeypatch.setenv("TMPDIR", str(temp))
-    monkeypatch.setattr(tempfile, "tempdir", str(temp))
-    monkeypatch.setattr(cache_folder, "_said", set(), raising=False)
+    private_folders(monkeypatch, tmp_path)
     monkeypatch.setenv("HOSTILE_MARKER", str(tmp_path / "ran"))
     return tmp_path
 
@@ -80,10 +73,6 @@ def _cache() -> Path:
     folder = cache_folder.cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
     return folder
-
-
-def _notes(capsys) -> list[str]:
-    return [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: ")]
 
 
 def _not_a_module(built: Path, payload: Path) -> bytes:
@@ -116,7 +105,7 @@ def test_hostile_damaged_native_loop_is_built_again(damage, built, payload, own,
     assert not isinstance(loop, str), loop
     assert loop.path == path and loop.lib.gpuoverhead_issue
     assert not (own / "ran").exists()
-    said = _notes(capsys)
+    said = notes(capsys)
     assert len(said) == 1 and "built again" in said[0], said
 
 
@@ -177,13 +166,13 @@ def test_hostile_native_loop_of_another_user_is_not_loaded(form, built, payload,
     info = os.lstat(expected)
     assert stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid()
     assert not info.st_mode & 0o022
-    said = _notes(capsys)
+    said = notes(capsys)
     assert len(said) == 1 and ("not private" in said[0] or "not loaded" in said[0]), said
 
 
 def _plant_cache_and_runtime(shared: Path, theirs: Path, names: dict[str, Any],
                              marker: Path, link: bool) -> Callable[[], None]:
-    blob = pickle.dumps(_Payload(marker))
+    blob = payload_pickle(marker)
 
     def act() -> None:
         folder = shared / ("their-cache" if link else "gpuoverhead")
@@ -195,14 +184,6 @@ def _plant_cache_and_runtime(shared: Path, theirs: Path, names: dict[str, Any],
         theirs.chmod(0o777)
         (shared / names["runtime"]).symlink_to(theirs)
     return act
-
-
-class _Payload:
-    def __init__(self, marker: Path) -> None:
-        self.marker = str(marker)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (open, (self.marker, "w"))
 
 
 @pytest.mark.slow

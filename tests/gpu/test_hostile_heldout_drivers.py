@@ -14,18 +14,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, as_another_user
+from conftest import ROOT, as_another_user, browser_found
 
 from gpuoverhead.browser import launcher
 from gpuoverhead.drivers import chromium as page
-from gpuoverhead.errors import UserError
 
-try:
-    BROWSER: str | None = launcher.find(None)
-    REASON = ""
-except UserError as exc:
-    BROWSER, REASON = None, str(exc)
-needs_browser = pytest.mark.skipif(BROWSER is None, reason=REASON)
+BROWSER, needs_browser = browser_found()
 
 #: cli.main, then one dispatch of a kernel on the Vulkan adapter (lavapipe here), then a wait
 #: of up to 5 s for Mesa to write the compiled shader to its cache under XDG_CACHE_HOME.

@@ -9,9 +9,16 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import BACKEND, CONFIGS, gpuoverhead, only_run_folder, read_run, write_suite
+from conftest import (
+    BACKEND,
+    CONFIGS,
+    browser_found,
+    gpuoverhead,
+    only_run_folder,
+    read_run,
+    write_suite,
+)
 
-from gpuoverhead.browser import launcher
 from gpuoverhead.cases import CPU_ARGMAX, GPU_ARGMAX, HOST_UNITS, READ
 from gpuoverhead.drivers import webgpu
 from gpuoverhead.errors import IntegrityError, UserError
@@ -23,10 +30,7 @@ from gpuoverhead.workloads import decode, readback
 from gpuoverhead.workloads import registry as workloads
 from gpuoverhead.workloads.work import Context, verify_outputs
 
-try:
-    BROWSER: str | None = launcher.find(None)
-except UserError:
-    BROWSER = None
+BROWSER, needs_browser = browser_found()
 
 SUITE = """
 defaults: {n_sweep: [1, 2], gpu_timestamps: false}
@@ -120,7 +124,7 @@ def test_the_readback_ci_suite_gives_each_size_and_form_in_each_implementation(t
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(BROWSER is None, reason="no Chromium here")
+@needs_browser
 def test_in_the_page_each_form_is_checked_and_a_stale_read_or_wrong_argmax_fails(
         tmp_path, monkeypatch):
     """In one page (a browser's start-up is seconds; the CLI run above leaves it out for

@@ -23,7 +23,7 @@ KEY = ["implementation", "family", "case", "metric", "call", "process"]
 
 def test_a_refinished_run_has_every_estimate_it_had(ci_run, tmp_path):
     _, folder = ci_run
-    proc = subprocess.run([sys.executable, "benchmarks/refinish.py", str(folder),
+    proc = subprocess.run([sys.executable, "benchmarks/investigations/refinish.py", str(folder),
                            str(tmp_path / "again")], capture_output=True, text=True, cwd=ROOT,
                           check=False)
     assert proc.returncode == 0, proc.stderr
@@ -68,7 +68,7 @@ def test_what_cannot_be_refinished_is_refused(ci_run, tmp_path):
     samples.to_parquet(moved / "samples.parquet")
     with pytest.raises(UserError, match="holds no issue_ns of cadence/"):
         refinish.benchmarks(refinish.read(moved, places))
-    proc = subprocess.run([sys.executable, "benchmarks/refinish.py", str(moved),
+    proc = subprocess.run([sys.executable, "benchmarks/investigations/refinish.py", str(moved),
                            str(tmp_path / "again")], capture_output=True, text=True, cwd=ROOT,
                           check=False)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in \

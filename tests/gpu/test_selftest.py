@@ -15,26 +15,11 @@ import os
 
 import pandas as pd
 import pytest
-from conftest import BACKEND, gpuoverhead, write_suite
+from conftest import BACKEND, aa_suite, gpuoverhead, write_suite
 
 from gpuoverhead.present import compare as comparing
 from gpuoverhead.results.read import load
 
-SUITE = """
-name: aa
-time_limit_s: 40
-defaults:
-  n_sweep: [1, 8]
-  budget_s: 0.2
-  min_rounds: 6
-  methodologies: [naive, sequential]
-  encodings: [dispatch]
-  layers: [wrapper]
-benchmarks:
-  - name: empty
-    kernel: empty
-    elements: 1
-"""
 #: Loaded by every Python process of the run: in a worker process (spawned), from the call
 #: of `sample_group` on, each Python and C call of the process numbers in
 #: GPUOVERHEAD_TEST_SLOW ("process:ns,...") spins that many ns first, as a CPU slower at
@@ -73,7 +58,7 @@ SLOW = {1: 1500, 3: 1500, 5: 1500, 7: 1500, 2: 10_000}
 
 @pytest.mark.slow
 def test_selftest_fails_halves_that_differ_and_measures_a_far_process_again(tmp_path):
-    suite = write_suite(tmp_path, SUITE)
+    suite = write_suite(tmp_path, aa_suite("aa", 40))
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(SLOWER)

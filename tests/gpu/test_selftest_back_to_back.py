@@ -8,30 +8,14 @@ import json
 
 import pandas as pd
 import pytest
-from conftest import BACKEND, gpuoverhead, in_process, write_suite
-
-SUITE = """
-name: b2b
-time_limit_s: 20
-defaults:
-  n_sweep: [1, 8]
-  budget_s: 0.2
-  min_rounds: 6
-  methodologies: [naive, sequential]
-  encodings: [dispatch]
-  layers: [wrapper]
-benchmarks:
-  - name: empty
-    kernel: empty
-    elements: 1
-"""
+from conftest import BACKEND, aa_suite, gpuoverhead, in_process, write_suite
 
 
 @pytest.mark.slow
 def test_two_runs_one_after_the_other_give_the_allowance_compare_uses(tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
-    suite = write_suite(tmp_path, SUITE)
+    suite = write_suite(tmp_path, aa_suite("b2b", 20))
     proc = gpuoverhead("selftest", "--back-to-back", "--suite", str(suite), "--backend",
                        BACKEND, "--implementation", "wgpu-native", "--processes", "2",
                        "--out", str(tmp_path / "out"), timeout=300,

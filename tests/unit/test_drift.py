@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 from test_startups import plan  # noqa: F401  (the fixture: a plan of a driver with no GPU)
-from test_states import CAL, _group
+from test_states import CAL, _group, rounds_of
 
 from gpuoverhead.analysis import drift
 from gpuoverhead.analysis.samples import GroupSamples
@@ -25,17 +25,9 @@ def _process(group, level, rounds: int = 80, seed: int = 0) -> GroupSamples:
     """Measured rounds 50 ms apart whose slope is level(fraction of the life) µs per op
     (±2%), the Python loop steady."""
     rng = np.random.default_rng(seed)
-    samples = GroupSamples(group.cases, warmup_rounds=1, rounds=rounds)
-    samples.python_step_ns = [1200] * (rounds + 1)
-    for r in range(rounds):
-        per_op = level(r / rounds) * 1e3 * math.exp(0.02 * rng.standard_normal())
-        t = 1_000_000_000 + r * 50_000_000
-        for n in group.cases[0].n_values:
-            wall = int(200e3 + per_op * n)
-            samples.records.append((0, n, r, False, t, wall))
-            samples.parts[len(samples.records) - 1] = (t + wall - 150_000,)
-            t += wall + 1000
-    return samples
+    per_op_us = [level(r / rounds) * math.exp(0.02 * rng.standard_normal())
+                 for r in range(rounds)]
+    return rounds_of(group, per_op_us, [1200] * (rounds + 1), apart_ns=50_000_000)
 
 
 def _flat(_: float) -> float:

@@ -13,28 +13,34 @@ have made or changed, nor write into one; fall back to something safe; say so in
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import os
 import pickle
 import shutil
-import signal
 import stat
 import subprocess
 import sys
-import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, as_another_user
+from conftest import (
+    ROOT,
+    as_another_user,
+    browser_answer,
+    kept_entry,
+    notes,
+    payload_pickle,
+    private_folders,
+    probe_answer,
+    within,
+)
 
 from gpuoverhead.browser import seen
 from gpuoverhead.drivers import pytorch
-from gpuoverhead.gpu import cache_folder, kept, kept_header
+from gpuoverhead.gpu import cache_folder, kept_header
 from gpuoverhead.run import cpus, startups
 
 #: The CPUs a kept probe is of in these tests.
@@ -45,13 +51,7 @@ CPUS = [0, 1]
 def own_folders(monkeypatch, tmp_path) -> Path:
     """This test's cache folder and temporary folder (the fallback's), each made afresh, and
     the notes said so far forgotten (each is said once a process)."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    temp = tmp_path / "tmp"
-    temp.mkdir(mode=0o700)
-    monkeypatch.setenv("TMPDIR", str(temp))
-    monkeypatch.setattr(tempfile, "tempdir", str(temp))
-    monkeypatch.setattr(cache_folder, "_said", set(), raising=False)
-    return temp
+    return private_folders(monkeypatch, tmp_path)
 
 
 def _own_cache() -> Path:
@@ -65,84 +65,38 @@ def _fallback(tmp_path: Path) -> Path:
     return tmp_path / "tmp" / f"gpuoverhead-cache-{os.geteuid()}"
 
 
-def _notes(capsys) -> list[str]:
-    return [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: ")]
-
-
-@contextlib.contextmanager
-def within(seconds: float) -> Iterator[None]:
-    """Fail rather than wait for ever (a read of a FIFO that never ends)."""
-    def late(*_: Any) -> None:
-        raise TimeoutError(f"still waiting after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, late)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-class _Payload:
-    """A pickle that opens (creates) `marker` as it loads: code run by whoever loads it."""
-
-    def __init__(self, marker: Path) -> None:
-        self.marker = str(marker)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (open, (self.marker, "w"))
-
-
-@pytest.fixture(scope="module")
-def header() -> str:
-    return pytest.importorskip("wgpu.backends.wgpu_native._ffi").get_wgpu_header()
-
-
 def _header_name(header: str) -> str:
     return kept_header._file(header).name
-
-
-def _answer(device: str = "Evil GPU") -> dict[str, Any]:
-    """An answer as browser/adapter.py keeps it, of an adapter with a GPU."""
-    return {"info": {"crossOriginIsolated": True, "userAgent": "HeadlessChrome/1",
-                     "timerResolutionUs": 5.0, "vendor": "evil", "architecture": "",
-                     "device": device, "description": device, "driver": "1", "backend":
-                     "vulkan", "type": "discrete GPU", "isFallbackAdapter": False,
-                     "features": ["timestamp-query"]},
-            "version": "HeadlessChrome/1", "status": {"webgpu": "enabled"}}
-
-
-def _entries(key: Any, value: Any, when: Any = None) -> str:
-    """A kept file's text with one entry, as gpu/kept.py writes it."""
-    return json.dumps({json.dumps([kept.boot(), key]): {
-        "time": time.time() if when is None else when, "value": value}})
 
 
 def _browser_key() -> Any:
     return seen._key(sys.executable, ())
 
 
-def _probe(took_s: Any = 0.8, when: Any = None) -> dict[str, Any]:
-    return {"seconds": {"submit": {str(c): 2e-5 for c in CPUS}}, "took_s": took_s,
-            "time": time.time() if when is None else when}
-
-
 #: What another user plants, per kept file: its name (given the header), its text, and
 #: whether the tool took it (given the test's marker).
 PLANTED = {
-    "header": (_header_name, lambda marker: pickle.dumps(_Payload(marker)),
+    "header": (_header_name, payload_pickle,
                lambda header, marker: marker.exists()
                or kept_header._load(kept_header._file(header)) is not None),
     "browsers": (lambda header: seen.FILE,
-                 lambda marker: _entries(_browser_key(), _answer()).encode(),
+                 lambda marker: kept_entry(_browser_key(), browser_answer()).encode(),
                  lambda header, marker: seen.get(sys.executable) is not None),
     "startups": (lambda header: startups.FILE,
                  lambda marker: json.dumps({"host|dev|g job": [123.0]}).encode(),
                  lambda header, marker: startups.load() != {}),
-    "cpus": (lambda header: cpus.FILE, lambda marker: _entries(CPUS, _probe()).encode(),
+    "cpus": (lambda header: cpus.FILE,
+             lambda marker: kept_entry(CPUS, probe_answer(CPUS)).encode(),
              lambda header, marker: cpus._kept(CPUS) is not None),
 }
+
+
+def test_the_planted_pickle_runs_code_as_it_loads(tmp_path):
+    """The control of every case below that finds no marker: a plain pickle.loads of what
+    another user plants as a kept header does make it."""
+    marker = tmp_path / "ran"
+    pickle.loads(payload_pickle(marker))  # the point: code runs as it loads
+    assert marker.exists()
 
 
 def _plant_in(folder: Path, header: str, marker: Path, open_to_all: bool = False
@@ -245,7 +199,7 @@ def test_hostile_cache_folder_of_another_user_runs_nothing_of_theirs(
     assert kept_header._load(kept_header._file(header)) is None
     assert not marker.exists(), "the other user's pickle ran as this user"
     assert cache_folder.cache_dir() == _fallback(tmp_path)
-    said = _notes(capsys)
+    said = notes(capsys)
     assert len(said) == 1 and "not private" in said[0] and str(_fallback(tmp_path)) in said[0], \
         said
     assert not any((tmp_path / "ours").glob("*"))  # nothing written where a link pointed
@@ -260,10 +214,10 @@ def test_hostile_cache_folder_of_another_user_is_not_believed(
     home = CACHE_FORMS[form](shared, header, marker, tmp_path)
     monkeypatch.setenv("XDG_CACHE_HOME", str(home))
     assert _taken(header, marker) == []
-    seen.put(sys.executable, _answer("ours"))
+    seen.put(sys.executable, browser_answer("ours"))
     assert seen.get(sys.executable)["info"]["device"] == "ours"
     assert (_fallback(tmp_path) / seen.FILE).is_file()
-    assert len(_notes(capsys)) == 1
+    assert len(notes(capsys)) == 1
 
 
 # -- a kept file that is not this user's own and private ---------------------------------
@@ -325,7 +279,7 @@ def test_hostile_kept_file_that_is_not_private(kind, form, shared, header, tmp_p
     FILE_FORMS[form](path, text(marker), shared)
     with within(10):
         assert not took(header, marker) and not marker.exists()
-    said = _notes(capsys)
+    said = notes(capsys)
     assert len(said) == 1 and str(path) in said[0], said
 
 
@@ -334,10 +288,10 @@ def test_hostile_kept_answers_file_that_is_not_private_is_replaced(form, shared)
     """... and the file is replaced by one of this user's own that only it may read and
     write, with nothing written where a link pointed."""
     path = _own_cache() / seen.FILE
-    FILE_FORMS[form](path, _entries(_browser_key(), _answer()).encode(), shared)
+    FILE_FORMS[form](path, kept_entry(_browser_key(), browser_answer()).encode(), shared)
     theirs = {p: p.read_bytes() for p in shared.iterdir() if p.is_file()}
     with within(10):
-        seen.put(sys.executable, _answer("ours"))
+        seen.put(sys.executable, browser_answer("ours"))
         assert seen.get(sys.executable)["info"]["device"] == "ours"
     info = os.lstat(path)
     assert stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid()
@@ -349,7 +303,7 @@ def test_hostile_kept_answers_file_that_is_not_private_is_replaced(form, shared)
 
 
 def _info(**changed: Any) -> dict[str, Any]:
-    answer = _answer()
+    answer = browser_answer()
     answer["info"].update(changed)
     return answer
 
@@ -358,8 +312,8 @@ BROWSER_DAMAGE = {
     "no adapter, error null": {"info": {"crossOriginIsolated": True, "userAgent": "x",
                                         "timerResolutionUs": 5.0, "error": None},
                                "version": "1", "status": {}},
-    "info a list": {**_answer(), "info": ["vulkan"]},
-    "no features": {**_answer(), "info": {k: v for k, v in _answer()["info"].items()
+    "info a list": {**browser_answer(), "info": ["vulkan"]},
+    "no features": {**browser_answer(), "info": {k: v for k, v in browser_answer()["info"].items()
                                           if k != "features"}},
     "features a string": _info(features="timestamp-query"),
     "features of numbers": _info(features=[1, 2]),
@@ -368,10 +322,10 @@ BROWSER_DAMAGE = {
     "fallback a string": _info(isFallbackAdapter="no"),
     "type null": _info(type=None),
     "a key of another page": _info(extra="x"),
-    "version a number": {**_answer(), "version": 156},
-    "status a list": {**_answer(), "status": ["enabled"]},
-    "status of numbers": {**_answer(), "status": {"webgpu": 1}},
-    "no status": {k: v for k, v in _answer().items() if k != "status"},
+    "version a number": {**browser_answer(), "version": 156},
+    "status a list": {**browser_answer(), "status": ["enabled"]},
+    "status of numbers": {**browser_answer(), "status": {"webgpu": 1}},
+    "no status": {k: v for k, v in browser_answer().items() if k != "status"},
     "a string": "chromium",
 }
 
@@ -381,16 +335,16 @@ def test_hostile_damaged_browser_answer_is_asked_again(damage, capsys):
     """A kept browser answer of the wrong types or shape had ended in tracebacks, and one
     with `error: null` made every run say `error: .../chromium: None` for a day."""
     path = _own_cache() / seen.FILE
-    path.write_text(_entries(_browser_key(), BROWSER_DAMAGE[damage]))
+    path.write_text(kept_entry(_browser_key(), BROWSER_DAMAGE[damage]))
     assert seen.get(sys.executable) is None
-    said = _notes(capsys)
+    said = notes(capsys)
     assert len(said) == 1 and str(path) in said[0] and "asked again" in said[0], said
 
 
 ENTRY_DAMAGE = {
-    "time a string": ("now", _answer()),
-    "time not a number": (float("nan"), _answer()),
-    "time a boolean": (True, _answer()),
+    "time a string": ("now", browser_answer()),
+    "time not a number": (float("nan"), browser_answer()),
+    "time a boolean": (True, browser_answer()),
 }
 
 
@@ -398,9 +352,9 @@ ENTRY_DAMAGE = {
 def test_hostile_damaged_kept_entry_is_asked_again(damage, capsys):
     when, value = ENTRY_DAMAGE[damage]
     path = _own_cache() / seen.FILE
-    path.write_text(_entries(_browser_key(), value, when))
+    path.write_text(kept_entry(_browser_key(), value, when))
     assert seen.get(sys.executable) is None
-    assert len(_notes(capsys)) == 1
+    assert len(notes(capsys)) == 1
 
 
 @pytest.mark.parametrize("text", ["{not json", "[1, 2]", "null", "[" * 100_000],
@@ -409,18 +363,19 @@ def test_hostile_damaged_kept_file_is_said_and_replaced(text, capsys):
     path = _own_cache() / seen.FILE
     path.write_text(text)
     assert seen.get(sys.executable) is None
-    seen.put(sys.executable, _answer("ours"))
+    seen.put(sys.executable, browser_answer("ours"))
     assert seen.get(sys.executable)["info"]["device"] == "ours"
-    said = _notes(capsys)
+    said = notes(capsys)
     assert len(said) == 1 and "damaged" in said[0], said
 
 
 CPU_DAMAGE = {
-    "time not a number": _probe(when="nan"),
-    "took infinite": _probe(took_s=1e400),
-    "took 400 digits": _probe(took_s=10 ** 400),
-    "other CPUs": {**_probe(), "seconds": {"submit": {"7": 2e-5}}},
-    "negative seconds": {**_probe(), "seconds": {"submit": {str(c): -1.0 for c in CPUS}}},
+    "time not a number": probe_answer(CPUS, when="nan"),
+    "took infinite": probe_answer(CPUS, took_s=1e400),
+    "took 400 digits": probe_answer(CPUS, took_s=10 ** 400),
+    "other CPUs": {**probe_answer(CPUS), "seconds": {"submit": {"7": 2e-5}}},
+    "negative seconds": {**probe_answer(CPUS),
+                         "seconds": {"submit": {str(c): -1.0 for c in CPUS}}},
 }
 
 
@@ -429,9 +384,9 @@ def test_hostile_damaged_cpu_probe_is_probed_again(damage, capsys):
     """A kept CPU probe whose time was NaN ended the run in round()'s ValueError; one with
     a 400-digit time in float()'s OverflowError."""
     path = _own_cache() / cpus.FILE
-    path.write_text(_entries(CPUS, CPU_DAMAGE[damage]).replace('"nan"', "NaN"))
+    path.write_text(kept_entry(CPUS, CPU_DAMAGE[damage]).replace('"nan"', "NaN"))
     assert cpus._kept(CPUS) is None
-    assert len(_notes(capsys)) == 1
+    assert len(notes(capsys)) == 1
 
 
 def _device(**changed: Any) -> dict[str, Any]:
@@ -448,15 +403,15 @@ TORCH_DAMAGE = {"device a number": _device(device=1),
 @pytest.mark.parametrize("damage", TORCH_DAMAGE)
 def test_hostile_damaged_torch_device_is_asked_again(damage, capsys):
     path = _own_cache() / pytorch.FILE
-    path.write_text(_entries(["torch"], TORCH_DAMAGE[damage]))
+    path.write_text(kept_entry(["torch"], TORCH_DAMAGE[damage]))
     assert pytorch._kept(["torch"]) is None
-    assert len(_notes(capsys)) == 1
+    assert len(notes(capsys)) == 1
 
 
 def test_a_torch_device_as_kept_is_taken():
     """The control of the damaged ones: what pytorch.py keeps is taken as it was kept."""
     path = _own_cache() / pytorch.FILE
-    path.write_text(_entries(["torch"], _device()))
+    path.write_text(kept_entry(["torch"], _device()))
     assert pytorch._kept(["torch"]).device == "cpu"
 
 
@@ -486,7 +441,7 @@ HEADER_DAMAGE: dict[str, Callable[[str, Path], bytes]] = {
         {**_parse_state(header), "_declarations": {"typedef x": ("int", 0)}}),
     "a parser attribute of another type": lambda header, marker: pickle.dumps(
         {**_parse_state(header), "_int_constants": []}),
-    "code that runs as it loads": lambda header, marker: pickle.dumps(_Payload(marker)),
+    "code that runs as it loads": lambda header, marker: payload_pickle(marker),
     "a class that is not cffi's": lambda header, marker: pickle.dumps(_OrderedPayload()),
 }
 
@@ -502,7 +457,7 @@ def test_hostile_damaged_kept_header_is_parsed_again(damage, header, tmp_path, c
     path.chmod(0o600)
     assert kept_header._load(path) is None
     assert not marker.exists()
-    said = _notes(capsys)
+    said = notes(capsys)
     assert len(said) == 1 and str(path) in said[0] and "parsed again" in said[0], said
 
 
@@ -521,7 +476,7 @@ def test_hostile_kept_header_the_import_fails_with_is_removed(header, capsys):
         ffi.cdef(header)
         ffi.sizeof("WGPUBufferDescriptor")  # as the binding's import would use it
     assert not path.exists()
-    assert any("removed" in n for n in _notes(capsys))
+    assert any("removed" in n for n in notes(capsys))
 
 
 # -- the runtime folder (cli.main) -------------------------------------------------------

@@ -16,11 +16,9 @@ import contextlib
 import hashlib
 import json
 import os
-import pickle
 import random
 import shlex
 import shutil
-import signal
 import socket
 import stat
 import statistics
@@ -34,7 +32,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, as_another_user, in_process
+from conftest import (
+    ROOT,
+    as_another_user,
+    browser_answer,
+    in_process,
+    kept_entry,
+    notes,
+    payload_pickle,
+    private_folders,
+    probe_answer,
+    within,
+)
 
 from gpuoverhead.browser import launcher, seen, server
 from gpuoverhead.browser.adapter import GPU_FLAGS_VAR, describe
@@ -292,16 +301,8 @@ def own_cache(monkeypatch, tmp_path) -> Path:
     Mesa's variables unset."""
     for variable in ("MESA_SHADER_CACHE_DIR", "MESA_GLSL_CACHE_DIR", "MESA_SHADER_CACHE_DISABLE"):
         monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    temp = tmp_path / "tmp"
-    temp.mkdir(mode=0o700)
-    monkeypatch.setattr(tempfile, "tempdir", str(temp))
-    monkeypatch.setattr(cache_folder, "_said", set())
+    private_folders(monkeypatch, tmp_path)
     return tmp_path
-
-
-def _notes(capsys) -> list[str]:
-    return [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: ")]
 
 
 MESA_FORMS: dict[str, Callable[[Path, pytest.MonkeyPatch], None]] = {
@@ -329,7 +330,7 @@ def test_hostile_mesa_shader_cache_of_another_user_is_not_mesas(form, own_cache,
     assert set(env) == {"MESA_SHADER_CACHE_DIR"}, env
     folder = Path(env["MESA_SHADER_CACHE_DIR"])
     assert private.folder(folder) and not folder.is_relative_to(shared / "theirs")
-    said = _notes(capsys)  # the tool's own cache folder may be said too, where it moved
+    said = notes(capsys)  # the tool's own cache folder may be said too, where it moved
     assert [n for n in said if "Mesa" in n] == [said[-1]], said
     assert "Mesa's shader cache is not private" in said[-1] and str(folder) in said[-1]
 
@@ -337,7 +338,7 @@ def test_hostile_mesa_shader_cache_of_another_user_is_not_mesas(form, own_cache,
 def test_mesa_shader_cache_in_a_private_folder_is_left_to_mesa(own_cache, capsys):
     """The control: where the folder Mesa keeps it under is private, nothing changes."""
     assert cache_folder.mesa_cache_env() == {}
-    assert _notes(capsys) == []
+    assert notes(capsys) == []
 
 
 def test_hostile_mesa_shader_cache_with_no_private_folder_anywhere_is_off(
@@ -347,7 +348,7 @@ def test_hostile_mesa_shader_cache_with_no_private_folder_anywhere_is_off(
     monkeypatch.setenv("XDG_CACHE_HOME", str(_their_folder(shared)))
     monkeypatch.setattr(tempfile, "tempdir", str(_their_folder(shared, "tmp", 0o777)))
     assert cache_folder.mesa_cache_env() == {"MESA_SHADER_CACHE_DISABLE": "true"}
-    assert any("turned off" in line for line in _notes(capsys))
+    assert any("turned off" in line for line in notes(capsys))
 
 
 # -- $CC, the C loop's compiler ----------------------------------------------------------
@@ -559,42 +560,12 @@ def test_hostile_private_file_verdict_is_what_another_user_can_do(form, shared):
 
 # -- the cache folder reached by other shapes of path --------------------------------------
 
-class _Payload:
-    """A pickle that makes `marker` as it loads: code run by whoever loads it."""
-
-    def __init__(self, marker: Path) -> None:
-        self.marker = str(marker)
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (open, (self.marker, "w"))
-
-
-@pytest.fixture(scope="module")
-def header() -> str:
-    return pytest.importorskip("wgpu.backends.wgpu_native._ffi").get_wgpu_header()
-
-
-def _kept_entry(key: object, value: object) -> str:
-    """A kept file's text with one entry, as gpu/kept.py writes it."""
-    return json.dumps({json.dumps([kept.boot(), key]): {"time": time.time(), "value": value}})
-
-
-def _browser_answer(device: str) -> dict[str, object]:
-    """A browser answer as browser/adapter.py keeps it."""
-    return {"info": {"crossOriginIsolated": True, "userAgent": "HeadlessChrome/1",
-                     "timerResolutionUs": 5.0, "vendor": "evil", "architecture": "",
-                     "device": device, "description": device, "driver": "1", "backend":
-                     "vulkan", "type": "discrete GPU", "isFallbackAdapter": False,
-                     "features": []},
-            "version": "HeadlessChrome/1", "status": {"webgpu": "enabled"}}
-
-
 def _plant_cache(folder: Path, header: str, marker: Path) -> Callable[[], None]:
     """The other user's act: `folder` made, holding a kept C header that runs code as it
     loads and a browser answer of theirs."""
-    pickled = pickle.dumps(_Payload(marker))
+    pickled = payload_pickle(marker)
     name = f"cffi-{kept_header._file(header).name.split('-', 1)[1]}"
-    answer = _kept_entry(seen._key(sys.executable, ()), _browser_answer("Evil GPU")).encode()
+    answer = kept_entry(seen._key(sys.executable, ()), browser_answer("Evil GPU")).encode()
 
     def act() -> None:
         folder.mkdir(mode=0o755, parents=True)
@@ -685,7 +656,7 @@ def test_hostile_cache_home_reached_another_way_loads_nothing_of_theirs(
     try:
         assert kept_header._load(kept_header._file(header)) is None
         assert seen.get(sys.executable) is None
-        seen.put(sys.executable, _browser_answer("ours"))
+        seen.put(sys.executable, browser_answer("ours"))
         fallback = own_cache / "tmp" / f"gpuoverhead-cache-{os.geteuid()}"
         assert cache_folder.cache_dir() == fallback
     finally:
@@ -694,7 +665,7 @@ def test_hostile_cache_home_reached_another_way_loads_nothing_of_theirs(
     assert not marker.exists(), "the other user's pickle ran as this user"
     assert (fallback / seen.FILE).is_file()
     assert _tree(shared) == before  # nothing written where the path led
-    said = _notes(capsys)
+    said = notes(capsys)
     assert len(said) == 1 and "not private" in said[0] and "\x1b" not in said[0], said
 
 
@@ -747,11 +718,6 @@ def test_hostile_cache_folder_with_their_folder_mounted_over_it(shared, header, 
 CPUS = [0, 1]
 
 
-def _cpu_probe() -> dict[str, object]:
-    return {"seconds": {"submit": {str(c): 2e-5 for c in CPUS}}, "took_s": 0.8,
-            "time": time.time()}
-
-
 def _torch_device() -> dict[str, object]:
     return {"implementation": "torch-eager", "backend": "cpu", "adapter_type": "CPU",
             "vendor": "intel", "vendor_id": 0, "device": "cpu", "driver": "",
@@ -773,16 +739,16 @@ def _parsed_header(header: str) -> bytes:
 #: took what is there.
 KEPT: dict[str, tuple[Callable[[str], str], Callable[[str], bytes], Callable[[str], bool]]] = {
     "browsers": (lambda header: seen.FILE,
-                 lambda header: _kept_entry(seen._key(sys.executable, ()),
-                                            _browser_answer("Evil GPU")).encode(),
+                 lambda header: kept_entry(seen._key(sys.executable, ()),
+                                           browser_answer("Evil GPU")).encode(),
                  lambda header: seen.get(sys.executable) is not None),
     "startups": (lambda header: startups.FILE,
                  lambda header: json.dumps({"host|dev|g job": [123.0]}).encode(),
                  lambda header: startups.load() != {}),
-    "cpus": (lambda header: cpus.FILE, lambda header: _kept_entry(CPUS, _cpu_probe()).encode(),
+    "cpus": (lambda header: cpus.FILE, lambda header: kept_entry(CPUS, probe_answer(CPUS)).encode(),
              lambda header: cpus._kept(CPUS) is not None),
     "torch": (lambda header: pytorch.FILE,
-              lambda header: _kept_entry(["torch"], _torch_device()).encode(),
+              lambda header: kept_entry(["torch"], _torch_device()).encode(),
               lambda header: pytorch._kept(["torch"]) is not None),
     "header": (lambda header: kept_header._file(header).name, _parsed_header,
                lambda header: kept_header._load(kept_header._file(header)) is not None),
@@ -827,26 +793,11 @@ def test_hostile_kept_file_of_another_kind(kind, form, shared, header, own_cache
     name, text, took = KEPT[kind]
     folder = cache_folder.cache_dir()
     KEPT_FORMS[form](folder / name(header), text(header), shared)
-    with _within(10):
+    with within(10):
         taken = took(header)
     assert taken == (form == "others_may_read")
-    said = _notes(capsys)
+    said = notes(capsys)
     assert len(said) <= 1 and all("\n" not in n for n in said), said
-
-
-@contextlib.contextmanager
-def _within(seconds: float) -> Iterator[None]:
-    """Fail rather than wait for ever."""
-    def late(*_: object) -> None:
-        raise TimeoutError(f"still waiting after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, late)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.mark.parametrize("when", ["before the open", "after the open"])
@@ -855,8 +806,8 @@ def test_hostile_kept_file_swapped_around_its_open(when, shared, own_cache, monk
     tool opens first and checks what it opened (fstat): theirs swapped in before the open is
     refused; after it, the open file is still this user's, and that is what is read."""
     path = cache_folder.cache_dir() / seen.FILE
-    ours = _kept_entry(seen._key(sys.executable, ()), _browser_answer("ours")).encode()
-    theirs = _kept_entry(seen._key(sys.executable, ()), _browser_answer("Evil GPU")).encode()
+    ours = kept_entry(seen._key(sys.executable, ()), browser_answer("ours")).encode()
+    theirs = kept_entry(seen._key(sys.executable, ()), browser_answer("Evil GPU")).encode()
     path.write_bytes(ours)
     path.chmod(0o600)
     made = shared / "theirs"
@@ -910,7 +861,7 @@ def test_hostile_kept_file_damaged_another_way(kind, damage, header, own_cache, 
     path.write_bytes(DAMAGE[damage](text(header), KEPT_LIMITS[kind]))
     path.chmod(0o600)
     assert not took(header)
-    said = _notes(capsys)
+    said = notes(capsys)
     assert len(said) == 1 and str(path) in said[0] and "\n" not in said[0], said
 
 
@@ -980,11 +931,11 @@ def _startups_used(value: object) -> object:
 
 
 #: Each kept answer's reader with what uses what it takes, and an answer as written.
-READERS = {"a browser's answer": (_browser_used, lambda: _browser_answer("GPU")),
+READERS = {"a browser's answer": (_browser_used, lambda: browser_answer("GPU")),
            "a browser without an adapter": (_browser_used, lambda: {
                "info": {"crossOriginIsolated": True, "userAgent": "x", "timerResolutionUs": 5.0,
                         "error": "no adapter"}, "version": "1", "status": {}}),
-           "a CPU probe": (_probe_used, _cpu_probe),
+           "a CPU probe": (_probe_used, lambda: probe_answer(CPUS)),
            "a torch device": (_device_used, _torch_device),
            "start-ups": (_startups_used, lambda: {"host|dev|g job": [1.5, 2.0]})}
 
@@ -1050,7 +1001,7 @@ def test_hostile_kept_header_naming_cffi_but_carrying_a_payload(payload, header,
     path.chmod(0o600)
     assert kept_header._load(path) is None
     assert not marker.exists(), "the pickle ran code"
-    said = _notes(capsys)
+    said = notes(capsys)
     assert len(said) == 1 and "parsed again" in said[0] and "\n" not in said[0], said
 
 
@@ -1127,9 +1078,9 @@ def test_hostile_kept_c_loop_or_its_digest_not_this_users_own(form, shared, tmp_
     assert native._kept(so)  # the control: as built, it would be loaded
     capsys.readouterr()
     LOOP_FORMS[form](so, digest, shared)
-    with _within(10):
+    with within(10):
         assert not native._kept(so)
-    said = _notes(capsys)
+    said = notes(capsys)
     assert len(said) == 1 and "built again" in said[0] and "\n" not in said[0], said
 
 
@@ -1147,7 +1098,7 @@ def test_hostile_kept_c_loop_longer_than_what_is_read(tmp_path, capsys):
     with open(so, "rb") as f:
         digest.write_text(hashlib.sha256(f.read(native.MAX_BYTES + 1)).hexdigest())
     assert not native._kept(so)
-    said = _notes(capsys)
+    said = notes(capsys)
     assert len(said) == 1 and "built again" in said[0], said
 
 

@@ -5,6 +5,7 @@ and no import cycles."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from conftest import ROOT
@@ -150,3 +151,23 @@ def test_no_module_outside_the_drivers_names_an_implementation():
             elif isinstance(node, ast.Name) and node.id in ("CHROMIUM", "TORCH"):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.id}")
     assert not found, found
+
+
+#: A script or suite under benchmarks/ as a text names it (not `COMMIT:benchmarks/...`, the
+#: file as a commit held it).
+BENCHMARK_PATH = re.compile(r"(?<![\w:/.-])benchmarks/[\w/.-]*\w\.(?:py|sh|c|yaml)\b")
+
+
+def test_every_benchmarks_path_the_tree_names_is_there():
+    """benchmarks/ is sorted by kind (benchmarks/README.md): each script and suite that the
+    documents, the package, the tests, CI and the scripts themselves name is where they say.
+    CHANGELOG.md's entries and configs/' comments are left as written: history, and a
+    shipped suite's bytes are the sha256 its committed runs recorded."""
+    scripts = (p for p in (ROOT / "benchmarks").rglob("*") if p.suffix in (".py", ".sh", ".c"))
+    texts = [ROOT / "README.md", ROOT / "results" / "README.md", ROOT / ".ci" / "run",
+             *(ROOT / "docs").glob("*.md"), *PACKAGE.rglob("*.py"),
+             *(ROOT / "tests").rglob("*.py"), *scripts, *(ROOT / ".github").rglob("*.y*ml")]
+    named = {(p.relative_to(ROOT), n) for p in texts
+             for n in BENCHMARK_PATH.findall(p.read_text("utf-8"))}
+    assert len(named) > 40
+    assert sorted(f"{p}: {n}" for p, n in named if not (ROOT / n).is_file()) == []

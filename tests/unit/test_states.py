@@ -45,15 +45,27 @@ def _process(group, slow_share: float, rounds: int = 60, seed: int = 0,
     round's loop reading 1.2 or 2.2 µs (±3%), its slope 38 or 54 µs per op (±2%)."""
     rng = np.random.default_rng(seed)
     slow = np.repeat(rng.random(rounds // 4 + 1) < slow_share, 4)[: rounds + 2]
-    samples = GroupSamples(group.cases, warmup_rounds=1, rounds=rounds)
-    samples.python_step_ns = [int((2200 if s else 1200) * math.exp(0.03 * rng.standard_normal()))
-                              for s in slow[: rounds + 1]]
+    loop_ns = [int((2200 if s else 1200) * math.exp(0.03 * rng.standard_normal()))
+               for s in slow[: rounds + 1]]
+    per_op_us = [(slow_us if slow[r + 1] else fast_us) * math.exp(0.02 * rng.standard_normal())
+                 for r in range(rounds)]
+    return rounds_of(group, per_op_us, loop_ns)
+
+
+def rounds_of(group, per_op_us: list[float], loop_ns: list[int],
+              apart_ns: int | None = None) -> GroupSamples:
+    """A process's measured rounds (one warm-up before them) as a worker records them: round
+    r's samples 200 µs plus `per_op_us[r]` µs an op, its GPU done 150 µs before each ends;
+    the Python loop's readings `loop_ns` (one more than the rounds); the rounds back to back,
+    or starting `apart_ns` apart."""
+    samples = GroupSamples(group.cases, warmup_rounds=1, rounds=len(per_op_us))
+    samples.python_step_ns = loop_ns
     t = 1_000_000_000
-    for r in range(rounds):
-        per_op = (slow_us if slow[r + 1] else fast_us) * 1e3 * math.exp(
-            0.02 * rng.standard_normal())
+    for r, us in enumerate(per_op_us):
+        if apart_ns is not None:
+            t = 1_000_000_000 + r * apart_ns
         for n in group.cases[0].n_values:
-            wall = int(200e3 + per_op * n)
+            wall = int(200e3 + us * 1e3 * n)
             samples.records.append((0, n, r, False, t, wall))
             samples.parts[len(samples.records) - 1] = (t + wall - 150_000,)
             t += wall + 1000

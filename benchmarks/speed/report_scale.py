@@ -2,7 +2,7 @@
 holding one million sample rows in all. Prints wall time and peak memory; the targets are
 under 5 s and under 1 GiB.
 
-    python benchmarks/report_scale.py [RUN_FOLDER]
+    python benchmarks/speed/report_scale.py [RUN_FOLDER]
 
 RUN_FOLDER is any real run (default: the first under results/); its samples are repeated,
 and its folder copied, until the copies hold 1,000,000 sample rows.
@@ -24,7 +24,7 @@ ROWS = 1_000_000
 
 
 def main() -> None:
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     source = Path(sys.argv[1]) if len(sys.argv) > 1 else sorted(
         p.parent for p in (root / "results").rglob("run.json"))[0]
     samples = pd.read_parquet(source / "samples.parquet")

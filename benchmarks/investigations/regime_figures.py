@@ -1,5 +1,5 @@
 """The figures issue 54's "done when" asks for, from the folders that
-benchmarks/measure_gpu_machine.sh writes (its questions `default`, `default-again`,
+benchmarks/gpu_machine/measure_gpu_machine.sh writes (its questions `default`, `default-again`,
 `selftest`, `selftest-b2b`, `cadence`, `c-loop`), each where it exists:
 
 - per plain run (`default`, `default-again`, and the two runs of `selftest-b2b`), the
@@ -14,7 +14,7 @@ benchmarks/measure_gpu_machine.sh writes (its questions `default`, `default-agai
 - each A/A (`selftest`, the halves alternating; `selftest-b2b`, one after the other): the
   share of headline rows `same`;
 - the native layer's back-to-back `submit` per op (each plain run) against the plain C loop
-  measured in the same call (`c-loop`: benchmarks/submit_cadence.py);
+  measured in the same call (`c-loop`: benchmarks/investigations/submit_cadence.py);
 - per gap, the cadence's wall time per op of wgpu-native's `submit` in each layer, when its
   level settled, and the C loop's; and, after 6 s, what the first burst of a block (after
   another case's) cost against the others (after one of its own kind);
@@ -24,7 +24,7 @@ benchmarks/measure_gpu_machine.sh writes (its questions `default`, `default-agai
   rounds of each speed, with their rank correlation; and the run's own record of them
   (run.json `cpu_states`: the state kept, the other state's level of `submit`).
 
-    python benchmarks/regime_figures.py /tmp/results
+    python benchmarks/investigations/regime_figures.py /tmp/results
 """
 
 from __future__ import annotations

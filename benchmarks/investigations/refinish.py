@@ -5,7 +5,7 @@ the median and widest headline half-width, the headline rows with no interval, a
 processes left out of the estimates.
 
 Run from the repository root:
-`python benchmarks/refinish.py RUN_FOLDER NEW_FOLDER [RUN_FOLDER NEW_FOLDER ...]`
+`python benchmarks/investigations/refinish.py RUN_FOLDER NEW_FOLDER [RUN_FOLDER NEW_FOLDER ...]`
 (a suite is found by the path run.json names, else by its name in configs/ or
 benchmarks/suites/, and must have the sha256 the run recorded).
 """
@@ -26,7 +26,7 @@ from gpuoverhead.errors import UserError
 from gpuoverhead.resources import CONFIGS_DIR
 from gpuoverhead.run import refinish
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 #: The rules of this tree's finish that differ from what a run of 2026-11-29 wrote.
 RULES = ("CPU states (run/cpu_split.py): a job's figures come from the rounds of the state "
          "most of its benchmark's rounds met only where the state moves one of its headline "
@@ -66,7 +66,7 @@ def main() -> int:
     if len(args.folders) % 2:
         print("error: give folders in pairs: RUN_FOLDER NEW_FOLDER", file=sys.stderr)
         return 2
-    why = {"by": "benchmarks/refinish.py", "commit": commit(), "rules": RULES,
+    why = {"by": "benchmarks/investigations/refinish.py", "commit": commit(), "rules": RULES,
            "at": datetime.now(UTC).isoformat(timespec="seconds")}
     for source, target in zip(args.folders[::2], args.folders[1::2], strict=True):
         try:

@@ -4,7 +4,7 @@ at streams of 64 MiB to 512 MiB, on the best adapter of each WebGPU implementati
 for 3 s: which kernel and size set the decode step's measured floor (the worker keeps only
 the fastest), and what moves it.
 
-    python benchmarks/read_streams.py
+    python benchmarks/investigations/read_streams.py
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gpuoverhead.drivers.webgpu import BINDINGS  # noqa: E402
 from gpuoverhead.gpu import adapters  # noqa: E402

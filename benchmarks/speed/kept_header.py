@@ -6,7 +6,7 @@ in alternating pairs. With `--against ROOT`, a third form: the package of anothe
 (`ROOT`, e.g. one at the previous commit) with its parse kept, alternating with the other
 two, so that a change to how the header is kept is measured beside this one.
 
-Run from the repository root: `python benchmarks/kept_header.py [--pairs 8] [--against ROOT]`.
+Run from the repository root: `python benchmarks/speed/kept_header.py [--pairs 8] [--against ROOT]`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 IMPORT = ("from gpuoverhead.drivers import webgpu; "
           "webgpu.binding('wgpu-native').backend()")
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Unpack .chromium/ (made by benchmarks/chromium_bundle.sh, carried to the GPU server) into
+# Unpack .chromium/ (made by benchmarks/gpu_machine/chromium_bundle.sh, carried to the GPU server) into
 # DEST (default /tmp/gpuo-chromium), from the repository root:
-#   bash benchmarks/chromium_unpack.sh [DEST]
+#   bash benchmarks/gpu_machine/chromium_unpack.sh [DEST]
 # and print the --browser path to use (docs/browser-gpu.md). Needs only sh, python3 and xz
 # (or python3's lzma). DEST/chromium is a wrapper that sets the library path for the browser
 # alone, read at each start (the surface layer is the tool's: gpuoverhead/browser/surface.py):
@@ -11,7 +11,7 @@ set -euo pipefail
 src=${CHROMIUM_BUNDLE:-.chromium}
 dest=${1:-/tmp/gpuo-chromium}
 if [ ! -f "$src/SHA256SUMS" ]; then
-  echo "error: no $src/SHA256SUMS: carry .chromium (bash benchmarks/chromium_bundle.sh makes it)" >&2
+  echo "error: no $src/SHA256SUMS: carry .chromium (bash benchmarks/gpu_machine/chromium_bundle.sh makes it)" >&2
   exit 2
 fi
 (cd "$src" && sha256sum -c --quiet SHA256SUMS) || { echo "error: $src is damaged" >&2; exit 2; }
@@ -29,7 +29,7 @@ fi
 chmod +x "$dest/headless_shell"
 cat > "$dest/chromium" <<'WRAPPER'
 #!/bin/sh
-# gpuoverhead's headless Chromium (benchmarks/chromium_unpack.sh): its own libraries.
+# gpuoverhead's headless Chromium (benchmarks/gpu_machine/chromium_unpack.sh): its own libraries.
 d=$(dirname "$(readlink -f "$0")")
 lib="$d/lib"
 [ "${GPUOVERHEAD_SYSTEM_VULKAN:-0}" = 1 ] || lib="$lib:$d"  # ANGLE opens $d's loader anyway
@@ -39,4 +39,4 @@ WRAPPER
 chmod +x "$dest/chromium"
 echo "chromium $(cat "$src/VERSION") unpacked: $(du -sm "$dest" | cut -f1) MiB in $dest"
 echo "  --browser $dest/chromium"
-echo "  python3 benchmarks/chromium_gpu_probe.py --browser $dest/chromium --out /tmp/gpuo-probe"
+echo "  python3 benchmarks/gpu_machine/chromium_gpu_probe.py --browser $dest/chromium --out /tmp/gpuo-probe"

@@ -5,7 +5,7 @@ run takes them. First `empty` right after the device's setup, in buckets of BUCK
 samples with the seconds since setup; then `add_one` after a sample of 512 dispatches,
 at once and 10, 30 and 60 ms later; then `add_one` alone (docs/methodology.md, `chromium`).
 
-    python benchmarks/chromium_modes.py
+    python benchmarks/investigations/chromium_modes.py
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gpuoverhead.browser.launcher import find  # noqa: E402
 from gpuoverhead.drivers.chromium import page  # noqa: E402

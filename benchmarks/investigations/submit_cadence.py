@@ -3,14 +3,14 @@ layer's and the cadence methodology's figures are held against (issue 54).
 
 Per gap G (ms), fresh processes one after another (the gaps alternating), each pinned to one
 CPU: bursts of `--burst` ops (each its own encoder, compute pass and submit: the loop of
-benchmarks/plain_loop.c, compiled here into a private temporary folder against the webgpu.h
-of the wgpu wheel), one wait a burst, G ms asleep between bursts, for `--seconds`. It prints,
-per process, the cost per op (wall time of a burst / its ops, µs) over the process's age in
-bins, when its level settled and the level after (gpuoverhead/analysis/settling.py, as the
-cadence methodology finds it), then per gap the median over processes; `--json FILE` keeps
+benchmarks/investigations/plain_loop.c, compiled here into a private temporary folder against
+the webgpu.h of the wgpu wheel), one wait a burst, G ms asleep between bursts, for `--seconds`.
+It prints, per process, the cost per op (wall time of a burst / its ops, µs) over the process's
+age in bins, when its level settled and the level after (gpuoverhead/analysis/settling.py, as
+the cadence methodology finds it), then per gap the median over processes; `--json FILE` keeps
 every process's bins and levels.
 
-    python benchmarks/submit_cadence.py [--gaps 0,30] [--seconds 10] [--processes 2]
+    python benchmarks/investigations/submit_cadence.py [--gaps 0,30] [--seconds 10] [--processes 2]
         [--burst 64] [--cpu N] [--json FILE]
 
 On the lent H200 VMs (issue 54): 16-19 µs back to back, flat for 10 s; with 30 ms gaps

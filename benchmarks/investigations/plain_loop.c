@@ -2,7 +2,7 @@
  * layer's `submit` figure is held against (issue 54; from ../shared/repro/plain_loop.c).
  * One burst: n ops, each its own encoder, compute pass and submit, then one wait in
  * wgpuDevicePoll; returns the burst's ns (issue and wait), or its issue ns alone through
- * *issued. Built and driven by benchmarks/submit_cadence.py. */
+ * *issued. Built and driven by benchmarks/investigations/submit_cadence.py. */
 #include <stdint.h>
 #include <time.h>
 #include "webgpu.h"

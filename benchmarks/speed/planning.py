@@ -5,7 +5,7 @@ kernels compiled, a browser asked and torch's device found, or their answers kep
 last day) and the schedule (the time limit's plan). Run it twice: the first run on a boot
 probes and asks; what a user's next runs wait for is the second.
 
-Run from the repository root: `python benchmarks/planning.py [SUITE] [--implementation all]
+Run from the repository root: `python benchmarks/speed/planning.py [SUITE] [--implementation all]
 [--time-limit S]`.
 """
 

@@ -9,7 +9,7 @@ C loop), `other` (the rest of `prepare`), `first sample` (clock calibration and 
 `total` is the parent's wall time from spawn to the worker's exit (teardown included).
 
 Run from the repository root:
-`python benchmarks/worker_start.py [--suite configs/ci.yaml] [--repeat 2] [--profile JOB]
+`python benchmarks/speed/worker_start.py [--suite configs/ci.yaml] [--repeat 2] [--profile JOB]
 [IMPLEMENTATION...]` (default: the default suite, every WebGPU implementation installed).
 `--profile JOB` prints the 25 costliest calls (cumulative) of the first job whose label
 contains JOB, instead of the table.

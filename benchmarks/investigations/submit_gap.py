@@ -12,13 +12,13 @@ each in fresh processes, alternating in time (round r runs every variant once):
 - `worker`: gpuoverhead's own reference job (run/worker.py: a spawned worker process,
   interleaved rounds, warm-up, the stop rule), its slope as the summary reports it.
 
-`python benchmarks/submit_gap.py big-encoder` shows what the sweep found: submit cost per
-op (N = 256, issue time) before and after one command encoder of 1024 compute passes on the
-same device, and on a second device of the same process.
+`python benchmarks/investigations/submit_gap.py big-encoder` shows what the sweep found:
+submit cost per op (N = 256, issue time) before and after one command encoder of 1024
+compute passes on the same device, and on a second device of the same process.
 
 Each prints the median cost per op (µs) over 15 samples of N = 256 ops and one wait, per
 encoding, timing issue and wait together like ../shared/repro/plain_loop.py, and the issue
-time alone. Run from the repository root: `python benchmarks/submit_gap.py [rounds]`.
+time alone. Run from the repository root: `python benchmarks/investigations/submit_gap.py [rounds]`.
 """
 
 from __future__ import annotations

@@ -2,16 +2,16 @@
 # The published measurements of a GPU machine, each a plain gpuoverhead command, written as
 # /tmp/results/<question>/ run folders, which go to results/<machine>/<question>/ as they are
 # (docs/reproduce.md says which figure each one makes):
-#   bash benchmarks/measure_gpu_machine.sh QUESTION...    # from the repository root
+#   bash benchmarks/gpu_machine/measure_gpu_machine.sh QUESTION...    # from the repository root
 # QUESTION, the name of its folder:
 #   default          a plain run (the default suite, every implementation, its 80 s)
 #   default-again    the same, right after (`compare default default-again`: run to run)
 #   cadence          the cadence suite, wgpu-native in 225 s (its 5 gaps, 3 processes of 10 s each)
 #   cadence-all      the cadence suite, every implementation, in its 400 s
 #   c-loop           a plain C loop's submit, bursts back to back and 30 ms apart, 2
-#                    processes of 10 s each (benchmarks/submit_cadence.py; c-loop/c-loop.json)
+#                    processes of 10 s each (benchmarks/investigations/submit_cadence.py; c-loop/c-loop.json)
 #   figures          issue 54's done-when figures from the folders above
-#                    (benchmarks/regime_figures.py; figures.txt)
+#                    (benchmarks/investigations/regime_figures.py; figures.txt)
 #   processes-3      the same with --processes 3; processes-6, processes-10: with 6, 10
 #   limit300         the default suite in 300 s
 #   selftest         the A/A test (its halves in selftest/a and selftest/b);
@@ -91,11 +91,11 @@ for question in "$@"; do
     cadence) run 250 cadence --suite cadence --implementation wgpu-native --time-limit 225 ;;
     cadence-all) run 440 cadence-all --suite cadence ;;
     c-loop) mkdir -p "$results/c-loop"
-      timeout 120 python3 benchmarks/submit_cadence.py --gaps 0,30 --seconds 10 \
+      timeout 120 python3 benchmarks/investigations/submit_cadence.py --gaps 0,30 --seconds 10 \
         --processes 2 --json "$results/c-loop/c-loop.json" > "$results/c-loop/run.log" 2>&1
       echo "c-loop: exit $?" | tee -a "$results/times.txt"
       [ -n "${OUT:-}" ] && tar -C "$results" -czf "$OUT/results.tgz" . ;;
-    figures) timeout 120 python3 benchmarks/regime_figures.py "$results" \
+    figures) timeout 120 python3 benchmarks/investigations/regime_figures.py "$results" \
         | tee "$results/figures.txt"
       [ -n "${OUT:-}" ] && tar -C "$results" -czf "$OUT/results.tgz" . ;;
     processes-3) run 120 processes-3 --processes 3 ;;

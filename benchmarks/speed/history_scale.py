@@ -1,7 +1,7 @@
 """Benchmark (run by hand, not collected by pytest): `gpuoverhead history` over many runs.
 Prints wall time, CPU time and peak memory of the command, and how many lines it printed.
 
-    python benchmarks/history_scale.py [RUNS] [RUN_FOLDER]
+    python benchmarks/speed/history_scale.py [RUNS] [RUN_FOLDER]
 
 RUNS copies (default 2,000) of RUN_FOLDER's run.json and summary (default
 results/h200/default), each with a run id and start time of its own, then `history` of
@@ -21,7 +21,7 @@ from pathlib import Path
 
 
 def main() -> None:
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
     source = Path(sys.argv[2]) if len(sys.argv) > 2 else root / "results" / "h200" / "default"
     info = json.loads((source / "run.json").read_text())

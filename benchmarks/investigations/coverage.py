@@ -8,7 +8,8 @@ processes meet the machine's regimes (gpuoverhead/analysis/coverage_regimes.py):
 two states, figures from one state's rounds against every round's, and a process's life
 (`--regimes`: that table alone). Prints the tables of docs/methodology.md ("Interval
 coverage").
-Run from the repository root: `python benchmarks/coverage.py [--runs 10000] [--regimes]`."""
+Run from the repository root:
+`python benchmarks/investigations/coverage.py [--runs 10000] [--regimes]`."""
 
 from __future__ import annotations
 

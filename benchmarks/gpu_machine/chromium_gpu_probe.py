@@ -6,7 +6,8 @@ feature states read over the DevTools protocol. One line a set: the flags, the e
 changes, the adapter (vendor, architecture, device, description) or why none, chrome://gpu's
 word, and the tail of the browser's stderr where no GPU came.
 
-    python3 benchmarks/chromium_gpu_probe.py --browser /tmp/gpuo-chromium/chromium --out DIR
+    python3 benchmarks/gpu_machine/chromium_gpu_probe.py --browser /tmp/gpuo-chromium/chromium \
+        --out DIR
 
 Writes DIR/probe.txt (the lines, also printed), DIR/probe.json (every answer), DIR/machine.txt
 (the GPU, the Vulkan loader, the driver's instance extensions), DIR/NN-NAME.log (each
@@ -15,7 +16,7 @@ use it: `source` it before `gpuoverhead`). Exits 0 where a set got a hardware ad
 where none did, 2 on a usage error. GPUOVERHEAD_SURFACE_LAYER=0 starts a browser without the
 surface layer that the tool builds and enables where ANGLE runs on Vulkan
 (gpuoverhead/browser/surface.py); GPUOVERHEAD_SYSTEM_VULKAN is read by the wrapper that
-benchmarks/chromium_unpack.sh writes.
+benchmarks/gpu_machine/chromium_unpack.sh writes.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from gpuoverhead.browser import adapter, launcher, server  # noqa: E402

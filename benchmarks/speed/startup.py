@@ -1,6 +1,6 @@
 """Cold-start time of the commands a user types first: the median of 10 fresh processes
 each, for `--help` and for `validate` of the shipped CI suite without compiling its kernels.
-Run from the repository root: `python benchmarks/startup.py`."""
+Run from the repository root: `python benchmarks/speed/startup.py`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = {"--help": ["--help"],
             "validate": ["validate", str(ROOT / "configs" / "ci.yaml"), "--no-compile"]}
 

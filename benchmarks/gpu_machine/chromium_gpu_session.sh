@@ -3,11 +3,11 @@
 # calls from the repository root, the second within 30 s of the first's end (the machine
 # keeps /tmp only while it stays warm; the browser bundle and the wheels do not fit one call):
 #   call 1, carry .chromium .gl (results/, tests/ and docs/ moved aside: neither part reads them):
-#                             bash benchmarks/chromium_gpu_session.sh probe
-#   call 2, carry .gl .whl:   bash benchmarks/chromium_gpu_session.sh run
+#                             bash benchmarks/gpu_machine/chromium_gpu_session.sh probe
+#   call 2, carry .gl .whl:   bash benchmarks/gpu_machine/chromium_gpu_session.sh run
 # probe: unpacks .chromium into /tmp/gpuo-chromium and asks the page for its adapter under the
 #   tool's GPU flag set (the tool builds and enables its surface layer itself) and its default
-#   flags (benchmarks/chromium_gpu_probe.py --only, into /tmp/gpuo-probe, $OUT/probe.tgz);
+#   flags (benchmarks/gpu_machine/chromium_gpu_probe.py --only, into /tmp/gpuo-probe, $OUT/probe.tgz);
 #   exits 0 where the GPU set got the GPU, 1 where none did. About 1 minute.
 # run [QUESTION...]: installs .gl and .whl, takes the probe's winning set (winner.env) and asks
 #   for a hardware adapter (GPUOVERHEAD_CHROMIUM_ADAPTER=hardware: SwiftShader is refused, not
@@ -68,8 +68,8 @@ timed() {  # timed SECONDS QUESTION COMMAND...: within SECONDS and the session's
 case $mode in
   probe)
     loaders
-    bash benchmarks/chromium_unpack.sh || exit 2
-    timeout 150 python3 benchmarks/chromium_gpu_probe.py --browser "$browser" \
+    bash benchmarks/gpu_machine/chromium_unpack.sh || exit 2
+    timeout 150 python3 benchmarks/gpu_machine/chromium_gpu_probe.py --browser "$browser" \
       --out /tmp/gpuo-probe --only gpu+layer,default
     rc=$?
     tar -C /tmp -czf "$out/probe.tgz" gpuo-probe
@@ -114,7 +114,7 @@ case $mode in
     done
     ;;
   *)
-    echo "usage: bash benchmarks/chromium_gpu_session.sh probe|run [QUESTION...]" >&2
+    echo "usage: bash benchmarks/gpu_machine/chromium_gpu_session.sh probe|run [QUESTION...]" >&2
     exit 2
     ;;
 esac

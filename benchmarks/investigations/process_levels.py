@@ -9,7 +9,8 @@ clock read before the wait, for SECONDS, and times a Python loop on its own CPU 
 after. Per mode: the spread of process medians (their range and sd over the median), and
 the correlation of a process's level with its own loop's speed.
 
-    python benchmarks/process_levels.py [--processes 30] [--seconds 1.5] [--json FILE]
+    python benchmarks/investigations/process_levels.py [--processes 30] [--seconds 1.5] \
+        [--json FILE]
 """
 
 from __future__ import annotations

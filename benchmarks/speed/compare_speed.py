@@ -2,7 +2,7 @@
 committed result set, each compared with itself (the verdicts, not their rendering). Prints
 each set's estimates and CPU seconds, and the sum.
 
-    python benchmarks/compare_speed.py [RESULTS_FOLDER]
+    python benchmarks/speed/compare_speed.py [RESULTS_FOLDER]
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from gpuoverhead.results import read
 
 def main() -> None:
     root = (Path(sys.argv[1]) if len(sys.argv) > 1
-            else Path(__file__).resolve().parents[1] / "results")
+            else Path(__file__).resolve().parents[2] / "results")
     total = 0.0
     for folder in sorted(p.parent for p in root.rglob("run.json")):
         base, new = read.load(folder), read.load(folder)

@@ -23,8 +23,8 @@ not with the totals above).
 Starts no new shape or variant past `--budget` seconds, and says what it left out. Writes
 table.txt and decode_kernels.json under OUT. From the repository root:
 
-    python benchmarks/decode_kernels.py OUT                 # a GPU: 0.5B and 1.5B
-    python benchmarks/decode_kernels.py OUT --tiny          # the hidden-128 model (lavapipe)
+    python benchmarks/investigations/decode_kernels.py OUT          # a GPU: 0.5B and 1.5B
+    python benchmarks/investigations/decode_kernels.py OUT --tiny   # the hidden-128 model
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from decode_floor import Group, check, open_device  # noqa: E402
 

@@ -19,11 +19,11 @@ and cache, the GPU time of each fused kernel of the first
 layer and of one LM-head chunk, each repeated in a pass (what one dispatch costs, its gap
 after the one before included), and an empty dispatch; `--sweep` times the fused step of
 the first shape at each matrix-vector workgroup size and loads per lane. The fused
-kernels' variants side by side: benchmarks/decode_kernels.py. The device gets the adapter's
-largest storage binding and buffer (the LM head in as few chunks as they allow). `--tiny`:
-the hidden-128 model, a few steps (for lavapipe). Run from the repository root:
+kernels' variants side by side: benchmarks/investigations/decode_kernels.py. The device gets
+the adapter's largest storage binding and buffer (the LM head in as few chunks as they
+allow). `--tiny`: the hidden-128 model, a few steps (for lavapipe). Run from the repository root:
 
-    python benchmarks/decode_floor.py --bandwidth 3350 --json OUT.json
+    python benchmarks/investigations/decode_floor.py --bandwidth 3350 --json OUT.json
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gpuoverhead.cases import READBACK_EVERY  # noqa: E402
 from gpuoverhead.drivers.webgpu import BINDINGS  # noqa: E402
