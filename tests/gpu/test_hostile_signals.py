@@ -14,9 +14,16 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import BACKEND, ROOT, measuring_first, only_run_folder, read_run, write_suite
+from conftest import (
+    BACKEND,
+    ROOT,
+    aa_suite,
+    measuring_first,
+    only_run_folder,
+    read_run,
+    write_suite,
+)
 from test_interrupt import SUITE, _start, _wait_for_a_worker_started, _wait_for_finished_benchmarks
-from test_selftest import SUITE as AA_SUITE
 
 #: Each test here starts a real run and waits for a moment in it (5-8 s on 2 cores): slow.
 pytestmark = [pytest.mark.slow,
@@ -77,7 +84,7 @@ def _start_selftest(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
     out = tmp_path / "out"
     child = subprocess.Popen(
         [sys.executable, "-m", "gpuoverhead", "selftest", "--suite",
-         str(write_suite(tmp_path, AA_SUITE)), "--backend", BACKEND, "--implementation",
+         str(write_suite(tmp_path, aa_suite("aa", 40))), "--backend", BACKEND, "--implementation",
          "wgpu-native", "--processes", "4", "--out", str(out)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True, preexec_fn=measuring_first)
