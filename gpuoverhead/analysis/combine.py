@@ -50,6 +50,10 @@ class Row:
     #: A level that settles over a process's age (a cadence): the median age (s) from which
     #: it held over processes, inf where some process's was still moving as it ended.
     settled_s: float = math.nan
+    #: The processes (places in combine's list) an estimate over processes is over: those
+    #: that gave its series (a process whose slope was not found gives none); None where
+    #: it derives from several estimates, over the job's processes.
+    over: tuple[int, ...] | None = None
 
 
 def combine(per_process: list[dict[Key, Series]], rng: np.random.Generator) -> list[Row]:
@@ -63,13 +67,14 @@ def combine(per_process: list[dict[Key, Series]], rng: np.random.Generator) -> l
         within.setdefault(r.key, []).append(r.estimate.rel_ci)
     rows = []
     for key in keys:
-        present = [p[key] for p in per_process if key in p]
+        over = tuple(i for i, p in enumerate(per_process) if key in p)
+        present = [per_process[i][key] for i in over]
         est = _estimate(present, rng, key.metric)
         medians = [s.point() for s in present]
         spread = (max(medians) - min(medians)) / abs(est.value) if est.value else float("nan")
         rows.append(Row(key, est, None, spread if len(present) > 1 else float("nan"),
                         float(np.nanmedian(within[key])) if np.isfinite(within[key]).any()
-                        else float("nan"), settled_s=settled_at(present)))
+                        else float("nan"), settled_s=settled_at(present), over=over))
     rows = _with_bounds(rows)
     rows += _closures(rows)
     rows += _crossovers(rows)
@@ -151,12 +156,13 @@ def _transforms(rows: list[Row]) -> list[Row]:
         if r.key.metric == "gpu_share":
             key = Key(r.key.case, "overhead_share", "ratio", "1 - gpu_share")
             out.append(Row(key, held_at_zero(replace(  # GPU time over wall's: not a share
-                e, value=1 - e.value, ci_low=1 - e.ci_high, ci_high=1 - e.ci_low))))
+                e, value=1 - e.value, ci_low=1 - e.ci_high, ci_high=1 - e.ci_low)),
+                over=r.over))
         elif r.key.metric == "token_ns" or (r.key.metric == "per_unit_ns" and
                                              r.key.case.kernel.startswith(DECODE_KERNEL)):
             key = Key(r.key.case, "tokens_per_s", "1/s", f"1e9 / {r.key.metric}")
             out.append(Row(key, replace(e, value=_inverse(e.value), ci_low=_inverse(e.ci_high),
-                                        ci_high=_inverse(e.ci_low))))
+                                        ci_high=_inverse(e.ci_low)), over=r.over))
     return out
 
 

@@ -91,14 +91,17 @@ def summary_table(run_id: str, adapter: AdapterInfo, group: Group, rows: list[Ro
     """One row per estimate: the case columns, CI, precision, spread between processes and how
     sampling ended. `process` is empty for estimates over all processes, else the number of
     the process (`numbers`, as the samples and run.json count them: a run's processes that
-    were left out, or an A/A run's other half, are not counted in a row's position);
-    outliers are counted from `sample_rows` where given."""
+    were left out, or an A/A run's other half, are not counted in a row's position); an
+    estimate over processes counts those it is over (`Row.over`); outliers are counted from
+    `sample_rows` where given."""
     outliers = pd.Series(dtype=int) if sample_rows is None else \
         sample_rows[sample_rows["outlier"]].groupby(["case", "call", "process"]).size()
     table = []
     for r in rows:
         e, k = r.estimate, r.key
-        these = runs if r.process is None else [runs[r.process]]
+        places = ([r.process] if r.process is not None else
+                  range(len(runs)) if r.over is None else r.over)
+        these = [runs[p] for p in places]
         table.append({
             **_case_fields(run_id, adapter, k.case),
             "call": k.call,
@@ -117,8 +120,7 @@ def summary_table(run_id: str, adapter: AdapterInfo, group: Group, rows: list[Ro
             "stop": ",".join(sorted({s.stop for s in these})),
             "target_rel_ci": group.sampling.target_rel_ci,
             "outliers": int(sum(outliers.get((k.case.id, k.call, numbers[p]), 0)
-                                for p in ([r.process] if r.process is not None
-                                          else range(len(runs))))),
+                                for p in places)),
             "modes": "", "regime": group.regime, "settled_s": r.settled_s,
         })
     frame = pd.DataFrame(table)
