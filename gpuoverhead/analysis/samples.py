@@ -91,7 +91,7 @@ def by_round(values: np.ndarray, n: tuple[int, ...]) -> np.ndarray:
 
 def issues(case: Case) -> bool:
     """Whether a case's samples carry their issue time: the clock read after the last
-    submit (or launch), before the wait (a cadence's burst too: until 2026-11-30 the samples
+    submit (or launch), before the wait (a cadence's burst too: until commit 5388a8b the samples
     table left its issue time out, so a run folder of before cannot be re-finished)."""
     return case.methodology in ("sequential", FUSION, CADENCE) and case.sync != TIMESTAMPS
 

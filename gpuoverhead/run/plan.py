@@ -144,7 +144,7 @@ NOTHING_FOR_IT = "nothing in this suite runs on "
 def implementations_line(plan: Plan) -> str:
     """The run's line on what it measures and why each other implementation asked for is
     left out (not installed, no adapter, no browser, nothing in the suite for it), one reason
-    once: installing an extra (websockets, torch) changes what a plain run measures."""
+    once: installing an extra (dawn, torch) changes what a plain run measures."""
     measured = list(dict.fromkeys(j.adapter.implementation for jobs in plan.benchmarks
                                   for j in jobs))
     said = {n.implementation: n.reason for n in plan.notes if isinstance(n, LeftOut)}

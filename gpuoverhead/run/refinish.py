@@ -171,7 +171,7 @@ def _parts(samples: GroupSamples, timed: pd.DataFrame, calls: pd.DataFrame,
     for i, c in enumerate(samples.cases):
         if issues(c) and np.isnan(issue[cases == i]).all():
             raise UserError(f"its samples table holds no issue_ns of {c.id} (before "
-                            "2026-11-30 a cadence's was left out): its estimates cannot be "
+                            "commit 5388a8b a cadence's was left out): its estimates cannot be "
                             "made again")
     for p, (case, *_, start, _) in enumerate(samples.records):
         c = samples.cases[case]

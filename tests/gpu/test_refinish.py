@@ -61,7 +61,7 @@ def test_what_cannot_be_refinished_is_refused(ci_run, tmp_path):
         **info["suite"], "sha256": "0" * 64}}))
     with pytest.raises(UserError, match="its suite 'ci' .* is not among 2 paths tried"):
         refinish.read(moved, places)
-    # A cadence's samples without their issue time (a run of before 2026-11-30).
+    # A cadence's samples without their issue time (a run of before commit 5388a8b).
     (moved / "run.json").write_text(json.dumps(info))
     samples = pd.read_parquet(moved / "samples.parquet")
     samples.loc[samples.methodology == "cadence", "issue_ns"] = pd.NA
