@@ -297,7 +297,7 @@ def selftest(
         "the even processes vs the odd ones, alternating in time)"), highlight=False)
     if back_to_back:
         console.out.print(allowance.kept_from(table, sets[1]), highlight=False)
-    passed, said = comparing.aa_verdict(table, processes or 6, comparing.B2B_PASS
+    passed, said = comparing.aa_verdict(table, made[0].record.processes, comparing.B2B_PASS
                                         if back_to_back else comparing.AA_PASS)
     console.out.print(said, highlight=False)
     if not passed:
