@@ -150,6 +150,14 @@ def main() -> None:
     print(f"\n{'CPU-s':>7} {'wall-s':>7}  phase    test (the {args.top} that spent most CPU)")
     for name, (cpu, took) in sorted(per_test.items(), key=lambda kv: -kv[1][0])[:args.top]:
         print(f"{cpu:7.1f} {took:7.1f}  {name}")
+    per_file: dict[str, list[float]] = {}
+    for row in figures:
+        cpu_tests = per_file.setdefault(str(row["test"]).split("::")[0], [0.0, 0.0])
+        cpu_tests[0] += row["cpu_s"]
+        cpu_tests[1] += row["phase"] == "call"
+    print(f"\n{'CPU-s':>7} {'tests':>7}  file (the {args.top} that spent most CPU)")
+    for name, (cpu, tests) in sorted(per_file.items(), key=lambda kv: -kv[1][0])[:args.top]:
+        print(f"{cpu:7.1f} {tests:7.0f}  {name}")
     print(f"\nwall {wall:.1f} s; the tests {total:.0f} CPU-s (pytest's processes with what "
           f"they started: {processes:.0f}); the whole machine {busy:.0f} CPU-s busy, "
           f"{idle:.0f} idle; pytest exit {code}")
