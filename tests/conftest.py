@@ -77,8 +77,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 #: Fixtures that make a long run: the tests that read it are `slow` with it (ci_run: about
-#: 80 s on the quiet 2-core machine; test_report's second run, 6 s).
-SLOW_FIXTURES = {"ci_run", "second_run"}
+#: 60 s on the quiet 2-core machine).
+SLOW_FIXTURES = {"ci_run"}
 #: This suite's fixtures that every test uses: they group nothing.
 AUTOUSE = ("own_temporary_folder",)
 

@@ -30,8 +30,11 @@ defaults:
   # 16 keep two N off it there; 32 to 128 give a quiet machine's fast units theirs.
   n_sweep: [1, 8, 16, 32, 64, 128]
   budget_s: 0.5             # up to 128 units a sample: 0.2 s left room for one process
-  min_rounds: 5
-  warmup_max_rounds: 2
+  # Three rounds a process, after one of warm-up: what is checked is that each figure is
+  # there, above zero and inside its interval over the two process pairs, which a
+  # process's median of three gives as five did (5 and 2: 62 CPU-s; 3 and 1: 50).
+  min_rounds: 3
+  warmup_max_rounds: 1
   torch_compile_max_n: 0
 benchmarks:
   - {name: chain, fusion: chain, k_sweep: [5], elements: 4096}

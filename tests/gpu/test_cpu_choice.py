@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import BACKEND, gpuoverhead, only_run_folder, write_suite
+from conftest import BACKEND, ROOT, measuring_first, only_run_folder, write_suite
 
 
 def _hog(cpu: int) -> None:
@@ -24,24 +24,35 @@ def _hog(cpu: int) -> None:
 @pytest.mark.slow
 def test_a_run_leaves_out_the_cpu_a_busy_process_holds_and_says_so(tmp_path):
     busy_cpu = max(os.sched_getaffinity(0))
-    # The smallest run that measures (the probe comes before any suite's benchmarks): the
-    # busy process holds a CPU for as long as it lasts, 5 s here against 15-18 s of --quick.
+    # The smallest run that measures (the probe comes before any suite's benchmarks).
     suite = write_suite(tmp_path, "defaults: {n_sweep: [1, 2], budget_s: 0.05, min_rounds: 3,"
                         " warmup_max_rounds: 1, methodologies: [sequential], layers: [wrapper],"
                         " gpu_timestamps: false}\n"
                         "benchmarks:\n  - {name: a, kernel: empty}\n")
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"],
                             preexec_fn=lambda: _hog(busy_cpu))
+    run = subprocess.Popen(
+        [sys.executable, "-m", "gpuoverhead", "run", "--suite", str(suite), "--processes", "1",
+         "--backend", BACKEND, "--implementation", "wgpu-native", "--out",
+         str(tmp_path / "out")], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True, env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"),  # a new probe
+                        "PYTHONUNBUFFERED": "1"}, preexec_fn=measuring_first)
     try:
-        proc = gpuoverhead("run", "--suite", str(suite), "--processes", "1", "--backend",
-                           BACKEND, "--implementation", "wgpu-native",
-                           "--out", str(tmp_path / "out"),
-                           env={"XDG_CACHE_HOME": str(tmp_path / "cache")})  # probe afresh
+        # The busy process holds its CPU until the run has chosen its CPUs (the line that
+        # says so, or the plan's after it): its choice is all the probe decides, and the
+        # workers then run where it put them, which run.json says.
+        lines = [run.stderr.readline()]
+        while lines[-1] and not lines[-1].startswith(("CPU", "measuring")):
+            lines.append(run.stderr.readline())
+        busy.kill()
+        stderr = "".join(lines) + run.stderr.read()
+        run.wait(timeout=300)
     finally:
         busy.kill()
         busy.wait()
-    assert proc.returncode == 0, proc.stderr
-    said = [line for line in proc.stderr.splitlines() if line.startswith(f"CPU {busy_cpu} ")]
+        run.kill()
+    assert run.returncode == 0, stderr
+    said = [line for line in stderr.splitlines() if line.startswith(f"CPU {busy_cpu} ")]
     assert said and "slower than the other CPUs" in said[0] and "the run uses CPUs" in said[0]
     info = json.loads((only_run_folder(tmp_path / "out") / "run.json").read_text())
     assert info["host"]["cpus"]["slow"] == [busy_cpu]

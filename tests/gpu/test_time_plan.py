@@ -11,13 +11,15 @@ from conftest import BACKEND, gpuoverhead, only_run_folder, write_suite
 def test_a_limit_too_short_for_every_job_names_them_at_the_start_and_exits_0(tmp_path):
     # Six groups of the empty kernel and its reference loop: twelve first processes of about
     # 1 s each as the drivers' hints say (no earlier run in this cache) in a limit of 16 s.
+    # One process a job: the plan holds the same first processes, and the run ends after
+    # them (6-7 s) instead of filling the limit with second and third ones (12 CPU-s).
     suite = write_suite(tmp_path, "name: tight\ntime_limit_s: 16\ndefaults: {n_sweep: [1, 4], "
                         "budget_s: 0.2, min_rounds: 3, methodologies: [sequential], "
                         "encodings: [dispatch]}\nbenchmarks:\n" + "".join(
                             f"  - {{name: e{i}, kernel: empty, elements: 1}}\n"
                             for i in range(6)))
     proc = gpuoverhead("run", "--suite", str(suite), "--backend", BACKEND, "--implementation",
-                       "wgpu-native", "--out", str(tmp_path / "out"),
+                       "wgpu-native", "--processes", "1", "--out", str(tmp_path / "out"),
                        env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()

@@ -196,6 +196,26 @@ def test_a_figure_moves_with_the_state_where_its_other_rounds_differ_beyond_chan
     assert states.moves([process(lv, 50, 14, 1.04) for lv in (17.6, 16.7, 17.1)])
 
 
+def test_rank_sum_p_is_scipys_asymptotic_mann_whitney():
+    """moves's p is scipy.stats.mannwhitneyu's (method="asymptotic", two-sided; computed
+    without importing scipy.stats in every run's parent): apart, close, tied (rounded
+    values), unequal sizes, either way round, and every value tied (p = 1, as scipy's)."""
+    import pytest
+    from scipy import stats as sps
+
+    rng = np.random.default_rng(56)
+    cases = [(rng.normal(1.0, 0.1, 30), rng.normal(1.2, 0.1, 12)),
+             (rng.normal(1.0, 0.1, 8), rng.normal(1.01, 0.1, 40)),
+             (np.round(rng.normal(10, 2, 25)), np.round(rng.normal(11, 2, 25))),
+             (np.array([1.0, 2.0, 2.0]), np.array([2.0, 3.0, 3.0, 3.0])),
+             (np.ones(4), np.ones(3))]
+    for a, b in cases:
+        for x, y in ((a, b), (b, a)):
+            expected = sps.mannwhitneyu(x, y, method="asymptotic").pvalue
+            assert states.rank_sum_p(x, y) == pytest.approx(expected, rel=1e-12), (x, y)
+    assert states.rank_sum_p(*cases[0]) < 1e-4 < states.rank_sum_p(*cases[1])
+
+
 def approx(value: float, rel: float):
     import pytest
 
