@@ -177,6 +177,13 @@ class Group:
         return f"{self.benchmark}/elements={self.elements}"
 
 
+#: Worker processes per job of a plain run where the suite names none (`processes`).
+DEFAULT_PROCESSES = 3
+#: The most processes per job a suite may name or a time limit is spent on (pyperf's
+#: default is 20).
+MOST_PROCESSES = 20
+
+
 @dataclass(frozen=True)
 class Suite:
     path: Path
@@ -185,6 +192,9 @@ class Suite:
     groups: tuple[Group, ...]
     #: Seconds the whole run may take (None: each group its budget; see run/budget.py).
     time_limit_s: float | None = None
+    #: Worker processes per job of a plain run, sharing each case's `budget_s` (run/plan.py
+    #: `_counts`): a suite whose processes differ as a whole needs more of them.
+    processes: int = DEFAULT_PROCESSES
     #: `hardware`: a browser's software adapter (SwiftShader) is refused (suite/schema.py).
     browser_adapter: str = "any"
 

@@ -247,9 +247,9 @@ def selftest(
     backend: BackendOption = None,
     adapter: AdapterOption = None,
     processes: Annotated[int | None, typer.Option(
-        help="Worker processes per job in each half (6: from six on the comparison is the "
-             "Hodges-Lehmann shift's, which one odd process does not move; --back-to-back: "
-             "a plain run's).")] = None,
+        help="Worker processes per job in each half (the suite's `processes`, at least 6: "
+             "from six on the comparison is the Hodges-Lehmann shift's, which one odd process "
+             "does not move; --back-to-back: a plain run's).")] = None,
     implementation: ImplementationOption = "all",
     out: OutOption = Path("runs"),
     threshold: Annotated[float, typer.Option(help="As for compare, in percent.")] = 5.0,
@@ -261,7 +261,8 @@ def selftest(
 ) -> None:
     """A/A test: the same suite measured twice, interleaved, and compared; at least 95% of
     the headline estimates must be `same`. Each process gets what one of a plain run's
-    three gets, so six a half take four times the suite's time limit."""
+    gets, so six a half of a suite of three take four times its time limit, of one of six
+    twice."""
     from gpuoverhead.drivers import registry
     from gpuoverhead.present import allowance, console
     from gpuoverhead.present import compare as comparing
@@ -280,7 +281,7 @@ def selftest(
     run_id = f"selftest-{new_run_id()}"
     made = [_measure(options(processes=processes, run_id=f"{run_id}-{half}"), affinity)
             for half in "ab"] if back_to_back else [_measure(options(
-                processes=processes or 6, run_id=run_id, halves=True), affinity)]
+                processes=processes, run_id=run_id, halves=True), affinity)]
     runs = [f for result in made for f in result.folders]
     if any(r.record.status == "interrupted" for r in made):  # a verdict would mislead
         console.err.print(f"interrupted in {sum(r.seconds for r in made):.0f} s: no A/A verdict;"

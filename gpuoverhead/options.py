@@ -23,8 +23,9 @@ ImplementationOption = Annotated[str, typer.Option(
 BrowserOption = Annotated[str | None, typer.Option(
     help="The Chromium (or Chrome) that `chromium` starts; default: the first one found.")]
 ProcessesOption = Annotated[int | None, typer.Option(
-    help="Fresh worker processes per benchmark, one after another (default 3; under a "
-         "--time-limit longer than the suite's, 3 per suite limit's worth).")]
+    help="Fresh worker processes per benchmark, one after another (default: the suite's "
+         "`processes`, 3 where it names none; under a --time-limit longer than the suite's, "
+         "that many per suite limit's worth).")]
 OutOption = Annotated[Path, typer.Option("--out", metavar="FOLDER", help=(
     "Folder that receives the run as FOLDER/<run_id>/ (made if missing; a folder, not a file)."))]
 AffinityOption = Annotated[str | None, typer.Option(

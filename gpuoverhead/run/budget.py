@@ -46,8 +46,6 @@ MIN_PROCESS_S = 0.05
 FINISH_S = 3.0
 #: Seconds a worker keeps before the run's deadline to send its samples back.
 HANDBACK_S = 0.5
-#: The most processes per job a time limit is spent on (pyperf's default is 20).
-MOST_PROCESSES = 20
 #: A job joins a partial pass only where this multiple of its start-up and least sampling
 #: fits (one planned at its bare least on lavapipe ended as a 3-round stub).
 PARTIAL_MARGIN = 2.0

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuoverhead.cases import Suite
+from gpuoverhead.cases import DEFAULT_PROCESSES, MOST_PROCESSES, Suite
 from gpuoverhead.drivers import registry
 from gpuoverhead.drivers.base import Driver, Job, Offer, Request
 from gpuoverhead.errors import UserError
@@ -26,7 +26,6 @@ from gpuoverhead.run import startups
 from gpuoverhead.run.budget import (
     FINISH_PRIOR_S,
     FINISH_S,
-    MOST_PROCESSES,
     WARMUP_SHARE,
     process_cap_s,
 )
@@ -35,8 +34,9 @@ from gpuoverhead.run.quick_types import quick_types
 from gpuoverhead.run.rounds import OVERRUN
 from gpuoverhead.suite.expand import load_suite, quick
 
-#: Worker processes per job without a time limit, where none are asked for.
-DEFAULT_PROCESSES = 3
+#: Worker processes per job in each half of an A/A run (`selftest`) at the least: from six a
+#: half `compare` takes the Hodges-Lehmann shift, which one odd process does not move.
+AA_PROCESSES = 6
 #: The largest --time-limit (a day).
 MAX_TIME_LIMIT_S = 86400
 
@@ -50,8 +50,8 @@ class RunOptions:
     #: Per family asked for, the implementations asked of it (None: all; see registry.parse).
     implementations: dict[str, tuple[str, ...] | None] | None = None
     quick: bool = False
-    #: Worker processes per job; None: DEFAULT_PROCESSES, more under a --time-limit longer
-    #: than the suite's (`_counts`).
+    #: Worker processes per job; None: the suite's `processes`, more under a --time-limit
+    #: longer than the suite's (`_counts`).
     processes: int | None = None
     #: Seconds the whole run may take, instead of the suite's `time_limit_s` (0: none).
     time_limit_s: float | None = None
@@ -69,9 +69,9 @@ class RunOptions:
     #: An A/A run (selftest): `processes` per job in each of two halves whose processes
     #: alternate in time (even ones written as `<run_id>-a`, odd ones as `<run_id>-b`), so
     #: that drift of the machine between two runs made one after the other cannot pass for
-    #: a difference between them. Each process gets what one of a DEFAULT_PROCESSES run
-    #: gets, the time limit scaled alike: more processes a half buy precision, not
-    #: shorter processes.
+    #: a difference between them. Each process gets what one of a plain run gets (the
+    #: suite's `processes` share its budget), the time limit scaled alike: more processes a
+    #: half buy precision, not shorter processes.
     halves: bool = False
     #: The CPUs the run may use (--affinity); None: all but those the probe finds slow
     #: (run/cpus.py).
@@ -131,7 +131,7 @@ def prepare(options: RunOptions) -> Plan:
         limit = quick_limit_s(benchmarks, options.started)
     layers = {k: v for _, o in offered for k, v in o.settings.get("layers", {}).items()}
     described = [{**o.info.__dict__, **o.details} for _, o in offered]
-    processes, sharing, limit = _counts(options, limit, suite.time_limit_s)
+    processes, sharing, limit = _counts(options, limit, suite.time_limit_s, suite.processes)
     return Plan(suite, described, benchmarks, processes, layers or {"native": None}, notes,
                 limit or None, halves=2 if options.halves else 1, sharing=sharing,
                 asked=tuple(n for d, r in asked for n in r.names or d.IMPLEMENTATIONS))
@@ -195,25 +195,25 @@ def _offers(driver: Driver, request: Request) -> tuple[list[Offer], list[str]]:
     return driver.offers(request, notes), notes
 
 
-def _counts(options: RunOptions, limit: float | None, suites: float | None
+def _counts(options: RunOptions, limit: float | None, suites: float | None, own: int
             ) -> tuple[int, int, float | None]:
     """Processes per job in all, how many of them share the suite's budget, and the time
-    limit. A --time-limit longer than the suite's own buys processes, not longer ones:
-    DEFAULT_PROCESSES per suite limit's worth (up to MOST_PROCESSES), each as long as one
-    of a DEFAULT_PROCESSES run (on the H200 VM processes of 0.8 s differed by 29%, of 3.5 s
-    by 9%, each within ±3.5%: the processes' spread decides, once they are that long). An
-    A/A run's halves are each `processes` (DEFAULT_PROCESSES unless asked) whose every
-    process gets what one of a run of DEFAULT_PROCESSES gets, the limit scaled alike."""
+    limit, for a suite whose plain run has `own` processes (its `processes`). A --time-limit
+    longer than the suite's own buys processes, not longer ones: `own` per suite limit's
+    worth (up to MOST_PROCESSES), each as long as one of a plain run (on the H200 VM
+    processes of 0.8 s differed by 29%, of 3.5 s by 9%, each within ±3.5%: the processes'
+    spread decides, once they are that long). An A/A run's halves are each `processes`
+    (asked, else as many as a plain run's and at least AA_PROCESSES) whose every process
+    gets what one of a plain run gets, the limit scaled alike."""
     if options.quick:
         return (2, 1, 2 * limit if limit else limit) if options.halves else (1, 1, limit)
     if not options.halves:
         if options.processes is None and limit and suites and limit > suites:
-            return min(MOST_PROCESSES, int(DEFAULT_PROCESSES * limit / suites)), \
-                DEFAULT_PROCESSES, limit
-        processes = options.processes or DEFAULT_PROCESSES
+            return min(MOST_PROCESSES, int(own * limit / suites)), own, limit
+        processes = options.processes or own
         return processes, processes, limit
-    half = options.processes or DEFAULT_PROCESSES
-    return 2 * half, DEFAULT_PROCESSES, limit * 2 * half / DEFAULT_PROCESSES if limit else limit
+    half = options.processes or max(AA_PROCESSES, own)
+    return 2 * half, own, limit * 2 * half / own if limit else limit
 
 
 #: A run id is one plain path component: it names a folder under --out, nothing else.

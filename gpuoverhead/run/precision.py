@@ -93,13 +93,15 @@ def _why(row: pd.Series, left_out: bool, limit_s: float | None, aa: bool) -> str
                 f"processes give an interval over processes ({ask}"
                 + (", about three times the time)" if aa else ")"))
     if within >= WITHIN_SHARE * spread:
-        # A process's length is the suite's budget_s shared by its processes; a time limit
-        # only cuts it (run/budget.py). An A/A run's limit is scaled from the suite's.
-        if aa:
-            longer = "budget_s" + (" and time_limit_s" if limit_s else "") + " twice the suite's"
-        else:
-            longer = (f"budget_s twice the suite's, --processes {count}"
-                      + (f" --time-limit {2 * limit_s:g}" if limit_s else ""))
+        # A process's length is the suite's budget_s shared by the suite's `processes` (or
+        # those asked); a time limit only cuts it (run/budget.py), and one longer than the
+        # suite's buys processes: with both twice the suite's, the same count runs, each twice
+        # as long, whether the count was the suite's, asked or bought (run/plan.py `_counts`;
+        # `--processes {count}` with budget_s twice was twice as long only where the count was
+        # the one sharing the budget). An A/A run's limit is scaled from the suite's.
+        longer = "budget_s" + (" and time_limit_s" if limit_s else "") + " twice the suite's"
+        if limit_s and not aa:
+            longer += f", --time-limit {2 * limit_s:g} where the run had one"
         return (f"each process alone pinned it only to ±{within:.0%} (its own interval: the "
                 f"noise within it), against {spread:.0%} between the processes' medians: "
                 f"longer processes narrow it ({longer}, about twice the time)")

@@ -11,7 +11,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gpuoverhead.cases import CADENCE, FUSION, TIMESTAMPS, Case, Group, Sampling, Suite
+from gpuoverhead.cases import (
+    CADENCE,
+    DEFAULT_PROCESSES,
+    FUSION,
+    TIMESTAMPS,
+    Case,
+    Group,
+    Sampling,
+    Suite,
+)
 from gpuoverhead.errors import UserError
 from gpuoverhead.methods import METHODS
 from gpuoverhead.suite.schema import (
@@ -183,6 +192,7 @@ def _expand(path: Path, doc: YamlDocument, outside_shaders: bool) -> Suite:
                        for gap, mine in _by_regime(cases)]
     return Suite(path=path, name=model.name or path.stem, sha256=doc.sha256, groups=tuple(groups),
                  time_limit_s=model.time_limit_s,
+                 processes=model.processes or DEFAULT_PROCESSES,
                  browser_adapter=model.browser_adapter or "any")
 
 

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gpuoverhead import encodings
+from gpuoverhead.cases import MOST_PROCESSES
 from gpuoverhead.errors import shortened
 from gpuoverhead.methods import SUITE_NAMES
 from gpuoverhead.suite.source import Loc, YamlDocument, key_text
@@ -142,6 +143,9 @@ class SuiteModel(BaseModel):
     #: Seconds the whole run may take: worker processes share what is left (run/budget.py);
     #: less than one cannot hold a worker's start-up.
     time_limit_s: Annotated[float, Field(ge=1, le=86400, allow_inf_nan=False)] | None = None
+    #: Worker processes per job of a plain run (default cases.DEFAULT_PROCESSES), sharing
+    #: each case's `budget_s`; `--processes` overrides it.
+    processes: Annotated[int, Field(ge=1, le=MOST_PROCESSES)] | None = None
     #: `hardware`: the browser's WebGPU adapter must be a GPU; where the page gets a software
     #: one (SwiftShader), chromium is left out of the run, or the run exits 2 if it was asked
     #: for by name (drivers/chromium.py). `any` (the default) takes what the page gets.

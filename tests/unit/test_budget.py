@@ -8,11 +8,11 @@ from collections.abc import Callable
 
 import pytest
 
+from gpuoverhead.cases import MOST_PROCESSES
 from gpuoverhead.run.budget import (
     FINISH_S,
     HANDBACK_S,
     MIN_PROCESS_S,
-    MOST_PROCESSES,
     WARMUP_SHARE,
     Schedule,
     Slot,

@@ -3,7 +3,12 @@ do not hide what the other checks find."""
 
 from __future__ import annotations
 
-from gpuoverhead.suite.expand import suite_problems
+from pathlib import Path
+
+import pytest
+from conftest import in_process
+
+from gpuoverhead.suite.expand import load_suite, suite_problems
 
 #: Schema errors (an unknown key in the defaults and in a benchmark, a methodology that does
 #: not exist) beside the problems only the later checks find: a duplicate name, kernel files
@@ -70,3 +75,37 @@ benchmarks:
 
 def test_a_sound_suite_has_no_problem(tmp_path):
     assert _problems(tmp_path, "benchmarks:\n  - {name: a, kernel: empty}\n") == []
+
+
+ONE_BENCHMARK = "benchmarks:\n  - {name: a, kernel: empty}\n"
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    ("0", "greater than or equal to 1"), ("21", "less than or equal to 20"),
+    ("2.5", "a valid integer"), ("true", "a valid integer"), ('"6"', "a valid integer")])
+def test_a_suites_processes_is_a_count_from_one_to_twenty(tmp_path, value, said):
+    """`processes` (a plain run's worker processes per job) is a whole number up to
+    MOST_PROCESSES; anything else is one line with its file, line and key."""
+    found = _problems(tmp_path, f"processes: {value}\n{ONE_BENCHMARK}")
+    assert len(found) == 1 and found[0].startswith("1: processes: ") and said in found[0], found
+
+
+def test_hostile_a_run_of_a_suite_with_a_bad_processes_ends_in_one_line(tmp_path):
+    path = tmp_path / "suite.yaml"
+    path.write_text(f"processes: 0\n{ONE_BENCHMARK}")
+    for args in (("validate", str(path), "--no-compile"),
+                 ("run", "--suite", str(path), "--out", str(tmp_path / "out"))):
+        proc = in_process(*args)
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and lines[0].endswith(
+            f"{path}:1: processes: Input should be greater than or equal to 1"), proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_suites_processes_is_read_and_three_where_it_names_none(tmp_path):
+    path = tmp_path / "suite.yaml"
+    path.write_text(f"processes: 6\n{ONE_BENCHMARK}")
+    assert load_suite(path).processes == 6
+    path.write_text(ONE_BENCHMARK)
+    assert load_suite(path).processes == 3
+    assert load_suite(Path(__file__).parents[2] / "configs" / "default.yaml").processes == 6

@@ -125,7 +125,7 @@ def test_hostile_quick_states_a_time_it_keeps(monkeypatch, tmp_path):
     assert _plan(monkeypatch, tmp_path, [_driver("a", ["a0"])], "full.yaml", quick=True,
                  time_limit_s=0).time_limit_s is None
     assert _plan(monkeypatch, tmp_path, [_driver("a", ["a0"])], "default.yaml",
-                 quick=True).time_limit_s == 80
+                 quick=True).time_limit_s == 160
     assert _plan(monkeypatch, tmp_path, [_driver("a", ["a0"])], "full.yaml").time_limit_s \
         is None
 
@@ -141,7 +141,7 @@ def test_hostile_a_smoke_run_says_how_long_its_one_process_a_job_samples(monkeyp
     sampling = sum(j.group.sampling.budget_per_case_s * len(j.group.cases)
                    for b in plan.benchmarks for j in b)
     assert f"1 process per job, 1 job: about {sampling:.0f} s of sampling in all, start-up " \
-           "aside, and at most 80 s (its time limit)" in first, first
+           "aside, and at most 160 s (its time limit)" in first, first
     assert "fewer processes" not in first and "up to 1 process" not in first
 
 

@@ -71,8 +71,8 @@ def test_the_widest_figure_is_taken_over_every_layer_and_cpu_time():
         "dawn, dispatch CPU time per op through the raw FFI ±63% against the suite's target "
         "of ±2% (and 27 more of its figures): each process alone pinned it only to ±26% (its "
         "own interval: the noise within it), against 48% between the processes' medians: "
-        "longer processes narrow it (budget_s twice the suite's, --processes 3 --time-limit "
-        "160, about twice the time)")
+        "longer processes narrow it (budget_s and time_limit_s twice the suite's, --time-limit "
+        "160 where the run had one, about twice the time)")
     assert _line(lines, "wgpu-native").startswith(
         "wgpu-native, dispatch CPU time per op in the reference loop ±77%")
     assert "more processes as long narrow it (--time-limit 160" in _line(lines, "wgpu-native")
@@ -127,8 +127,9 @@ def test_each_implementation_gets_one_line_for_its_widest_figure_and_its_cause()
     assert lines[1].startswith("wgpu-native, naive latency with readback ±19%")
     assert lines[1].endswith("each process alone pinned it only to ±18% (its own interval: the "
                              "noise within it), against 15% between the processes' medians: "
-                             "longer processes narrow it (budget_s twice the suite's, "
-                             "--processes 3 --time-limit 160, about twice the time)")
+                             "longer processes narrow it (budget_s and time_limit_s twice the "
+                             "suite's, --time-limit 160 where the run had one, about twice the "
+                             "time)")
     assert lines[2].startswith("torch-eager, sequential per op") and "quieter CPU set" in lines[2]
     assert lines[3].startswith("numpy-cpu") and "one process" in lines[3]
     assert lines[3].endswith("(--processes 3 --time-limit 240)")
@@ -146,3 +147,37 @@ def test_a_run_within_its_target_says_nothing():
     tiny = {**_row("dawn", "dawn", "per_dispatch_ns", 0.5, 0.02, 0.01), "value": 8.0,
             "ci_low": 4.0, "ci_high": 12.0}
     assert limits(pd.DataFrame([tiny]), [], None) == []
+
+
+def test_the_advice_for_a_plain_run_of_the_default_suite_holds_under_its_plan():
+    """The options said are what the plan (run/plan.py `_counts`) makes of them, for the
+    default suite's six processes in 160 s and for a run whose longer --time-limit bought
+    eleven: more processes as long (twice the limit: twice the processes, each as long) and
+    longer processes (budget_s and time_limit_s twice: as many, each twice as long).
+    `--processes 11` with budget_s twice, as once said, gave each of eleven 2 x 2.0 / 11 s a
+    case where the run's had 2.0 / 6: 1.09x as long, not twice."""
+    from gpuoverhead.run.plan import RunOptions, _counts
+
+    def plan(suite_limit: float, budget: float, **options) -> tuple[int, float]:
+        """Processes a job and each one's seconds a case, for the default suite (6)."""
+        limit = options.get("time_limit_s") or suite_limit
+        count, sharing, _ = _counts(RunOptions(suite=Path("s"), out_root=Path("o"),
+                                               **options), limit, suite_limit, 6)
+        return count, budget / sharing
+
+    for asked, count in (({}, 6), ({"time_limit_s": 300.0}, 11)):
+        limit = asked.get("time_limit_s", 160.0)
+        ran = plan(160.0, 2.0, **asked)
+        assert ran[0] == count
+        spread = _row("dawn", "dawn", "latency_ns", 0.2, 0.4, 0.02, processes=count)
+        more = limits(pd.DataFrame([spread]), [], limit)[0]
+        assert more.endswith(f"(--time-limit {2 * limit:g}, about twice the time)"), more
+        doubled = plan(160.0, 2.0, time_limit_s=2 * limit)
+        assert doubled[0] == min(2 * count, 20) and doubled[1] == ran[1]  # MOST_PROCESSES
+        noisy = _row("dawn", "dawn", "latency_ns", 0.2, 0.1, 0.2, processes=count)
+        longer = limits(pd.DataFrame([noisy]), [], limit)[0]
+        assert longer.endswith("(budget_s and time_limit_s twice the suite's, --time-limit "
+                               f"{2 * limit:g} where the run had one, about twice the time)")
+        # The suite's limit and budget doubled, and --time-limit where the run had one.
+        again = plan(320.0, 4.0, **({"time_limit_s": 2 * limit} if asked else {}))
+        assert again[0] == count and again[1] == pytest.approx(2 * ran[1])
