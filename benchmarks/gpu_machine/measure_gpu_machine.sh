@@ -4,12 +4,14 @@
 # (docs/reproduce.md says which figure each one makes):
 #   bash benchmarks/gpu_machine/measure_gpu_machine.sh QUESTION...    # from the repository root
 # QUESTION, the name of its folder:
-#   default          a plain run (the default suite, every implementation, its 80 s)
+#   default          a plain run (the default suite, every implementation: 6 processes a
+#                    job in its 160 s; before 2026-11-30, 3 in 80 s)
 #   default-again    the same, right after (`compare default default-again`: run to run)
 #   cadence          the cadence suite, wgpu-native in 225 s (its 5 gaps, 3 processes of 10 s each)
 #   cadence-all      the cadence suite, every implementation, in its 400 s
 #   c-loop           a plain C loop's submit, bursts back to back and 30 ms apart, 2
 #                    processes of 10 s each (benchmarks/investigations/submit_cadence.py; c-loop/c-loop.json)
+#   c-loop-b2b       the same back to back only, about 25 s (c-loop-b2b/c-loop.json)
 #   figures          issue 54's done-when figures from the folders above
 #                    (benchmarks/investigations/regime_figures.py; figures.txt)
 #   processes-3      the same with --processes 3; processes-6, processes-10: with 6, 10
@@ -17,8 +19,13 @@
 #   selftest         the A/A test (its halves in selftest/a and selftest/b);
 #   selftest-again   the same, later (selftest-again/a, b)
 #   selftest-b2b     its back-to-back form: two plain runs of the default suite one after
-#                    the other (selftest-b2b/a, b), about 175 s: `default` and
-#                    `default-again` with the verdict and the run-to-run allowance
+#                    the other (selftest-b2b/a, b), at most 2 x 160 s and the compare:
+#                    `default` and `default-again` with the verdict and the run-to-run
+#                    allowance
+# Issue 54's plain run, in one call of at most 9 minutes (about 6.5 on the H200: start-up,
+# 25 s, 2 x 160 s, 10 s; figures.txt has the precision, the pair's verdicts and the native
+# layer's submit over the C loop's):
+#   bash benchmarks/gpu_machine/measure_gpu_machine.sh c-loop-b2b selftest-b2b figures
 #   decode           the decode suite (Qwen2.5-0.5B's shapes), every implementation, in
 #                    300 s: as many of 6 processes a job as that holds
 #   decode-1.5b      the same with Qwen2.5-1.5B's shapes
@@ -35,7 +42,10 @@
 # ../shared/gpu-bundle.sh; where $OUT is set, /tmp/results is packed there after each step,
 # so a call cut short still returns what had finished. Each step is bounded by `timeout`;
 # its console output is the folder's run.log (selftest.log for the A/A), its wall time from
-# the shell a line of /tmp/results/times.txt.
+# the shell a line of /tmp/results/times.txt. DEFAULT_ARGS, where set, are more options of
+# the questions that run the default suite (default*, processes-*, limit300, selftest*),
+# split at spaces: a test of this script on a machine with no GPU, e.g.
+#   RESULTS=/tmp/r DEFAULT_ARGS="--suite small.yaml --implementation wgpu-native" bash ...
 set -uo pipefail
 results=${RESULTS:-/tmp/results}  # RESULTS: elsewhere (a machine shared with other work)
 mkdir -p "$results"
@@ -84,26 +94,30 @@ selftest() {  # selftest QUESTION SECONDS ARGS...: the A/A test, its halves as Q
 }
 
 crossover=(--suite crossover --implementation wgpu-native,dawn,torch,cpu-ref)
+read -ra suite <<< "${DEFAULT_ARGS:-}"  # the default suite's questions' (above)
 for question in "$@"; do
   rm -rf "${results:?}/$question"  # a question asked again on the same machine starts afresh
   case $question in
-    default|default-again) run 120 "$question" ;;
+    default|default-again) run 200 "$question" "${suite[@]}" ;;
     cadence) run 250 cadence --suite cadence --implementation wgpu-native --time-limit 225 ;;
     cadence-all) run 440 cadence-all --suite cadence ;;
-    c-loop) mkdir -p "$results/c-loop"
-      timeout 120 python3 benchmarks/investigations/submit_cadence.py --gaps 0,30 --seconds 10 \
-        --processes 2 --json "$results/c-loop/c-loop.json" > "$results/c-loop/run.log" 2>&1
-      echo "c-loop: exit $?" | tee -a "$results/times.txt"
+    c-loop|c-loop-b2b) mkdir -p "$results/$question"
+      gaps=0 limit=60
+      [ "$question" = c-loop ] && gaps=0,30 limit=120
+      timeout "$limit" python3 benchmarks/investigations/submit_cadence.py \
+        --gaps "$gaps" --seconds 10 --processes 2 --json "$results/$question/c-loop.json" \
+        > "$results/$question/run.log" 2>&1
+      echo "$question: exit $?" | tee -a "$results/times.txt"
       [ -n "${OUT:-}" ] && tar -C "$results" -czf "$OUT/results.tgz" . ;;
     figures) timeout 120 python3 benchmarks/investigations/regime_figures.py "$results" \
         | tee "$results/figures.txt"
       [ -n "${OUT:-}" ] && tar -C "$results" -czf "$OUT/results.tgz" . ;;
-    processes-3) run 120 processes-3 --processes 3 ;;
-    processes-6) run 120 processes-6 --processes 6 ;;
-    processes-10) run 120 processes-10 --processes 10 ;;
-    limit300) run 340 limit300 --time-limit 300 ;;
-    selftest|selftest-again) selftest "$question" 380 ;;
-    selftest-b2b) selftest "$question" 200 --back-to-back ;;
+    processes-3) run 200 processes-3 --processes 3 "${suite[@]}" ;;
+    processes-6) run 200 processes-6 --processes 6 "${suite[@]}" ;;
+    processes-10) run 200 processes-10 --processes 10 "${suite[@]}" ;;
+    limit300) run 340 limit300 --time-limit 300 "${suite[@]}" ;;
+    selftest|selftest-again) selftest "$question" 380 "${suite[@]}" ;;
+    selftest-b2b) selftest "$question" 380 --back-to-back "${suite[@]}" ;;
     decode) run 340 decode --suite decode --implementation all --time-limit 300 --processes 6 ;;
     decode-1.5b) run 460 decode-1.5b --suite decode-1.5b --implementation all \
       --time-limit 420 ;;

@@ -1,6 +1,6 @@
 """The figures issue 54's "done when" asks for, from the folders that
 benchmarks/gpu_machine/measure_gpu_machine.sh writes (its questions `default`, `default-again`,
-`selftest`, `selftest-b2b`, `cadence`, `c-loop`), each where it exists:
+`selftest`, `selftest-b2b`, `cadence`, `c-loop` or `c-loop-b2b`), each where it exists:
 
 - per plain run (`default`, `default-again`, and the two runs of `selftest-b2b`), the
   median and the widest half-width of its 68 headline rows (wgpu-native's and Dawn's per-op
@@ -14,7 +14,8 @@ benchmarks/gpu_machine/measure_gpu_machine.sh writes (its questions `default`, `
 - each A/A (`selftest`, the halves alternating; `selftest-b2b`, one after the other): the
   share of headline rows `same`;
 - the native layer's back-to-back `submit` per op (each plain run) against the plain C loop
-  measured in the same call (`c-loop`: benchmarks/investigations/submit_cadence.py);
+  measured in the same call (`c-loop` or `c-loop-b2b`:
+  benchmarks/investigations/submit_cadence.py);
 - per gap, the cadence's wall time per op of wgpu-native's `submit` in each layer, when its
   level settled, and the C loop's; and, after 6 s, what the first burst of a block (after
   another case's) cost against the others (after one of its own kind);
@@ -95,11 +96,12 @@ def native_submit(folder: Path) -> pd.Series | None:
 
 
 def c_loop(root: Path) -> dict[float, float]:
-    """The C loop's level per gap (median over its processes), µs per op."""
-    path = root / "c-loop" / "c-loop.json"
-    if not path.is_file():
+    """The C loop's level per gap (median over its processes), µs per op: `c-loop`'s, else
+    `c-loop-b2b`'s (back to back only)."""
+    found = [p for q in ("c-loop", "c-loop-b2b") if (p := root / q / "c-loop.json").is_file()]
+    if not found:
         return {}
-    runs = json.loads(path.read_text())["processes"]
+    runs = json.loads(found[0].read_text())["processes"]
     return {gap: float(np.median([r["level_us"] for r in runs if r["gap_ms"] == gap]))
             for gap in sorted({r["gap_ms"] for r in runs})}
 
