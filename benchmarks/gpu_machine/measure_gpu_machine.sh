@@ -5,7 +5,7 @@
 #   bash benchmarks/gpu_machine/measure_gpu_machine.sh QUESTION...    # from the repository root
 # QUESTION, the name of its folder:
 #   default          a plain run (the default suite, every implementation: 6 processes a
-#                    job in its 160 s; before 2026-11-30, 3 in 80 s)
+#                    job in its 160 s; the sets made before issue 54's six: 3 in 80 s)
 #   default-again    the same, right after (`compare default default-again`: run to run)
 #   cadence          the cadence suite, wgpu-native in 225 s (its 5 gaps, 3 processes of 10 s each)
 #   cadence-all      the cadence suite, every implementation, in its 400 s
