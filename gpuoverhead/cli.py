@@ -260,9 +260,8 @@ def selftest(
         "run-to-run allowance found is kept a day, and compare allows it.")] = False,
 ) -> None:
     """A/A test: the same suite measured twice, interleaved, and compared; at least 95% of
-    the headline estimates must be `same`. Each process gets what one of a plain run's
-    gets, so six a half of a suite of three take four times its time limit, of one of six
-    twice."""
+    the headline estimates must be `same`. Each process is as long as a plain run's: six a
+    half take twice a plain run's time where it has six, four times where it has three."""
     from gpuoverhead.drivers import registry
     from gpuoverhead.present import allowance, console
     from gpuoverhead.present import compare as comparing
