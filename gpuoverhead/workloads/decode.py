@@ -174,12 +174,13 @@ class Engine:
                                                     **extra})
 
     def _mv(self, entry: str, buffers: dict[int, Any], rows: int, cols: int,
-            least: int = 0, matvec: Matvec = MATVECS["main"], **extra: int) -> Any:
+            least: int = 0, matvec: Matvec | None = None, **extra: int) -> Any:
         """A dispatch of a matrix-vector kernel: `rows` rows (or pairs) of `cols` columns, one
         per lane group, enough lanes that each reads at most `matvec.lane_loads` vec4s of
         each row; workgroups of MATVEC_WG threads, or `least`; the sums by subgroup shuffles
         (entry point `<entry>_sg`) where `matvec` asks and the device has subgroups (without
-        them, the same lanes through workgroup memory)."""
+        them, the same lanes through workgroup memory); None: main's."""
+        matvec = matvec or MATVECS["main"]
         lanes = matvec.least_lanes
         while lanes < DECODE_WG and cols // 4 > matvec.lane_loads * lanes:
             lanes *= 2
