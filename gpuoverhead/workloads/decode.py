@@ -181,9 +181,7 @@ class Engine:
         (entry point `<entry>_sg`) where `matvec` asks and the device has subgroups (without
         them, the same lanes through workgroup memory); None: main's."""
         matvec = matvec or MATVECS["main"]
-        lanes = matvec.least_lanes
-        while lanes < DECODE_WG and cols // 4 > matvec.lane_loads * lanes:
-            lanes *= 2
+        lanes = matvec.lanes(cols, DECODE_WG)
         wg = max(lanes, MATVEC_WG, least)
         sg = self.sg_ctx if matvec.subgroups else None
         pipeline = self._p(entry if sg is None else f"{entry}_sg", sg, ROWS=rows, COLS=cols,

@@ -30,6 +30,13 @@ class Matvec:
     lane_loads: int = LANE_LOADS
     least_lanes: int = 32
 
+    def lanes(self, cols: int, most: int) -> int:
+        """Threads a row of `cols` columns (vec4 loads: cols / 4), at most `most`."""
+        lanes = self.least_lanes
+        while lanes < most and cols // 4 > self.lane_loads * lanes:
+            lanes *= 2
+        return lanes
+
 
 #: A part's alternatives by name. main: the first fused engine's (the H100's fastest of 2, 4
 #: and 8 loads a lane, decode.py); sg: main's lanes with the sums by subgroup shuffles (no
