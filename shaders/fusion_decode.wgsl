@@ -496,9 +496,14 @@ fn qkv_rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
     red[lid] = s;
     reduce_runs(lid, LANES);
     if (lane == 0u && block < NH + 2u * NKV) {
-        let inv = inv_rms(red[lid].z);
-        qkv_store(block, j, red[lid].x * inv, red[lid].y * inv);
+        qkv_normed(block, j, red[lid]);
     }
+}
+
+// qkv_store of a pair's sums (their dots and the stream's sum of squares, norm_dot2's).
+fn qkv_normed(block: u32, j: u32, sums: vec4<f32>) {
+    let inv = inv_rms(sums.z);
+    qkv_store(block, j, sums.x * inv, sums.y * inv);
 }
 
 // Rows (j, j + D / 2) of Q/K/V block `block` (a query head, then the key heads, then the
@@ -825,10 +830,15 @@ fn gate_up(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
     red[lid] = s;
     reduce_runs(lid, LANES);
     if (lane == 0u && r < F) {
-        let inv = inv_rms(red[lid].z);
-        let g = red[lid].x * inv;
-        out0[r] = g / (1.0 + exp(-g)) * (red[lid].y * inv);
+        swiglu_out(r, red[lid]);
     }
+}
+
+// out0[r] = silu(gate) * up from row pair r's sums (norm_dot2's).
+fn swiglu_out(r: u32, sums: vec4<f32>) {
+    let inv = inv_rms(sums.z);
+    let g = sums.x * inv;
+    out0[r] = g / (1.0 + exp(-g)) * (sums.y * inv);
 }
 
 // out0[BASE + r] = w[r, :] . (x4 / rms(x4) * y4): the final norm folded into the LM head

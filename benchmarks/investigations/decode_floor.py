@@ -49,6 +49,7 @@ from gpuoverhead.gpu.pass_timer import PassTimer, timed_pass  # noqa: E402
 from gpuoverhead.gpu.wait import waiter  # noqa: E402
 from gpuoverhead.suite.shaders import fusion_kernel  # noqa: E402
 from gpuoverhead.workloads import decode, read_floor  # noqa: E402
+from gpuoverhead.workloads.decode_choices import Matvec  # noqa: E402
 from gpuoverhead.workloads.decode_model import (  # noqa: E402
     MODELS,
     TOKEN,
@@ -244,10 +245,10 @@ def kernel_rows(device: Any, timer: PassTimer | None, tick: float, engine: Any, 
 def sweep(device: Any, timer: PassTimer | None, tick: float, engine: Any, wait: Any,
           base: dict, weights: Weights, args: argparse.Namespace) -> list[dict]:
     """The fused step at each matrix-vector workgroup size and loads per lane."""
-    rows, saved = [], (decode.MATVEC_WG, decode.LANE_LOADS)
+    rows, saved = [], (decode.MATVEC_WG, decode.MATVECS["main"])
     for wg in (64, 128, 256):
         for loads in (4, 8, 16):
-            decode.MATVEC_WG, decode.LANE_LOADS = wg, loads
+            decode.MATVEC_WG, decode.MATVECS["main"] = wg, Matvec(lane_loads=loads)
             count = engine.ctx.buffer(np.zeros(1, np.uint32))
             sequence = sum(engine.steps("fused", count)[0], ())
             timed_pass(device, sequence, 2, None, tick, wait)
@@ -258,7 +259,7 @@ def sweep(device: Any, timer: PassTimer | None, tick: float, engine: Any, wait: 
                          "gpu_ms_per_token": ms})
             print(f"    sweep {base['implementation']:12} matvec WG {wg:3} loads/lane "
                   f"{loads:2}: {ms if ms is None else round(ms, 3)} ms/token", flush=True)
-    decode.MATVEC_WG, decode.LANE_LOADS = saved
+    decode.MATVEC_WG, decode.MATVECS["main"] = saved
     return rows
 
 

@@ -2,11 +2,18 @@
 a token's GPU time go? (issue 57)
 
 On the best adapter of wgpu-native (and of Dawn, where `wgpudawn` imports), for Qwen2.5-0.5B
-and 1.5B (f32, random weights, a KV cache of 128), the fused step under each of VARIANTS:
-`main` (the first fused engine's kernels) and the suite's own (workloads/decode_choices:
-`tuned`, each model's), each built, its logits and step count checked against numpy, then
-its GPU time a token from timestamps around a pass of `--steps` steps, `--rounds` rounds
-that time every variant once in a rotating order, the median (with the least and the most).
+and 1.5B (f32, random weights, a KV cache of 128), the fused step under each of `variants`:
+`main` (the first fused engine's kernels), the suite's own (workloads/decode_choices:
+`tuned`, each model's), and the suite's with one matrix-vector part (Q/K/V, gate/up, down)
+swapped for each of its other alternatives (decode_choices.MATVECS: `gate_up=sg-l16`; those
+summing by subgroup shuffles only where the device has subgroups, which the device is asked
+for), each built, its logits and step count checked against numpy, then its GPU time a
+token from timestamps around a pass of `--steps` steps, `--rounds` rounds that time every
+variant once in a rotating order, the median (with the least and the most): phase 1. Where
+a part's fastest checked alternative beat `tuned`'s median, `best` (every such part's
+fastest in one step) and a fresh build of `tuned` are timed in `--rounds` rounds of their
+own (phase 2: the rounds that picked do not judge the pick); table.txt says per
+implementation and model what `best` took and how it compares.
 Between building and timing, on the same device, as the suite's decode workers measure them
 (workloads/read_floor.py): the read floor (the bytes a step must read over the read
 bandwidth of a stream kernel, which first streams for 0.3 s to bring the clocks up) and
@@ -33,9 +40,8 @@ import argparse
 import gc
 import json
 import sys
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from time import perf_counter
 from typing import Any
@@ -47,13 +53,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from decode_floor import Group, check, open_device  # noqa: E402
 
 from gpuoverhead.drivers.webgpu import BINDINGS  # noqa: E402
+from gpuoverhead.errors import UserError  # noqa: E402
 from gpuoverhead.gpu.pass_timer import timed_pass  # noqa: E402
 from gpuoverhead.gpu.targets import binding_of  # noqa: E402
 from gpuoverhead.gpu.wait import waiter  # noqa: E402
 from gpuoverhead.suite.shaders import fusion_kernel  # noqa: E402
 from gpuoverhead.workloads import read_floor  # noqa: E402
-from gpuoverhead.workloads.decode import Engine  # noqa: E402
-from gpuoverhead.workloads.decode_choices import DEFAULT_NAME, Kernels, default  # noqa: E402
+from gpuoverhead.workloads.decode import SUBGROUP_FEATURES, Engine  # noqa: E402
+from gpuoverhead.workloads.decode_choices import (  # noqa: E402
+    DEFAULT_NAME,
+    MATVEC_PARTS,
+    MATVECS,
+    Kernels,
+    default,
+)
 from gpuoverhead.workloads.decode_model import (  # noqa: E402
     MODELS,
     Shape,
@@ -63,24 +76,60 @@ from gpuoverhead.workloads.decode_model import (  # noqa: E402
 )
 from gpuoverhead.workloads.work import Context  # noqa: E402
 
-#: The whole steps timed, by name: the first fused engine's kernels, and the suite's.
-VARIANTS: dict[str, Callable[[Shape], Kernels]] = {"main": lambda _: Kernels(),
-                                                   DEFAULT_NAME: default}
 INSIDE = "timestamp-query-inside-passes"
 #: Timestamps a query set holds at most (WebGPU's limit).
 MOST_QUERIES = 4096
 
 
+def variants(shape: Shape) -> dict[str, Kernels]:
+    """The whole steps timed, by name: the first fused engine's kernels (`main`), the
+    suite's (`tuned`), and the suite's with one matrix-vector part swapped for each of its
+    other alternatives (`gate_up=sg-l16`: decode_choices.MATVECS)."""
+    tuned = default(shape)
+    return {"main": Kernels(), DEFAULT_NAME: tuned,
+            **{f"{part}={name}": replace(tuned, **{part: name}) for part in MATVEC_PARTS
+               for name in MATVECS if name != getattr(tuned, part)}}
+
+
+def needs_subgroups(kernels: Kernels) -> bool:
+    return any(MATVECS[getattr(kernels, part)].subgroups for part in MATVEC_PARTS)
+
+
 @dataclass
 class Built:
-    """One variant's step on a device: its dispatches, counter, whether its logits matched."""
+    """One variant's step on a device: its dispatches, counter, whether its logits matched,
+    its GPU ns a token in each round, and the steps its counter holds once timed."""
 
     name: str
     kernels: Kernels
     sequence: tuple
     count: Any
     logits_ok: bool | None
+    phase: int = 1
     times: list[float] = field(default_factory=list)
+    done: int = 0
+
+    def median(self) -> float:
+        return float(np.median(self.times))
+
+    def checked(self, steps: int) -> bool:
+        """Its logits matched numpy (or were not checked) and its counter holds every step
+        run: 2 to warm, then the timed ones."""
+        return self.logits_ok is not False and self.done == 2 + len(self.times) * steps
+
+
+def picks(built: list[Built], steps: int) -> dict[str, str]:
+    """Per matrix-vector part, the alternative whose step (the suite's with that part
+    swapped) had the lowest median of the checked ones, where that is below the suite's own
+    step's median: the parts of `best`."""
+    ok = [b for b in built if b.checked(steps)]
+    tuned = next((b for b in ok if b.name == DEFAULT_NAME), None)
+    out: dict[str, str] = {}
+    for part in MATVEC_PARTS if tuned else ():
+        mine = [b for b in ok if b.name.startswith(f"{part}=")]
+        if mine and (fastest := min(mine, key=Built.median)).median() < tuned.median():
+            out[part] = getattr(fastest.kernels, part)
+    return out
 
 
 def arguments() -> argparse.Namespace:
@@ -90,10 +139,10 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--cache", type=int, default=128, help="KV cache positions (128)")
     parser.add_argument("--steps", type=int, help="steps a timed pass (48; tiny: 4)")
     parser.add_argument("--rounds", type=int, help="rounds over the variants (8; tiny: 2)")
-    parser.add_argument("--budget", type=float, default=75.0,
-                        help="seconds after which no new shape or variant starts (75; what "
+    parser.add_argument("--budget", type=float, default=150.0,
+                        help="seconds after which no new shape or variant starts (150; what "
                              "has started still finishes: on an H200 round 1's eight "
-                             "variants took 55 s in all, these two should take less)")
+                             "variants took 55 s in all; these 11 and 2 a shape, about 100)")
     parser.add_argument("--implementations", default="wgpu-native,dawn")
     args = parser.parse_args()
     args.shapes = [128] if args.tiny else [896, 1536]
@@ -155,7 +204,7 @@ def kernel_split(names: list[str], times: np.ndarray, floor_bytes: dict[str, int
         less = us - len(mine) * stamp_ns / 1e3
         out[name] = {"dispatches": len(mine), "us_per_token": us,
                      "us_less_stamps": less if stamp_ns > 0 and less > 0 else None,
-                     "floor_us": floor_bytes[name] / read_gb_s / 1e3}
+                     "floor_us": floor_bytes[name.removesuffix("_sg")] / read_gb_s / 1e3}
     return out
 
 
@@ -164,82 +213,119 @@ def entry(dispatch: tuple) -> str:
 
 
 def build(ctx: Context, engine: Engine, name: str, kernels: Kernels, expected: np.ndarray,
-          tick: float, wait: Any) -> Built:
+          tick: float, wait: Any, phase: int = 1) -> Built:
     """The step with `kernels` on the engine's device, run twice and its logits checked."""
     count = ctx.buffer(np.zeros(1, np.uint32))
     segments, logits = engine.tuned(kernels).steps("fused", count)
     sequence = sum(segments, ())
     timed_pass(ctx.device, sequence, 2, None, tick, wait)  # warm: pipelines, caches
-    return Built(name, kernels, sequence, count, check(ctx, logits, expected))
+    return Built(name, kernels, sequence, count, check(ctx, logits, expected), phase)
+
+
+def time_rounds(device: Any, built: list[Built], args: argparse.Namespace, timer: Any,
+                tick: float, wait: Any) -> None:
+    """`args.rounds` rounds that time every step once, in a rotating order; then each
+    counter read."""
+    for r in range(args.rounds):
+        for b in built[r % len(built):] + built[:r % len(built)]:
+            b.times.append(timed_pass(device, b.sequence, args.steps, timer, tick, wait)[0]
+                           / args.steps)
+    for b in built:
+        b.done = int(np.frombuffer(device.queue.read_buffer(b.count), np.uint32)[0])
 
 
 def run_shape(binding_name: str, device: Any, timer: Any, tick: float, software: bool,
               weights: Weights, expected: np.ndarray, info: dict, args: argparse.Namespace,
               deadline: float, notes: list[str]) -> tuple[list[dict], list[dict]]:
     """One shape on one device: every variant built and checked; the read floor and the
-    GPU's time per dispatch; the variants timed in interleaved rounds; a record per variant,
-    and per variant its kernels' where timestamps inside a pass exist."""
-    wait, features = waiter(device), device.features
+    GPU's time per dispatch; the variants timed in interleaved rounds (phase 1); then, where
+    some part's alternative beat the suite's step, `best` (each part's fastest) built and
+    timed against a fresh build of the suite's step in rounds of their own (phase 2, so the
+    rounds that picked do not judge); a record per step, and per step its kernels' where
+    timestamps inside a pass exist."""
+    wait, features, where = waiter(device), device.features, f"{binding_name} {weights.shape.name}"
     ctx = Context(device, Group(fusion_kernel("decode")))
     engine = Engine(ctx, weights)
     built = []
-    for name, kernels_of in VARIANTS.items():
+    for name, kernels in variants(weights.shape).items():
         if perf_counter() > deadline:
-            notes.append(f"{binding_name} {weights.shape.name}: {name} left out (past the "
-                         f"{args.budget:.0f} s budget)")
+            notes.append(f"{where}: {name} left out (past the {args.budget:.0f} s budget)")
+        elif needs_subgroups(kernels) and engine.sg_ctx is None:
+            notes.append(f"{where}: {name} left out (the device has no subgroups)")
         else:
-            built.append(build(ctx, engine, name, kernels_of(weights.shape), expected, tick,
-                               wait))
+            try:
+                built.append(build(ctx, engine, name, kernels, expected, tick, wait))
+            except UserError as exc:  # a pipeline this device's compiler refused
+                notes.append(f"{where}: {name} left out ({exc})")
+                print(notes[-1], flush=True)
     read_gb_s = read_floor.read_gb_s(ctx, tick, wait, software)
     empty_ns = read_floor.dispatch_gpu_ns(ctx, tick, wait)
-    base = {"implementation": binding_name, **info, "read_gb_s": read_gb_s}
-    print(f"{binding_name} {weights.shape.name}: {info['adapter']}, a stream reads "
-          f"{read_gb_s:.1f} GB/s, a dispatch {empty_ns / 1e3:.2f} µs, timestamps inside "
-          f"passes: {INSIDE in features}", flush=True)
-    for r in range(args.rounds):
-        for b in built[r % len(built):] + built[:r % len(built)]:
-            b.times.append(timed_pass(device, b.sequence, args.steps, timer, tick, wait)[0]
-                           / args.steps)
-    read = bytes_per_token(weights.shape, weights.cache)
-    floor_ns = read / read_gb_s
+    base = {"implementation": binding_name, **info, "read_gb_s": read_gb_s,
+            "empty_dispatch_us": empty_ns / 1e3, "subgroups": engine.sg_ctx is not None}
+    print(f"{where}: {info['adapter']}, a stream reads {read_gb_s:.1f} GB/s, a dispatch "
+          f"{empty_ns / 1e3:.2f} µs, timestamps inside passes: {INSIDE in features}, "
+          f"subgroups: {engine.sg_ctx is not None}", flush=True)
+    time_rounds(device, built, args, timer, tick, wait)
+    chosen = picks(built, args.steps)
+    if chosen and perf_counter() <= deadline:
+        tuned = default(weights.shape)
+        confirm = [build(ctx, engine, DEFAULT_NAME, tuned, expected, tick, wait, 2),
+                   build(ctx, engine, "best", replace(tuned, **chosen), expected, tick, wait,
+                         2)]
+        time_rounds(device, confirm, args, timer, tick, wait)
+        built += confirm
+    elif chosen:
+        notes.append(f"{where}: best ({chosen}) left out (past the {args.budget:.0f} s "
+                     "budget)")
     rows, kernel_rows = [], []
     for b in built:
-        done = int(np.frombuffer(device.queue.read_buffer(b.count), np.uint32)[0])
-        gpu, dispatches = float(np.median(b.times)), len(b.sequence)
-        rows.append({**base, "shape": weights.shape.name, "cache": weights.cache,
-                     "variant": b.name, "kernels": asdict(b.kernels),
-                     "dispatches_per_token": dispatches, "steps": args.steps,
-                     "rounds": args.rounds, "gpu_ms_per_token": gpu / 1e6,
-                     "gpu_ms_per_token_rounds": [t / 1e6 for t in b.times],
-                     "bytes_per_token": read, "read_floor_ms": floor_ns / 1e6,
-                     "floor_multiple_read": gpu / floor_ns,
-                     "empty_dispatch_us": empty_ns / 1e3,
-                     "dispatch_ms": dispatches * empty_ns / 1e6,
-                     "excess_ms": (gpu - floor_ns - dispatches * empty_ns) / 1e6,
-                     "logits_match_numpy": b.logits_ok,
-                     "steps_counted": done == 2 + args.rounds * args.steps})
+        rows.append(record(base, weights, b, args))
         print(line(rows[-1]), flush=True)
         if INSIDE in features and binding_name == "wgpu-native":
-            steps = min(args.steps, (MOST_QUERIES - 1) // dispatches)
-            times = per_dispatch_ns(device, b.sequence, steps, tick, wait)
-            total = float(np.median(times.sum(axis=1)))
-            stamp_ns = (total - gpu) / dispatches  # what a stamp adds to a dispatch
-            split = kernel_split([entry(d) for d in b.sequence], times,
-                                 kernel_bytes(weights.shape, weights.cache), read_gb_s,
-                                 stamp_ns)
-            rows[-1]["stamped_ms_per_token"] = total / 1e6
-            kernel_rows.append({**base, "shape": weights.shape.name, "variant": b.name,
-                                "stamped_ms_per_token": total / 1e6,
-                                "stamp_us": stamp_ns / 1e3, "kernels": split})
+            kernel_rows.append(stamped(device, b, weights, base, read_gb_s, args.steps, tick,
+                                       wait))
+            rows[-1]["stamped_ms_per_token"] = kernel_rows[-1]["stamped_ms_per_token"]
             print(f"    {kernel_cell(kernel_rows[-1])}", flush=True)
     return rows, kernel_rows
+
+
+def record(base: dict, weights: Weights, b: Built, args: argparse.Namespace) -> dict:
+    """One timed step's record: its GPU time a token, the read floor, its dispatches times
+    the GPU's time per dispatch, and the rest."""
+    read = bytes_per_token(weights.shape, weights.cache)
+    floor_ns = read / base["read_gb_s"]
+    gpu, dispatches = b.median(), len(b.sequence)
+    empty_ns = base["empty_dispatch_us"] * 1e3
+    return {**base, "shape": weights.shape.name, "cache": weights.cache, "variant": b.name,
+            "phase": b.phase, "kernels": asdict(b.kernels), "dispatches_per_token": dispatches,
+            "steps": args.steps, "rounds": args.rounds, "gpu_ms_per_token": gpu / 1e6,
+            "gpu_ms_per_token_rounds": [t / 1e6 for t in b.times],
+            "bytes_per_token": read, "read_floor_ms": floor_ns / 1e6,
+            "floor_multiple_read": gpu / floor_ns, "dispatch_ms": dispatches * empty_ns / 1e6,
+            "excess_ms": (gpu - floor_ns - dispatches * empty_ns) / 1e6,
+            "logits_match_numpy": b.logits_ok,
+            "steps_counted": b.done == 2 + len(b.times) * args.steps}
+
+
+def stamped(device: Any, b: Built, weights: Weights, base: dict, read_gb_s: float,
+            steps: int, tick: float, wait: Any) -> dict:
+    """Its kernels' GPU time a token from a pass with a timestamp after every dispatch."""
+    dispatches = len(b.sequence)
+    times = per_dispatch_ns(device, b.sequence, min(steps, (MOST_QUERIES - 1) // dispatches),
+                            tick, wait)
+    total = float(np.median(times.sum(axis=1)))
+    stamp_ns = (total - b.median()) / dispatches  # what a stamp adds to a dispatch
+    split = kernel_split([entry(d) for d in b.sequence], times,
+                         kernel_bytes(weights.shape, weights.cache), read_gb_s, stamp_ns)
+    return {**base, "shape": weights.shape.name, "variant": b.name, "phase": b.phase,
+            "stamped_ms_per_token": total / 1e6, "stamp_us": stamp_ns / 1e3, "kernels": split}
 
 
 def line(r: dict) -> str:
     ok = {None: "", True: " logits ok", False: " LOGITS WRONG"}[r["logits_match_numpy"]]
     ok += "" if r["steps_counted"] else " STEPS MISSING"
     times = r["gpu_ms_per_token_rounds"]
-    return (f"{r['implementation']:12} {r['shape']:13} {r['variant']:6} "
+    return (f"{r['implementation']:12} {r['shape']:13} {r['variant']:14} {r['phase']} "
             f"{r['dispatches_per_token']:4} dispatches  GPU {r['gpu_ms_per_token']:7.3f} ms "
             f"[{min(times):.3f}-{max(times):.3f}]  floor {r['read_floor_ms']:6.3f} ms  "
             f"{r['floor_multiple_read']:5.2f}x  dispatches {r['dispatch_ms']:6.3f}  "
@@ -249,17 +335,20 @@ def line(r: dict) -> str:
 def table(rows: list[dict], kernel_rows: list[dict]) -> str:
     """The whole steps, then (where measured) each kernel's µs a token per variant, as
     markdown."""
-    out = ["| implementation | model | variant | dispatches | GPU ms/token [least-most] | "
-           "read floor ms | multiple | dispatch ms | excess ms | checked |",
-           "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    out = ["| implementation | model | variant | phase | dispatches | GPU ms/token "
+           "[least-most] | read floor ms | multiple | dispatch ms | excess ms | checked |",
+           "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for r in rows:
         t = r["gpu_ms_per_token_rounds"]
         ok = r["logits_match_numpy"] is not False and r["steps_counted"]
-        out.append(f"| {r['implementation']} | {r['shape']} | {r['variant']} | "
+        out.append(f"| {r['implementation']} | {r['shape']} | {r['variant']} | {r['phase']} | "
                    f"{r['dispatches_per_token']} | {r['gpu_ms_per_token']:.3f} "
                    f"[{min(t):.3f}-{max(t):.3f}] | {r['read_floor_ms']:.3f} | "
                    f"{r['floor_multiple_read']:.2f}x | {r['dispatch_ms']:.3f} | "
                    f"{r['excess_ms']:.3f} | {'yes' if ok else 'NO'} |")
+    out += ["", "Phase 2 (each part's fastest checked alternative of phase 1, where faster "
+            f"than {DEFAULT_NAME}, as one step, against a fresh build of {DEFAULT_NAME}, in "
+            "rounds of their own):", "", *verdicts(rows)]
     if kernel_rows:
         out += ["", "Timestamps after every dispatch (one pass): per kernel its dispatches a "
                 "token, µs a token stamped, the same less what a stamp adds to a dispatch "
@@ -269,9 +358,9 @@ def table(rows: list[dict], kernel_rows: list[dict]) -> str:
                 "| implementation | model | variant | kernel | dispatches | stamped µs | "
                 "a stamp µs | less stamps µs | floor µs | multiple |",
                 "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-        steps = {(r["implementation"], r["shape"], r["variant"]): r for r in rows}
+        steps = {(r["implementation"], r["shape"], r["variant"], r["phase"]): r for r in rows}
         for k in kernel_rows:
-            r = steps[k["implementation"], k["shape"], k["variant"]]
+            r = steps[k["implementation"], k["shape"], k["variant"], k["phase"]]
             out.append(f"| {k['implementation']} | {k['shape']} | {k['variant']} | all | "
                        f"{r['dispatches_per_token']} | {1e3 * k['stamped_ms_per_token']:.1f} | "
                        f"{k['stamp_us']:.2f} | {1e3 * r['gpu_ms_per_token']:.1f} | "
@@ -285,6 +374,34 @@ def table(rows: list[dict], kernel_rows: list[dict]) -> str:
     return "\n".join(out) + "\n"
 
 
+def verdicts(rows: list[dict]) -> list[str]:
+    """A line per implementation and model: what `best` took and its phase-2 GPU time
+    against the suite's step's, and whether every round of it was below every one of
+    those."""
+    out = []
+    for where in dict.fromkeys((r["implementation"], r["shape"]) for r in rows):
+        mine = {(r["variant"], r["phase"]): r for r in rows
+                if (r["implementation"], r["shape"]) == where}
+        best, tuned = mine.get(("best", 2)), mine.get((DEFAULT_NAME, 2))
+        if best is None or tuned is None:
+            out.append(f"- {' '.join(where)}: no phase 2 (no part's alternative beat "
+                       f"{DEFAULT_NAME} in phase 1, or past the budget: the notes say)")
+            continue
+        b, t = best["gpu_ms_per_token_rounds"], tuned["gpu_ms_per_token_rounds"]
+        took = ", ".join(f"{part} {best['kernels'][part]}" for part in MATVEC_PARTS
+                         if best["kernels"][part] != tuned["kernels"][part])
+        ok = all(r["logits_match_numpy"] is not False and r["steps_counted"]
+                 for r in (best, tuned))
+        out.append(f"- {' '.join(where)}: best ({took}) {best['gpu_ms_per_token']:.3f} "
+                   f"[{min(b):.3f}-{max(b):.3f}] ms a token against {DEFAULT_NAME}'s "
+                   f"{tuned['gpu_ms_per_token']:.3f} [{min(t):.3f}-{max(t):.3f}]: "
+                   f"{best['gpu_ms_per_token'] / tuned['gpu_ms_per_token']:.3f}x, "
+                   f"{best['floor_multiple_read']:.2f}x the read floor; every round below "
+                   f"every one of {DEFAULT_NAME}'s: {'yes' if max(b) < min(t) else 'no'}; "
+                   f"checked: {'yes' if ok else 'NO'}")
+    return out
+
+
 def kernel_cell(k: dict) -> str:
     return ", ".join(f"{name} {f['dispatches']}x {f['us_per_token']:.1f}"
                      for name, f in k["kernels"].items())
@@ -294,7 +411,7 @@ def run_device(binding: Any, weights: Weights, expected: np.ndarray, args: argpa
                deadline: float, notes: list[str]) -> tuple[list, list]:
     """One shape on a device of its own from the binding's best adapter (run_shape)."""
     try:
-        device, best, timer, tick, info = open_device(binding, (INSIDE,))
+        device, best, timer, tick, info = open_device(binding, (INSIDE, *SUBGROUP_FEATURES))
     except RuntimeError as exc:
         notes.append(str(exc))
         print(exc, flush=True)

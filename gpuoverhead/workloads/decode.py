@@ -19,11 +19,14 @@ import numpy as np
 
 from gpuoverhead.cases import TIMESTAMPS, TOKEN_LOOPS, Case, Group
 from gpuoverhead.gpu.targets import grid_for
+from gpuoverhead.resources import SHADERS_DIR
 from gpuoverhead.workloads.decode_choices import (  # noqa: F401 (KERNELS_NOTE: run.json)
     KERNELS_NOTE,
+    MATVECS,
     SHARED_LANES,
     SHARED_WG,
     Kernels,
+    Matvec,
     default,
 )
 from gpuoverhead.workloads.decode_model import (
@@ -53,12 +56,15 @@ PRECISIONS = ("f32", "f16")
 #: A step's GPU time has a memory floor: its worker measures the read bandwidth too.
 MEMORY_FLOOR = True
 #: Threads per workgroup of the matrix-vector kernels whose rows need fewer lanes, and the
-#: most vec4 loads a lane makes per row (longer rows get more lanes, up to DECODE_WG, so a
-#: lane's loads are in flight together): on the H100
+#: most vec4 loads a lane makes per row (decode_choices.LANE_LOADS; longer rows get more
+#: lanes, up to DECODE_WG, so a lane's loads are in flight together): on the H100
 #: (benchmarks/investigations/decode_floor.py --sweep) 64 and 4 gave the fastest fused 0.5B
 #: step in both implementations, 3-4% under 128 and 8.
 MATVEC_WG = 64
-LANE_LOADS = 4
+#: The device features that give subgroups, and whether the module must then say `enable
+#: subgroups;`: WebGPU's (Dawn) must, wgpu-native's own takes the builtins without it (naga
+#: refuses the directive).
+SUBGROUP_FEATURES = {"subgroups": True, "subgroup": False}
 #: Logits per workgroup of the token loop's argmax (its threads, 16 logits each).
 ARGMAX_ROWS = DECODE_WG * 16
 def groups(req: Request) -> list[Group]:
@@ -111,6 +117,7 @@ class Engine:
         self.consts = {"H": s.hidden, "NH": s.heads, "NKV": s.kv_heads, "F": s.mlp,
                        "D": s.head_dim}
         self.cache, self.kernels = weights.cache, default(s)
+        self.sg_ctx = subgroup_context(ctx)
         up = ctx.buffer
         self.dtype = dtype = np.float16 if precision == "f16" else np.float32
 
@@ -160,22 +167,26 @@ class Engine:
     def _block(self) -> int:
         return attention_block(self.w.shape, self.cache, self.kernels.attention_workgroups)
 
-    def _p(self, entry: str, **extra: int) -> Any:
+    def _p(self, entry: str, ctx: Context | None = None, **extra: int) -> Any:
         t = self.cache + 1
-        return self.ctx.pipeline(entry, **{**self.consts, "T": t,
-                                           "NB": -(-t // self._block()), "WG": 64, **extra})
+        return (ctx or self.ctx).pipeline(entry, **{**self.consts, "T": t,
+                                                    "NB": -(-t // self._block()), "WG": 64,
+                                                    **extra})
 
     def _mv(self, entry: str, buffers: dict[int, Any], rows: int, cols: int,
-            least: int = 0, **extra: int) -> Any:
+            least: int = 0, matvec: Matvec | None = None, **extra: int) -> Any:
         """A dispatch of a matrix-vector kernel: `rows` rows (or pairs) of `cols` columns, one
-        per lane group, enough lanes that each reads at most LANE_LOADS vec4s of each row;
-        workgroups of MATVEC_WG threads, or `least`."""
-        lanes = 32
-        while lanes < DECODE_WG and cols // 4 > LANE_LOADS * lanes:
-            lanes *= 2
+        per lane group, enough lanes that each reads at most `matvec.lane_loads` vec4s of
+        each row; workgroups of MATVEC_WG threads, or `least`; the sums by subgroup shuffles
+        (entry point `<entry>_sg`) where `matvec` asks and the device has subgroups (without
+        them, the same lanes through workgroup memory); None: main's."""
+        matvec = matvec or MATVECS["main"]
+        lanes = matvec.lanes(cols, DECODE_WG)
         wg = max(lanes, MATVEC_WG, least)
-        return self.ctx.step(self._p(entry, ROWS=rows, COLS=cols, LANES=lanes, WG=wg, **extra),
-                             buffers, grid_for(rows, wg // lanes))
+        sg = self.sg_ctx if matvec.subgroups else None
+        pipeline = self._p(entry if sg is None else f"{entry}_sg", sg, ROWS=rows, COLS=cols,
+                           LANES=lanes, WG=wg, **extra)
+        return self.ctx.step(pipeline, buffers, grid_for(rows, wg // lanes))
 
     def _shared(self, entry: str, buffers: dict[int, Any], groups: int, **extra: int) -> Any:
         """A dispatch of a kernel of `groups` lane groups of SHARED_LANES threads,
@@ -272,11 +283,11 @@ class Engine:
         """Q/K/V, the attention (its blocks, then their combine with the output projection),
         the MLP: 5 dispatches."""
         s, h, q, f = self.w.shape, self.w.shape.hidden, self.w.shape.q_size, self.w.shape.mlp
-        block = self._block()
+        block, k = self._block(), self.kernels
         qkv = {W: layer["wqkv"], 8: b["x"], 9: layer["norm1"], 1: b["rope"], 2: layer["bqkv"],
                3: b["q"], 4: layer["kcache"], 5: layer["vcache"]}
         return [
-            self._mv("qkv_rope", qkv, (q + 2 * s.kv_size) // 2, h),
+            self._mv("qkv_rope", qkv, (q + 2 * s.kv_size) // 2, h, matvec=MATVECS[k.qkv]),
             self.ctx.step(self._p("attn_part" if block < DECODE_WG else "attn_part_wide",
                                   WG=DECODE_WG, AB=block),
                           {8: b["q"], 9: layer["kcache"], 10: layer["vcache"], 3: b["ml"],
@@ -284,8 +295,9 @@ class Engine:
             self._mv("attn_out", {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"]}, h, q,
                      least=DECODE_WG),
             self._mv("gate_up", {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]}, f,
-                     h),
-            self._mv("matvec_add", {W: layer["wdown"], 8: b["a"], 3: b["x"]}, h, f)]
+                     h, matvec=MATVECS[k.gate_up]),
+            self._mv("matvec_add", {W: layer["wdown"], 8: b["a"], 3: b["x"]}, h, f,
+                     matvec=MATVECS[k.down])]
 
 
 def argmax_steps(ctx: Context, logits: Any, token: Any, vocab: int) -> list[Step]:
@@ -298,6 +310,19 @@ def argmax_steps(ctx: Context, logits: Any, token: Any, vocab: int) -> list[Step
                      {0: logits, 3: best}, (blocks, 1)),
             ctx.step(ctx.pipeline("argmax", NB=blocks, WG=DECODE_WG), {0: best, 11: token},
                      (1, 1))]
+
+
+def subgroup_context(ctx: Context) -> Context | None:
+    """A Context on ctx's device compiling its decode kernel with the subgroup entry points
+    appended (shaders/fusion_decode_subgroups.wgsl), or None where the device has no
+    subgroups."""
+    found = [f for f in SUBGROUP_FEATURES if f in ctx.device.features]
+    if not found:
+        return None
+    extra = (SHADERS_DIR / "fusion_decode_subgroups.wgsl").read_text()
+    head = "enable subgroups;\n" if SUBGROUP_FEATURES[found[0]] else ""
+    return ctx.with_kernel(replace(ctx.kernel, name=f"{ctx.kernel.name}_sg",
+                                   source=f"{head}{ctx.kernel.source}\n{extra}"))
 
 
 def _flat(invocations: int) -> tuple[int, int]:

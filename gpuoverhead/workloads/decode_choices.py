@@ -1,7 +1,8 @@
 """The fused decode step's kernel choices (shaders/fusion_decode.wgsl): how many workgroups
-the attention aims at, and which kernel takes the LM head. The suite's step uses each
-model's default (`default`); benchmarks/investigations/decode_kernels.py times it against
-`main` (the first fused engine's choices) on a GPU.
+the attention aims at, which kernel takes the LM head, and how the matrix-vector parts (Q/K/V,
+gate/up, down) sum their rows. The suite's step uses each model's default (`default`);
+benchmarks/investigations/decode_kernels.py times it against `main` (the first fused
+engine's choices) and against each part's alternatives (MATVECS) on a GPU.
 """
 
 from __future__ import annotations
@@ -13,18 +14,56 @@ from gpuoverhead.workloads.decode_model import ATTENTION_WORKGROUPS, Shape
 #: Threads a lane group and per workgroup of norm_matvec4 (the LM head four rows a lane
 #: group, its normed vector made once per workgroup).
 SHARED_LANES, SHARED_WG = 32, 256
+#: The most vec4 loads a lane of the first fused engine's matrix-vector kernels makes of a
+#: row (decode.MATVEC_WG says why 4).
+LANE_LOADS = 4
+
+
+@dataclass(frozen=True)
+class Matvec:
+    """How a matrix-vector part of the fused step runs: each row's (or row pair's) sums by
+    subgroup shuffles (fusion_decode_subgroups.wgsl; the device needs subgroups) or through
+    workgroup memory, and its lanes: the fewest, from `least_lanes` up in powers of two (to
+    the decode workgroup), that leave a lane at most `lane_loads` vec4 of each row."""
+
+    subgroups: bool = False
+    lane_loads: int = LANE_LOADS
+    least_lanes: int = 32
+
+    def lanes(self, cols: int, most: int) -> int:
+        """Threads a row of `cols` columns (vec4 loads: cols / 4), at most `most`."""
+        lanes = self.least_lanes
+        while lanes < most and cols // 4 > self.lane_loads * lanes:
+            lanes *= 2
+        return lanes
+
+
+#: A part's alternatives by name. main: the first fused engine's (the H100's fastest of 2, 4
+#: and 8 loads a lane, decode.py); sg: main's lanes with the sums by subgroup shuffles (no
+#: barrier where a row is one subgroup's, one where it spans several, against reduce_runs's
+#: log2(lanes)); sg-l8, sg-l16: also fewer lanes a row (Qwen2.5-0.5B's gate/up 32 and 16
+#: against main's 64), more rows a workgroup and more loads in flight a lane.
+MATVECS = {"main": Matvec(), "sg": Matvec(subgroups=True),
+           "sg-l8": Matvec(subgroups=True, lane_loads=8, least_lanes=4),
+           "sg-l16": Matvec(subgroups=True, lane_loads=16, least_lanes=4)}
+#: The parts those alternatives serve, by their Kernels field.
+MATVEC_PARTS = ("qkv", "gate_up", "down")
 
 
 @dataclass(frozen=True)
 class Kernels:
     """The fused step's kernel choices: the attention's workgroups over all heads
     (decode_model.attention_block: its blocks of the cache halved while heads x blocks
-    stays within them), and the LM head four rows a lane group with its normed vector made
+    stays within them), the LM head four rows a lane group with its normed vector made
     once per workgroup (`head4`: norm_matvec4) rather than a workgroup a row
-    (norm_matvec)."""
+    (norm_matvec), and each matrix-vector part's alternative (MATVECS: Q/K/V with the norm
+    and RoPE, gate/up with the norm and SiLU, down with the residual add)."""
 
     attention_workgroups: int = ATTENTION_WORKGROUPS
     head4: bool = False
+    qkv: str = "main"
+    gate_up: str = "main"
+    down: str = "main"
 
 
 #: The suite's fused step (run.json's `kernels`, KERNELS_NOTE): the fastest whole steps on

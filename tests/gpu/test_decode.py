@@ -1,5 +1,7 @@
 """The fused decode step's kernel choices (workloads/decode_choices.Kernels) on lavapipe: each
-one's logits and the default's greedy tokens against numpy, and a broken LM head caught."""
+one's logits and the default's greedy tokens against numpy, a broken LM head caught; the
+matrix-vector parts' alternatives (MATVECS) against numpy with subgroups and without (the
+same lanes through workgroup memory), and a broken subgroup sum caught."""
 
 from __future__ import annotations
 
@@ -13,8 +15,8 @@ from conftest import BACKEND
 from gpuoverhead.drivers import webgpu
 from gpuoverhead.gpu import adapters
 from gpuoverhead.suite.shaders import fusion_kernel
-from gpuoverhead.workloads.decode import Engine, Kernels
-from gpuoverhead.workloads.decode_choices import BY_MODEL, default
+from gpuoverhead.workloads.decode import SUBGROUP_FEATURES, Engine, Kernels
+from gpuoverhead.workloads.decode_choices import BY_MODEL, MATVEC_PARTS, MATVECS, default
 from gpuoverhead.workloads.decode_model import (
     MODELS,
     TOLERANCE,
@@ -44,6 +46,29 @@ def ctx() -> Context:
                             None)[0]
     return Context(found.adapter.request_device_sync(),
                    SimpleNamespace(kernel=fusion_kernel("decode")))
+
+
+@pytest.fixture(scope="module")
+def sg_ctx() -> Context:
+    """The decode kernel's Context on a lavapipe device with subgroups (of 8 invocations on
+    this machine's lavapipe: the tiny model's `sg` sums 32 lanes a row over four subgroups,
+    `sg-l16` 4 lanes within one, the wide model's `sg-l8` 8 lanes, one whole subgroup)."""
+    found = adapters.select(adapters.discover([webgpu.binding("wgpu-native")])[0], BACKEND,
+                            None)[0]
+    features = [f for f in SUBGROUP_FEATURES if f in found.adapter.features]
+    if not features:
+        pytest.skip("this adapter has no subgroups")
+    return Context(found.adapter.request_device_sync(required_features=features),
+                   SimpleNamespace(kernel=fusion_kernel("decode")))
+
+
+def _all_parts(name: str) -> Kernels:
+    return Kernels(head4=True, **{part: name for part in MATVEC_PARTS})
+
+
+def _entries(engine: Engine) -> list[str]:
+    segments = engine.steps("fused", engine.ctx.buffer(np.zeros(1, np.uint32)))[0]
+    return [p.label.split(":")[-1] for p, *_ in sum(segments, ())]
 
 
 def _step(ctx: Context, engine: Engine) -> np.ndarray:
@@ -101,3 +126,39 @@ def test_a_head4_kernel_that_leaves_out_a_row_fails(ctx):
     engine = Engine(ctx.with_kernel(replace(ctx.kernel, source=source)),
                     Weights.of(*SHAPES["tiny"])).tuned(Kernels(head4=True))
     assert not _agrees(_step(engine.ctx, engine), reference(engine.w))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("alternative", [n for n in MATVECS if n != "main"])
+def test_each_matvec_alternative_matches_numpy(sg_ctx, alternative, shape):
+    """Q/K/V, gate/up and down all under one alternative leave numpy's logits, two steps
+    running, through their subgroup entry points."""
+    weights = Weights.of(*SHAPES[shape])
+    engine = Engine(sg_ctx, weights).tuned(_all_parts(alternative))
+    names = _entries(engine)
+    assert {"qkv_rope_sg", "gate_up_sg", "matvec_add_sg"} <= set(names)
+    assert not {"qkv_rope", "gate_up", "matvec_add"} & set(names)
+    assert _agrees(_step(sg_ctx, engine), reference(weights))
+
+
+def test_a_matvec_alternative_without_subgroups_sums_in_workgroup_memory(ctx):
+    """On a device without subgroups an alternative's lanes run the plain entry points, and
+    the logits still match."""
+    weights = Weights.of(*SHAPES["tiny"])
+    engine = Engine(ctx, weights).tuned(_all_parts("sg-l16"))
+    assert engine.sg_ctx is None
+    assert not any(name.endswith("_sg") for name in _entries(engine))
+    assert _agrees(_step(ctx, engine), reference(weights))
+
+
+@pytest.mark.parametrize(("alternative", "broken", "instead"), [
+    ("sg", "if (LANES > sg) {", "if (false) {"),  # 32 lanes a row: four subgroups' sums
+    ("sg-l16", "min(LANES, sg) / 2u;", "min(LANES, sg) / 4u;")])  # 4 lanes: half of them
+def test_a_subgroup_sum_that_leaves_lanes_out_fails(sg_ctx, alternative, broken, instead):
+    """run_sum without its sums across subgroups, or without its first shuffle, changes the
+    logits past the check."""
+    engine = Engine(sg_ctx, Weights.of(*SHAPES["tiny"])).tuned(_all_parts(alternative))
+    source = engine.sg_ctx.kernel.source.replace(broken, instead)
+    assert source != engine.sg_ctx.kernel.source
+    engine.sg_ctx = sg_ctx.with_kernel(replace(engine.sg_ctx.kernel, source=source))
+    assert not _agrees(_step(sg_ctx, engine), reference(engine.w))
