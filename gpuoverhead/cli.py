@@ -90,10 +90,11 @@ def _measure(options: RunOptions, affinity: str | None) -> RunResult:
     """One run with progress on stderr, on the CPUs asked for (else those run/cpus.py
     chooses); a user error ends it in one line."""
     from gpuoverhead.present.progress import RichReporter
+    from gpuoverhead.run import cpus
     from gpuoverhead.run.environment import address_space_problem
     from gpuoverhead.run.runner import run as run_plan
 
-    with user_errors(), RichReporter() as reporter:
+    with user_errors(), RichReporter() as reporter, cpus.restored():
         if problem := address_space_problem():
             raise UserError(problem)
         options.affinity = affinity

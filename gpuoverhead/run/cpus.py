@@ -22,9 +22,11 @@ far slower than its job's others is left out (analysis/odd.py).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -73,6 +75,20 @@ def choose(affinity: str | None) -> tuple[dict[str, Any], list[str]]:
                  for line in lines]
     os.sched_setaffinity(0, used)
     return record, lines
+
+
+@contextlib.contextmanager
+def restored() -> Iterator[None]:
+    """This process's CPUs as they were once a run that `choose` pinned is over: a second run
+    in the same process (`selftest --back-to-back`) chooses among them all again, with the
+    probe kept for them, as a second plain run would, not among what the first one chose
+    (it re-probed a subset and left out 4 more vCPUs on the H200, 2026-11-29)."""
+    before = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    try:
+        yield
+    finally:
+        if before is not None:
+            os.sched_setaffinity(0, before)
 
 
 def _measure(allowed: list[int]) -> cpu_probe.Probe:

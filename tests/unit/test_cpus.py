@@ -1,6 +1,11 @@
 """run/cpus.py: which CPUs a run leaves out, from a probe's figures, and how it says so."""
 
+import os
+
+import pytest
+
 from gpuoverhead.gpu.cpu_probe import LOOP, Probe
+from gpuoverhead.run import cpus
 from gpuoverhead.run.cpus import decide, span
 
 ISSUE = "encode and submit one dispatch"
@@ -116,3 +121,26 @@ def test_the_probe_keeps_each_cpus_best_window(monkeypatch):
     monkeypatch.setattr(cpu_probe.os, "sched_setaffinity", lambda pid, cpus: None)
     probe = cpu_probe.measure([0])
     assert probe.seconds == {LOOP: {0: 1.2e-6}}
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs a Linux process that may run on two CPUs or more")
+def test_a_run_leaves_its_process_on_the_cpus_it_had_so_the_next_run_chooses_among_all(
+        monkeypatch):
+    """selftest --back-to-back runs two plain runs in one process: on the H200 the second
+    started pinned to the first's choice, re-probed that subset and left out 4 more vCPUs.
+    A probe that finds one CPU slow pins the run to the others; once the run is over the
+    process is back on all of them (the old code left it pinned)."""
+    before = os.sched_getaffinity(0)
+    slow = max(before)
+    issue = {c: (3e-6 if c == slow else 1e-6) for c in before}
+    monkeypatch.setattr(cpus, "_kept", lambda allowed: None)
+    monkeypatch.setattr(cpus.kept, "put", lambda *args: None)
+    monkeypatch.setattr(cpus, "_measure", lambda allowed: _probe(issue))
+    try:
+        with cpus.restored():
+            record, _ = cpus.choose(None)
+            assert record["slow"] == [slow] and os.sched_getaffinity(0) == before - {slow}
+        assert os.sched_getaffinity(0) == before
+    finally:
+        os.sched_setaffinity(0, before)
