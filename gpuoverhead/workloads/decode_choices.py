@@ -87,8 +87,9 @@ class Kernels:
 #: against 1.059 (wgpu-native, 0.947x), 0.987 against 1.058 (Dawn, 0.934x); 1.5B (qkv sg-l8,
 #: gate_up sg-l8, down sg-l16: wgpu-native's best) 2.416 against 2.487 (0.972x). Dawn's
 #: 1.5B best took gate_up sg-l16 and down sg (2.230 against 2.320); one choice serves both,
-#: since its phase-1 swaps put each of wgpu-native's within 0.7% of Dawn's own (gate_up
-#: sg-l8 2.284 ms against sg-l16's 2.267, down sg-l16 2.310 against sg's 2.295).
+#: since its phase-1 swaps put each of wgpu-native's within 0.8% of Dawn's own (gate_up
+#: sg-l8 2.284 ms against sg-l16's 2.267, down sg-l16 2.310 against sg's 2.295), under the
+#: about 1% that two builds of one step fall apart there (round 2).
 DEFAULT_NAME = "subgroups"
 DEFAULT = Kernels(head4=True, qkv="sg", gate_up="sg-l16", down="sg-l16")
 #: Models whose default differs from DEFAULT, by name.

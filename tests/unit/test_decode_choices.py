@@ -17,7 +17,7 @@ def test_each_model_s_default_is_its_measured_choice():
     """The LM head four rows a lane group everywhere, and the attention at a cache of 128 in
     9 blocks of 16 positions a head at 0.5B, 5 of 32 at 1.5B (results/h200/decode-kernels/
     round2); the matrix-vector parts each model's `best` of round3, summed by subgroup
-    shuffles (1.5B: wgpu-native's, within 0.7% of Dawn's own in its phase-1 swaps)."""
+    shuffles (1.5B: wgpu-native's, within 0.8% of Dawn's own in its phase-1 swaps)."""
     blocks = {shape.name: -(-129 // attention_block(shape, 128,
                                                     default(shape).attention_workgroups))
               for shape in MODELS.values()}
