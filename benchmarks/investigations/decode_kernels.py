@@ -62,6 +62,7 @@ from gpuoverhead.suite.shaders import fusion_kernel  # noqa: E402
 from gpuoverhead.workloads import read_floor  # noqa: E402
 from gpuoverhead.workloads.decode import SUBGROUP_FEATURES, Engine  # noqa: E402
 from gpuoverhead.workloads.decode_choices import (  # noqa: E402
+    ALL_MATVECS,
     DEFAULT_NAME,
     MATVEC_PARTS,
     MATVECS,
@@ -92,7 +93,7 @@ def variants(tuned: Kernels) -> dict[str, Kernels]:
 
 
 def needs_subgroups(kernels: Kernels) -> bool:
-    return any(MATVECS[getattr(kernels, part)].subgroups for part in MATVEC_PARTS)
+    return any(ALL_MATVECS[getattr(kernels, part)].subgroups for part in MATVEC_PARTS)
 
 
 @dataclass

@@ -22,7 +22,6 @@ from gpuoverhead.gpu.targets import grid_for
 from gpuoverhead.resources import SHADERS_DIR
 from gpuoverhead.workloads.decode_choices import (
     ALL_MATVECS,
-    MATVECS,
     SHARED_LANES,
     SHARED_WG,
     Kernels,
@@ -186,7 +185,7 @@ class Engine:
         each row; workgroups of MATVEC_WG threads, or `least`; the sums by subgroup shuffles
         (entry point `<entry>_sg`) where `matvec` asks and the device has subgroups (without
         them, the same lanes through workgroup memory); None: main's."""
-        matvec = matvec or MATVECS["main"]
+        matvec = matvec or ALL_MATVECS["main"]
         lanes = matvec.lanes(cols, DECODE_WG)
         wg = max(lanes, MATVEC_WG, least)
         sg = self.sg_ctx if matvec.subgroups else None
