@@ -318,6 +318,7 @@ def argmax_steps(ctx: Context, logits: Any, token: Any, vocab: int) -> list[Step
 
 
 def has_subgroups(device: Any) -> bool:
+    """Whether `device` (or an adapter) has one of SUBGROUP_FEATURES."""
     return any(f in device.features for f in SUBGROUP_FEATURES)
 
 

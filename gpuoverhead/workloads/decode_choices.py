@@ -75,7 +75,7 @@ class Kernels:
 
 
 #: The suite's fused step (run.json's `kernels`: kernels_note), each model's fastest whole
-#: step on the H200 in both implementations. Round 2 of issue 57
+#: step on the H200 (at 1.5B wgpu-native's, below). Round 2 of issue 57
 #: (results/h200/decode-kernels/round2): the LM head four rows a lane group (head4: 133 µs a
 #: 0.5B token against 203, 217 against 321 at 1.5B, wgpu-native's timestamps after every
 #: dispatch), and at 1.5B the attention over 70 workgroups (5 blocks of 32 positions a head
@@ -118,5 +118,6 @@ def kernels_note(subgroups: bool) -> dict[str, Any]:
 
 
 def default(shape: Shape) -> Kernels:
-    """The suite's fused kernels for a model (on a device with subgroups: as_run)."""
+    """The suite's fused kernels for a model, as named (a device without subgroups runs
+    as_run(default(shape), False))."""
     return BY_MODEL.get(shape.name, DEFAULT)
