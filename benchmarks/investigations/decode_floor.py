@@ -18,10 +18,12 @@ checked against numpy's greedy loop at the weights' own cache. `--kernels` adds,
 and cache, the GPU time of each fused kernel of the first
 layer and of one LM-head chunk, each repeated in a pass (what one dispatch costs, its gap
 after the one before included), and an empty dispatch; `--sweep` times the fused step of
-the first shape at each matrix-vector workgroup size and loads per lane. The fused
-kernels' variants side by side: benchmarks/investigations/decode_kernels.py. The device gets
-the adapter's largest storage binding and buffer (the LM head in as few chunks as they
-allow). `--tiny`: the hidden-128 model, a few steps (for lavapipe). Run from the repository root:
+the first shape, every matrix-vector part main's, at each matrix-vector workgroup size and
+loads per lane. The fused kernels' variants side by side:
+benchmarks/investigations/decode_kernels.py. The device gets the adapter's largest storage
+binding and buffer (the LM head in as few chunks as they allow) and its subgroups where
+offered (the suite's fused step sums by them: workloads/decode_choices). `--tiny`: the
+hidden-128 model, a few steps (for lavapipe). Run from the repository root:
 
     python benchmarks/investigations/decode_floor.py --bandwidth 3350 --json OUT.json
 """
@@ -33,7 +35,7 @@ import gc
 import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from time import perf_counter, perf_counter_ns
 from typing import Any
@@ -49,7 +51,7 @@ from gpuoverhead.gpu.pass_timer import PassTimer, timed_pass  # noqa: E402
 from gpuoverhead.gpu.wait import waiter  # noqa: E402
 from gpuoverhead.suite.shaders import fusion_kernel  # noqa: E402
 from gpuoverhead.workloads import decode, read_floor  # noqa: E402
-from gpuoverhead.workloads.decode_choices import Matvec  # noqa: E402
+from gpuoverhead.workloads.decode_choices import MATVEC_PARTS, Matvec  # noqa: E402
 from gpuoverhead.workloads.decode_model import (  # noqa: E402
     MODELS,
     TOKEN,
@@ -244,11 +246,13 @@ def kernel_rows(device: Any, timer: PassTimer | None, tick: float, engine: Any, 
 
 def sweep(device: Any, timer: PassTimer | None, tick: float, engine: Any, wait: Any,
           base: dict, weights: Weights, args: argparse.Namespace) -> list[dict]:
-    """The fused step at each matrix-vector workgroup size and loads per lane."""
-    rows, saved = [], (decode.MATVEC_WG, decode.MATVECS["main"])
+    """The fused step, every matrix-vector part main's, at each matrix-vector workgroup size
+    and loads per lane."""
+    engine = engine.tuned(replace(engine.kernels, **dict.fromkeys(MATVEC_PARTS, "main")))
+    rows, saved = [], (decode.MATVEC_WG, decode.ALL_MATVECS["main"])
     for wg in (64, 128, 256):
         for loads in (4, 8, 16):
-            decode.MATVEC_WG, decode.MATVECS["main"] = wg, Matvec(lane_loads=loads)
+            decode.MATVEC_WG, decode.ALL_MATVECS["main"] = wg, Matvec(lane_loads=loads)
             count = engine.ctx.buffer(np.zeros(1, np.uint32))
             sequence = sum(engine.steps("fused", count)[0], ())
             timed_pass(device, sequence, 2, None, tick, wait)
@@ -259,7 +263,7 @@ def sweep(device: Any, timer: PassTimer | None, tick: float, engine: Any, wait: 
                          "gpu_ms_per_token": ms})
             print(f"    sweep {base['implementation']:12} matvec WG {wg:3} loads/lane "
                   f"{loads:2}: {ms if ms is None else round(ms, 3)} ms/token", flush=True)
-    decode.MATVEC_WG, decode.MATVECS["main"] = saved
+    decode.MATVEC_WG, decode.ALL_MATVECS["main"] = saved
     return rows
 
 
@@ -321,7 +325,7 @@ def main() -> None:
             print(missing, flush=True)
             continue
         try:
-            device, best, timer, tick, info = open_device(binding)
+            device, best, timer, tick, info = open_device(binding, tuple(decode.SUBGROUP_FEATURES))
         except RuntimeError as exc:
             notes.append(str(exc))
             print(exc, flush=True)

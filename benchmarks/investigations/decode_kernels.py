@@ -4,15 +4,16 @@ a token's GPU time go? (issue 57)
 On the best adapter of wgpu-native (and of Dawn, where `wgpudawn` imports), for Qwen2.5-0.5B
 and 1.5B (f32, random weights, a KV cache of 128), the fused step under each of `variants`:
 `main` (the first fused engine's kernels), the suite's own (workloads/decode_choices:
-`tuned`, each model's), and the suite's with one matrix-vector part (Q/K/V, gate/up, down)
+`subgroups`, each model's, as the device runs it; `tuned` in the tables of rounds 2 and 3,
+the suite's step before), and the suite's with one matrix-vector part (Q/K/V, gate/up, down)
 swapped for each of its other alternatives (decode_choices.MATVECS: `gate_up=sg-l16`; those
 summing by subgroup shuffles only where the device has subgroups, which the device is asked
 for), each built, its logits and step count checked against numpy, then its GPU time a
 token from timestamps around a pass of `--steps` steps, `--rounds` rounds that time every
 variant once in a rotating order, the median (with the least and the most): phase 1. Where
-a part's fastest checked alternative beat `tuned`'s median, `best` (every such part's
-fastest in one step) and a fresh build of `tuned` are timed in `--rounds` rounds of their
-own (phase 2: the rounds that picked do not judge the pick); table.txt says per
+a part's fastest checked alternative beat the suite's step's median, `best` (every such
+part's fastest in one step) and a fresh build of the suite's step are timed in `--rounds`
+rounds of their own (phase 2: the rounds that picked do not judge the pick); table.txt says per
 implementation and model what `best` took and how it compares.
 Between building and timing, on the same device, as the suite's decode workers measure them
 (workloads/read_floor.py): the read floor (the bytes a step must read over the read
@@ -61,11 +62,11 @@ from gpuoverhead.suite.shaders import fusion_kernel  # noqa: E402
 from gpuoverhead.workloads import read_floor  # noqa: E402
 from gpuoverhead.workloads.decode import SUBGROUP_FEATURES, Engine  # noqa: E402
 from gpuoverhead.workloads.decode_choices import (  # noqa: E402
+    ALL_MATVECS,
     DEFAULT_NAME,
     MATVEC_PARTS,
     MATVECS,
     Kernels,
-    default,
 )
 from gpuoverhead.workloads.decode_model import (  # noqa: E402
     MODELS,
@@ -81,18 +82,18 @@ INSIDE = "timestamp-query-inside-passes"
 MOST_QUERIES = 4096
 
 
-def variants(shape: Shape) -> dict[str, Kernels]:
+def variants(tuned: Kernels) -> dict[str, Kernels]:
     """The whole steps timed, by name: the first fused engine's kernels (`main`), the
-    suite's (`tuned`), and the suite's with one matrix-vector part swapped for each of its
-    other alternatives (`gate_up=sg-l16`: decode_choices.MATVECS)."""
-    tuned = default(shape)
+    suite's (DEFAULT_NAME: the engine's, as its device runs them), and the suite's with one
+    matrix-vector part swapped for each of its other alternatives (`gate_up=sg-l16`:
+    decode_choices.MATVECS)."""
     return {"main": Kernels(), DEFAULT_NAME: tuned,
             **{f"{part}={name}": replace(tuned, **{part: name}) for part in MATVEC_PARTS
                for name in MATVECS if name != getattr(tuned, part)}}
 
 
 def needs_subgroups(kernels: Kernels) -> bool:
-    return any(MATVECS[getattr(kernels, part)].subgroups for part in MATVEC_PARTS)
+    return any(ALL_MATVECS[getattr(kernels, part)].subgroups for part in MATVEC_PARTS)
 
 
 @dataclass
@@ -247,7 +248,7 @@ def run_shape(binding_name: str, device: Any, timer: Any, tick: float, software:
     ctx = Context(device, Group(fusion_kernel("decode")))
     engine = Engine(ctx, weights)
     built = []
-    for name, kernels in variants(weights.shape).items():
+    for name, kernels in variants(engine.kernels).items():
         if perf_counter() > deadline:
             notes.append(f"{where}: {name} left out (past the {args.budget:.0f} s budget)")
         elif needs_subgroups(kernels) and engine.sg_ctx is None:
@@ -268,7 +269,7 @@ def run_shape(binding_name: str, device: Any, timer: Any, tick: float, software:
     time_rounds(device, built, args, timer, tick, wait)
     chosen = picks(built, args.steps)
     if chosen and perf_counter() <= deadline:
-        tuned = default(weights.shape)
+        tuned = engine.kernels
         confirm = [build(ctx, engine, DEFAULT_NAME, tuned, expected, tick, wait, 2),
                    build(ctx, engine, "best", replace(tuned, **chosen), expected, tick, wait,
                          2)]

@@ -156,7 +156,7 @@ def prepare(job: Job, rng: np.random.Generator) -> Iterator[Prepared]:
     f16 = group.precision == "f16"
     if group.fusion is not None:
         device, notes = open_device(info, adapter_source(info)(), timestamps, job.offer.limits,
-                                    f16)
+                                    f16, workloads.features(group))
         wait = waiter(device)
         tick = bind.tick_ns(device.queue) if timestamps else None
         works = workloads.build(device, group, rng, wait)
@@ -241,9 +241,12 @@ def adapter_source(info: Any) -> Callable[[], Any]:
 
 
 def open_device(info: Any, adapter: Any, timestamps: bool, limits: dict[str, int],
-                f16: bool = False) -> tuple[Any, dict[str, Any]]:
-    """A device on `adapter` (described by `info`), with the binding's notes on it."""
-    features = (["timestamp-query"] if timestamps else []) + ([F16] if f16 else [])
+                f16: bool = False, offered: tuple[str, ...] = ()) -> tuple[Any, dict[str, Any]]:
+    """A device on `adapter` (described by `info`), with the binding's notes on it; with
+    each feature of `offered` that the adapter has (a workload's: the decode step's
+    subgroups)."""
+    features = (["timestamp-query"] if timestamps else []) + ([F16] if f16 else []) + [
+        f for f in offered if f in adapter.features]
     return binding(info.implementation).request_device(adapter, features, limits)
 
 

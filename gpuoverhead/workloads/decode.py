@@ -20,14 +20,15 @@ import numpy as np
 from gpuoverhead.cases import TIMESTAMPS, TOKEN_LOOPS, Case, Group
 from gpuoverhead.gpu.targets import grid_for
 from gpuoverhead.resources import SHADERS_DIR
-from gpuoverhead.workloads.decode_choices import (  # noqa: F401 (KERNELS_NOTE: run.json)
-    KERNELS_NOTE,
-    MATVECS,
+from gpuoverhead.workloads.decode_choices import (
+    ALL_MATVECS,
     SHARED_LANES,
     SHARED_WG,
     Kernels,
     Matvec,
+    as_run,
     default,
+    kernels_note,
 )
 from gpuoverhead.workloads.decode_model import (
     DECODE_WG,
@@ -65,6 +66,9 @@ MATVEC_WG = 64
 #: subgroups;`: WebGPU's (Dawn) must, wgpu-native's own takes the builtins without it (naga
 #: refuses the directive).
 SUBGROUP_FEATURES = {"subgroups": True, "subgroup": False}
+#: The device features this workload asks for where the adapter offers them (the suite's
+#: matrix-vector parts sum by subgroup shuffles: decode_choices.DEFAULT).
+FEATURES = tuple(SUBGROUP_FEATURES)
 #: Logits per workgroup of the token loop's argmax (its threads, 16 logits each).
 ARGMAX_ROWS = DECODE_WG * 16
 def groups(req: Request) -> list[Group]:
@@ -108,7 +112,8 @@ class Engine:
     buffers; `at(cache)` the same engine attending to a shorter cache (a benchmark's two
     cache lengths on one upload), `tuned(...)` with other Kernels (a benchmark's variants);
     the LM head in chunks of at most `head_binding` bytes (None: the device's limits). Its
-    fused kernels are the model's default (decode_choices.default)."""
+    fused kernels are the model's default (decode_choices.default) as its device runs them
+    (without subgroups, their lanes through workgroup memory: decode_choices.as_run)."""
 
     def __init__(self, ctx: Any, weights: Weights, precision: str = "f32",
                  head_binding: int | None = None) -> None:
@@ -116,8 +121,8 @@ class Engine:
         assert max(s.q_size, s.hidden) <= 1536 and s.head_dim <= 128 and s.head_dim % 16 == 0, s
         self.consts = {"H": s.hidden, "NH": s.heads, "NKV": s.kv_heads, "F": s.mlp,
                        "D": s.head_dim}
-        self.cache, self.kernels = weights.cache, default(s)
         self.sg_ctx = subgroup_context(ctx)
+        self.cache, self.kernels = weights.cache, as_run(default(s), self.sg_ctx is not None)
         up = ctx.buffer
         self.dtype = dtype = np.float16 if precision == "f16" else np.float32
 
@@ -180,7 +185,7 @@ class Engine:
         each row; workgroups of MATVEC_WG threads, or `least`; the sums by subgroup shuffles
         (entry point `<entry>_sg`) where `matvec` asks and the device has subgroups (without
         them, the same lanes through workgroup memory); None: main's."""
-        matvec = matvec or MATVECS["main"]
+        matvec = matvec or ALL_MATVECS["main"]
         lanes = matvec.lanes(cols, DECODE_WG)
         wg = max(lanes, MATVEC_WG, least)
         sg = self.sg_ctx if matvec.subgroups else None
@@ -287,7 +292,7 @@ class Engine:
         qkv = {W: layer["wqkv"], 8: b["x"], 9: layer["norm1"], 1: b["rope"], 2: layer["bqkv"],
                3: b["q"], 4: layer["kcache"], 5: layer["vcache"]}
         return [
-            self._mv("qkv_rope", qkv, (q + 2 * s.kv_size) // 2, h, matvec=MATVECS[k.qkv]),
+            self._mv("qkv_rope", qkv, (q + 2 * s.kv_size) // 2, h, matvec=ALL_MATVECS[k.qkv]),
             self.ctx.step(self._p("attn_part" if block < DECODE_WG else "attn_part_wide",
                                   WG=DECODE_WG, AB=block),
                           {8: b["q"], 9: layer["kcache"], 10: layer["vcache"], 3: b["ml"],
@@ -295,9 +300,9 @@ class Engine:
             self._mv("attn_out", {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"]}, h, q,
                      least=DECODE_WG),
             self._mv("gate_up", {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]}, f,
-                     h, matvec=MATVECS[k.gate_up]),
+                     h, matvec=ALL_MATVECS[k.gate_up]),
             self._mv("matvec_add", {W: layer["wdown"], 8: b["a"], 3: b["x"]}, h, f,
-                     matvec=MATVECS[k.down])]
+                     matvec=ALL_MATVECS[k.down])]
 
 
 def argmax_steps(ctx: Context, logits: Any, token: Any, vocab: int) -> list[Step]:
@@ -310,6 +315,17 @@ def argmax_steps(ctx: Context, logits: Any, token: Any, vocab: int) -> list[Step
                      {0: logits, 3: best}, (blocks, 1)),
             ctx.step(ctx.pipeline("argmax", NB=blocks, WG=DECODE_WG), {0: best, 11: token},
                      (1, 1))]
+
+
+def has_subgroups(device: Any) -> bool:
+    """Whether `device` (or an adapter) has one of SUBGROUP_FEATURES."""
+    return any(f in device.features for f in SUBGROUP_FEATURES)
+
+
+def kernels_note_of(device: Any) -> dict[str, Any]:
+    """run.json's `kernels` of a worker on `device`: the suite's fused kernels as it ran
+    them, and whether with subgroups (decode_choices.kernels_note)."""
+    return kernels_note(has_subgroups(device))
 
 
 def subgroup_context(ctx: Context) -> Context | None:

@@ -7,7 +7,8 @@ engine's choices) and against each part's alternatives (MATVECS) on a GPU.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from gpuoverhead.workloads.decode_model import ATTENTION_WORKGROUPS, Shape
 
@@ -48,6 +49,13 @@ MATVECS = {"main": Matvec(), "sg": Matvec(subgroups=True),
            "sg-l16": Matvec(subgroups=True, lane_loads=16, least_lanes=4)}
 #: The parts those alternatives serve, by their Kernels field.
 MATVEC_PARTS = ("qkv", "gate_up", "down")
+#: Each subgroup alternative as a device without subgroups runs it: the same lanes, summed
+#: through workgroup memory (decode.Engine), named so that run.json never names a subgroup
+#: sum that did not run.
+WITHOUT_SUBGROUPS = {"sg": "main", "sg-l8": "l8", "sg-l16": "l16"}
+#: Every matrix-vector kernel a step may run, by name: the alternatives and those.
+ALL_MATVECS = {**MATVECS, **{plain: replace(MATVECS[sg], subgroups=False)
+                             for sg, plain in WITHOUT_SUBGROUPS.items()}}
 
 
 @dataclass(frozen=True)
@@ -66,22 +74,50 @@ class Kernels:
     down: str = "main"
 
 
-#: The suite's fused step (run.json's `kernels`, KERNELS_NOTE): the fastest whole steps on
-#: the H200 in the second GPU call of issue 57 (results/h200/decode-kernels/round2), in both
-#: implementations: the LM head four rows a lane group (head4: 133 µs a 0.5B token against
-#: 203, 217 against 321 at 1.5B, wgpu-native's timestamps after every dispatch), and at 1.5B
-#: the attention over 70 workgroups (5 blocks of 32 positions a head at a cache of 128,
-#: where 128 workgroups make 9 of 16; 0.5B keeps 128: 14 heads x 9 blocks). Whole steps at
-#: a cache of 128: 0.5B 1.058 ms a token against main's 1.135 (wgpu-native), 1.051 against
-#: 1.134 (Dawn); 1.5B 2.481 against 2.623, 2.315 against 2.431.
-DEFAULT_NAME, DEFAULT = "tuned", Kernels(head4=True)
+#: The suite's fused step (run.json's `kernels`: kernels_note), each model's fastest whole
+#: step on the H200 (at 1.5B wgpu-native's, below). Round 2 of issue 57
+#: (results/h200/decode-kernels/round2): the LM head four rows a lane group (head4: 133 µs a
+#: 0.5B token against 203, 217 against 321 at 1.5B, wgpu-native's timestamps after every
+#: dispatch), and at 1.5B the attention over 70 workgroups (5 blocks of 32 positions a head
+#: at a cache of 128, where 128 workgroups make 9 of 16; 0.5B keeps 128: 14 heads x 9
+#: blocks). Round 3 (results/h200/decode-kernels/round3, decode_kernels.py, 2026-11-29):
+#: the matrix-vector parts summed by subgroup shuffles with fewer lanes a row, each model's
+#: `best` timed against a fresh build of round 2's step in rounds of their own, every round
+#: below every one of its: 0.5B (qkv sg, gate_up sg-l16, down sg-l16) 1.002 ms a token
+#: against 1.059 (wgpu-native, 0.947x), 0.987 against 1.058 (Dawn, 0.934x); 1.5B (qkv sg-l8,
+#: gate_up sg-l8, down sg-l16: wgpu-native's best) 2.416 against 2.487 (0.972x). Dawn's
+#: 1.5B best took gate_up sg-l16 and down sg (2.230 against 2.320); one choice serves both,
+#: since its phase-1 swaps put each of wgpu-native's within 0.8% of Dawn's own (gate_up
+#: sg-l8 2.284 ms against sg-l16's 2.267, down sg-l16 2.310 against sg's 2.295), under the
+#: about 1% that two builds of one step fall apart there (round 2).
+DEFAULT_NAME = "subgroups"
+DEFAULT = Kernels(head4=True, qkv="sg", gate_up="sg-l16", down="sg-l16")
 #: Models whose default differs from DEFAULT, by name.
-BY_MODEL = {"qwen2.5-1.5b": Kernels(attention_workgroups=70, head4=True)}
-#: What a decode worker writes into run.json: the fused step's kernels, named.
-KERNELS_NOTE = {"variant": DEFAULT_NAME, **asdict(DEFAULT),
-                "by_model": {name: asdict(k) for name, k in BY_MODEL.items()}}
+BY_MODEL = {"qwen2.5-1.5b": Kernels(attention_workgroups=70, head4=True, qkv="sg-l8",
+                                    gate_up="sg-l8", down="sg-l16")}
+#: The variant name of the suite's step where the device has no subgroups (the same lanes
+#: through workgroup memory: WITHOUT_SUBGROUPS).
+WITHOUT_NAME = "workgroup-memory"
+
+
+def as_run(kernels: Kernels, subgroups: bool) -> Kernels:
+    """`kernels` as a device runs them: as named with subgroups; without, each subgroup
+    alternative by the name of its workgroup-memory twin (WITHOUT_SUBGROUPS)."""
+    if subgroups:
+        return kernels
+    named = {part: getattr(kernels, part) for part in MATVEC_PARTS}
+    return replace(kernels, **{part: WITHOUT_SUBGROUPS.get(n, n) for part, n in named.items()})
+
+
+def kernels_note(subgroups: bool) -> dict[str, Any]:
+    """What a decode worker writes into run.json (`kernels`): the fused step's kernels as its
+    device ran them, named, and whether that device had subgroups."""
+    return {"variant": DEFAULT_NAME if subgroups else WITHOUT_NAME, "subgroups": subgroups,
+            **asdict(as_run(DEFAULT, subgroups)),
+            "by_model": {name: asdict(as_run(k, subgroups)) for name, k in BY_MODEL.items()}}
 
 
 def default(shape: Shape) -> Kernels:
-    """The suite's fused kernels for a model."""
+    """The suite's fused kernels for a model, as named (a device without subgroups runs
+    as_run(default(shape), False))."""
     return BY_MODEL.get(shape.name, DEFAULT)

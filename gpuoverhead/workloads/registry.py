@@ -7,7 +7,9 @@ Work on a device), `torch_units(group, rng, dev, torch)` (its PyTorch forms),
 (its step in plain numpy: the workload then has CPU references, `host_cases`) and
 `ops_issued(case)` (ops issued per unit: the sequential throughput, `per_op_rows`) and
 `MEMORY_FLOOR` (its GPU time has a memory floor: the worker measures the read bandwidth
-and the GPU's own time per dispatch, `floor_notes`); adding
+and the GPU's own time per dispatch, `floor_notes`), `FEATURES` (device features its
+worker asks for where the adapter offers them: `features`) and `kernels_note_of(device)`
+(its kernel choices as that device ran them, for run.json); adding
 one is its module, its shader and one line in WORKLOADS.
 """
 
@@ -64,15 +66,22 @@ def build(device: Any, group: Group, rng: np.random.Generator, wait: Callable[[]
     return checked(works, one)
 
 
+def features(group: Group) -> tuple[str, ...]:
+    """The device features the group's workload asks for where the adapter offers them."""
+    return getattr(WORKLOADS[group.fusion], "FEATURES", ())  # type: ignore[index]
+
+
 def floor_notes(device: Any, group: Group, works: dict[Case, Work], wait: Callable[[], None],
                 tick_ns: float | None, software: bool) -> dict[str, Any]:
     """Where the group's workload has a memory floor and is timestamped (the decode step):
     the read bandwidth measured on its device (records.READ_GB_S), the GPU's own time per
     dispatch (GPU_PER_DISPATCH_NS) and the dispatches a unit of each GPU-time case issues
     (DISPATCHES_PER_UNIT), with which analysis takes its GPU time apart; and where the
-    workload names its kernel choices (KERNELS_NOTE: the fused decode step's), those."""
+    workload names its kernel choices (kernels_note_of: the fused decode step's as `device`
+    ran them), those."""
     workload = WORKLOADS[group.fusion]  # type: ignore[index]
-    chosen = {"kernels": k} if (k := getattr(workload, "KERNELS_NOTE", None)) else {}
+    note = getattr(workload, "kernels_note_of", None)
+    chosen = {"kernels": note(device)} if note else {}
     if tick_ns is None or not getattr(workload, "MEMORY_FLOOR", False):
         return chosen
     notes: dict[str, Any] = {**chosen, DISPATCHES_PER_UNIT: {

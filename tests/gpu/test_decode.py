@@ -1,5 +1,6 @@
 """The fused decode step's kernel choices (workloads/decode_choices.Kernels) on lavapipe: each
-one's logits and the default's greedy tokens against numpy, a broken LM head caught; the
+one's logits and the default's greedy tokens against numpy (with subgroups and without), the
+suite's step through its subgroup entry points, a broken LM head caught; the
 matrix-vector parts' alternatives (MATVECS) against numpy with subgroups and without (the
 same lanes through workgroup memory), and a broken subgroup sum caught."""
 
@@ -16,7 +17,13 @@ from gpuoverhead.drivers import webgpu
 from gpuoverhead.gpu import adapters
 from gpuoverhead.suite.shaders import fusion_kernel
 from gpuoverhead.workloads.decode import SUBGROUP_FEATURES, Engine, Kernels
-from gpuoverhead.workloads.decode_choices import BY_MODEL, MATVEC_PARTS, MATVECS, default
+from gpuoverhead.workloads.decode_choices import (
+    BY_MODEL,
+    MATVEC_PARTS,
+    MATVECS,
+    as_run,
+    default,
+)
 from gpuoverhead.workloads.decode_model import (
     MODELS,
     TOLERANCE,
@@ -103,18 +110,39 @@ def test_each_kernel_variant_matches_numpy(ctx, variant, shape):
     assert _agrees(_step(ctx, engine), reference(weights))
 
 
-def test_the_default_kernels_feed_their_tokens_as_numpy_greedy_does(ctx):
-    """The token loop's step with the suite's kernels: each step reads the token the one
-    before chose."""
+@pytest.mark.parametrize("device", ["sg_ctx", "ctx"])
+def test_the_default_kernels_feed_their_tokens_as_numpy_greedy_does(request, device):
+    """The token loop's step with the suite's kernels, through subgroup shuffles where the
+    device has subgroups and through workgroup memory where not (the kernels the engine
+    names are those that run): each step reads the token the one before chose."""
+    ctx = request.getfixturevalue(device)
     weights = Weights.of(*SHAPES["tiny"])
     engine = Engine(ctx, weights)
-    assert engine.kernels == default(weights.shape)
+    assert engine.kernels == as_run(default(weights.shape), device == "sg_ctx")
+    assert (device == "sg_ctx") == ("gate_up_sg" in _entries(engine))
     greedy = Greedy(weights)
     token = ctx.buffer(np.array([greedy.after(0)], np.uint32))
     loop = sum(engine.steps("fused", ctx.buffer(np.zeros(1, np.uint32)), token)[0], ())
     for steps in range(1, 4):
         ctx.submit(loop)
         assert ctx.reader(token, np.uint32)()[0] == greedy.after(steps)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("model", ["default", *BY_MODEL])
+def test_the_suite_s_kernels_match_numpy_through_subgroups(sg_ctx, model, shape):
+    """The suite's step (DEFAULT, and 1.5B's choice) on a device with subgroups: every
+    matrix-vector part through its subgroup entry point, numpy's logits, two steps
+    running."""
+    weights = Weights.of(*SHAPES[shape])
+    engine = Engine(sg_ctx, weights)
+    assert engine.kernels == default(weights.shape)
+    if model != "default":
+        engine = engine.tuned(BY_MODEL[model])
+    names = _entries(engine)
+    assert {"qkv_rope_sg", "gate_up_sg", "matvec_add_sg"} <= set(names)
+    assert not {"qkv_rope", "gate_up", "matvec_add"} & set(names)
+    assert _agrees(_step(sg_ctx, engine), reference(weights))
 
 
 def test_a_head4_kernel_that_leaves_out_a_row_fails(ctx):

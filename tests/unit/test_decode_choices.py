@@ -2,24 +2,48 @@
 
 from __future__ import annotations
 
-from gpuoverhead.workloads.decode_choices import KERNELS_NOTE, MATVEC_PARTS, MATVECS, default
+from gpuoverhead.workloads.decode_choices import (
+    ALL_MATVECS,
+    MATVEC_PARTS,
+    MATVECS,
+    WITHOUT_SUBGROUPS,
+    default,
+    kernels_note,
+)
 from gpuoverhead.workloads.decode_model import DECODE_WG, MODELS, attention_block
 
 
 def test_each_model_s_default_is_its_measured_choice():
     """The LM head four rows a lane group everywhere, and the attention at a cache of 128 in
-    9 blocks of 16 positions a head at 0.5B, 5 of 32 at 1.5B: the H200's fastest
-    (results/h200/decode-kernels/round2); run.json's note names both."""
+    9 blocks of 16 positions a head at 0.5B, 5 of 32 at 1.5B (results/h200/decode-kernels/
+    round2); the matrix-vector parts each model's `best` of round3, summed by subgroup
+    shuffles (1.5B: wgpu-native's, within 0.8% of Dawn's own in its phase-1 swaps)."""
     blocks = {shape.name: -(-129 // attention_block(shape, 128,
                                                     default(shape).attention_workgroups))
               for shape in MODELS.values()}
     assert blocks["qwen2.5-0.5b"] == 9 and blocks["qwen2.5-1.5b"] == 5
     assert all(default(shape).head4 for shape in MODELS.values())
-    assert all(getattr(default(shape), part) == "main" for shape in MODELS.values()
-               for part in MATVEC_PARTS)  # not yet measured (decode_kernels.py)
-    assert KERNELS_NOTE["attention_workgroups"] == default(MODELS[896]).attention_workgroups
-    assert KERNELS_NOTE["by_model"]["qwen2.5-1.5b"]["attention_workgroups"] == \
-        default(MODELS[1536]).attention_workgroups
+    parts = {shape.name: tuple(getattr(default(shape), part) for part in MATVEC_PARTS)
+             for shape in MODELS.values()}
+    assert parts["qwen2.5-0.5b"] == ("sg", "sg-l16", "sg-l16")
+    assert parts["qwen2.5-1.5b"] == ("sg-l8", "sg-l8", "sg-l16")
+
+
+def test_run_json_s_note_names_the_kernels_that_ran():
+    """With subgroups the note names the suite's choices; without, each part's
+    workgroup-memory twin (the same lanes), never a subgroup alternative, and says so."""
+    for subgroups in (True, False):
+        note = kernels_note(subgroups)
+        assert note["subgroups"] is subgroups
+        assert note["variant"] == ("subgroups" if subgroups else "workgroup-memory")
+        chosen = [note, *note["by_model"].values()]
+        assert note["attention_workgroups"] == default(MODELS[896]).attention_workgroups
+        assert note["by_model"]["qwen2.5-1.5b"]["attention_workgroups"] == \
+            default(MODELS[1536]).attention_workgroups
+        ran = [ALL_MATVECS[k[part]] for k in chosen for part in MATVEC_PARTS]
+        assert all(m.subgroups is subgroups for m in ran), chosen
+    assert (kernels_note(False)["gate_up"], kernels_note(False)["by_model"]["qwen2.5-1.5b"]
+            ["qkv"]) == ("l16", "l8")
 
 
 def test_each_matvec_alternative_s_lanes_a_row_at_the_models_shapes():
@@ -31,3 +55,12 @@ def test_each_matvec_alternative_s_lanes_a_row_at_the_models_shapes():
     assert lanes == {"main": [64, 128, 256, 256], "sg": [64, 128, 256, 256],
                      "sg-l8": [32, 64, 256, 256], "sg-l16": [16, 32, 128, 256]}
     assert MATVECS["main"].lanes(128, DECODE_WG) == 32 and MATVECS["sg-l16"].lanes(128, 256) == 4
+
+
+def test_each_subgroup_alternative_s_twin_takes_its_lanes_through_workgroup_memory():
+    """What runs without subgroups keeps the alternative's lanes at every shape."""
+    for sg, plain in WITHOUT_SUBGROUPS.items():
+        twin, alternative = ALL_MATVECS[plain], MATVECS[sg]
+        assert alternative.subgroups and not twin.subgroups
+        assert all(twin.lanes(cols, DECODE_WG) == alternative.lanes(cols, DECODE_WG)
+                   for cols in (128, 256, 896, 1536, 4864, 8960))
