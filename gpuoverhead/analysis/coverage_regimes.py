@@ -2,15 +2,16 @@
 machine's regimes (issue 54), in seeded simulations built on analysis/coverage.py's:
 
 - **CPU states** (analysis/states.py, run/cpu_split.py): each round ran in the CPU's fast
-  or slow state, a chain per process. A run's figures come from the rounds of the state
-  most rounds met over the run (a round counts where the state held at both its ends: its
-  own and the next round's) where the state moves them (`states.moves`, vectorized here and
-  checked against it) and every process has `least` such rounds, else from every round; no
-  process is left out either way (`rule`). The estimand is what the run then says it
-  reports: that state's level (the value's truth times the state's factor; the state's
-  share decides which, as a run's does), or the mix's (the median over many processes of
-  their every-round medians, `mix_truth`). Beside it the same runs taking every round
-  (`every round`), and the rule's share of runs split.
+  or slow state, a chain per process. A run's figures come from the rounds of the slow
+  state unless few rounds met it (`states.SLOW_KEPT_FROM`; a round counts where the state
+  held at both its ends: its own and the next round's) where the state moves them
+  (`states.moves`, vectorized here and checked against it) and drift.LEAST_T processes
+  have `least` such rounds, the others left out, else from every round (`rule`). The
+  estimand is what the run then says it reports: that state's level (the value's truth
+  times the state's factor; the state's share decides which, as a run's does), or the
+  mix's (the median over many processes of their every-round medians, `mix_truth`).
+  Beside it the same runs taking every round (`every round`), and the rule's share of runs
+  split.
 - **A process's life** (analysis/drift.py `life`): a figure from the rounds after its
   headline figures held, a process still moving in its last third left out where as many
   others remain as the job's interval needs (`drift.enough`), its estimand then the median
@@ -33,7 +34,7 @@ from scipy.stats import norm, rankdata
 
 from gpuoverhead.analysis import coverage, states
 from gpuoverhead.analysis.coverage import THETA, Cell, Scenario
-from gpuoverhead.analysis.drift import enough, life
+from gpuoverhead.analysis.drift import LEAST_T, enough, life
 from gpuoverhead.analysis.series import Key, Series
 
 #: Rounds of the kept state a process needs: the default suite's min_rounds is 8 of the
@@ -91,9 +92,10 @@ LIFE_SCENARIOS = (
 
 
 def kept_state(slowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per run, whether the slow state is kept (most rounds met it), and per process and
-    round whether the round counts (it met the kept state at both its ends)."""
-    slow = slowed.mean(axis=(1, 2)) >= 0.5
+    """Per run, whether the slow state is kept (states.SLOW_KEPT_FROM of the rounds met it),
+    and per process and round whether the round counts (it met the kept state at both its
+    ends)."""
+    slow = slowed.mean(axis=(1, 2)) >= states.SLOW_KEPT_FROM
     ends = np.concatenate([slowed[..., 1:], slowed[..., -1:]], axis=2)
     state = np.where(slow[:, None, None], slowed & ends, ~slowed & ~ends)
     return slow, state
@@ -148,12 +150,13 @@ def state_cell(c: StateCase, processes: int, runs: int, seed: int, checked: int 
         if moved[r] != states.moves([(y[r, p][counts[r, p]], y[r, p][~counts[r, p]])
                                      for p in range(processes)]):
             raise RuntimeError(f"run {r}: the simulation's moves differs from states.moves")
-    split = moved & (counts.sum(axis=2) >= c.least).all(axis=1)
+    full = counts.sum(axis=2) >= c.least
+    split = moved & (full.sum(axis=1) >= LEAST_T)
     every = np.median(y, axis=2)
-    with warnings.catch_warnings():  # a process with no round of the state: not split
+    with warnings.catch_warnings():  # a process left out: NaN, as a run leaves it out
         warnings.simplefilter("ignore", RuntimeWarning)
-        medians = np.where(split[:, None], np.nanmedian(np.where(counts, y, np.nan), axis=2),
-                           every)
+        medians = np.where(split[:, None], np.nanmedian(
+            np.where(counts & full[..., None], y, np.nan), axis=2), every)
     level, mix = math.prod(coverage.truth(replace(s, states=None, shares=None))), mix_truth(c)
     target = THETA * np.where(split, level * np.where(slow, s.states[0], 1.0), mix)
     out = []

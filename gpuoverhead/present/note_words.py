@@ -52,7 +52,7 @@ DETAIL = {
               "(n_sweep, fused_n_sweep) gives one"),
     MIXED: ("jobs took figures that move with the CPU's two states from every round, of "
             "both (their regime says so): a process of theirs had under min_rounds rounds "
-            "in the state most rounds met (run.json's cpu_states per job)"),
+            "in the state kept (run.json's cpu_states per job)"),
 }
 
 #: Each kind in the terminal's words: (one, several, what it means and what to do).

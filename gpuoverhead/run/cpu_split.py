@@ -1,18 +1,23 @@
 """Which rounds a job's figures come from where its benchmark's CPU met two states
 (analysis/states.py), and what run.json says of it.
 
-A job's figures come from the rounds of the state most of the benchmark's rounds met only
-where that state moves them (`states.moves`: one of its headline figures, judged over the
-job's processes) and every process of the job has the suite's `min_rounds` rounds in that
-state; otherwise from every round. The job is split whole, each figure from the same rounds,
+A job's figures come from the rounds of the kept state (`states.find`) only where that
+state moves them (`states.moves`: one of its headline figures, judged over the job's
+processes) and at least drift.LEAST_T processes of the job have the suite's `min_rounds`
+rounds in that state; otherwise from every round. A process with fewer is left out of the
+split figures (it measured no level of that state): with six processes a job, one that met
+the slow state in 2 of 390 rounds took its whole job to every round and compared 0.74x
+against the run before, whose job kept the slow state's (PyTorch eager's sequential per op,
+H200, 2026-11-29). The job is split whole, each figure from the same rounds,
 since a figure the test cannot show to move may still: in the H200 session of 2026-11-29
 wgpu-native's `pass` through the raw FFI had a process at 0.78x in its fast rounds and one
 with three fast rounds at 1.32x (no pooled change), and taken from every round its interval
 was ±14.7% where the slow rounds' gave ±3.2%. No process is left out for its state: leaving
 out those with under `min_rounds` rounds in the kept state left most fusion and browser jobs
 of that session (5 rounds a process) with one process and every browser tax with no
-interval. A job whose state moves its figures but that takes every round is of both states,
-and its regime says so.
+interval, so a process is left out only where LEAST_T others keep the state. A job whose
+state moves its figures but that takes every round is of both states, and its regime says
+so.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from gpuoverhead.analysis import states
+from gpuoverhead.analysis.drift import LEAST_T
 from gpuoverhead.analysis.series import STOP_METRICS, Key, Series
 from gpuoverhead.methods import series
 from gpuoverhead.run.rounds import MIN_ROUNDS
@@ -46,6 +52,9 @@ class Split:
     #: Where the state moved figures but every round counts: the processes with too few
     #: rounds in it.
     mixed: str = ""
+    #: Where the job is split: the processes left out of its figures, too few rounds in the
+    #: kept state.
+    short: tuple[int, ...] = ()
 
     @property
     def split(self) -> bool:
@@ -86,11 +95,14 @@ def split(cpu: states.States | None, outcomes: list[Outcome], least: int) -> Spl
                   if states.moves([(_values(i, k), _values(d, k))
                                    for i, d in zip(inside, dropped, strict=True)]))
     short = [(o, k) for o, k in zip(outcomes, kept, strict=True) if k.size < least]
-    if not moved or short:
+    if not moved or len(outcomes) - len(short) < LEAST_T:
         mixed = ", ".join(f"process {o.process}: {k.size} of {o.samples.rounds} rounds"
                           for o, k in short) if moved else ""
         return Split(cpu, none, moved, every, other, mixed)
-    return Split(cpu, list(kept), moved, [f or {} for f in inside], other)
+    out = {o.process for o, _ in short}
+    return Split(cpu, list(kept), moved, [{} if o.process in out else f or {}
+                                          for o, f in zip(outcomes, inside, strict=True)],
+                 other, short=tuple(sorted(out)))
 
 
 def _in(outcomes: list[Outcome], rounds: list[np.ndarray]) -> list[dict[Key, Series] | None]:
@@ -125,7 +137,10 @@ def record(found: Split, outcomes: list[Outcome]) -> dict[str, Any]:
                          states.SLOW: round(cpu.slow_ns / 1e3, 3)},
         "slow_share": round(cpu.slow_share, 3), "kept": cpu.kept,
         "moved": list(found.moved),
-        "figures_from": f"the {cpu.kept} state's rounds: it moved them" if found.split else
+        "figures_from": f"the {cpu.kept} state's rounds: it moved them" + (
+            "; left out, under min_rounds rounds in it: " + ", ".join(
+                f"process {p}" for p in found.short) if found.short else "")
+        if found.split else
         f"every round: too few in the {cpu.kept} state ({found.mixed})" if found.mixed else
         "every round: the state moved no figure",
         "processes": [{"process": o.process, "slow_share": round(

@@ -102,16 +102,18 @@ def test_the_a_a_harness_fails_the_ratio_of_medians_where_processes_have_two_mod
 @pytest.mark.parametrize("scenario", coverage_regimes.STATE_SCENARIOS, ids=lambda s: s.name)
 def test_figures_of_one_cpu_state_cover_that_states_level_and_are_no_wider(scenario):
     """Where processes meet the CPU's two speeds (the H200 VM's: 1.4x in 85% of rounds),
-    the rule's figures (the kept state's rounds where it moves them and every process has
-    enough of them, else every round's, no process left out) cover what they say they are
-    at the plan's process counts, and their intervals are no wider than every round's (far
-    narrower near half: the mix's process medians jump between the states); a state that
-    moves nothing, or processes of 5 rounds, split (almost) nothing."""
+    the rule's figures (the kept state's rounds where it moves them and LEAST_T processes
+    have enough of them, the others left out, else every round's) cover what they say they
+    are at the plan's process counts, and their intervals are no wider than every round's
+    (far narrower near half: the mix's process medians jump between the states); a state
+    that moves nothing splits (almost) nothing, nor do three processes of 5 rounds (each
+    would need all 5 in the state)."""
     for p in (3, 5, 10):
         rule, every = coverage_regimes.state_cell(scenario, p, RUNS, seed=1)
         assert rule.coverage >= 0.93 and every.coverage >= 0.90, (p, rule, every)
         assert rule.half_width < 1.1 * every.half_width, (p, rule, every)
-        if scenario.least == scenario.rounds or scenario.scenario.states[0] == 1.0:
+        if scenario.scenario.states[0] == 1.0 or (scenario.least == scenario.rounds
+                                                  and p == 3):
             assert rule.split < 0.05, (p, rule)
 
 
@@ -128,10 +130,13 @@ def test_the_simulations_moves_is_states_moves():
                                             for p in range(3)]) for r in range(200)]
 
 
-def test_the_kept_state_is_the_one_most_rounds_met_and_its_rounds_held_it_at_both_ends():
+def test_the_kept_state_is_the_slow_one_unless_seldom_met_and_its_rounds_held_it_at_both_ends():
     slowed = np.array([[[1, 1, 0, 1, 1], [1, 1, 1, 1, 0]]], dtype=bool)
     slow, counted = coverage_regimes.kept_state(slowed)
     assert slow.tolist() == [True]
+    # Slow in 3 of 10 rounds: still the slow one (a majority took the fast one).
+    assert coverage_regimes.kept_state(np.array([[[1, 1, 1, 0, 0], [0, 0, 0, 0, 0]]],
+                                                dtype=bool))[0].tolist() == [True]
     assert counted.tolist() == [[[True, False, False, True, True],
                                  [True, True, True, False, False]]]
 
