@@ -63,6 +63,19 @@ class States:
         """The regime of a figure from the kept state's rounds."""
         return f"{base}, CPU {self.kept} state"
 
+
+#: A regime's suffix where a job's figures took both states' rounds (run/cpu_split.py).
+BOTH = ", both CPU states"
+
+
+def split_regime(regime: str) -> tuple[str, str | None]:
+    """A regime's submission part and the CPU state it names (None: none named, the state
+    moved none of its figures or the machine showed one)."""
+    for suffix in (f", CPU {FAST} state", f", CPU {SLOW} state", BOTH):
+        if regime.endswith(suffix):
+            return regime[: -len(suffix)], suffix
+    return regime, None
+
     def said(self) -> str:
         return (f"a Python loop step {self.fast_ns / 1e3:.1f} µs (fast) or "
                 f"{self.slow_ns / 1e3:.1f} µs (slow), the slow state in {self.slow_share:.0%} "

@@ -21,7 +21,12 @@ and a verdict a CI job can act on.
   `slower`, a rate or speedup that rose is `better` (and one that fell `worse`); a figure
   with no better direction (inflation, a share) is `higher`/`lower`. The CIs of runs with
   several processes include the variation between processes, which keeps an A/A
-  comparison from calling noise a change.
+  comparison from calling noise a change;
+- an estimate the two runs measured in different regimes (`regime`: another submission
+  regime, or CPU states that differ where both name one: one run kept a state, the other
+  the other one or both) is `unsure` whatever its ratio, with both regimes said
+  (`regimes`): a ratio of two states' levels is no change (two plain runs on the H200 each
+  took PyTorch's figures from another state and compared them 0.71x).
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from gpuoverhead.analysis import modes
+from gpuoverhead.analysis import modes, states
 from gpuoverhead.analysis.runs import combined_ratio, runs_p, runs_ratio
 from gpuoverhead.analysis.stats import CONFIDENCE, Interval
 from gpuoverhead.errors import UserError, listed
@@ -165,6 +170,7 @@ def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05,
             p = _raw_p(_raw(base_samples, r), _raw(new_samples, r))
         else:
             ratio, low, high, p = by_processes
+        apart = _apart(r)
         rows.append({**{k: r[k] for k in KEY}, "unit": r["unit_base"],
                      "hint": r["hint_base"], "better": r["better_base"],
                      "base": b["value"], "new": n["value"], "ratio": ratio,
@@ -172,9 +178,23 @@ def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05,
                      "spread": np.fmax(r["rel_spread_between_base"],
                                        r["rel_spread_between_new"]),
                      "modes": _modes(base_samples, r) or _modes(new_samples, r),
-                     "verdict": verdict(ratio, low, high, p, threshold, r["better_base"],
-                                        allowance)})
+                     "regimes": apart,
+                     "verdict": "unsure" if apart else verdict(
+                         ratio, low, high, p, threshold, r["better_base"], allowance)})
     return pd.DataFrame(rows)
+
+
+def _apart(row: dict) -> str:
+    """'BASE vs NEW' where the runs measured an estimate in different regimes (another
+    submission regime, or each a CPU state the other did not name), else "". A regime that
+    names no state (the state moved none of the job's figures) compares with any."""
+    base, new = row.get("regime_base"), row.get("regime_new")
+    if not (isinstance(base, str) and isinstance(new, str)) or base == new:
+        return ""
+    (b, b_state), (n, n_state) = states.split_regime(base), states.split_regime(new)
+    if b == n and None in (b_state, n_state):
+        return ""
+    return f"{base} vs {new}"
 
 
 def stopped(base: ResultSet, new: ResultSet) -> str | None:
@@ -278,13 +298,18 @@ def aa_lines(table: pd.DataFrame) -> list[str]:
     for label, headline_only in (("all", False), ("headline (latency, per dispatch)", True)):
         share, count = share_same(table, headline_only)
         lines.append(f"A/A, {label}: {share:.1%} of {count} estimates are 'same'")
-    changed, split, spread, unsure = _not_same(table)
+    changed, apart, split, spread, unsure = _not_same(table)
     parts = []
     if len(changed):
         first = changed.iloc[0]
         ratio = fmt.ratio_with_ci(first["ratio"], first["ratio_low"], first["ratio_high"])
         parts.append(f"{len(changed)} were called a change (e.g. {first['implementation']} "
                      f"{first['case']} {first['metric']} {first['verdict']}, {ratio})")
+    if len(apart):
+        first = apart.iloc[0]
+        parts.append(f"{len(apart)} were unsure as the runs measured them in different "
+                     f"regimes (e.g. {first['implementation']} {first['case']} "
+                     f"{first['metric']}: {first['regimes']})")
     if len(split):
         first = split.iloc[0]
         parts.append(f"{len(split)} were unsure with samples in two modes and processes' "
@@ -298,18 +323,21 @@ def aa_lines(table: pd.DataFrame) -> list[str]:
         parts.append(f"{len(unsure)} were unsure with neither: a ratio too far off 1, or an "
                      f"interval wider than x{RESOLVABLE}, for 'same'")
     if parts:
-        count = len(changed) + len(split) + len(spread) + len(unsure)
+        count = len(changed) + len(apart) + len(split) + len(spread) + len(unsure)
         lines.append(f"of the {count} headline estimates not 'same', " + "; ".join(parts))
     return lines
 
 
 def _not_same(table: pd.DataFrame) -> tuple[pd.DataFrame, ...]:
-    """The headline estimates not `same`, apart: called a change; else (unsure) in two
-    modes; else with processes spread over SPREAD; else neither."""
+    """The headline estimates not `same`, apart: called a change; else (unsure) measured in
+    different regimes; else in two modes; else with processes spread over SPREAD; else
+    neither."""
     other = table[table["metric"].isin(HEADLINE) & (table["verdict"] != "same")]
     changed, rest = other[other["verdict"] != "unsure"], other[other["verdict"] == "unsure"]
+    apart, rest = rest[rest["regimes"] != ""], rest[rest["regimes"] == ""]
     split, rest = rest[rest["modes"] != ""], rest[rest["modes"] == ""]
-    return changed, split, rest[rest["spread"] > SPREAD], rest[~(rest["spread"] > SPREAD)]
+    return (changed, apart, split, rest[rest["spread"] > SPREAD],
+            rest[~(rest["spread"] > SPREAD)])
 
 
 #: The share of the headline estimates an A/A must find `same` (`selftest` exits 1 under),
@@ -329,7 +357,7 @@ def aa_verdict(table: pd.DataFrame, processes: int, passing: float = AA_PASS
     said = f"{same} of {count} headline estimates are 'same' ({share:.1%})"
     if same >= need:
         return True, f"A/A passed: {said}, at least the {passing:.0%} it asks"
-    changed, split, spread, unsure = _not_same(table)
+    changed, apart, split, spread, unsure = _not_same(table)
     ways = []
     if len(split) > count - need:
         ways.append(f"the {len(split)} in two modes stay unsure however many processes, so "
@@ -338,6 +366,10 @@ def aa_verdict(table: pd.DataFrame, processes: int, passing: float = AA_PASS
         if len(spread) or len(unsure):
             ways.append(f"more processes a half narrow those the machine's spread or noise "
                         f"left unsure (--processes {2 * processes}, about twice the time)")
+        if len(apart):
+            ways.append(f"the {len(apart)} measured in different regimes are in one where "
+                        "both runs' jobs keep one CPU state (run.json's cpu_states: a job "
+                        "whose processes met it too rarely takes every round)")
         if len(changed):
             ways.append(f"the {len(changed)} called a change are, in an A/A, the machine or "
                         "chance: again on a quieter machine (nothing else running, or "

@@ -74,7 +74,7 @@ class Split:
         """The regime of the job's figures: the kept state's, both states', or the plain one."""
         if self.cpu is None or not self.moved:
             return base
-        return self.cpu.regime(base) if self.split else f"{base}, both CPU states"
+        return self.cpu.regime(base) if self.split else f"{base}{states.BOTH}"
 
 
 def split(cpu: states.States | None, outcomes: list[Outcome], least: int) -> Split:

@@ -169,7 +169,7 @@ def test_an_aa_says_why_each_headline_estimate_is_not_same_and_what_would_pass(t
 def test_an_aa_passes_from_95_percent_and_says_when_two_modes_leave_it_no_way():
     def table(same: int, unsure: int, modes: int = 0) -> pd.DataFrame:
         return pd.DataFrame({"metric": "latency_ns", "verdict": ["same"] * same
-                             + ["unsure"] * (unsure + modes), "spread": 0.1,
+                             + ["unsure"] * (unsure + modes), "spread": 0.1, "regimes": "",
                              "modes": [""] * (same + unsure) + ["1 µs (50%) or 9 µs (50%)"]
                              * modes})
     assert comparing.aa_verdict(table(19, 1), 3) == (
@@ -222,3 +222,31 @@ def test_six_processes_a_run_are_judged_by_their_processes_not_their_pooled_samp
     assert (table.ratio_low > 1).all()  # the 95% interval alone would call it
     assert ((table.p_value > 0.01) & (table.p_value < 0.02)).all(), table.p_value
     assert (table.verdict == "unsure").all(), table[["case", "verdict"]]
+
+
+def _with_regimes(folder: Path, regimes: list[str]) -> Path:
+    """The result set with each of CASES' rows (in order) given a regime."""
+    path = folder / "summary.parquet"
+    summary = pd.read_parquet(path)
+    summary["regime"] = summary["case"].map(dict(zip([c for c, _, _ in CASES], regimes,
+                                                     strict=True)))
+    summary.to_parquet(path)
+    return folder
+
+
+def test_estimates_of_two_cpu_states_are_unsure_whatever_their_ratio(tmp_path):
+    """Two plain runs on the H200 took PyTorch's figures from different CPU states (one the
+    slow state's rounds, the other every round) and compared them 0.71x, `faster`. A ratio
+    of two states' levels is no change: `unsure`, both regimes said; a regime naming no
+    state (the state moved nothing) compares with one that names it."""
+    slow, both, plain = ("back to back, CPU slow state", "back to back, both CPU states",
+                         "back to back")
+    base = load(_with_regimes(_result_set(tmp_path / "base", 1.0, 1), [slow, slow, slow]))
+    new = load(_with_regimes(_result_set(tmp_path / "new", 0.7, 2), [both, plain, slow]))
+    table = compare(base, new).set_index("case")
+    assert table.loc["empty/naive/wait", "verdict"] == "unsure"
+    assert table.loc["empty/naive/wait", "regimes"] == f"{slow} vs {both}"
+    assert (table.loc[["empty/sequential/submit/wrapper", "empty/sequential/dispatch/wrapper"],
+                      "verdict"] == "faster").all()
+    (line,) = [x for x in comparing.aa_lines(table.reset_index()) if x.startswith("of the")]
+    assert "1 were unsure as the runs measured them in different regimes" in line
