@@ -208,13 +208,16 @@ def _torch_missing() -> str | None:
                     "PyTorch baselines need gpuoverhead[torch]); they run where torch exists")
 @pytest.mark.slow
 def test_torch_baselines_run_beside_webgpu_with_ratios_to_the_fastest(tmp_path):
+    """wgpu-native and PyTorch, named: left to its default (every implementation
+    installed) the run also started a browser here, whose rows nothing below reads."""
     suite = write_suite(tmp_path, (
         "defaults: {n_sweep: [1, 2, 8], budget_s: 0.1, min_rounds: 3, warmup_max_rounds: 1,"
         " torch_compile_max_n: 2, naive_sync: [wait], encodings: [submit, dispatch],"
         " gpu_timestamps: false}\n"
         "benchmarks:\n  - {name: a, kernel: add_one, elements: 256}\n"))
     proc = gpuoverhead("run", "--suite", str(suite), "--backend", BACKEND, "--out",
-                       str(tmp_path / "o"), "--processes", "1", timeout=600)
+                       str(tmp_path / "o"), "--processes", "1", "--implementation",
+                       "wgpu-native,torch", timeout=600)
     assert proc.returncode == 0, proc.stderr
     _, summary, info = read_run(only_run_folder(tmp_path / "o"))
     summary = summary[summary.process.isna()]
