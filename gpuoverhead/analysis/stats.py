@@ -325,30 +325,39 @@ def drift(values: np.ndarray, times: np.ndarray) -> Drift | None:
     values, times = np.asarray(values, dtype=float), np.asarray(times, dtype=float)
     if values.size < 8 or np.ptp(values) == 0:
         return None
-    rho, p = _spearman(times, values)
-    if not (abs(rho) >= DRIFT_MIN_RHO and p <= DRIFT_MAX_P):
+    rho = _spearman(times, values)
+    if not abs(rho) >= DRIFT_MIN_RHO:  # weak (or nan): no p needed, no scipy.special imported
+        return None
+    p = _spearman_p(rho, values.size)
+    if not p <= DRIFT_MAX_P:
         return None
     return Drift(rho, p, _change(values[np.argsort(times)]))
 
 
-def _spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """Spearman's rho of `y` against `x` and its two-sided p by the t approximation on
-    n - 2 degrees of freedom: scipy.stats.spearmanr's figures, without importing
-    scipy.stats (about 1.5 s of CPU at the end of every run) for them."""
-    from scipy.special import stdtr
-
+def _spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's rho of `y` against `x`: scipy.stats.spearmanr's, without importing
+    scipy.stats (about 1.5 s of CPU at the end of every run) for it."""
     if not (np.isfinite(x).all() and np.isfinite(y).all()):  # as scipy's: nan propagates
-        return math.nan, math.nan
+        return math.nan
     rx, ry = (_ranks(v) - (v.size + 1) / 2 for v in (x, y))
     scale = math.sqrt((rx @ rx) * (ry @ ry))
     if scale == 0:
-        return math.nan, math.nan
-    rho = float(np.clip(rx @ ry / scale, -1.0, 1.0))
-    df = x.size - 2
+        return math.nan
+    return float(np.clip(rx @ ry / scale, -1.0, 1.0))
+
+
+def _spearman_p(rho: float, n: int) -> float:
+    """rho's two-sided p by the t approximation on n - 2 degrees of freedom, as spearmanr
+    gives it. Asked only of a rho strong enough to be a drift: importing scipy.special
+    costs 0.15 s of CPU, which a run of one process, whose estimates need no t quantile,
+    otherwise spends for it alone."""
+    from scipy.special import stdtr
+
     if abs(rho) == 1.0:
-        return rho, 0.0
+        return 0.0
+    df = n - 2
     t = rho * math.sqrt(df / ((1.0 + rho) * (1.0 - rho)))
-    return rho, float(2.0 * stdtr(df, -abs(t)))
+    return float(2.0 * stdtr(df, -abs(t)))
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:
