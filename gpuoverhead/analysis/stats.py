@@ -321,15 +321,21 @@ class Drift:
 
 
 def drift(values: np.ndarray, times: np.ndarray) -> Drift | None:
-    """The trend of `values` over `times` if it is strong and significant, else None."""
+    """The trend of `values` over `times` if it is strong and significant, else None: its p
+    (two-sided, by the t approximation on n - 2 degrees of freedom, as scipy's spearmanr)
+    only where rho is strong enough, since importing scipy.special costs 0.15 s of CPU that
+    a run of one process (whose estimates need no t quantile) otherwise spends on it alone."""
     values, times = np.asarray(values, dtype=float), np.asarray(times, dtype=float)
     if values.size < 8 or np.ptp(values) == 0:
         return None
     rho = _spearman(times, values)
-    if not abs(rho) >= DRIFT_MIN_RHO:  # weak (or nan): no p needed, no scipy.special imported
+    if not abs(rho) >= DRIFT_MIN_RHO:  # nan too
         return None
-    p = _spearman_p(rho, values.size)
-    if not p <= DRIFT_MAX_P:
+    from scipy.special import stdtr
+
+    df = values.size - 2
+    t = rho * math.sqrt(df / ((1.0 + rho) * (1.0 - rho))) if abs(rho) < 1.0 else math.inf
+    if not (p := float(2.0 * stdtr(df, -abs(t)))) <= DRIFT_MAX_P:
         return None
     return Drift(rho, p, _change(values[np.argsort(times)]))
 
@@ -341,23 +347,7 @@ def _spearman(x: np.ndarray, y: np.ndarray) -> float:
         return math.nan
     rx, ry = (_ranks(v) - (v.size + 1) / 2 for v in (x, y))
     scale = math.sqrt((rx @ rx) * (ry @ ry))
-    if scale == 0:
-        return math.nan
-    return float(np.clip(rx @ ry / scale, -1.0, 1.0))
-
-
-def _spearman_p(rho: float, n: int) -> float:
-    """rho's two-sided p by the t approximation on n - 2 degrees of freedom, as spearmanr
-    gives it. Asked only of a rho strong enough to be a drift: importing scipy.special
-    costs 0.15 s of CPU, which a run of one process, whose estimates need no t quantile,
-    otherwise spends for it alone."""
-    from scipy.special import stdtr
-
-    if abs(rho) == 1.0:
-        return 0.0
-    df = n - 2
-    t = rho * math.sqrt(df / ((1.0 + rho) * (1.0 - rho)))
-    return float(2.0 * stdtr(df, -abs(t)))
+    return float(np.clip(rx @ ry / scale, -1.0, 1.0)) if scale else math.nan
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:
