@@ -59,9 +59,14 @@ def test_every_sequential_encoding_is_split_into_api_and_python(ci_run):
                 # wrapper 214 and native 131 us; a run on the quiet machine, native 412 and
                 # 266 us in its two processes, wrapper 351 and 246)
                 assert cpu["raw"] < 1.15 * cpu["wrapper"], (bench, encoding, cpu)
+                # How far the processes differed is each part's own spread times its value
+                # (a busy-core run's Python share: 38 and 10 us in its two processes, a
+                # closure of 14 us of 124 with the others' spreads at 1% and 6%).
                 closure = derived.loc["closure_ns", "value"]
-                moved = max(derived.loc["api_ns", "rel_spread_between"], spread["wrapper"])
-                assert abs(closure) < max(0.1, moved) * cpu["wrapper"], (
+                parts = derived.loc[["api_ns", "python_ns"]]
+                moved = (parts.rel_spread_between * parts.value).sum() + \
+                    spread["wrapper"] * cpu["wrapper"]
+                assert abs(closure) < max(0.1 * cpu["wrapper"], moved), (
                     bench, closure, moved, cpu)
             check = enc[enc.metric == "ffi_check_ns"]
             assert len(check) == 1 and check.layer.iat[0] == "raw"
