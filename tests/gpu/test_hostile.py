@@ -868,9 +868,13 @@ def test_hostile_two_forced_runs_into_one_id_both_end_cleanly(tmp_path):
     """Issue 26.13: two `--force` runs into the same id a second apart shared a staging
     folder and the second died mid-run. Issue 53.9: a run holds its id while it runs, so
     the one that comes second while the other runs is refused in one line (exit 2); one
-    that comes after it has ended replaces it."""
-    suite = write_suite(tmp_path, "benchmarks:\n  - {name: a, kernel: add_one, elements: 64, "
-                                  "n_sweep: [1, 4], budget_s: 0.3}\n")
+    that comes after it has ended replaces it. The run is a cadence that idles 250 ms after
+    each burst: it holds its id for about 5.7 s, past the second's start-up, at 1.9 CPU-s
+    (add_one's every methodology and layer held it 4.4 s, at 4.9 CPU-s)."""
+    suite = write_suite(tmp_path, "benchmarks:\n  - {name: a, kernel: empty, elements: 1, "
+                                  "methodologies: [cadence], gaps_ms: [250], burst: 2, encodings:"
+                                  " [submit], layers: [wrapper], budget_s: 3, min_rounds: 3,"
+                                  " warmup_max_rounds: 1}\n")
     args = [sys.executable, "-m", "gpuoverhead", "run", "--suite", str(suite), "--processes",
             "1", "--implementation", "wgpu-native", "--backend", BACKEND, "--run-id", "same",
             "--force", "--out", str(tmp_path / "out")]

@@ -178,23 +178,33 @@ def test_the_crossover_ci_suite_puts_the_cpu_beside_the_gpu(tmp_path):
     their slowdowns over the unread loop (the hybrid's over the unfused one) with intervals
     that hold their estimate and never go below zero, and their table. Without the suite's
     time limit: the ratios' intervals need both process pairs, which a limit drops where
-    start-ups run long (as the browser fusion test's run did on a CI machine)."""
+    start-ups run long (as the browser fusion test's run did on a CI machine). At H 16 and
+    256 of the suite's three: each H is a job of its own for every implementation (six
+    worker processes, two of them importing PyTorch: about a third of the run), and every
+    check here is per H, a row or an interval's order, which two H fail as three would (a
+    crossover row per form is there whether or not it is decided between them)."""
+    import yaml
+
     from gpuoverhead.drivers import host
 
-    proc = gpuoverhead("run", "--suite", str(CONFIGS / "crossover-ci.yaml"), "--backend",
-                       BACKEND, "--implementation", "wgpu-native,cpu-ref", "--processes", "2",
-                       "--seed", "3", "--out", str(tmp_path), "--time-limit", "0", timeout=240)
+    suite = yaml.safe_load((CONFIGS / "crossover-ci.yaml").read_text())
+    (bench,) = suite["benchmarks"]
+    bench["elements"] = [h for h in bench["elements"] if h != 64]
+    proc = gpuoverhead("run", "--suite", str(write_suite(tmp_path, yaml.safe_dump(suite))),
+                       "--backend", BACKEND, "--implementation", "wgpu-native,cpu-ref",
+                       "--processes", "2", "--seed", "3", "--out", str(tmp_path / "out"),
+                       "--time-limit", "0", timeout=240)
     assert proc.returncode == 0, proc.stderr
-    _, summary, info = read_run(only_run_folder(tmp_path))
+    _, summary, info = read_run(only_run_folder(tmp_path / "out"))
     assert info["status"] == "complete" and not info["errors"]
     combined = summary[summary.process.isna()]
     times = combined[combined.metric == "per_unit_ns"]
     assert set(zip(times.implementation, times.variant, times.elements, strict=True)) == {
         *((i, v, h) for i in ("wgpu-native",) for v in ("unfused", "fused")
-          for h in (16, 64, 256)),
-        *((i, "unfused", h) for i in host.IMPLEMENTATIONS for h in (16, 64, 256))}
+          for h in (16, 256)),
+        *((i, "unfused", h) for i in host.IMPLEMENTATIONS for h in (16, 256))}
     ratios = combined[combined.metric == "cpu_ratio"]
-    assert len(ratios) == 3 * 3 and host.REFERENCE not in set(ratios.implementation)
+    assert len(ratios) == 3 * 2 and host.REFERENCE not in set(ratios.implementation)
     assert ((ratios.ci_low >= 0) & (ratios.ci_low <= ratios.value)
             & (ratios.value <= ratios.ci_high)).all()
     per_op = combined[combined.metric == "per_op_ns"]
@@ -207,10 +217,10 @@ def test_the_crossover_ci_suite_puts_the_cpu_beside_the_gpu(tmp_path):
         proc.stdout.count(f"beats {host.REFERENCE}") == 3
     steps = combined[combined.metric == "step_ns"]
     assert sorted(zip(steps.variant, steps.sync, steps.elements, strict=True)) == sorted(
-        (v, s, h) for v, s in recurrent.LOOPS for h in (16, 64, 256))
+        (v, s, h) for v, s in recurrent.LOOPS for h in (16, 256))
     slow = combined[combined.metric.isin(("sync_slowdown", "hybrid_slowdown"))]
     assert sorted(zip(slow.metric, slow.variant, slow.sync, slow.elements, strict=True)) == \
-        sorted((m, v, s, h) for v, s in recurrent.LOOPS if s != NEVER for h in (16, 64, 256)
+        sorted((m, v, s, h) for v, s in recurrent.LOOPS if s != NEVER for h in (16, 256)
                for m in ["hybrid_slowdown" if v == HYBRID else "sync_slowdown"])
     assert ((slow.ci_low >= 0) & (slow.ci_low <= slow.value)
             & (slow.value <= slow.ci_high)).all()

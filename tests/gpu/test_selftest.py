@@ -90,8 +90,11 @@ def test_selftest_fails_halves_that_differ_and_measures_a_far_process_again(tmp_
     assert sorted(entries[0]) == [0, 2, 4, 6] and sorted(entries[1]) == [1, 3, 5, 7]
     # Process 2, far slower than 0 and 4, is left out and measured again in 6 (again.py);
     # half b's 7 runs beside it (or in place of one of its own, had one been far off).
+    # No other is called far; beside a busy core one may be left out as still moving in its
+    # last third (process 0 once, -27%: the life rule's, not the far rule's).
     assert "left_out" in entries[0][2] and entries[0][6]["measured_again_for"] == 2
-    assert not any("left_out" in p for n, p in entries[0].items() if n != 2)
+    assert not any("the median of the job's processes" in p.get("left_out", "")
+                   for n, p in entries[0].items() if n != 2), entries[0]
     assert entries[1][7].get("measured_beside") == 6 or \
         entries[1][7].get("measured_again_for") in (1, 3, 5), entries[1][7]
     assert any("worker process 2 (" in w and "measured again in a fresh process (2 in 6)" in w
