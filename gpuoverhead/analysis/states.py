@@ -61,17 +61,22 @@ class States:
 
     def regime(self, base: str) -> str:
         """The regime of a figure from the kept state's rounds."""
-        return f"{base}, CPU {self.kept} state"
+        return base + _named(self.kept)
 
 
 #: A regime's suffix where a job's figures took both states' rounds (run/cpu_split.py).
 BOTH = ", both CPU states"
 
 
+def _named(state: str) -> str:
+    """A regime's suffix where a job's figures are one state's."""
+    return f", CPU {state} state"
+
+
 def split_regime(regime: str) -> tuple[str, str | None]:
     """A regime's submission part and the CPU state it names (None: none named, the state
     moved none of its figures or the machine showed one)."""
-    for suffix in (f", CPU {FAST} state", f", CPU {SLOW} state", BOTH):
+    for suffix in (_named(FAST), _named(SLOW), BOTH):
         if regime.endswith(suffix):
             return regime[: -len(suffix)], suffix
     return regime, None

@@ -72,6 +72,16 @@ def rounds_of(group, per_op_us: list[float], loop_ns: list[int],
     return samples
 
 
+def _finished(planned, tmp_path, shares: tuple[float, ...], **process):
+    """A job of the fake group whose processes met the slow state in `shares` of their
+    rounds, finished; with the job and its group."""
+    group = _group(tmp_path)
+    job = replace(planned.benchmarks[0][0], group=group)
+    outcomes = [Outcome(p, _process(group, share, seed=p, **process), CAL)
+                for p, share in enumerate(shares)]
+    return finish("r", [job], [outcomes], np.random.default_rng(0), 0), job, group
+
+
 def test_two_speeds_are_found_and_the_slow_state_is_kept_unless_few_rounds_met_it(tmp_path):
     group = _group(tmp_path)
     found = states.find([_process(group, share, seed=s) for s, share in
@@ -117,11 +127,7 @@ def test_the_kept_states_rounds_make_processes_agree_where_their_mixes_differ(tm
 
 
 def test_a_finished_job_names_its_state_and_keeps_the_others_level(plan, tmp_path):  # noqa: F811
-    group = _group(tmp_path)
-    job = replace(plan.benchmarks[0][0], group=group)
-    outcomes = [Outcome(p, _process(group, share, seed=p), CAL)
-                for p, share in enumerate((0.9, 0.85, 0.6))]
-    found = finish("r", [job], [outcomes], np.random.default_rng(0), 0)
+    found, _, _ = _finished(plan, tmp_path, (0.9, 0.85, 0.6))
     summary = found.summaries[0]
     wall = summary[summary.metric == "per_dispatch_ns"]
     (whole,) = wall[wall.process.isna()].itertuples()
@@ -142,11 +148,7 @@ def test_a_process_with_too_few_rounds_in_the_state_is_kept_and_the_job_takes_ev
         plan, tmp_path):  # noqa: F811
     """The H200 session's browser-tax run: fusion processes of 5 rounds met the kept state
     in 0-4 of them, were left out, and most jobs kept one process and no interval."""
-    group = _group(tmp_path)
-    job = replace(plan.benchmarks[0][0], group=group)
-    outcomes = [Outcome(p, _process(group, share, seed=p), CAL)
-                for p, share in enumerate((0.9, 0.85, 0.02))]
-    found = finish("r", [job], [outcomes], np.random.default_rng(0), 0)
+    found, _, _ = _finished(plan, tmp_path, (0.9, 0.85, 0.02))
     wall = found.summaries[0]
     wall = wall[wall.metric == "per_dispatch_ns"]
     assert list(wall.process.dropna()) == [0, 1, 2]
@@ -165,11 +167,7 @@ def test_a_process_with_too_few_rounds_in_the_state_is_left_out_where_enough_oth
     slow state in 2 of 390 rounds, the job took every round and compared 0.74x against the
     run before. With LEAST_T others in the state the job keeps it and leaves that process
     out: its figures are the slow state's level (the old code gave the mix)."""
-    group = _group(tmp_path)
-    job = replace(plan.benchmarks[0][0], group=group)
-    outcomes = [Outcome(p, _process(group, share, seed=p), CAL)
-                for p, share in enumerate((0.9, 0.85, 0.8, 0.9, 0.85, 0.0))]
-    found = finish("r", [job], [outcomes], np.random.default_rng(0), 0)
+    found, _, _ = _finished(plan, tmp_path, (0.9, 0.85, 0.8, 0.9, 0.85, 0.0))
     wall = found.summaries[0]
     wall = wall[wall.metric == "per_dispatch_ns"]
     (whole,) = wall[wall.process.isna()].itertuples()
@@ -181,11 +179,7 @@ def test_a_process_with_too_few_rounds_in_the_state_is_left_out_where_enough_oth
 
 
 def test_a_state_that_moves_no_figure_splits_nothing(plan, tmp_path):  # noqa: F811
-    group = _group(tmp_path)
-    job = replace(plan.benchmarks[0][0], group=group)
-    outcomes = [Outcome(p, _process(group, share, seed=p, fast_us=54.0), CAL)
-                for p, share in enumerate((0.9, 0.85, 0.3))]
-    found = finish("r", [job], [outcomes], np.random.default_rng(0), 0)
+    found, job, group = _finished(plan, tmp_path, (0.9, 0.85, 0.3), fast_us=54.0)
     assert set(found.summaries[0].regime) == {"back to back"}
     record = found.entries[0]["cpu_states"]
     assert record["moved"] == [] and record["figures_from"] == \
