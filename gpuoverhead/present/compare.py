@@ -22,16 +22,20 @@ and a verdict a CI job can act on.
   with no better direction (inflation, a share) is `higher`/`lower`. The CIs of runs with
   several processes include the variation between processes, which keeps an A/A
   comparison from calling noise a change;
-- an estimate the two runs measured in different regimes (`regime`: another submission
-  regime, or CPU states that differ where both name one: one run kept a state, the other
-  the other one or both) is `unsure` whatever its ratio, with both regimes said
-  (`regimes`): a ratio of two states' levels is no change (two plain runs on the H200 each
-  took PyTorch's figures from another state and compared them 0.71x).
+- an estimate the two runs measured in CPU states that differ where both name one (one
+  run kept a state, the other the other one or both) is judged in a state both measured
+  with enough processes (the headline's or `states.parquet`'s figures; the base's kept
+  state first), said in `regimes` ("compared in the fast state: base slow, new both"); it
+  is `unsure` whatever its ratio where they share no state, or measured another
+  submission regime, with both regimes said: a ratio of two states' levels is no change
+  (two plain runs on the H200 each took PyTorch's figures from another state and compared
+  them 0.71x).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -85,12 +89,12 @@ def _raw_p(raw_b: pd.Series | None, raw_n: pd.Series | None) -> float:
     return math.nan
 
 
-def _by_key(per_process: pd.DataFrame) -> dict[tuple, np.ndarray]:
-    """Each estimate's per-process values, by KEY (empty for a run of one process)."""
+def _by_key(per_process: pd.DataFrame, key: list[str] = KEY) -> dict[tuple, np.ndarray]:
+    """Each estimate's per-process values, by `key` (empty for a run of one process)."""
     if per_process.empty:
         return {}
-    return {key: part["value"].to_numpy(float)
-            for key, part in per_process.groupby(KEY, dropna=False, sort=False)}
+    return {k: part["value"].to_numpy(float)
+            for k, part in per_process.groupby(key, dropna=False, sort=False)}
 
 
 def _between_runs(pairs: list[tuple[np.ndarray | None, np.ndarray | None]],
@@ -160,28 +164,95 @@ def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05,
     base_values, new_values = _by_key(base.per_process), _by_key(new.per_process)
     records = joined.to_dict("records")  # plain dicts: a Series per row cost 1 s a 1,000
     keys = [tuple(r[k] for k in KEY) for r in records]
-    paired = _between_runs([(base_values.get(k), new_values.get(k)) for k in keys])
+    beside = _in_states(base), _in_states(new)
+    sides = [_judged(r, k, (base_values.get(k), new_values.get(k)), beside)
+             for r, k in zip(records, keys, strict=True)]
+    paired = _between_runs([(s.base_values, s.new_values) for s in sides])
     rows = []
-    for r, by_processes in zip(records, paired, strict=True):
-        b = {k: r[f"{k}_base"] for k in ("value", "ci_low", "ci_high")}
-        n = {k: r[f"{k}_new"] for k in ("value", "ci_low", "ci_high")}
+    for r, s, by_processes in zip(records, sides, paired, strict=True):
+        b, n = s.base, s.new
         if by_processes is None:  # not two process values a run
             ratio, low, high = _combined(b, n)
-            p = _raw_p(_raw(base_samples, r), _raw(new_samples, r))
+            p = _raw_p(_raw(base_samples, r), _raw(new_samples, r)) if s.state is None \
+                else math.nan  # the raw samples hold both states' rounds
         else:
             ratio, low, high, p = by_processes
-        apart = _apart(r)
         rows.append({**{k: r[k] for k in KEY}, "unit": r["unit_base"],
                      "hint": r["hint_base"], "better": r["better_base"],
                      "base": b["value"], "new": n["value"], "ratio": ratio,
                      "ratio_low": low, "ratio_high": high, "p_value": p,
-                     "spread": np.fmax(r["rel_spread_between_base"],
-                                       r["rel_spread_between_new"]),
+                     "spread": np.fmax(b["rel_spread_between"], n["rel_spread_between"]),
                      "modes": _modes(base_samples, r) or _modes(new_samples, r),
-                     "regimes": apart,
-                     "verdict": "unsure" if apart else verdict(
-                         ratio, low, high, p, threshold, r["better_base"], allowance)})
+                     "regimes": s.regimes,
+                     "verdict": verdict(ratio, low, high, p, threshold, r["better_base"],
+                                        allowance) if s.comparable else "unsure"})
     return pd.DataFrame(rows)
+
+
+#: An estimate's figures in one run: value, interval and spread between its processes.
+_FIGURES = ("value", "ci_low", "ci_high", "rel_spread_between")
+#: How `regimes` starts where two runs' CPU states differed and the estimate was judged in a
+#: state both measured.
+IN_STATE = "compared in the "
+
+
+@dataclass(frozen=True)
+class _Sides:
+    """What an estimate is judged on: each run's figures and process values (in `state`
+    where the runs' CPU states differed), what `regimes` says, and whether a verdict may
+    be given."""
+
+    base: dict[str, float]
+    new: dict[str, float]
+    base_values: np.ndarray | None
+    new_values: np.ndarray | None
+    regimes: str = ""
+    comparable: bool = True
+    state: str | None = None
+
+
+Beside = dict[tuple, tuple[dict[str, float], np.ndarray | None]]
+
+
+def _in_states(rs: ResultSet) -> Beside:
+    """A run's estimates in a CPU state beside its headline's (`states.parquet`), by KEY and
+    the state: figures and process values."""
+    table = rs.states()
+    if table.empty:
+        return {}
+    over = table[table["process"].isna()]
+    values = _by_key(table[table["process"].notna()], [*KEY, "cpu_state"])
+    return {(*(r[k] for k in KEY), r["cpu_state"]): (
+        {k: r[k] for k in _FIGURES},
+        values.get((*(r[k] for k in KEY), r["cpu_state"])))
+        for r in over.to_dict("records")}
+
+
+def _judged(row: dict, key: tuple, values: tuple[np.ndarray | None, np.ndarray | None],
+            beside: tuple[Beside, Beside]) -> _Sides:
+    """An estimate's two sides: the headline rows where the runs measured it in one regime;
+    where their CPU states differ (one kept a state, the other the other one or both), in a
+    state both measured (the base's kept one first, then the new's, then the slow, the
+    fast), from the headline or `states.parquet`; where none is, or the submission regimes
+    differ, the headline rows, unsure."""
+    sides = [{k: row[f"{k}_{side}"] for k in _FIGURES} for side in ("base", "new")]
+    apart = _apart(row)
+    if not apart:
+        return _Sides(*sides, *values)
+    (b, b_state), (n, n_state) = (states.split_regime(row[f"regime_{side}"])
+                                  for side in ("base", "new"))
+    own = [state if state in (states.FAST, states.SLOW) else None for state in (b_state,
+                                                                                n_state)]
+    has = [{s for s in (states.FAST, states.SLOW) if s == own[i] or (*key, s) in beside[i]}
+           for i in (0, 1)]
+    common = next((s for s in (*own, states.SLOW, states.FAST)
+                   if s is not None and s in has[0] and s in has[1]), None)
+    if b != n or common is None:
+        return _Sides(*sides, *values, apart, False)
+    found = [(sides[i], values[i]) if own[i] == common else beside[i][(*key, common)]
+             for i in (0, 1)]
+    return _Sides(found[0][0], found[1][0], found[0][1], found[1][1],
+                  f"{IN_STATE}{common} state: base {b_state}, new {n_state}", True, common)
 
 
 def _apart(row: dict) -> str:
@@ -334,7 +405,8 @@ def _not_same(table: pd.DataFrame) -> tuple[pd.DataFrame, ...]:
     neither."""
     other = table[table["metric"].isin(HEADLINE) & (table["verdict"] != "same")]
     changed, rest = other[other["verdict"] != "unsure"], other[other["verdict"] == "unsure"]
-    apart, rest = rest[rest["regimes"] != ""], rest[rest["regimes"] == ""]
+    kept = (rest["regimes"] == "") | rest["regimes"].str.startswith(IN_STATE)
+    apart, rest = rest[~kept], rest[kept]
     split, rest = rest[rest["modes"] != ""], rest[rest["modes"] == ""]
     return (changed, apart, split, rest[rest["spread"] > SPREAD],
             rest[~(rest["spread"] > SPREAD)])
@@ -367,9 +439,10 @@ def aa_verdict(table: pd.DataFrame, processes: int, passing: float = AA_PASS
             ways.append(f"more processes a half narrow those the machine's spread or noise "
                         f"left unsure (--processes {2 * processes}, about twice the time)")
         if len(apart):
-            ways.append(f"the {len(apart)} measured in different regimes are in one where "
-                        "both runs' jobs keep one CPU state (run.json's cpu_states: a job "
-                        "whose processes met it too rarely takes every round)")
+            ways.append(f"the {len(apart)} measured in different regimes are judged where "
+                        "both runs measured one CPU state with enough processes (run.json's "
+                        "cpu_states: a job whose processes met a state too rarely has no "
+                        "figures of it)")
         if len(changed):
             ways.append(f"the {len(changed)} called a change are, in an A/A, the machine or "
                         "chance: again on a quieter machine (nothing else running, or "
