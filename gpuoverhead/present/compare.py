@@ -25,7 +25,7 @@ and a verdict a CI job can act on.
 - an estimate the two runs measured in CPU states that differ where both name one (one
   run kept a state, the other the other one or both) is judged in a state both measured
   with enough processes (the headline's or `states.parquet`'s figures; the base's kept
-  state first), said in `regimes` ("compared in the fast state: base slow, new both"); it
+  state first; present/in_state.py), said in `regimes` ("compared in the fast state: base slow, new both"); it
   is `unsure` whatever its ratio where they share no state, or measured another
   submission regime, with both regimes said: a ratio of two states' levels is no change
   (two plain runs on the H200 each took PyTorch's figures from another state and compared
@@ -35,20 +35,20 @@ and a verdict a CI job can act on.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from gpuoverhead.analysis import modes, states
+from gpuoverhead.analysis import modes
 from gpuoverhead.analysis.runs import combined_ratio, runs_p, runs_ratio
 from gpuoverhead.analysis.stats import CONFIDENCE, Interval
 from gpuoverhead.errors import UserError, listed
 from gpuoverhead.metrics import HEADLINE
 from gpuoverhead.present import format as fmt
 from gpuoverhead.present import glossary, run_environments
+from gpuoverhead.present.in_state import IN_STATE, by_key, in_states, sides_of
 from gpuoverhead.results.read import ResultSet, check_units, unfinished
 
 #: A ratio CI wider than this factor either way leaves a comparison `unsure`.
@@ -87,14 +87,6 @@ def _raw_p(raw_b: pd.Series | None, raw_n: pd.Series | None) -> float:
         return float(sps.mannwhitneyu(raw_b.to_numpy(), raw_n.to_numpy(),
                                       alternative="two-sided").pvalue)
     return math.nan
-
-
-def _by_key(per_process: pd.DataFrame, key: list[str] = KEY) -> dict[tuple, np.ndarray]:
-    """Each estimate's per-process values, by `key` (empty for a run of one process)."""
-    if per_process.empty:
-        return {}
-    return {k: part["value"].to_numpy(float)
-            for k, part in per_process.groupby(key, dropna=False, sort=False)}
 
 
 def _between_runs(pairs: list[tuple[np.ndarray | None, np.ndarray | None]],
@@ -161,11 +153,11 @@ def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05,
                         "benchmarks, implementations, or a run that finished nothing)")
     base_samples = _by_case(base.samples(_RAW_COLUMNS))
     new_samples = _by_case(new.samples(_RAW_COLUMNS))
-    base_values, new_values = _by_key(base.per_process), _by_key(new.per_process)
+    base_values, new_values = by_key(base.per_process, KEY), by_key(new.per_process, KEY)
     records = joined.to_dict("records")  # plain dicts: a Series per row cost 1 s a 1,000
     keys = [tuple(r[k] for k in KEY) for r in records]
-    beside = _in_states(base), _in_states(new)
-    sides = [_judged(r, k, (base_values.get(k), new_values.get(k)), beside)
+    beside = in_states(base, KEY), in_states(new, KEY)
+    sides = [sides_of(r, k, (base_values.get(k), new_values.get(k)), beside)
              for r, k in zip(records, keys, strict=True)]
     paired = _between_runs([(s.base_values, s.new_values) for s in sides])
     rows = []
@@ -187,85 +179,6 @@ def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05,
                      "verdict": verdict(ratio, low, high, p, threshold, r["better_base"],
                                         allowance) if s.comparable else "unsure"})
     return pd.DataFrame(rows)
-
-
-#: An estimate's figures in one run: value, interval and spread between its processes.
-_FIGURES = ("value", "ci_low", "ci_high", "rel_spread_between")
-#: How `regimes` starts where two runs' CPU states differed and the estimate was judged in a
-#: state both measured.
-IN_STATE = "compared in the "
-
-
-@dataclass(frozen=True)
-class _Sides:
-    """What an estimate is judged on: each run's figures and process values (in `state`
-    where the runs' CPU states differed), what `regimes` says, and whether a verdict may
-    be given."""
-
-    base: dict[str, float]
-    new: dict[str, float]
-    base_values: np.ndarray | None
-    new_values: np.ndarray | None
-    regimes: str = ""
-    comparable: bool = True
-    state: str | None = None
-
-
-Beside = dict[tuple, tuple[dict[str, float], np.ndarray | None]]
-
-
-def _in_states(rs: ResultSet) -> Beside:
-    """A run's estimates in a CPU state beside its headline's (`states.parquet`), by KEY and
-    the state: figures and process values."""
-    table = rs.states()
-    if table.empty:
-        return {}
-    over = table[table["process"].isna()]
-    values = _by_key(table[table["process"].notna()], [*KEY, "cpu_state"])
-    return {(*(r[k] for k in KEY), r["cpu_state"]): (
-        {k: r[k] for k in _FIGURES},
-        values.get((*(r[k] for k in KEY), r["cpu_state"])))
-        for r in over.to_dict("records")}
-
-
-def _judged(row: dict, key: tuple, values: tuple[np.ndarray | None, np.ndarray | None],
-            beside: tuple[Beside, Beside]) -> _Sides:
-    """An estimate's two sides: the headline rows where the runs measured it in one regime;
-    where their CPU states differ (one kept a state, the other the other one or both), in a
-    state both measured (the base's kept one first, then the new's, then the slow, the
-    fast), from the headline or `states.parquet`; where none is, or the submission regimes
-    differ, the headline rows, unsure."""
-    sides = [{k: row[f"{k}_{side}"] for k in _FIGURES} for side in ("base", "new")]
-    apart = _apart(row)
-    if not apart:
-        return _Sides(*sides, *values)
-    (b, b_state), (n, n_state) = (states.split_regime(row[f"regime_{side}"])
-                                  for side in ("base", "new"))
-    own = [state if state in (states.FAST, states.SLOW) else None for state in (b_state,
-                                                                                n_state)]
-    has = [{s for s in (states.FAST, states.SLOW) if s == own[i] or (*key, s) in beside[i]}
-           for i in (0, 1)]
-    common = next((s for s in (*own, states.SLOW, states.FAST)
-                   if s is not None and s in has[0] and s in has[1]), None)
-    if b != n or common is None:
-        return _Sides(*sides, *values, apart, False)
-    found = [(sides[i], values[i]) if own[i] == common else beside[i][(*key, common)]
-             for i in (0, 1)]
-    return _Sides(found[0][0], found[1][0], found[0][1], found[1][1],
-                  f"{IN_STATE}{common} state: base {b_state}, new {n_state}", True, common)
-
-
-def _apart(row: dict) -> str:
-    """'BASE vs NEW' where the runs measured an estimate in different regimes (another
-    submission regime, or each a CPU state the other did not name), else "". A regime that
-    names no state (the state moved none of the job's figures) compares with any."""
-    base, new = row.get("regime_base"), row.get("regime_new")
-    if not (isinstance(base, str) and isinstance(new, str)) or base == new:
-        return ""
-    (b, b_state), (n, n_state) = states.split_regime(base), states.split_regime(new)
-    if b == n and None in (b_state, n_state):
-        return ""
-    return f"{base} vs {new}"
 
 
 def stopped(base: ResultSet, new: ResultSet) -> str | None:
