@@ -25,11 +25,11 @@ and a verdict a CI job can act on.
 - an estimate the two runs measured in CPU states that differ where both name one (one
   run kept a state, the other the other one or both) is judged in a state both measured
   with enough processes (the headline's or `states.parquet`'s figures; the base's kept
-  state first; present/in_state.py), said in `regimes` ("compared in the fast state: base slow, new both"); it
-  is `unsure` whatever its ratio where they share no state, or measured another
-  submission regime, with both regimes said: a ratio of two states' levels is no change
-  (two plain runs on the H200 each took PyTorch's figures from another state and compared
-  them 0.71x).
+  state first; present/in_state.py), said in `regimes` ("compared in the fast state:
+  base slow, new both"); it is `unsure` whatever its ratio where they share no state, or
+  measured another submission regime, with both regimes said: a ratio of two states'
+  levels is no change (two plain runs on the H200 each took PyTorch's figures from
+  another state and compared them 0.71x).
 """
 
 from __future__ import annotations
