@@ -34,7 +34,11 @@ RULES = ("CPU states (run/cpu_split.py): a job's figures come from the rounds of
          "processes, >= 2% and p < 0.01) and every process has min_rounds rounds in it, else "
          "from every round; no process is left out for its state. Life (run/finish.py): a "
          "process still moving in its last third is left out only where as many others "
-         "remain as the job's interval needs (drift.enough: 3, or 6 with order statistics).")
+         "remain as the job's interval needs (drift.enough: 3, or 6 with order statistics). "
+         "States beside (run/cpu_split.py `beside`): where the state moves a job's figures, "
+         "its estimates in each other state that drift.LEAST_T processes measured with "
+         "min_rounds rounds go to states.parquet, and compare judges two runs whose states "
+         "differ in one both measured.")
 
 
 def commit() -> str:

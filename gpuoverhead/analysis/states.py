@@ -61,30 +61,29 @@ class States:
 
     def regime(self, base: str) -> str:
         """The regime of a figure from the kept state's rounds."""
-        return base + _named(self.kept)
+        return in_state(base, self.kept)
 
 
 #: A regime's suffix where a job's figures took both states' rounds (run/cpu_split.py).
 BOTH = ", both CPU states"
+#: What `split_regime` names a regime with that suffix.
+EITHER = "both"
 
 
-def _named(state: str) -> str:
-    """A regime's suffix where a job's figures are one state's."""
-    return f", CPU {state} state"
+def in_state(base: str, state: str) -> str:
+    """The regime of a figure from one state's rounds."""
+    return f"{base}, CPU {state} state"
 
 
 def split_regime(regime: str) -> tuple[str, str | None]:
-    """A regime's submission part and the CPU state it names (None: none named, the state
-    moved none of its figures or the machine showed one)."""
-    for suffix in (_named(FAST), _named(SLOW), BOTH):
+    """A regime's submission part and the CPU state it names: FAST, SLOW, EITHER (both
+    states' rounds) or None (none named: the state moved none of its figures or the machine
+    showed one)."""
+    for state, suffix in ((FAST, in_state("", FAST)), (SLOW, in_state("", SLOW)),
+                          (EITHER, BOTH)):
         if regime.endswith(suffix):
-            return regime[: -len(suffix)], suffix
+            return regime[: -len(suffix)], state
     return regime, None
-
-    def said(self) -> str:
-        return (f"a Python loop step {self.fast_ns / 1e3:.1f} µs (fast) or "
-                f"{self.slow_ns / 1e3:.1f} µs (slow), the slow state in {self.slow_share:.0%} "
-                f"of the rounds; figures from the {self.kept} state's rounds")
 
 
 def find(samples: list[GroupSamples]) -> States | None:

@@ -22,11 +22,14 @@ and a verdict a CI job can act on.
   with no better direction (inflation, a share) is `higher`/`lower`. The CIs of runs with
   several processes include the variation between processes, which keeps an A/A
   comparison from calling noise a change;
-- an estimate the two runs measured in different regimes (`regime`: another submission
-  regime, or CPU states that differ where both name one: one run kept a state, the other
-  the other one or both) is `unsure` whatever its ratio, with both regimes said
-  (`regimes`): a ratio of two states' levels is no change (two plain runs on the H200 each
-  took PyTorch's figures from another state and compared them 0.71x).
+- an estimate the two runs measured in CPU states that differ where both name one (one
+  run kept a state, the other the other one or both) is judged in a state both measured
+  with enough processes (the headline's or `states.parquet`'s figures; the base's kept
+  state first; present/in_state.py), said in `regimes` ("compared in the fast state:
+  base slow, new both"); it is `unsure` whatever its ratio where they share no state, or
+  measured another submission regime, with both regimes said: a ratio of two states'
+  levels is no change (two plain runs on the H200 each took PyTorch's figures from
+  another state and compared them 0.71x).
 """
 
 from __future__ import annotations
@@ -38,13 +41,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from gpuoverhead.analysis import modes, states
+from gpuoverhead.analysis import modes
 from gpuoverhead.analysis.runs import combined_ratio, runs_p, runs_ratio
 from gpuoverhead.analysis.stats import CONFIDENCE, Interval
 from gpuoverhead.errors import UserError, listed
 from gpuoverhead.metrics import HEADLINE
 from gpuoverhead.present import format as fmt
 from gpuoverhead.present import glossary, run_environments
+from gpuoverhead.present.in_state import IN_STATE, by_key, in_states, sides_of
 from gpuoverhead.results.read import ResultSet, check_units, unfinished
 
 #: A ratio CI wider than this factor either way leaves a comparison `unsure`.
@@ -83,14 +87,6 @@ def _raw_p(raw_b: pd.Series | None, raw_n: pd.Series | None) -> float:
         return float(sps.mannwhitneyu(raw_b.to_numpy(), raw_n.to_numpy(),
                                       alternative="two-sided").pvalue)
     return math.nan
-
-
-def _by_key(per_process: pd.DataFrame) -> dict[tuple, np.ndarray]:
-    """Each estimate's per-process values, by KEY (empty for a run of one process)."""
-    if per_process.empty:
-        return {}
-    return {key: part["value"].to_numpy(float)
-            for key, part in per_process.groupby(KEY, dropna=False, sort=False)}
 
 
 def _between_runs(pairs: list[tuple[np.ndarray | None, np.ndarray | None]],
@@ -157,44 +153,32 @@ def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05,
                         "benchmarks, implementations, or a run that finished nothing)")
     base_samples = _by_case(base.samples(_RAW_COLUMNS))
     new_samples = _by_case(new.samples(_RAW_COLUMNS))
-    base_values, new_values = _by_key(base.per_process), _by_key(new.per_process)
+    base_values, new_values = by_key(base.per_process, KEY), by_key(new.per_process, KEY)
     records = joined.to_dict("records")  # plain dicts: a Series per row cost 1 s a 1,000
     keys = [tuple(r[k] for k in KEY) for r in records]
-    paired = _between_runs([(base_values.get(k), new_values.get(k)) for k in keys])
+    beside = in_states(base, KEY), in_states(new, KEY)
+    sides = [sides_of(r, k, (base_values.get(k), new_values.get(k)), beside)
+             for r, k in zip(records, keys, strict=True)]
+    paired = _between_runs([(s.base_values, s.new_values) for s in sides])
     rows = []
-    for r, by_processes in zip(records, paired, strict=True):
-        b = {k: r[f"{k}_base"] for k in ("value", "ci_low", "ci_high")}
-        n = {k: r[f"{k}_new"] for k in ("value", "ci_low", "ci_high")}
+    for r, s, by_processes in zip(records, sides, paired, strict=True):
+        b, n = s.base, s.new
         if by_processes is None:  # not two process values a run
             ratio, low, high = _combined(b, n)
-            p = _raw_p(_raw(base_samples, r), _raw(new_samples, r))
+            p = _raw_p(_raw(base_samples, r), _raw(new_samples, r)) if s.state is None \
+                else math.nan  # the raw samples hold both states' rounds
         else:
             ratio, low, high, p = by_processes
-        apart = _apart(r)
         rows.append({**{k: r[k] for k in KEY}, "unit": r["unit_base"],
                      "hint": r["hint_base"], "better": r["better_base"],
                      "base": b["value"], "new": n["value"], "ratio": ratio,
                      "ratio_low": low, "ratio_high": high, "p_value": p,
-                     "spread": np.fmax(r["rel_spread_between_base"],
-                                       r["rel_spread_between_new"]),
+                     "spread": np.fmax(b["rel_spread_between"], n["rel_spread_between"]),
                      "modes": _modes(base_samples, r) or _modes(new_samples, r),
-                     "regimes": apart,
-                     "verdict": "unsure" if apart else verdict(
-                         ratio, low, high, p, threshold, r["better_base"], allowance)})
+                     "regimes": s.regimes,
+                     "verdict": verdict(ratio, low, high, p, threshold, r["better_base"],
+                                        allowance) if s.comparable else "unsure"})
     return pd.DataFrame(rows)
-
-
-def _apart(row: dict) -> str:
-    """'BASE vs NEW' where the runs measured an estimate in different regimes (another
-    submission regime, or each a CPU state the other did not name), else "". A regime that
-    names no state (the state moved none of the job's figures) compares with any."""
-    base, new = row.get("regime_base"), row.get("regime_new")
-    if not (isinstance(base, str) and isinstance(new, str)) or base == new:
-        return ""
-    (b, b_state), (n, n_state) = states.split_regime(base), states.split_regime(new)
-    if b == n and None in (b_state, n_state):
-        return ""
-    return f"{base} vs {new}"
 
 
 def stopped(base: ResultSet, new: ResultSet) -> str | None:
@@ -334,7 +318,8 @@ def _not_same(table: pd.DataFrame) -> tuple[pd.DataFrame, ...]:
     neither."""
     other = table[table["metric"].isin(HEADLINE) & (table["verdict"] != "same")]
     changed, rest = other[other["verdict"] != "unsure"], other[other["verdict"] == "unsure"]
-    apart, rest = rest[rest["regimes"] != ""], rest[rest["regimes"] == ""]
+    kept = (rest["regimes"] == "") | rest["regimes"].str.startswith(IN_STATE)
+    apart, rest = rest[~kept], rest[kept]
     split, rest = rest[rest["modes"] != ""], rest[rest["modes"] == ""]
     return (changed, apart, split, rest[rest["spread"] > SPREAD],
             rest[~(rest["spread"] > SPREAD)])
@@ -367,9 +352,10 @@ def aa_verdict(table: pd.DataFrame, processes: int, passing: float = AA_PASS
             ways.append(f"more processes a half narrow those the machine's spread or noise "
                         f"left unsure (--processes {2 * processes}, about twice the time)")
         if len(apart):
-            ways.append(f"the {len(apart)} measured in different regimes are in one where "
-                        "both runs' jobs keep one CPU state (run.json's cpu_states: a job "
-                        "whose processes met it too rarely takes every round)")
+            ways.append(f"the {len(apart)} measured in different regimes are judged where "
+                        "both runs measured one CPU state with enough processes (run.json's "
+                        "cpu_states: a job whose processes met a state too rarely has no "
+                        "figures of it)")
         if len(changed):
             ways.append(f"the {len(changed)} called a change are, in an A/A, the machine or "
                         "chance: again on a quieter machine (nothing else running, or "

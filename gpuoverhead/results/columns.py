@@ -21,6 +21,9 @@ SCHEMA_VERSION = 5
 
 SAMPLES = "samples"
 SUMMARY = "summary"
+#: A job's estimates in a CPU state beside its headline's (run/cpu_split.py `beside`): the
+#: summary's columns and `cpu_state`; only where a job kept such (docs/schema.md).
+STATES = "states"
 RUN_JSON = "run.json"
 
 #: Columns that say what a sample or an estimate is of.
@@ -36,6 +39,7 @@ SUMMARY_COLUMNS = CASE_COLUMNS + [
     "ci_low", "ci_high", "ci_level", "ci_kind", "bound", "n_samples", "rel_ci",
     "rel_spread_between", "rel_ci_within", "processes", "rounds", "warmup_rounds", "stop",
     "target_rel_ci", "outliers", "modes", "regime", "settled_s"]
+STATES_COLUMNS = SUMMARY_COLUMNS + ["cpu_state"]
 
 #: Metric of the summary row that records a benchmark that failed (its message in
 #: `estimator`), so that the summary says what is missing and why.

@@ -25,7 +25,15 @@ import pyarrow.compute as pc
 from gpuoverhead import metrics
 from gpuoverhead.errors import UserError, at_most, listed
 from gpuoverhead.results.bounded import SAMPLES_BOUND, SUMMARY_BOUND, frame, read_json, read_table
-from gpuoverhead.results.columns import RUN_JSON, SAMPLES, SCHEMA_VERSION, SUMMARY, RunRecord
+from gpuoverhead.results.columns import (
+    RUN_JSON,
+    SAMPLES,
+    SCHEMA_VERSION,
+    STATES,
+    STATES_COLUMNS,
+    SUMMARY,
+    RunRecord,
+)
 
 
 @dataclass
@@ -43,6 +51,20 @@ class ResultSet:
     @functools.cached_property
     def per_process(self) -> pd.DataFrame:
         return self.processes()
+
+    def states(self) -> pd.DataFrame:
+        """Its jobs' estimates in a CPU state beside the headline's (`states.parquet`, the
+        summary's columns and `cpu_state`; over all processes and per process), empty where
+        it kept none: read only where asked (`compare`)."""
+        path = self.folder / f"{STATES}.parquet"
+        if not path.is_file():
+            return pd.DataFrame(columns=STATES_COLUMNS)
+        found = frame(read_table(path, SUMMARY_BOUND))
+        if "cpu_state" not in found:
+            raise UserError(f"{path}: no cpu_state column: not a gpuoverhead states table")
+        _check_columns(found, path)
+        check_units(found, path)
+        return migrate(found)
 
     def samples(self, columns: list[str] | None = None, filters: list | None = None
                 ) -> pd.DataFrame:

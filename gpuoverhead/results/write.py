@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from gpuoverhead.results.columns import RUN_JSON, SAMPLES, SUMMARY
+from gpuoverhead.results.columns import RUN_JSON, SAMPLES, STATES, SUMMARY
 from gpuoverhead.whole_files import atomic
 
 #: What starts a formula in a spreadsheet (OWASP's CSV injection list: = + - @, a tab, a
@@ -59,9 +59,12 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 def write_run(folder: Path, samples: pd.DataFrame, summary: pd.DataFrame,
-              run_info: dict[str, Any]) -> None:
-    """All five files of a run folder; run.json last, so it never names unwritten data."""
+              run_info: dict[str, Any], states: pd.DataFrame | None = None) -> None:
+    """All five files of a run folder, and `states` where it has rows; run.json last, so it
+    never names unwritten data."""
     write_table(folder, SAMPLES, samples)
     write_table(folder, SUMMARY, summary)
+    if states is not None and not states.empty:
+        write_table(folder, STATES, states)
     write_json(folder / RUN_JSON, run_info)
 

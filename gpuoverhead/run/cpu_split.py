@@ -22,7 +22,7 @@ so.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -55,17 +55,26 @@ class Split:
     #: Where the job is split: the processes left out of its figures, too few rounds in the
     #: kept state.
     short: tuple[int, ...] = ()
+    #: Where the state moved figures: per state other than the figures' own (the other one
+    #: where the job is split, each where every round counts) that at least LEAST_T
+    #: processes measured, per process its figures from that state's rounds (None: under
+    #: the suite's min_rounds of them). Kept beside the headline (`states.parquet`), so
+    #: that `compare` can judge two runs in a state both measured.
+    beside: dict[str, list[dict[Key, Series] | None]] = field(default_factory=dict)
 
     @property
     def split(self) -> bool:
         return self.kept[0] is not None
 
-    def of(self, outcome: Outcome, i: int, rounds: np.ndarray, least: int
-           ) -> dict[Key, Series] | None:
+    def of(self, outcome: Outcome, i: int, rounds: np.ndarray, least: int,
+           state: str | None = None) -> dict[Key, Series] | None:
         """Process `i`'s figures from `rounds` alone (of those, the kept state's where the
-        job is split), or None where fewer than `least` would make them."""
-        if self.kept[i] is not None:
-            rounds = np.intersect1d(rounds, self.kept[i])
+        job is split; `state`'s where given), or None where fewer than `least` would make
+        them."""
+        within = self.kept[i] if state is None or self.cpu is None else \
+            states.rounds_in(outcome.samples, self.cpu, state)
+        if within is not None:
+            rounds = np.intersect1d(rounds, within)
         if rounds.size < least:
             return None
         return series(outcome.samples, outcome.calibration, outcome.clock_offset_ns, rounds)
@@ -98,11 +107,26 @@ def split(cpu: states.States | None, outcomes: list[Outcome], least: int) -> Spl
     if not moved or len(outcomes) - len(short) < LEAST_T:
         mixed = ", ".join(f"process {o.process}: {k.size} of {o.samples.rounds} rounds"
                           for o, k in short) if moved else ""
-        return Split(cpu, none, moved, every, other, mixed)
+        return Split(cpu, none, moved, every, other, mixed,
+                     beside=_beside(cpu, outcomes, (cpu.kept, cpu.other) if moved else (),
+                                    least))
     out = {o.process for o, _ in short}
     return Split(cpu, list(kept), moved, [{} if o.process in out else f or {}
                                           for o, f in zip(outcomes, inside, strict=True)],
-                 other, short=tuple(sorted(out)))
+                 other, short=tuple(sorted(out)),
+                 beside=_beside(cpu, outcomes, (cpu.other,), least))
+
+
+def _beside(cpu: states.States, outcomes: list[Outcome], wanted: tuple[str, ...], least: int
+            ) -> dict[str, list[dict[Key, Series] | None]]:
+    """Of the `wanted` states, those that at least LEAST_T processes have `least` rounds
+    in, with each process's figures from its rounds in it (None: fewer)."""
+    found = {}
+    for state in wanted:
+        rounds = [states.rounds_in(o.samples, cpu, state) for o in outcomes]
+        if sum(r.size >= least for r in rounds) >= LEAST_T:
+            found[state] = _in(outcomes, [r if r.size >= least else r[:0] for r in rounds])
+    return found
 
 
 def _in(outcomes: list[Outcome], rounds: list[np.ndarray]) -> list[dict[Key, Series] | None]:

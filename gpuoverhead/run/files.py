@@ -21,7 +21,13 @@ import pandas as pd
 from gpuoverhead.analysis.crossover import with_crossovers
 from gpuoverhead.analysis.ranking import with_ratio_to_fastest
 from gpuoverhead.errors import UserError
-from gpuoverhead.results.columns import RUN_JSON, SAMPLE_COLUMNS, SUMMARY_COLUMNS, RunRecord
+from gpuoverhead.results.columns import (
+    RUN_JSON,
+    SAMPLE_COLUMNS,
+    STATES_COLUMNS,
+    SUMMARY_COLUMNS,
+    RunRecord,
+)
 from gpuoverhead.results.write import write_run
 from gpuoverhead.run import environment
 from gpuoverhead.run.checks import said_once
@@ -41,6 +47,9 @@ class Finished:
     sampling: list[tuple[str, str]] = field(default_factory=list)
     #: The jobs the time limit left out (no process of theirs ran whole): `group (label)`.
     skipped: list[str] = field(default_factory=list)
+    #: Its jobs' estimates in a CPU state beside their headline's (run/finish.py
+    #: `_in_state`): `states.parquet`.
+    states: list[pd.DataFrame] = field(default_factory=list)
 
 
 @dataclass
@@ -103,7 +112,8 @@ class RunFolder:
         if status != "running":
             self.start.finished = environment.now_iso()
         write_run(self.folder, _concat([s for d in self.done for s in d.samples],
-                                       SAMPLE_COLUMNS), self.summary(), self.record().as_json())
+                                       SAMPLE_COLUMNS), self.summary(), self.record().as_json(),
+                  _concat([s for d in self.done for s in d.states], STATES_COLUMNS))
         if self.replaces is not None and (self.done or status == "complete"):
             old = self.replaces.with_name(f".{self.replaces.name}.{os.getpid()}.old")
             shutil.rmtree(old, ignore_errors=True)

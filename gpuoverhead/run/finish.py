@@ -63,7 +63,8 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
     least = group.sampling.min_rounds
     state = cpu_split.split(cpu, outcomes, least)
     every = list(state.figures)
-    lives = _lives(group, outcomes, state, every, least)
+    beside = {s: list(f) for s, f in state.beside.items()}
+    lives = _lives(group, outcomes, state, every, least, beside)
     rows = pd.concat([tables.samples_table(run_id, adapter, o.samples, o.process,
                                            run_start_ns, o.clock_offset_ns, o.calibration)
                       for o in outcomes], ignore_index=True)
@@ -78,6 +79,10 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
                                    estimates + workloads.per_op_rows(group, estimates) + built,
                                    [o.samples for o in kept], numbers, rows)
     summary["regime"] = state.regime(group.regime)
+    states_rng = rng.spawn(1)[0]  # the headline's draws stay those of a run without these
+    out.states.extend(t for s, f in beside.items()
+                      if (t := _in_state(run_id, job, s, f, outcomes, left_out, states_rng))
+                      is not None)
     if state.mixed:
         out.sampling.append((MIXED, f"{group.id} ({job.label}) {state.mixed}"))
     for case, message in failed:
@@ -128,19 +133,43 @@ def _whole(run_id: str, job: Job, outcomes: list[Outcome], entry: dict[str, Any]
 
 
 def _lives(group: Group, outcomes: list[Outcome], state: cpu_split.Split,
-           every: list[dict[Key, Series]], least: int) -> list[drift.Life | None]:
+           every: list[dict[Key, Series]], least: int,
+           beside: dict[str, list[dict[Key, Series] | None]]) -> list[drift.Life | None]:
     """Each process's life (analysis/drift.py `life`; none for a cadence, which settles on
     its own); where its headline figures held only from some age on, its figures (in
-    `every`) become those of its rounds from then, where `least` rounds are left."""
+    `every`, and each state's in `beside`) become those of its rounds from then, where
+    `least` rounds are left."""
     lives = [None if group.gap_ms is not None else drift.life(s) for s in every]
     for i, (o, life) in enumerate(zip(outcomes, lives, strict=True)):
         if life is None or life.trends or life.held_from_s <= 0:
             continue
-        later = state.of(o, i, drift.rounds_from(o.samples, o.clock_offset_ns,
-                                                 life.held_from_ns), least)
+        rounds = drift.rounds_from(o.samples, o.clock_offset_ns, life.held_from_ns)
+        later = state.of(o, i, rounds, least)
         if later is not None:
             every[i] = later
+        for s, figures in beside.items():
+            later = state.of(o, i, rounds, least, s) if figures[i] is not None else None
+            if later is not None:
+                figures[i] = later
     return lives
+
+
+def _in_state(run_id: str, job: Job, state: str, figures: list[dict[Key, Series] | None],
+              outcomes: list[Outcome], left_out: dict[int, str], rng: np.random.Generator
+              ) -> pd.DataFrame | None:
+    """A job's estimates in one CPU state beside its headline (run/cpu_split.py `beside`):
+    over its processes with figures in that state and not left out of the headline, where
+    drift.LEAST_T remain; rows as the summary's, with `cpu_state`."""
+    used = [i for i, f in enumerate(figures) if f and i not in left_out]
+    if len(used) < drift.LEAST_T:
+        return None
+    group = job.group
+    estimates = combine.combine([figures[i] for i in used], rng)
+    table = tables.summary_table(run_id, job.adapter, group,
+                                 estimates + workloads.per_op_rows(group, estimates),
+                                 [outcomes[i].samples for i in used],
+                                 [outcomes[i].process for i in used], None)
+    return table.assign(regime=states.in_state(group.regime, state), cpu_state=state)
 
 
 def _life(found: drift.Life | None) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from gpuoverhead.errors import UserError
 from gpuoverhead.metrics import HEADLINE
 from gpuoverhead.present import compare as comparing
 from gpuoverhead.present import format as fmt
@@ -250,3 +251,86 @@ def test_estimates_of_two_cpu_states_are_unsure_whatever_their_ratio(tmp_path):
                       "verdict"] == "faster").all()
     (line,) = [x for x in comparing.aa_lines(table.reset_index()) if x.startswith("of the")]
     assert "1 were unsure as the runs measured them in different regimes" in line
+
+
+def _with_states(folder: Path, levels: dict[str, float],
+                 processes: tuple[float, ...] = (0.99, 1.0, 1.01)) -> Path:
+    """The result set with `states.parquet`: each of CASES' estimates in each CPU state of
+    `levels` (its factor of CASES' values), over `processes` and per process."""
+    rows = []
+    for state, factor in levels.items():
+        for case, metric, value in CASES:
+            v = value * factor
+            keys = {"implementation": "wgpu-native", "benchmark": "empty", "elements": 1,
+                    "case": case, "call": "", "metric": metric, "unit": "ns",
+                    "methodology": case.split("/")[1], "variant": "", "cpu_state": state,
+                    "regime": f"back to back, CPU {state} state",
+                    "rel_spread_between": float(np.ptp(processes))}
+            rows += [{**keys, "value": v * f, "ci_low": v * f * 0.99, "ci_high": v * f * 1.01,
+                      "process": p} for p, f in [(pd.NA, 1.0), *enumerate(processes)]]
+    pd.DataFrame(rows).astype({"process": "Int64"}).to_parquet(folder / "states.parquet")
+    return folder
+
+
+def test_runs_whose_cpu_states_differ_are_judged_in_a_state_both_measured(tmp_path):
+    """The H200's two plain runs back to back (six-processes-3): PyTorch's job kept the slow
+    state's rounds in run a and took every round in run b, whose processes met the slow
+    state too rarely; both measured the fast state (16.97 and 16.66 µs naive), and there
+    they agree. Judged there, said in `regimes`, with the fast state's figures; a change
+    in the shared state is still called; the old code called all three `unsure`."""
+    slow, both = "back to back, CPU slow state", "back to back, both CPU states"
+    spread = (0.99, 1.0, 1.01)
+    base = _with_states(_with_regimes(_result_set(tmp_path / "base", 1.0, 1, spread),
+                                      [slow] * 3), {"fast": 0.6})
+    new = _with_states(_with_regimes(_result_set(tmp_path / "new", 0.7, 2, spread),
+                                     [both] * 3), {"fast": 0.6})
+    table = compare(load(base), load(new)).set_index("case")
+    assert (table.verdict == "same").all(), table[["verdict", "regimes"]]
+    assert (table.regimes == "compared in the fast state: base slow, new both").all()
+    assert np.allclose(table.ratio, 1.0) and np.allclose(table.base / table.new, 1.0)
+    assert np.allclose(table.base, [0.6 * v for _, _, v in CASES])
+    lines = comparing.aa_lines(table.reset_index())
+    assert lines[1].endswith("100.0% of 3 estimates are 'same'")
+    changed = _with_states(_with_regimes(_result_set(tmp_path / "changed", 0.7, 3, spread),
+                                         [both] * 3), {"fast": 0.72})
+    found = compare(load(base), load(changed))
+    assert (found.verdict == "slower").all() and np.allclose(found.ratio, 1.2)
+    # The base's kept state first where both runs measured both.
+    new_both = _with_states(_with_regimes(_result_set(tmp_path / "nb", 0.7, 4, spread),
+                                          [both] * 3), {"slow": 1.0, "fast": 0.9})
+    found = compare(load(base), load(new_both))
+    assert (found.regimes == "compared in the slow state: base slow, new both").all()
+    assert (found.verdict == "same").all()
+
+
+def test_runs_that_share_no_cpu_state_stay_unsure_and_count_as_apart(tmp_path):
+    """A run that kept the slow state and one that measured only the fast one: a ratio of two
+    states' levels is no change, whatever it reads; an A/A says so and what would pass."""
+    slow, fast = "back to back, CPU slow state", "back to back, CPU fast state"
+    spread = (0.99, 1.0, 1.01)
+    base = _with_regimes(_result_set(tmp_path / "base", 1.0, 1, spread), [slow] * 3)
+    new = _with_states(_with_regimes(_result_set(tmp_path / "new", 1.0, 2, spread),
+                                     [fast] * 3), {"fast": 1.0})
+    table = compare(load(base), load(new))
+    assert (table.verdict == "unsure").all()
+    assert (table.regimes == f"{slow} vs {fast}").all()
+    (line,) = [x for x in comparing.aa_lines(table) if x.startswith("of the")]
+    assert line.startswith("of the 3 headline estimates not 'same', 3 were unsure as the runs "
+                           "measured them in different regimes")
+    passed, said = comparing.aa_verdict(table, 3)
+    assert not passed and "the 3 measured in different regimes are judged where both" in said
+
+
+def test_a_states_table_is_read_only_where_asked_and_checked(tmp_path):
+    """`states.parquet` is beside the summary: the summary and its per-process rows are as
+    without it; a table without `cpu_state` is refused in one line naming it."""
+    spread = (0.99, 1.0, 1.01)
+    plain = load(_result_set(tmp_path / "plain", 1.0, 1, spread))
+    folder = _with_states(_result_set(tmp_path / "with", 1.0, 1, spread), {"fast": 0.6})
+    found = load(folder)
+    assert found.summary.equals(plain.summary) and found.per_process.equals(plain.per_process)
+    assert plain.states().empty and set(found.states()["cpu_state"]) == {"fast"}
+    pd.read_parquet(folder / "states.parquet").drop(columns="cpu_state").to_parquet(
+        folder / "states.parquet")
+    with pytest.raises(UserError, match="states.parquet: no cpu_state column"):
+        load(folder).states()

@@ -37,6 +37,18 @@ def test_run_json_and_tables_hold_the_same_finished_benchmarks(tmp_path):
     assert list(summary.benchmark) == ["a", "b"]
     assert info["warnings"] == ["from the plan", "a warned", "b warned"]
     assert info["status"] == "interrupted" and info["finished"]
+    assert not (tmp_path / "r" / "states.parquet").exists()  # no job kept a state beside
+
+
+def test_a_jobs_estimates_in_a_cpu_state_are_written_beside_the_summary(tmp_path):
+    folder = RunFolder.open(tmp_path / "r", _record(), force=False)
+    row = _finished("a")
+    folder.add(Finished(entries=row.entries, samples=row.samples, summaries=row.summaries,
+                        states=[row.summaries[0].assign(cpu_state="fast")]))
+    folder.save("complete")
+    states = pd.read_parquet(tmp_path / "r" / "states.parquet")
+    assert list(states.cpu_state) == ["fast"] and list(states.benchmark) == ["a"]
+    assert "cpu_state" not in pd.read_parquet(tmp_path / "r" / "summary.parquet")
 
 
 def test_the_start_record_is_not_changed_by_what_finished(tmp_path):

@@ -240,3 +240,48 @@ def approx(value: float, rel: float):
     import pytest
 
     return pytest.approx(value, rel=rel)
+
+
+def _beside(found) -> dict[str, tuple[float, list[int], set[str]]]:
+    """Per CPU state kept beside the headline: its `submit` per op over processes (µs), the
+    processes it is over and its regimes."""
+    out = {}
+    for table in found.states:
+        wall = table[table.metric == "per_dispatch_ns"]
+        (whole,) = wall[wall.process.isna()].itertuples()
+        out[whole.cpu_state] = (whole.value / 1e3, list(wall.process.dropna()),
+                                set(table.regime))
+    return out
+
+
+def test_a_split_job_keeps_the_other_states_estimates_beside_its_headline(plan, tmp_path):  # noqa: F811
+    """Three processes slow in 40-60% of their rounds: the headline is the slow state's (as
+    without this), and the fast state's estimates, which each process measured with
+    min_rounds rounds, are kept beside with their intervals, for `compare`."""
+    found, _, _ = _finished(plan, tmp_path, (0.6, 0.5, 0.4))
+    headline = found.summaries[0]
+    assert set(headline.regime) == {"back to back, CPU slow state"}
+    assert "cpu_state" not in headline
+    beside = _beside(found)
+    assert set(beside) == {"fast"}
+    level, processes, regimes = beside["fast"]
+    assert level == approx(38.0, 0.03) and processes == [0, 1, 2]
+    assert regimes == {"back to back, CPU fast state"}
+    (table,) = found.states
+    whole = table[table.process.isna() & (table.metric == "per_dispatch_ns")].iloc[0]
+    assert whole.ci_low < whole.value < whole.ci_high
+
+
+def test_a_job_of_both_states_keeps_the_state_its_processes_measured(plan, tmp_path):  # noqa: F811
+    """The H200's second plain run of a pair (six-processes-3): PyTorch's processes met the
+    slow state too rarely, the job took every round ("both CPU states"), and a compare
+    against a run that kept the slow state had nothing in common. The fast state, which
+    every process measured, is kept beside; the slow one, of two processes, is not."""
+    found, _, _ = _finished(plan, tmp_path, (0.5, 0.45, 0.02))
+    assert set(found.summaries[0].regime) == {"back to back, both CPU states"}
+    beside = _beside(found)
+    assert set(beside) == {"fast"} and beside["fast"][0] == approx(38.0, 0.03)
+    # A state that moves no figure keeps nothing beside: the headline names none.
+    (tmp_path / "plain").mkdir()
+    plain, _, _ = _finished(plan, tmp_path / "plain", (0.6, 0.5, 0.4), fast_us=54.0)
+    assert not plain.states
