@@ -8,7 +8,10 @@
 // silu_mul, matvec (down), add. Fused, 5 per layer: qkv_rope (norm folded in), attn_part
 // (flash-decoding: a workgroup per head and block of AB cache positions, its partial max,
 // sum and weighted values), attn_out (the blocks combined, o + residual), gate_up (norm
-// folded in, SiLU x up), matvec_add (down + residual). Both: copy (the token's row of the
+// folded in, SiLU x up), matvec_add (down + residual); or, the `head` attention
+// (workloads/decode_choices.ATTENTIONS), attn_head (a workgroup per query head over the
+// whole cache, normed) and o_proj (o + residual, a plain matvec) for attn_part and attn_out.
+// Both: copy (the token's row of the
 // tied embedding into the residual stream) first, the final norm and the LM head
 // (unfused: rmsnorm + matvec; fused: norm_matvec, or norm_matvec4 with four rows a lane
 // group, the suite's choice: workloads/decode_choices) in row chunks below the storage-binding
@@ -799,10 +802,148 @@ fn combine(lid: u32) {
     workgroupBarrier();
 }
 
-// out0[r] += w[r, :] . x4: a projection and its residual add.
+// ---- fused, the attention a workgroup a query head (decode_choices.Kernels.attention) ----
+
+// attn_head: positions at most (its scores and weights in workgroup memory; a longer cache
+// takes attn_part's blocks).
+const MAX_T: u32 = 1024u;
+override SPLIT: u32 = 1;      // attn_head: threads per position of the scores, a power of
+                              // two up to D / 4
+var<workgroup> sc: array<f32, MAX_T>;
+var<workgroup> part16: array<f32, 16>;
+
+// The sum of v over the workgroup (with `largest`: the largest), in every thread: WG / 16
+// values in each of the first 16 threads, then those 16 in every thread: two barriers,
+// where reduce_sum's tree takes log2(WG). WG a multiple of 16.
+fn group_fold(v: f32, lid: u32, largest: bool) -> f32 {
+    redm[lid] = v;
+    workgroupBarrier();
+    let n = WG / 16u;
+    if (lid < 16u) {
+        var s = redm[lid * n];
+        for (var j = 1u; j < n; j = j + 1u) {
+            s = select(s + redm[lid * n + j], max(s, redm[lid * n + j]), largest);
+        }
+        part16[lid] = s;
+    }
+    workgroupBarrier();
+    var s = part16[0];
+    for (var j = 1u; j < 16u; j = j + 1u) {
+        s = select(s + part16[j], max(s, part16[j]), largest);
+    }
+    return s;
+}
+
+// attn_head's values of positions t, t + R, t + 2R, t + 3R (R = WG / (D / 4); past the
+// cache: the last position, which it weighs 0), dimensions 4 dl .. 4 dl + 3 of key/value
+// head g.
+fn head_values(t: u32, dl: u32, g: u32) -> array<vec4<f32>, 4> {
+    let runs = WG / (D / 4u);
+    return array<vec4<f32>, 4>(z4[value_row(t, g) + dl], z4[value_row(t + runs, g) + dl],
+                               z4[value_row(t + 2u * runs, g) + dl],
+                               z4[value_row(t + 3u * runs, g) + dl]);
+}
+
+// The attention of query head wid.x over all T positions in one workgroup, normed: out0[h *
+// D ..] = softmax(q_h . K / sqrt(D)) V, so the output projection after it is a plain
+// matrix-vector product (o_proj), where attn_part's blocks are combined by every workgroup
+// of attn_out. Scores SPLIT threads a position, WG / SPLIT positions a pass, into sc; their
+// largest and the sum of exp by group_fold; values as attn_values_wide takes them, four
+// positions a batch, the first batch loaded before the scores (head_values) so that its
+// wait overlaps theirs. x4: q, y4: key cache, z4: value cache. T <= MAX_T.
+@compute @workgroup_size(WG)
+fn attn_head(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let h = wid.x;
+    let g = h / (NH / NKV);
+    let d4 = D / 4u;
+    let ks = d4 / SPLIT;
+    let share = (lid % SPLIT) * ks;
+    let dl = lid % d4;
+    let runs = WG / d4;
+    var v = head_values(lid / d4, dl, g);
+    if (lid < d4) {
+        qs[lid] = x4[h * d4 + lid] / sqrt(f32(D));
+    }
+    workgroupBarrier();
+    for (var c = 0u; c < T; c = c + WG / SPLIT) {
+        let t = c + lid / SPLIT;
+        let k = (min(t, T - 1u) * NKV + g) * d4 + share;
+        var acc = vec4<f32>(0.0);
+        for (var d = 0u; d < ks; d = d + 1u) {
+            acc = fma(y4[k + d], qs[share + d], acc);
+        }
+        if (SPLIT == 1u) {
+            if (t < T) {
+                sc[t] = total(acc);
+            }
+        } else {
+            ps[lid] = total(acc);
+            workgroupBarrier();
+            if (lid % SPLIT == 0u && t < T) {
+                var s = 0.0;
+                for (var j = 0u; j < SPLIT; j = j + 1u) {
+                    s = s + ps[lid + j];
+                }
+                sc[t] = s;
+            }
+            workgroupBarrier();
+        }
+    }
+    workgroupBarrier();
+    var m = -3.0e38;
+    for (var t = lid; t < T; t = t + WG) {
+        m = max(m, sc[t]);
+    }
+    let top = group_fold(m, lid, true);
+    var e = 0.0;
+    for (var t = lid; t < T; t = t + WG) {
+        sc[t] = exp(sc[t] - top);
+        e = e + sc[t];
+    }
+    let sum = group_fold(e, lid, false);  // its barriers also publish sc
+    let end = T - 1u;
+    var o = vec4<f32>(0.0);
+    for (var t = lid / d4; t < T; t = t + 4u * runs) {
+        if (t != lid / d4) {
+            v = head_values(t, dl, g);
+        }
+        o = fma(vec4<f32>(sc[t]), v[0], o);
+        o = fma(vec4<f32>(select(0.0, sc[min(t + runs, end)], t + runs < T)), v[1], o);
+        o = fma(vec4<f32>(select(0.0, sc[min(t + 2u * runs, end)], t + 2u * runs < T)), v[2], o);
+        o = fma(vec4<f32>(select(0.0, sc[min(t + 3u * runs, end)], t + 3u * runs < T)), v[3], o);
+    }
+    red[lid] = o;
+    workgroupBarrier();
+    if (lid < d4) {
+        var total4 = vec4<f32>(0.0);
+        for (var r = 0u; r < runs; r = r + 1u) {
+            total4 = total4 + red[lid + r * d4];
+        }
+        total4 = total4 / sum;
+        let at = h * D + 4u * lid;
+        out0[at] = total4.x;
+        out0[at + 1u] = total4.y;
+        out0[at + 2u] = total4.z;
+        out0[at + 3u] = total4.w;
+    }
+}
+
+// out0[r] += w[r, :] . x4: a projection and its residual add (the MLP's down projection).
 @compute @workgroup_size(WG)
 fn matvec_add(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
               @builtin(local_invocation_index) lid: u32) {
+    project_add(wid, nwg, lid);
+}
+
+// matvec_add for the attention's output projection after attn_head (its own name, so that
+// timestamps tell it from the down projection).
+@compute @workgroup_size(WG)
+fn o_proj(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+          @builtin(local_invocation_index) lid: u32) {
+    project_add(wid, nwg, lid);
+}
+
+fn project_add(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
     let r = row_of(wid, nwg) * (WG / LANES) + lid / LANES;
     let lane = lid % LANES;
     var s = 0.0;

@@ -65,6 +65,16 @@ fn gate_up_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
 @compute @workgroup_size(WG)
 fn matvec_add_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                  @builtin(local_invocation_index) lid: u32, @builtin(subgroup_size) sg: u32) {
+    project_add_sg(wid, nwg, lid, sg);
+}
+
+@compute @workgroup_size(WG)
+fn o_proj_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) lid: u32, @builtin(subgroup_size) sg: u32) {
+    project_add_sg(wid, nwg, lid, sg);
+}
+
+fn project_add_sg(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, sg: u32) {
     let r = row_of(wid, nwg) * (WG / LANES) + lid / LANES;
     let lane = lid % LANES;
     var s = 0.0;

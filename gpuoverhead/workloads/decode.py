@@ -32,6 +32,7 @@ from gpuoverhead.workloads.decode_choices import (
 )
 from gpuoverhead.workloads.decode_model import (
     DECODE_WG,
+    HEAD_POSITIONS,
     MATRICES,
     MAX_CACHE,
     MAX_HEAD_BLOCKS,
@@ -285,24 +286,47 @@ class Engine:
         ]
 
     def _fused_layer(self, layer: dict, split: dict, b: dict) -> list[Any]:
-        """Q/K/V, the attention (its blocks, then their combine with the output projection),
-        the MLP: 5 dispatches."""
+        """Q/K/V, the attention (_attention: 2 dispatches), the MLP: 5 dispatches."""
         s, h, q, f = self.w.shape, self.w.shape.hidden, self.w.shape.q_size, self.w.shape.mlp
-        block, k = self._block(), self.kernels
+        k = self.kernels
         qkv = {W: layer["wqkv"], 8: b["x"], 9: layer["norm1"], 1: b["rope"], 2: layer["bqkv"],
                3: b["q"], 4: layer["kcache"], 5: layer["vcache"]}
         return [
             self._mv("qkv_rope", qkv, (q + 2 * s.kv_size) // 2, h, matvec=ALL_MATVECS[k.qkv]),
-            self.ctx.step(self._p("attn_part" if block < DECODE_WG else "attn_part_wide",
-                                  WG=DECODE_WG, AB=block),
-                          {8: b["q"], 9: layer["kcache"], 10: layer["vcache"], 3: b["ml"],
-                           4: b["part"]}, (-(-(self.cache + 1) // block), s.heads)),
-            self._mv("attn_out", {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"]}, h, q,
-                     least=DECODE_WG),
+            *self._attention(layer, b),
             self._mv("gate_up", {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]}, f,
                      h, matvec=ALL_MATVECS[k.gate_up]),
             self._mv("matvec_add", {W: layer["wdown"], 8: b["a"], 3: b["x"]}, h, f,
                      matvec=ALL_MATVECS[k.down])]
+
+    def _attention(self, layer: dict, b: dict) -> list[Any]:
+        """The attention and its output projection with the residual add: under `head`
+        (where the cache allows: HEAD_POSITIONS) a workgroup a query head, normed, then o_proj
+        (Kernels.out's lanes); else its blocks, then their combine inside the projection."""
+        s, h, q, t = self.w.shape, self.w.shape.hidden, self.w.shape.q_size, self.cache + 1
+        caches = {8: b["q"], 9: layer["kcache"], 10: layer["vcache"]}
+        if self.kernels.attention == "head" and t <= HEAD_POSITIONS:
+            return [self.ctx.step(self._p("attn_head", WG=DECODE_WG,
+                                          SPLIT=head_split(t, s.head_dim)),
+                                  {**caches, 3: b["o"]}, (s.heads, 1)),
+                    self._mv("o_proj", {W: layer["wo"], 8: b["o"], 3: b["x"]}, h, q,
+                             matvec=ALL_MATVECS[self.kernels.out])]
+        block = self._block()
+        return [self.ctx.step(self._p("attn_part" if block < DECODE_WG else "attn_part_wide",
+                                      WG=DECODE_WG, AB=block),
+                              {**caches, 3: b["ml"], 4: b["part"]}, (-(-t // block), s.heads)),
+                self._mv("attn_out", {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"]}, h,
+                         q, least=DECODE_WG)]
+
+
+def head_split(positions: int, head_dim: int) -> int:
+    """attn_head's threads a position for its scores: the most (up to head_dim / 4, a
+    power of two) that keep its passes over the positions as few as one a position allows
+    (the tiny model's 17 positions: 8 threads each in one pass; 129: one each)."""
+    passes, split = -(-positions // DECODE_WG), 1
+    while split < head_dim // 4 and -(-positions // (DECODE_WG // (2 * split))) == passes:
+        split *= 2
+    return split
 
 
 def argmax_steps(ctx: Context, logits: Any, token: Any, vocab: int) -> list[Step]:

@@ -47,8 +47,15 @@ class Matvec:
 MATVECS = {"main": Matvec(), "sg": Matvec(subgroups=True),
            "sg-l8": Matvec(subgroups=True, lane_loads=8, least_lanes=4),
            "sg-l16": Matvec(subgroups=True, lane_loads=16, least_lanes=4)}
-#: The parts those alternatives serve, by their Kernels field.
-MATVEC_PARTS = ("qkv", "gate_up", "down")
+#: The parts those alternatives serve, by their Kernels field (`out`: the attention's output
+#: projection, a part of its own under the `head` attention alone).
+MATVEC_PARTS = ("qkv", "gate_up", "down", "out")
+#: The fused attention's forms (Kernels.attention). split: attn_part over blocks of the
+#: cache, their combine inside the output projection (attn_out, every workgroup combining
+#: all blocks); head: attn_head, a workgroup a query head over the whole cache, normed, then
+#: the output projection as a plain matrix-vector product (o_proj, Kernels.out), where the
+#: cache holds at most decode_model.HEAD_POSITIONS positions (past them: split).
+ATTENTIONS = ("split", "head")
 #: Each subgroup alternative as a device without subgroups runs it: the same lanes, summed
 #: through workgroup memory (decode.Engine), named so that run.json never names a subgroup
 #: sum that did not run.
@@ -65,13 +72,17 @@ class Kernels:
     stays within them), the LM head four rows a lane group with its normed vector made
     once per workgroup (`head4`: norm_matvec4) rather than a workgroup a row
     (norm_matvec), and each matrix-vector part's alternative (MATVECS: Q/K/V with the norm
-    and RoPE, gate/up with the norm and SiLU, down with the residual add)."""
+    and RoPE, gate/up with the norm and SiLU, down with the residual add; `out`, the
+    attention's output projection with the residual add, under the `head` attention:
+    ATTENTIONS)."""
 
     attention_workgroups: int = ATTENTION_WORKGROUPS
     head4: bool = False
     qkv: str = "main"
     gate_up: str = "main"
     down: str = "main"
+    attention: str = "split"
+    out: str = "main"
 
 
 #: The suite's fused step (run.json's `kernels`: kernels_note), each model's fastest whole
