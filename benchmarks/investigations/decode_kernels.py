@@ -68,6 +68,7 @@ from gpuoverhead.workloads.decode_choices import (  # noqa: E402
     ALL_MATVECS,
     ATTENTIONS,
     DEFAULT_NAME,
+    MATVEC_FIELDS,
     MATVEC_PARTS,
     MATVECS,
     Kernels,
@@ -96,7 +97,7 @@ def variants(tuned: Kernels) -> dict[str, tuple[str, Kernels]]:
     `out` is a part of its own under `head` alone)."""
     out = {"main": ("", Kernels()), DEFAULT_NAME: ("", tuned)}
     head = tuned.attention == "head"
-    for part in MATVEC_PARTS if head else [p for p in MATVEC_PARTS if p != "out"]:
+    for part in MATVEC_FIELDS if head else MATVEC_PARTS:
         out |= {f"{part}={name}": (part, replace(tuned, **{part: name})) for name in MATVECS
                 if name != getattr(tuned, part)}
     for other in (a for a in ATTENTIONS if a != tuned.attention):
@@ -106,7 +107,7 @@ def variants(tuned: Kernels) -> dict[str, tuple[str, Kernels]]:
 
 
 def needs_subgroups(kernels: Kernels) -> bool:
-    return any(ALL_MATVECS[getattr(kernels, part)].subgroups for part in MATVEC_PARTS)
+    return any(ALL_MATVECS[getattr(kernels, part)].subgroups for part in MATVEC_FIELDS)
 
 
 @dataclass

@@ -47,9 +47,10 @@ class Matvec:
 MATVECS = {"main": Matvec(), "sg": Matvec(subgroups=True),
            "sg-l8": Matvec(subgroups=True, lane_loads=8, least_lanes=4),
            "sg-l16": Matvec(subgroups=True, lane_loads=16, least_lanes=4)}
-#: The parts those alternatives serve, by their Kernels field (`out`: the attention's output
-#: projection, a part of its own under the `head` attention alone).
-MATVEC_PARTS = ("qkv", "gate_up", "down", "out")
+#: The parts those alternatives serve, by their Kernels field, and with them the attention's
+#: output projection (`out`), a part of its own under the `head` attention alone.
+MATVEC_PARTS = ("qkv", "gate_up", "down")
+MATVEC_FIELDS = (*MATVEC_PARTS, "out")
 #: The fused attention's forms (Kernels.attention). split: attn_part over blocks of the
 #: cache, their combine inside the output projection (attn_out, every workgroup combining
 #: all blocks); head: attn_head, a workgroup a query head over the whole cache, normed, then
@@ -116,7 +117,7 @@ def as_run(kernels: Kernels, subgroups: bool) -> Kernels:
     alternative by the name of its workgroup-memory twin (WITHOUT_SUBGROUPS)."""
     if subgroups:
         return kernels
-    named = {part: getattr(kernels, part) for part in MATVEC_PARTS}
+    named = {part: getattr(kernels, part) for part in MATVEC_FIELDS}
     return replace(kernels, **{part: WITHOUT_SUBGROUPS.get(n, n) for part, n in named.items()})
 
 

@@ -2,7 +2,9 @@
 one's logits and the default's greedy tokens against numpy (with subgroups and without), the
 suite's step through its subgroup entry points, a broken LM head caught; the
 matrix-vector parts' alternatives (MATVECS) against numpy with subgroups and without (the
-same lanes through workgroup memory), and a broken subgroup sum caught."""
+same lanes through workgroup memory), and a broken subgroup sum caught; the head attention
+(attn_head, o_proj) with subgroups and without, its fallback to blocks past HEAD_POSITIONS,
+and a broken attn_head caught."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from conftest import BACKEND
 from gpuoverhead.drivers import webgpu
 from gpuoverhead.gpu import adapters
 from gpuoverhead.suite.shaders import fusion_kernel
+from gpuoverhead.workloads import decode
 from gpuoverhead.workloads.decode import SUBGROUP_FEATURES, Engine, Kernels
 from gpuoverhead.workloads.decode_choices import (
     BY_MODEL,
@@ -190,3 +193,46 @@ def test_a_subgroup_sum_that_leaves_lanes_out_fails(sg_ctx, alternative, broken,
     assert source != engine.sg_ctx.kernel.source
     engine.sg_ctx = sg_ctx.with_kernel(replace(engine.sg_ctx.kernel, source=source))
     assert not _agrees(_step(sg_ctx, engine), reference(engine.w))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize(("device", "out"), [("ctx", "main"), ("sg_ctx", "sg-l16")])
+def test_the_head_attention_matches_numpy(request, device, out, shape):
+    """attn_head (the tiny model's 17 positions: 8 threads a position's score in one pass;
+    the wide model's 301: one thread each over two passes) and o_proj after it, through
+    workgroup memory and through subgroup shuffles, leave numpy's logits, two steps
+    running."""
+    ctx = request.getfixturevalue(device)
+    weights = Weights.of(*SHAPES[shape])
+    engine = Engine(ctx, weights).tuned(Kernels(head4=True, attention="head", out=out))
+    names = _entries(engine)
+    assert {"attn_head", "o_proj_sg" if device == "sg_ctx" else "o_proj"} <= set(names)
+    assert not {"attn_part", "attn_out"} & set(names)
+    assert _agrees(_step(ctx, engine), reference(weights))
+
+
+def test_the_head_attention_takes_blocks_past_its_positions(ctx, monkeypatch):
+    """A cache longer than the head attention holds (HEAD_POSITIONS, here made 100) runs
+    attn_part and attn_out instead, and still leaves numpy's logits."""
+    monkeypatch.setattr(decode, "HEAD_POSITIONS", 100)
+    weights = Weights.of(*SHAPES["wide"])
+    engine = Engine(ctx, weights).tuned(Kernels(head4=True, attention="head"))
+    assert {"attn_part", "attn_out"} <= set(_entries(engine))
+    assert "attn_head" in _entries(engine.at(16))
+    assert _agrees(_step(ctx, engine), reference(weights))
+
+
+@pytest.mark.parametrize(("shape", "broken", "instead"), [
+    ("tiny", "for (var j = 0u; j < SPLIT; j = j + 1u) {",  # a score of half its threads
+     "for (var j = 0u; j < SPLIT / 2u; j = j + 1u) {"),
+    ("wide", "select(0.0, sc[min(t + 3u * runs, end)], t + 3u * runs < T)",  # a quarter
+     "select(0.0, sc[min(t + 3u * runs, end)], false)")])
+def test_a_head_attention_that_drops_a_share_fails(ctx, shape, broken, instead):
+    """attn_head summing half of a position's score threads, or leaving out the last
+    position of every batch of values, changes the logits past the check."""
+    source = ctx.kernel.source.replace(broken, instead)
+    assert source != ctx.kernel.source
+    weights = Weights.of(*SHAPES[shape])
+    engine = Engine(ctx.with_kernel(replace(ctx.kernel, source=source)), weights).tuned(
+        Kernels(head4=True, attention="head"))
+    assert not _agrees(_step(engine.ctx, engine), reference(weights))
