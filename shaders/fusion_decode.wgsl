@@ -809,6 +809,8 @@ fn combine(lid: u32) {
 const MAX_T: u32 = 1024u;
 override SPLIT: u32 = 1;      // attn_head: threads per position of the scores, a power of
                               // two up to D / 4
+override DS: u32 = 1;         // attn_head: workgroups a head, each D / DS of its dimensions
+                              // (a power of two up to D / 4)
 var<workgroup> sc: array<f32, MAX_T>;
 var<workgroup> part16: array<f32, 16>;
 
@@ -834,23 +836,24 @@ fn group_fold(v: f32, lid: u32, largest: bool) -> f32 {
     return s;
 }
 
-// attn_head's values of positions t, t + R, t + 2R, t + 3R (R = WG / (D / 4); past the
-// cache: the last position, which it weighs 0), dimensions 4 dl .. 4 dl + 3 of key/value
-// head g.
-fn head_values(t: u32, dl: u32, g: u32) -> array<vec4<f32>, 4> {
-    let runs = WG / (D / 4u);
-    return array<vec4<f32>, 4>(z4[value_row(t, g) + dl], z4[value_row(t + runs, g) + dl],
-                               z4[value_row(t + 2u * runs, g) + dl],
-                               z4[value_row(t + 3u * runs, g) + dl]);
+// attn_head's values of positions t, t + R, t + 2R, t + 3R (R = `runs`; past the cache:
+// the last position, which it weighs 0), dimensions 4 c .. 4 c + 3 of key/value head g.
+fn head_values(t: u32, runs: u32, c: u32, g: u32) -> array<vec4<f32>, 4> {
+    return array<vec4<f32>, 4>(z4[value_row(t, g) + c], z4[value_row(t + runs, g) + c],
+                               z4[value_row(t + 2u * runs, g) + c],
+                               z4[value_row(t + 3u * runs, g) + c]);
 }
 
-// The attention of query head wid.x over all T positions in one workgroup, normed: out0[h *
-// D ..] = softmax(q_h . K / sqrt(D)) V, so the output projection after it is a plain
-// matrix-vector product (o_proj), where attn_part's blocks are combined by every workgroup
-// of attn_out. Scores SPLIT threads a position, WG / SPLIT positions a pass, into sc; their
-// largest and the sum of exp by group_fold; values as attn_values_wide takes them, four
-// positions a batch, the first batch loaded before the scores (head_values) so that its
-// wait overlaps theirs. x4: q, y4: key cache, z4: value cache. T <= MAX_T.
+// The attention of query head wid.x over all T positions, normed: out0[h * D ..] =
+// softmax(q_h . K / sqrt(D)) V, so the output projection after it is a plain matrix-vector
+// product (o_proj), where attn_part's blocks are combined by every workgroup of attn_out.
+// DS workgroups a head (wid.y), each the whole softmax (the scores again: the keys come from
+// the cache) and D / DS of the values' dimensions, so that more of the GPU's cores read and
+// each thread has fewer positions: at DS = D / 16 and a cache of 128, one batch of four,
+// loaded before the scores (head_values) so that its wait overlaps theirs. Scores SPLIT
+// threads a position, WG / SPLIT positions a pass, into sc; their largest and the sum of
+// exp by group_fold; values four positions a batch. x4: q, y4: key cache, z4: value cache.
+// T <= MAX_T.
 @compute @workgroup_size(WG)
 fn attn_head(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let h = wid.x;
@@ -858,9 +861,12 @@ fn attn_head(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
     let d4 = D / 4u;
     let ks = d4 / SPLIT;
     let share = (lid % SPLIT) * ks;
-    let dl = lid % d4;
-    let runs = WG / d4;
-    var v = head_values(lid / d4, dl, g);
+    let cols = d4 / DS;           // vec4 of the values' dimensions this workgroup sums
+    let dl = lid % cols;
+    let pl = lid / cols;
+    let runs = WG / cols;
+    let c0 = wid.y * cols + dl;
+    var v = head_values(pl, runs, c0, g);
     if (lid < d4) {
         qs[lid] = x4[h * d4 + lid] / sqrt(f32(D));
     }
@@ -903,9 +909,9 @@ fn attn_head(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
     let sum = group_fold(e, lid, false);  // its barriers also publish sc
     let end = T - 1u;
     var o = vec4<f32>(0.0);
-    for (var t = lid / d4; t < T; t = t + 4u * runs) {
-        if (t != lid / d4) {
-            v = head_values(t, dl, g);
+    for (var t = pl; t < T; t = t + 4u * runs) {
+        if (t != pl) {
+            v = head_values(t, runs, c0, g);
         }
         o = fma(vec4<f32>(sc[t]), v[0], o);
         o = fma(vec4<f32>(select(0.0, sc[min(t + runs, end)], t + runs < T)), v[1], o);
@@ -914,17 +920,19 @@ fn attn_head(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
     }
     red[lid] = o;
     workgroupBarrier();
-    if (lid < d4) {
-        var total4 = vec4<f32>(0.0);
-        for (var r = 0u; r < runs; r = r + 1u) {
-            total4 = total4 + red[lid + r * d4];
+    for (var st = runs / 2u; st > 0u; st = st / 2u) {
+        if (pl < st) {
+            red[lid] = red[lid] + red[lid + st * cols];
         }
-        total4 = total4 / sum;
-        let at = h * D + 4u * lid;
-        out0[at] = total4.x;
-        out0[at + 1u] = total4.y;
-        out0[at + 2u] = total4.z;
-        out0[at + 3u] = total4.w;
+        workgroupBarrier();
+    }
+    if (pl == 0u) {
+        let o4 = red[lid] / sum;
+        let at = h * D + 4u * c0;
+        out0[at] = o4.x;
+        out0[at + 1u] = o4.y;
+        out0[at + 2u] = o4.z;
+        out0[at + 3u] = o4.w;
     }
 }
 

@@ -8,16 +8,16 @@ and 1.5B (f32, random weights, a KV cache of 128), the fused step under each of 
 the suite's step before), and the suite's with one matrix-vector part (Q/K/V, gate/up, down)
 swapped for each of its other alternatives (decode_choices.MATVECS: `gate_up=sg-l16`; those
 summing by subgroup shuffles only where the device has subgroups, which the device is asked
-for), and (round 4) the suite's with the other attention (decode_choices.ATTENTIONS: `head`,
-a workgroup a query head, with its output projection under each alternative: `head+out=sg`;
-or `split` where the suite's is `head`), each built, its logits and step count checked
-against numpy, then its GPU time a token from timestamps around a pass of `--steps` steps,
-`--rounds` rounds that time every variant once in a rotating order, the median (with the
-least and the most): phase 1. Where a part's (or the attention's) fastest checked
-alternative beat the suite's step's median, `best` (every such part's fastest in one step)
-and a fresh build of the suite's step are timed in `--rounds` rounds of their own (phase 2:
-the rounds that picked do not judge the pick); table.txt says per implementation and model
-what `best` took and how it compares.
+for), and (round 4) the suite's with each other attention (decode_choices.ATTENTIONS:
+`head`, a workgroup a query head, `head-d16`, 16 of its dimensions a workgroup, each with
+its output projection under each alternative: `head+out=sg`), each built, its logits and
+step count checked against numpy, then its GPU time a token from timestamps around a pass of
+`--steps` steps, `--rounds` rounds that time every variant once in a rotating order, the
+median (with the least and the most): phase 1. Where a part's (or the attention's) fastest
+checked alternative beat the suite's step's median, `best` (every such part's fastest in one
+step) and a fresh build of the suite's step are timed in `--rounds` rounds of their own
+(phase 2: the rounds that picked do not judge the pick); table.txt says per implementation
+and model what `best` took and how it compares.
 Between building and timing, on the same device, as the suite's decode workers measure them
 (workloads/read_floor.py): the read floor (the bytes a step must read over the read
 bandwidth of a stream kernel, which first streams for 0.3 s to bring the clocks up) and
@@ -68,6 +68,7 @@ from gpuoverhead.workloads.decode_choices import (  # noqa: E402
     ALL_MATVECS,
     ATTENTIONS,
     DEFAULT_NAME,
+    HEAD_DIMS,
     MATVEC_FIELDS,
     MATVEC_PARTS,
     MATVECS,
@@ -92,17 +93,16 @@ def variants(tuned: Kernels) -> dict[str, tuple[str, Kernels]]:
     engine's kernels (`main`), the suite's (DEFAULT_NAME: the engine's, as its device runs
     them), the suite's with one matrix-vector part swapped for each of its other
     alternatives (`gate_up=sg-l16`: decode_choices.MATVECS), and with the other attention
-    (ATTENTIONS): `head` with its output projection under each alternative (`head+out=sg`,
-    the part `attention`), or `split` where the suite's is `head` (the output projection
-    `out` is a part of its own under `head` alone)."""
+    (ATTENTIONS), a `head` one with its output projection under each alternative
+    (`head+out=sg`; all the part `attention`; the output projection `out` is a part of its
+    own where the suite's attention is a `head` one)."""
     out = {"main": ("", Kernels()), DEFAULT_NAME: ("", tuned)}
-    head = tuned.attention == "head"
-    for part in MATVEC_FIELDS if head else MATVEC_PARTS:
+    for part in MATVEC_FIELDS if tuned.attention in HEAD_DIMS else MATVEC_PARTS:
         out |= {f"{part}={name}": (part, replace(tuned, **{part: name})) for name in MATVECS
                 if name != getattr(tuned, part)}
     for other in (a for a in ATTENTIONS if a != tuned.attention):
         out |= {f"{other}+out={name}": ("attention", replace(tuned, attention=other, out=name))
-                for name in (MATVECS if other == "head" else [tuned.out])}
+                for name in (MATVECS if other in HEAD_DIMS else [tuned.out])}
     return out
 
 

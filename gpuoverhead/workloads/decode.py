@@ -22,6 +22,7 @@ from gpuoverhead.gpu.targets import grid_for
 from gpuoverhead.resources import SHADERS_DIR
 from gpuoverhead.workloads.decode_choices import (
     ALL_MATVECS,
+    HEAD_DIMS,
     SHARED_LANES,
     SHARED_WG,
     Kernels,
@@ -300,15 +301,17 @@ class Engine:
                      matvec=ALL_MATVECS[k.down])]
 
     def _attention(self, layer: dict, b: dict) -> list[Any]:
-        """The attention and its output projection with the residual add: under `head`
-        (where the cache allows: HEAD_POSITIONS) a workgroup a query head, normed, then o_proj
-        (Kernels.out's lanes); else its blocks, then their combine inside the projection."""
+        """The attention and its output projection with the residual add: under a `head`
+        attention (where the cache allows: HEAD_POSITIONS) each query head's whole cache at
+        once, normed, over head_dim / HEAD_DIMS workgroups a head, then o_proj (Kernels.out's
+        lanes); else its blocks, then their combine inside the projection."""
         s, h, q, t = self.w.shape, self.w.shape.hidden, self.w.shape.q_size, self.cache + 1
         caches = {8: b["q"], 9: layer["kcache"], 10: layer["vcache"]}
-        if self.kernels.attention == "head" and t <= HEAD_POSITIONS:
-            return [self.ctx.step(self._p("attn_head", WG=DECODE_WG,
+        if self.kernels.attention in HEAD_DIMS and t <= HEAD_POSITIONS:
+            slices = s.head_dim // (HEAD_DIMS[self.kernels.attention] or s.head_dim)
+            return [self.ctx.step(self._p("attn_head", WG=DECODE_WG, DS=slices,
                                           SPLIT=head_split(t, s.head_dim)),
-                                  {**caches, 3: b["o"]}, (s.heads, 1)),
+                                  {**caches, 3: b["o"]}, (s.heads, slices)),
                     self._mv("o_proj", {W: layer["wo"], 8: b["o"], 3: b["x"]}, h, q,
                              matvec=ALL_MATVECS[self.kernels.out])]
         block = self._block()

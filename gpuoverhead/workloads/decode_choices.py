@@ -48,15 +48,18 @@ MATVECS = {"main": Matvec(), "sg": Matvec(subgroups=True),
            "sg-l8": Matvec(subgroups=True, lane_loads=8, least_lanes=4),
            "sg-l16": Matvec(subgroups=True, lane_loads=16, least_lanes=4)}
 #: The parts those alternatives serve, by their Kernels field, and with them the attention's
-#: output projection (`out`), a part of its own under the `head` attention alone.
+#: output projection (`out`), a part of its own under a `head` attention alone.
 MATVEC_PARTS = ("qkv", "gate_up", "down")
 MATVEC_FIELDS = (*MATVEC_PARTS, "out")
 #: The fused attention's forms (Kernels.attention). split: attn_part over blocks of the
 #: cache, their combine inside the output projection (attn_out, every workgroup combining
-#: all blocks); head: attn_head, a workgroup a query head over the whole cache, normed, then
-#: the output projection as a plain matrix-vector product (o_proj, Kernels.out), where the
-#: cache holds at most decode_model.HEAD_POSITIONS positions (past them: split).
-ATTENTIONS = ("split", "head")
+#: all blocks); head, head-d16: attn_head, the whole cache of a query head at once, normed,
+#: then the output projection as a plain matrix-vector product (o_proj, Kernels.out), where
+#: the cache holds at most decode_model.HEAD_POSITIONS positions (past them: split). Their
+#: dimensions a workgroup (HEAD_DIMS; 0: all of a head's, a workgroup a head): `head-d16`
+#: splits each head's values over head_dim / 16 workgroups, each taking its softmax whole.
+HEAD_DIMS = {"head": 0, "head-d16": 16}
+ATTENTIONS = ("split", *HEAD_DIMS)
 #: Each subgroup alternative as a device without subgroups runs it: the same lanes, summed
 #: through workgroup memory (decode.Engine), named so that run.json never names a subgroup
 #: sum that did not run.
@@ -74,7 +77,7 @@ class Kernels:
     once per workgroup (`head4`: norm_matvec4) rather than a workgroup a row
     (norm_matvec), and each matrix-vector part's alternative (MATVECS: Q/K/V with the norm
     and RoPE, gate/up with the norm and SiLU, down with the residual add; `out`, the
-    attention's output projection with the residual add, under the `head` attention:
+    attention's output projection with the residual add, under a `head` attention:
     ATTENTIONS)."""
 
     attention_workgroups: int = ATTENTION_WORKGROUPS

@@ -196,17 +196,23 @@ def test_a_subgroup_sum_that_leaves_lanes_out_fails(sg_ctx, alternative, broken,
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize(("device", "out"), [("ctx", "main"), ("sg_ctx", "sg-l16")])
-def test_the_head_attention_matches_numpy(request, device, out, shape):
+@pytest.mark.parametrize(("device", "attention", "out"), [
+    ("ctx", "head", "main"), ("sg_ctx", "head", "sg-l16"), ("ctx", "head-d16", "sg")])
+def test_the_head_attention_matches_numpy(request, device, attention, out, shape):
     """attn_head (the tiny model's 17 positions: 8 threads a position's score in one pass;
-    the wide model's 301: one thread each over two passes) and o_proj after it, through
+    the wide model's 301: one thread each over two passes), a workgroup a head or 16
+    dimensions a workgroup (4 a head of 64, 8 of 128), and o_proj after it, through
     workgroup memory and through subgroup shuffles, leave numpy's logits, two steps
     running."""
     ctx = request.getfixturevalue(device)
     weights = Weights.of(*SHAPES[shape])
-    engine = Engine(ctx, weights).tuned(Kernels(head4=True, attention="head", out=out))
+    engine = Engine(ctx, weights).tuned(Kernels(head4=True, attention=attention, out=out))
+    segments = engine.steps("fused", ctx.buffer(np.zeros(1, np.uint32)))[0]
+    grid = [d[2:] for d in segments[1] if d[0].label.endswith("attn_head")]
+    slices = weights.shape.head_dim // 16 if attention == "head-d16" else 1
+    assert grid == [(weights.shape.heads, slices)]
     names = _entries(engine)
-    assert {"attn_head", "o_proj_sg" if device == "sg_ctx" else "o_proj"} <= set(names)
+    assert ("o_proj_sg" if device == "sg_ctx" else "o_proj") in names
     assert not {"attn_part", "attn_out"} & set(names)
     assert _agrees(_step(ctx, engine), reference(weights))
 
@@ -222,17 +228,19 @@ def test_the_head_attention_takes_blocks_past_its_positions(ctx, monkeypatch):
     assert _agrees(_step(ctx, engine), reference(weights))
 
 
-@pytest.mark.parametrize(("shape", "broken", "instead"), [
-    ("tiny", "for (var j = 0u; j < SPLIT; j = j + 1u) {",  # a score of half its threads
+@pytest.mark.parametrize(("shape", "attention", "broken", "instead"), [
+    ("tiny", "head", "for (var j = 0u; j < SPLIT; j = j + 1u) {",  # half a score's threads
      "for (var j = 0u; j < SPLIT / 2u; j = j + 1u) {"),
-    ("wide", "select(0.0, sc[min(t + 3u * runs, end)], t + 3u * runs < T)",  # a quarter
-     "select(0.0, sc[min(t + 3u * runs, end)], false)")])
-def test_a_head_attention_that_drops_a_share_fails(ctx, shape, broken, instead):
-    """attn_head summing half of a position's score threads, or leaving out the last
-    position of every batch of values, changes the logits past the check."""
+    ("wide", "head", "select(0.0, sc[min(t + 3u * runs, end)], t + 3u * runs < T)",
+     "select(0.0, sc[min(t + 3u * runs, end)], false)"),  # a quarter of the positions
+    ("tiny", "head-d16", "let c0 = wid.y * cols + dl;", "let c0 = dl;")])  # one slice
+def test_a_head_attention_that_drops_a_share_fails(ctx, shape, attention, broken, instead):
+    """attn_head summing half of a position's score threads, leaving out the last position
+    of every batch of values, or every workgroup of a head taking its first dimensions,
+    changes the logits past the check."""
     source = ctx.kernel.source.replace(broken, instead)
     assert source != ctx.kernel.source
     weights = Weights.of(*SHAPES[shape])
     engine = Engine(ctx.with_kernel(replace(ctx.kernel, source=source)), weights).tuned(
-        Kernels(head4=True, attention="head"))
+        Kernels(head4=True, attention=attention))
     assert not _agrees(_step(engine.ctx, engine), reference(weights))
