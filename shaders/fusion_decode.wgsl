@@ -40,6 +40,9 @@ override ROWS: u32 = 896;     // matvec: output rows (rope: heads; elementwise: 
 override COLS: u32 = 896;     // matvec: input length, a multiple of 4
 override TOKEN: u32 = 0;      // copy: the token's row in the first chunk of the LM head
 override BASE: u32 = 0;       // matvec, norm_matvec, embed: the chunk's first row of the head
+override EARLY: u32 = 0;      // qkv_rope, matvec_add, o_proj: 1 loads what a row's sums are
+                              // added to (biases, RoPE angles, the residual) before its dot
+                              // products, their wait overlapping the weights'; 0 after
 const EPS: f32 = 1e-6;
 const MAX_D4: u32 = 32u;      // D / 4 at most
 const MAX_Q4: u32 = 384u;     // NH * D / 4 and H / 4 at most (os: the attention's output or a
@@ -226,9 +229,27 @@ fn inv_rms(sum_sq: f32) -> f32 {
 // of position T - 1, computed on the host in f64 (a GPU's pow and cos of 2048 radians in
 // f32 are off by more than the logits' tolerance).
 fn rotate(a: f32, b: f32, j: u32) -> vec2<f32> {
-    let c = in1[j];
-    let s = in1[D / 2u + j];
+    return turn(a, b, in1[j], in1[D / 2u + j]);
+}
+
+fn turn(a: f32, b: f32, c: f32, s: f32) -> vec2<f32> {
     return vec2<f32>(a * c - b * s, b * c + a * s);
+}
+
+// A row's residual out0[r] where EARLY loads it before the row's dot products (`ok`: the
+// row exists), else 0; `then_row` gives it after them, loading it there where not EARLY.
+fn early_row(ok: bool, r: u32) -> f32 {
+    if (EARLY == 1u && ok) {
+        return out0[r];
+    }
+    return 0.0;
+}
+
+fn then_row(r: u32, early: f32) -> f32 {
+    if (EARLY == 1u) {
+        return early;
+    }
+    return out0[r];
 }
 
 // ---- both forms --------------------------------------------------------------------------
@@ -492,6 +513,7 @@ fn qkv_rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
     let j = p % half;
     let r0 = block * D + j;
     let r1 = r0 + half;
+    let early = early_qkv(lane == 0u && block < NH + 2u * NKV, block, j);
     var s = vec4<f32>(0.0);
     if (block < NH + 2u * NKV) {
         s = norm_dot2(r0, r1, lane);
@@ -499,32 +521,54 @@ fn qkv_rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
     red[lid] = s;
     reduce_runs(lid, LANES);
     if (lane == 0u && block < NH + 2u * NKV) {
-        qkv_normed(block, j, red[lid]);
+        qkv_normed(block, j, red[lid], early);
     }
 }
 
-// qkv_store of a pair's sums (their dots and the stream's sum of squares, norm_dot2's).
-fn qkv_normed(block: u32, j: u32, sums: vec4<f32>) {
+// The biases (in2) of rows (j, j + D / 2) of Q/K/V block `block` and pair j's cos and sin
+// (in1): (bias, bias, cos, sin).
+fn qkv_extra(block: u32, j: u32) -> vec4<f32> {
+    let r0 = block * D + j;
+    return vec4<f32>(in2[r0], in2[r0 + D / 2u], in1[j], in1[D / 2u + j]);
+}
+
+// qkv_extra where EARLY loads it before the pair's dot products (`ok`: lane 0 of a pair
+// that exists), else 0 (qkv_normed loads it after them).
+fn early_qkv(ok: bool, block: u32, j: u32) -> vec4<f32> {
+    if (EARLY == 1u && ok) {
+        return qkv_extra(block, j);
+    }
+    return vec4<f32>(0.0);
+}
+
+// qkv_store of a pair's sums (their dots and the stream's sum of squares, norm_dot2's), with
+// its qkv_extra: `early`'s where EARLY, else loaded now.
+fn qkv_normed(block: u32, j: u32, sums: vec4<f32>, early: vec4<f32>) {
     let inv = inv_rms(sums.z);
-    qkv_store(block, j, sums.x * inv, sums.y * inv);
+    var extra = early;
+    if (EARLY == 0u) {
+        extra = qkv_extra(block, j);
+    }
+    qkv_store(block, j, sums.x * inv, sums.y * inv, extra);
 }
 
 // Rows (j, j + D / 2) of Q/K/V block `block` (a query head, then the key heads, then the
-// value heads), normed, plus their biases (in2): query and key rows turned by RoPE, key and
-// value rows into the caches at position T - 1 (out0: q, out1: key cache, out2: value cache).
-fn qkv_store(block: u32, j: u32, dot0: f32, dot1: f32) {
+// value heads), normed, plus their biases: query and key rows turned by RoPE, key and value
+// rows into the caches at position T - 1 (out0: q, out1: key cache, out2: value cache);
+// `extra`: qkv_extra's.
+fn qkv_store(block: u32, j: u32, dot0: f32, dot1: f32, extra: vec4<f32>) {
     let half = D / 2u;
     let r0 = block * D + j;
     let r1 = r0 + half;
-    let y0 = dot0 + in2[r0];
-    let y1 = dot1 + in2[r1];
+    let y0 = dot0 + extra.x;
+    let y1 = dot1 + extra.y;
     let slot = (T - 1u) * NKV * D;
     if (block < NH) {
-        let turned = rotate(y0, y1, j);
+        let turned = turn(y0, y1, extra.z, extra.w);
         out0[r0] = turned.x;
         out0[r1] = turned.y;
     } else if (block < NH + NKV) {
-        let turned = rotate(y0, y1, j);
+        let turned = turn(y0, y1, extra.z, extra.w);
         out1[slot + (block - NH) * D + j] = turned.x;
         out1[slot + (block - NH) * D + j + half] = turned.y;
     } else {
@@ -954,6 +998,7 @@ fn o_proj(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
 fn project_add(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
     let r = row_of(wid, nwg) * (WG / LANES) + lid / LANES;
     let lane = lid % LANES;
+    let early = early_row(lane == 0u && r < ROWS, r);
     var s = 0.0;
     if (r < ROWS) {
         s = dot_share(r, lane, COLS / 4u);
@@ -961,7 +1006,7 @@ fn project_add(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
     red[lid] = vec4<f32>(s, 0.0, 0.0, 0.0);
     reduce_runs(lid, LANES);
     if (lane == 0u && r < ROWS) {
-        out0[r] = out0[r] + red[lid].x;
+        out0[r] = then_row(r, early) + red[lid].x;
     }
 }
 

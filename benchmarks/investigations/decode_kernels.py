@@ -10,7 +10,8 @@ swapped for each of its other alternatives (decode_choices.MATVECS: `gate_up=sg-
 summing by subgroup shuffles only where the device has subgroups, which the device is asked
 for), and (round 4) the suite's with each other attention (decode_choices.ATTENTIONS:
 `head`, a workgroup a query head, `head-d16`, 16 of its dimensions a workgroup, each with
-its output projection under each alternative: `head+out=sg`), each built, its logits and
+its output projection under each alternative: `head+out=sg`; and `early=True`, the loads
+that a row's sums are added to issued before its dot products), each built, its logits and
 step count checked against numpy, then its GPU time a token from timestamps around a pass of
 `--steps` steps, `--rounds` rounds that time every variant once in a rotating order, the
 median (with the least and the most): phase 1. Where a part's (or the attention's) fastest
@@ -95,7 +96,7 @@ def variants(tuned: Kernels) -> dict[str, tuple[str, Kernels]]:
     alternatives (`gate_up=sg-l16`: decode_choices.MATVECS), and with the other attention
     (ATTENTIONS), a `head` one with its output projection under each alternative
     (`head+out=sg`; all the part `attention`; the output projection `out` is a part of its
-    own where the suite's attention is a `head` one)."""
+    own where the suite's attention is a `head` one), and with `early` the other way."""
     out = {"main": ("", Kernels()), DEFAULT_NAME: ("", tuned)}
     for part in MATVEC_FIELDS if tuned.attention in HEAD_DIMS else MATVEC_PARTS:
         out |= {f"{part}={name}": (part, replace(tuned, **{part: name})) for name in MATVECS
@@ -103,6 +104,7 @@ def variants(tuned: Kernels) -> dict[str, tuple[str, Kernels]]:
     for other in (a for a in ATTENTIONS if a != tuned.attention):
         out |= {f"{other}+out={name}": ("attention", replace(tuned, attention=other, out=name))
                 for name in (MATVECS if other in HEAD_DIMS else [tuned.out])}
+    out[f"early={not tuned.early}"] = ("early", replace(tuned, early=not tuned.early))
     return out
 
 

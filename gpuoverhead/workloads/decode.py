@@ -289,16 +289,17 @@ class Engine:
     def _fused_layer(self, layer: dict, split: dict, b: dict) -> list[Any]:
         """Q/K/V, the attention (_attention: 2 dispatches), the MLP: 5 dispatches."""
         s, h, q, f = self.w.shape, self.w.shape.hidden, self.w.shape.q_size, self.w.shape.mlp
-        k = self.kernels
+        k, early = self.kernels, int(self.kernels.early)
         qkv = {W: layer["wqkv"], 8: b["x"], 9: layer["norm1"], 1: b["rope"], 2: layer["bqkv"],
                3: b["q"], 4: layer["kcache"], 5: layer["vcache"]}
         return [
-            self._mv("qkv_rope", qkv, (q + 2 * s.kv_size) // 2, h, matvec=ALL_MATVECS[k.qkv]),
+            self._mv("qkv_rope", qkv, (q + 2 * s.kv_size) // 2, h, matvec=ALL_MATVECS[k.qkv],
+                     EARLY=early),
             *self._attention(layer, b),
             self._mv("gate_up", {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]}, f,
                      h, matvec=ALL_MATVECS[k.gate_up]),
             self._mv("matvec_add", {W: layer["wdown"], 8: b["a"], 3: b["x"]}, h, f,
-                     matvec=ALL_MATVECS[k.down])]
+                     matvec=ALL_MATVECS[k.down], EARLY=early)]
 
     def _attention(self, layer: dict, b: dict) -> list[Any]:
         """The attention and its output projection with the residual add: under a `head`
@@ -313,7 +314,8 @@ class Engine:
                                           SPLIT=head_split(t, s.head_dim)),
                                   {**caches, 3: b["o"]}, (s.heads, slices)),
                     self._mv("o_proj", {W: layer["wo"], 8: b["o"], 3: b["x"]}, h, q,
-                             matvec=ALL_MATVECS[self.kernels.out])]
+                             matvec=ALL_MATVECS[self.kernels.out],
+                             EARLY=int(self.kernels.early))]
         block = self._block()
         return [self.ctx.step(self._p("attn_part" if block < DECODE_WG else "attn_part_wide",
                                       WG=DECODE_WG, AB=block),

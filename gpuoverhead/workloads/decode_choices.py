@@ -78,7 +78,10 @@ class Kernels:
     (norm_matvec), and each matrix-vector part's alternative (MATVECS: Q/K/V with the norm
     and RoPE, gate/up with the norm and SiLU, down with the residual add; `out`, the
     attention's output projection with the residual add, under a `head` attention:
-    ATTENTIONS)."""
+    ATTENTIONS); `early`: Q/K/V and the projections with a residual add load what their
+    rows' sums are added to (biases, RoPE angles, the residual) before their dot products,
+    so that wait overlaps the weights' (after the sums, a round trip to memory of its
+    own)."""
 
     attention_workgroups: int = ATTENTION_WORKGROUPS
     head4: bool = False
@@ -87,6 +90,7 @@ class Kernels:
     down: str = "main"
     attention: str = "split"
     out: str = "main"
+    early: bool = False
 
 
 #: The suite's fused step (run.json's `kernels`: kernels_note), each model's fastest whole

@@ -196,17 +196,20 @@ def test_a_subgroup_sum_that_leaves_lanes_out_fails(sg_ctx, alternative, broken,
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize(("device", "attention", "out"), [
-    ("ctx", "head", "main"), ("sg_ctx", "head", "sg-l16"), ("ctx", "head-d16", "sg")])
-def test_the_head_attention_matches_numpy(request, device, attention, out, shape):
+@pytest.mark.parametrize(("device", "attention", "out", "early"), [
+    ("ctx", "head", "main", False), ("sg_ctx", "head", "sg-l16", True),
+    ("ctx", "head-d16", "sg", True)])
+def test_the_head_attention_matches_numpy(request, device, attention, out, early, shape):
     """attn_head (the tiny model's 17 positions: 8 threads a position's score in one pass;
     the wide model's 301: one thread each over two passes), a workgroup a head or 16
     dimensions a workgroup (4 a head of 64, 8 of 128), and o_proj after it, through
-    workgroup memory and through subgroup shuffles, leave numpy's logits, two steps
+    workgroup memory and through subgroup shuffles, with the biases, angles and residuals
+    loaded before the dot products (early) or after, leave numpy's logits, two steps
     running."""
     ctx = request.getfixturevalue(device)
     weights = Weights.of(*SHAPES[shape])
-    engine = Engine(ctx, weights).tuned(Kernels(head4=True, attention=attention, out=out))
+    engine = Engine(ctx, weights).tuned(Kernels(head4=True, attention=attention, out=out,
+                                                early=early))
     segments = engine.steps("fused", ctx.buffer(np.zeros(1, np.uint32)))[0]
     grid = [d[2:] for d in segments[1] if d[0].label.endswith("attn_head")]
     slices = weights.shape.head_dim // 16 if attention == "head-d16" else 1
@@ -228,19 +231,27 @@ def test_the_head_attention_takes_blocks_past_its_positions(ctx, monkeypatch):
     assert _agrees(_step(ctx, engine), reference(weights))
 
 
-@pytest.mark.parametrize(("shape", "attention", "broken", "instead"), [
-    ("tiny", "head", "for (var j = 0u; j < SPLIT; j = j + 1u) {",  # half a score's threads
+HEAD, EARLY = Kernels(head4=True, attention="head"), Kernels(head4=True, attention="head",
+                                                              early=True)
+
+
+@pytest.mark.parametrize(("shape", "kernels", "broken", "instead"), [
+    ("tiny", HEAD, "for (var j = 0u; j < SPLIT; j = j + 1u) {",  # half a score's threads
      "for (var j = 0u; j < SPLIT / 2u; j = j + 1u) {"),
-    ("wide", "head", "select(0.0, sc[min(t + 3u * runs, end)], t + 3u * runs < T)",
+    ("wide", HEAD, "select(0.0, sc[min(t + 3u * runs, end)], t + 3u * runs < T)",
      "select(0.0, sc[min(t + 3u * runs, end)], false)"),  # a quarter of the positions
-    ("tiny", "head-d16", "let c0 = wid.y * cols + dl;", "let c0 = dl;")])  # one slice
-def test_a_head_attention_that_drops_a_share_fails(ctx, shape, attention, broken, instead):
+    ("tiny", replace(HEAD, attention="head-d16"), "let c0 = wid.y * cols + dl;",
+     "let c0 = dl;"),  # every slice a head's first
+    ("tiny", EARLY, "        return out0[r];\n", "        return 0.0;\n"),  # no residual
+    ("tiny", EARLY, "return vec4<f32>(in2[r0], in2[r0 + D / 2u], in1[j], in1[D / 2u + j]);",
+     "return vec4<f32>(in2[r0], in2[r0 + D / 2u], in1[j], 0.0);")])  # no sine
+def test_a_head_attention_that_drops_a_share_fails(ctx, shape, kernels, broken, instead):
     """attn_head summing half of a position's score threads, leaving out the last position
-    of every batch of values, or every workgroup of a head taking its first dimensions,
-    changes the logits past the check."""
+    of every batch of values, or every workgroup of a head taking its first dimensions; the
+    early loads' residual or RoPE's sine left out: each changes the logits past the
+    check."""
     source = ctx.kernel.source.replace(broken, instead)
     assert source != ctx.kernel.source
     weights = Weights.of(*SHAPES[shape])
-    engine = Engine(ctx.with_kernel(replace(ctx.kernel, source=source)), weights).tuned(
-        Kernels(head4=True, attention=attention))
+    engine = Engine(ctx.with_kernel(replace(ctx.kernel, source=source)), weights).tuned(kernels)
     assert not _agrees(_step(engine.ctx, engine), reference(weights))
