@@ -152,7 +152,9 @@ def _token_parts_add_up(rows: list[Row]) -> list[Row]:
         gpu, floor, dispatches, own = (p.estimate for p in parts)
         less = floor.value + dispatches.value
         low, high, level = gpu.ci_low - less, gpu.ci_high - less, gpu.level
-        if not math.isnan(own.ci_low):  # covering where its own does: at least its level
+        if math.isnan(low):
+            low, high, level = own.ci_low, own.ci_high, own.level
+        elif not math.isnan(own.ci_low):  # covering where its own does: at least its level
             low, high, level = min(low, own.ci_low), max(high, own.ci_high), own.level
         est = Estimate(gpu.value - less, low, high, own.n_samples, level,
                        f"gpu_ns less read_floor_ns and dispatch_gpu_ns (centres over "

@@ -29,6 +29,7 @@ from gpuoverhead.workloads.decode_choices import (
     Matvec,
     as_run,
     default,
+    head_split,
     kernels_note,
 )
 from gpuoverhead.workloads.decode_model import (
@@ -322,16 +323,6 @@ class Engine:
                               {**caches, 3: b["ml"], 4: b["part"]}, (-(-t // block), s.heads)),
                 self._mv("attn_out", {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"]}, h,
                          q, least=DECODE_WG)]
-
-
-def head_split(positions: int, head_dim: int) -> int:
-    """attn_head's threads a position for its scores: the most (up to head_dim / 4, a
-    power of two) that keep its passes over the positions as few as one a position allows
-    (the tiny model's 17 positions: 8 threads each in one pass; 129: one each)."""
-    passes, split = -(-positions // DECODE_WG), 1
-    while split < head_dim // 4 and -(-positions // (DECODE_WG // (2 * split))) == passes:
-        split *= 2
-    return split
 
 
 def argmax_steps(ctx: Context, logits: Any, token: Any, vocab: int) -> list[Step]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from gpuoverhead.workloads.decode_model import ATTENTION_WORKGROUPS, Shape
+from gpuoverhead.workloads.decode_model import ATTENTION_WORKGROUPS, DECODE_WG, Shape
 
 #: Threads a lane group and per workgroup of norm_matvec4 (the LM head four rows a lane
 #: group, its normed vector made once per workgroup).
@@ -140,3 +140,13 @@ def default(shape: Shape) -> Kernels:
     """The suite's fused kernels for a model, as named (a device without subgroups runs
     as_run(default(shape), False))."""
     return BY_MODEL.get(shape.name, DEFAULT)
+
+
+def head_split(positions: int, head_dim: int) -> int:
+    """attn_head's threads a position for its scores: the most (up to head_dim / 4, a
+    power of two) that keep its passes over the positions as few as one a position allows
+    (the tiny model's 17 positions: 8 threads each in one pass; 129: one each)."""
+    passes, split = -(-positions // DECODE_WG), 1
+    while split < head_dim // 4 and -(-positions // (DECODE_WG // (2 * split))) == passes:
+        split *= 2
+    return split
