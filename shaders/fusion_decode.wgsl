@@ -894,7 +894,8 @@ fn head_values(t: u32, runs: u32, c: u32, g: u32) -> array<vec4<f32>, 4> {
 // DS workgroups a head (wid.y), each the whole softmax (the scores again: the keys come from
 // the cache) and D / DS of the values' dimensions, so that more of the GPU's cores read and
 // each thread has fewer positions: at DS = D / 16 and a cache of 128, one batch of four,
-// loaded before the scores (head_values) so that its wait overlaps theirs. Scores SPLIT
+// loaded before the scores (head_values) so that its wait overlaps theirs (q is read
+// straight from x4, so no barrier comes before the keys' loads either). Scores SPLIT
 // threads a position, WG / SPLIT positions a pass, into sc; their largest and the sum of
 // exp by group_fold; values four positions a batch. x4: q, y4: key cache, z4: value cache.
 // T <= MAX_T.
@@ -911,23 +912,19 @@ fn attn_head(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
     let runs = WG / cols;
     let c0 = wid.y * cols + dl;
     var v = head_values(pl, runs, c0, g);
-    if (lid < d4) {
-        qs[lid] = x4[h * d4 + lid] / sqrt(f32(D));
-    }
-    workgroupBarrier();
     for (var c = 0u; c < T; c = c + WG / SPLIT) {
         let t = c + lid / SPLIT;
         let k = (min(t, T - 1u) * NKV + g) * d4 + share;
         var acc = vec4<f32>(0.0);
         for (var d = 0u; d < ks; d = d + 1u) {
-            acc = fma(y4[k + d], qs[share + d], acc);
+            acc = fma(y4[k + d], x4[h * d4 + share + d], acc);
         }
         if (SPLIT == 1u) {
             if (t < T) {
-                sc[t] = total(acc);
+                sc[t] = total(acc) / sqrt(f32(D));
             }
         } else {
-            ps[lid] = total(acc);
+            ps[lid] = total(acc) / sqrt(f32(D));
             workgroupBarrier();
             if (lid % SPLIT == 0u && t < T) {
                 var s = 0.0;
