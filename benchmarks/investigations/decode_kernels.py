@@ -3,22 +3,23 @@ a token's GPU time go? (issue 57)
 
 On the best adapter of wgpu-native (and of Dawn, where `wgpudawn` imports), for Qwen2.5-0.5B
 and 1.5B (f32, random weights, a KV cache of 128), the fused step under each of `variants`:
-`main` (the first fused engine's kernels), the suite's own (workloads/decode_choices:
-`subgroups`, each model's, as the device runs it; `tuned` in the tables of rounds 2 and 3,
-the suite's step before), and the suite's with one matrix-vector part (Q/K/V, gate/up, down)
-swapped for each of its other alternatives (decode_choices.MATVECS: `gate_up=sg-l16`; those
-summing by subgroup shuffles only where the device has subgroups, which the device is asked
-for), and (round 4) the suite's with each other attention (decode_choices.ATTENTIONS:
-`head`, a workgroup a query head, `head-d16`, 16 of its dimensions a workgroup, each with
-its output projection under each alternative: `head+out=sg`; and `early=True`, the loads
-that a row's sums are added to issued before its dot products), each built, its logits and
-step count checked against numpy, then its GPU time a token from timestamps around a pass of
-`--steps` steps, `--rounds` rounds that time every variant once in a rotating order, the
-median (with the least and the most): phase 1. Where a part's (or the attention's) fastest
-checked alternative beat the suite's step's median, `best` (every such part's fastest in one
-step) and a fresh build of the suite's step are timed in `--rounds` rounds of their own
-(phase 2: the rounds that picked do not judge the pick); table.txt says per implementation
-and model what `best` took and how it compares.
+the suite's own (workloads/decode_choices: `subgroups`, each model's, as the device runs it;
+`tuned` in the tables of rounds 2 and 3, the suite's step before; round 3's best), with
+`--swaps` (round 3's set) `main` (the first fused engine's kernels) and the suite's with one
+matrix-vector part (Q/K/V, gate/up, down) swapped for each of its other alternatives
+(decode_choices.MATVECS: `gate_up=sg-l16`; those summing by subgroup shuffles only where the
+device has subgroups, which the device is asked for), and (round 4) the suite's with each
+other attention (decode_choices.ATTENTIONS: `head`, a workgroup a query head, `head-d16` and
+`head-d8`, 16 or 8 of its dimensions a workgroup, each with its output projection under each
+alternative: `head+out=sg`; and `early=True`, the loads that a row's sums are added to
+issued before its dot products), each built, its logits and step count checked against
+numpy, then its GPU time a token from timestamps around a pass of `--steps` steps,
+`--rounds` rounds that time every variant once in a rotating order, the median (with the
+least and the most): phase 1. Where a part's (or the attention's) fastest checked
+alternative beat the suite's step's median, `best` (every such part's fastest in one step)
+and a fresh build of the suite's step are timed in `--rounds` rounds of their own (phase 2:
+the rounds that picked do not judge the pick); table.txt says per implementation and model
+what `best` took and how it compares.
 Between building and timing, on the same device, as the suite's decode workers measure them
 (workloads/read_floor.py): the read floor (the bytes a step must read over the read
 bandwidth of a stream kernel, which first streams for 0.3 s to bring the clocks up) and
@@ -89,21 +90,27 @@ INSIDE = "timestamp-query-inside-passes"
 MOST_QUERIES = 4096
 
 
-def variants(tuned: Kernels) -> dict[str, tuple[str, Kernels]]:
+def variants(tuned: Kernels, subgroups: bool = True, swaps: bool = True
+             ) -> dict[str, tuple[str, Kernels]]:
     """The whole steps timed, by name, each with the part it swaps (picks): the first fused
     engine's kernels (`main`), the suite's (DEFAULT_NAME: the engine's, as its device runs
     them), the suite's with one matrix-vector part swapped for each of its other
     alternatives (`gate_up=sg-l16`: decode_choices.MATVECS), and with the other attention
-    (ATTENTIONS), a `head` one with its output projection under each alternative
-    (`head+out=sg`; all the part `attention`; the output projection `out` is a part of its
-    own where the suite's attention is a `head` one), and with `early` the other way."""
-    out = {"main": ("", Kernels()), DEFAULT_NAME: ("", tuned)}
-    for part in MATVEC_FIELDS if tuned.attention in HEAD_DIMS else MATVEC_PARTS:
+    (ATTENTIONS), a `head` one with its output projection under each alternative that sums
+    by subgroups where the device has them (`head+out=sg`: `main` is `sg` through workgroup
+    memory; without subgroups `main` alone), all the part `attention` (the output
+    projection `out` is a part of its own where the suite's attention is a `head` one), and
+    with `early` the other way."""
+    out = {"main": ("", Kernels()), DEFAULT_NAME: ("", tuned)} if swaps else \
+        {DEFAULT_NAME: ("", tuned)}
+    parts = MATVEC_FIELDS if tuned.attention in HEAD_DIMS else MATVEC_PARTS
+    for part in parts if swaps else ():
         out |= {f"{part}={name}": (part, replace(tuned, **{part: name})) for name in MATVECS
                 if name != getattr(tuned, part)}
+    outs = [n for n in MATVECS if MATVECS[n].subgroups == subgroups]
     for other in (a for a in ATTENTIONS if a != tuned.attention):
         out |= {f"{other}+out={name}": ("attention", replace(tuned, attention=other, out=name))
-                for name in (MATVECS if other in HEAD_DIMS else [tuned.out])}
+                for name in (outs if other in HEAD_DIMS else [tuned.out])}
     out[f"early={not tuned.early}"] = ("early", replace(tuned, early=not tuned.early))
     return out
 
@@ -164,10 +171,14 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--cache", type=int, default=128, help="KV cache positions (128)")
     parser.add_argument("--steps", type=int, help="steps a timed pass (48; tiny: 4)")
     parser.add_argument("--rounds", type=int, help="rounds over the variants (8; tiny: 2)")
-    parser.add_argument("--budget", type=float, default=200.0,
-                        help="seconds after which no new shape or variant starts (200; what "
+    parser.add_argument("--budget", type=float, default=180.0,
+                        help="seconds after which no new shape or variant starts (180; what "
                              "has started still finishes: on an H200 round 3's 11 variants "
-                             "and 2 a shape took 89 s in all; these 15 and 2, about 120)")
+                             "and 2 a shape took 89 s in all; round 4's 12 and 2 about as "
+                             "long, with --swaps 21 and 2 about 160)")
+    parser.add_argument("--swaps", action="store_true",
+                        help="also round 3's variants: `main` and the suite's step with one "
+                             "matrix-vector part swapped for each of its alternatives")
     parser.add_argument("--implementations", default="wgpu-native,dawn")
     args = parser.parse_args()
     args.shapes = [128] if args.tiny else [896, 1536]
@@ -273,7 +284,8 @@ def run_shape(binding_name: str, device: Any, timer: Any, tick: float, software:
     ctx = Context(device, Group(fusion_kernel("decode")))
     engine = Engine(ctx, weights)
     built = []
-    for name, (part, kernels) in variants(engine.kernels).items():
+    for name, (part, kernels) in variants(engine.kernels, engine.sg_ctx is not None,
+                                          args.swaps).items():
         if perf_counter() > deadline:
             notes.append(f"{where}: {name} left out (past the {args.budget:.0f} s budget)")
         elif needs_subgroups(kernels) and engine.sg_ctx is None:
@@ -482,16 +494,24 @@ def main() -> None:
                                                  notes)
             rows += more_rows
             kernel_rows += more_kernels
+            write(args, rows, kernel_rows, notes, perf_counter() - start)  # kept if cut off
             gc.collect()
-    text = table(rows, kernel_rows)
+    text = write(args, rows, kernel_rows, notes, perf_counter() - start)
     print("\n" + text + "\n".join(notes))
-    seconds = perf_counter() - start
-    print(f"done in {seconds:.1f} s")
+    print(f"done in {perf_counter() - start:.1f} s")
+
+
+def write(args: argparse.Namespace, rows: list[dict], kernel_rows: list[dict],
+          notes: list[str], seconds: float) -> str:
+    """table.txt and decode_kernels.json under OUT as they stand (after each device, so
+    that a run cut off by its caller's timeout keeps what it finished); the table."""
+    text = table(rows, kernel_rows)
     (args.out / "table.txt").write_text(text + "".join(f"\n{n}" for n in notes) + "\n")
     (args.out / "decode_kernels.json").write_text(json.dumps(
         {"argv": sys.argv, "steps": args.steps, "rounds": args.rounds, "cache": args.cache,
          "records": rows, "kernels": kernel_rows, "notes": notes, "seconds": seconds},
         indent=1))
+    return text
 
 
 if __name__ == "__main__":

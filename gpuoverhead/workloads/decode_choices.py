@@ -53,12 +53,13 @@ MATVEC_PARTS = ("qkv", "gate_up", "down")
 MATVEC_FIELDS = (*MATVEC_PARTS, "out")
 #: The fused attention's forms (Kernels.attention). split: attn_part over blocks of the
 #: cache, their combine inside the output projection (attn_out, every workgroup combining
-#: all blocks); head, head-d16: attn_head, the whole cache of a query head at once, normed,
-#: then the output projection as a plain matrix-vector product (o_proj, Kernels.out), where
-#: the cache holds at most decode_model.HEAD_POSITIONS positions (past them: split). Their
-#: dimensions a workgroup (HEAD_DIMS; 0: all of a head's, a workgroup a head): `head-d16`
-#: splits each head's values over head_dim / 16 workgroups, each taking its softmax whole.
-HEAD_DIMS = {"head": 0, "head-d16": 16}
+#: all blocks); head, head-d16, head-d8: attn_head, the whole cache of a query head at once,
+#: normed, then the output projection as a plain matrix-vector product (o_proj,
+#: Kernels.out), where the cache holds at most decode_model.HEAD_POSITIONS positions (past
+#: them: split). Their dimensions a workgroup (HEAD_DIMS; 0: all of a head's, a workgroup a
+#: head): `head-d16` splits each head's values over head_dim / 16 workgroups, each taking
+#: its softmax whole (56 workgroups at 0.5B, 96 at 1.5B), `head-d8` over head_dim / 8.
+HEAD_DIMS = {"head": 0, "head-d16": 16, "head-d8": 8}
 ATTENTIONS = ("split", *HEAD_DIMS)
 #: Each subgroup alternative as a device without subgroups runs it: the same lanes, summed
 #: through workgroup memory (decode.Engine), named so that run.json never names a subgroup

@@ -22,6 +22,7 @@ from gpuoverhead.workloads import decode
 from gpuoverhead.workloads.decode import SUBGROUP_FEATURES, Engine, Kernels
 from gpuoverhead.workloads.decode_choices import (
     BY_MODEL,
+    HEAD_DIMS,
     MATVEC_PARTS,
     MATVECS,
     as_run,
@@ -198,11 +199,11 @@ def test_a_subgroup_sum_that_leaves_lanes_out_fails(sg_ctx, alternative, broken,
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize(("device", "attention", "out", "early"), [
     ("ctx", "head", "main", False), ("sg_ctx", "head", "sg-l16", True),
-    ("ctx", "head-d16", "sg", True)])
+    ("ctx", "head-d16", "sg", True), ("sg_ctx", "head-d8", "sg-l8", False)])
 def test_the_head_attention_matches_numpy(request, device, attention, out, early, shape):
     """attn_head (the tiny model's 17 positions: 8 threads a position's score in one pass;
-    the wide model's 301: one thread each over two passes), a workgroup a head or 16
-    dimensions a workgroup (4 a head of 64, 8 of 128), and o_proj after it, through
+    the wide model's 301: one thread each over two passes), a workgroup a head or 16 or 8
+    dimensions a workgroup (4 or 8 a head of 64, 8 or 16 of 128), and o_proj after it, through
     workgroup memory and through subgroup shuffles, with the biases, angles and residuals
     loaded before the dot products (early) or after, leave numpy's logits, two steps
     running."""
@@ -212,7 +213,7 @@ def test_the_head_attention_matches_numpy(request, device, attention, out, early
                                                 early=early))
     segments = engine.steps("fused", ctx.buffer(np.zeros(1, np.uint32)))[0]
     grid = [d[2:] for d in segments[1] if d[0].label.endswith("attn_head")]
-    slices = weights.shape.head_dim // 16 if attention == "head-d16" else 1
+    slices = weights.shape.head_dim // (HEAD_DIMS[attention] or weights.shape.head_dim)
     assert grid == [(weights.shape.heads, slices)]
     names = _entries(engine)
     assert ("o_proj_sg" if device == "sg_ctx" else "o_proj") in names
