@@ -8,7 +8,10 @@
 // silu_mul, matvec (down), add. Fused, 5 per layer: qkv_rope (norm folded in), attn_part
 // (flash-decoding: a workgroup per head and block of AB cache positions, its partial max,
 // sum and weighted values), attn_out (the blocks combined, o + residual), gate_up (norm
-// folded in, SiLU x up), matvec_add (down + residual). Both: copy (the token's row of the
+// folded in, SiLU x up), matvec_add (down + residual); or, the `head` attention
+// (workloads/decode_choices.ATTENTIONS), attn_head (a workgroup per query head over the
+// whole cache, normed) and o_proj (o + residual, a plain matvec) for attn_part and attn_out.
+// Both: copy (the token's row of the
 // tied embedding into the residual stream) first, the final norm and the LM head
 // (unfused: rmsnorm + matvec; fused: norm_matvec, or norm_matvec4 with four rows a lane
 // group, the suite's choice: workloads/decode_choices) in row chunks below the storage-binding
@@ -37,6 +40,9 @@ override ROWS: u32 = 896;     // matvec: output rows (rope: heads; elementwise: 
 override COLS: u32 = 896;     // matvec: input length, a multiple of 4
 override TOKEN: u32 = 0;      // copy: the token's row in the first chunk of the LM head
 override BASE: u32 = 0;       // matvec, norm_matvec, embed: the chunk's first row of the head
+override EARLY: u32 = 0;      // qkv_rope, matvec_add, o_proj: 1 loads what a row's sums are
+                              // added to (biases, RoPE angles, the residual) before its dot
+                              // products, their wait overlapping the weights'; 0 after
 const EPS: f32 = 1e-6;
 const MAX_D4: u32 = 32u;      // D / 4 at most
 const MAX_Q4: u32 = 384u;     // NH * D / 4 and H / 4 at most (os: the attention's output or a
@@ -223,9 +229,27 @@ fn inv_rms(sum_sq: f32) -> f32 {
 // of position T - 1, computed on the host in f64 (a GPU's pow and cos of 2048 radians in
 // f32 are off by more than the logits' tolerance).
 fn rotate(a: f32, b: f32, j: u32) -> vec2<f32> {
-    let c = in1[j];
-    let s = in1[D / 2u + j];
+    return turn(a, b, in1[j], in1[D / 2u + j]);
+}
+
+fn turn(a: f32, b: f32, c: f32, s: f32) -> vec2<f32> {
     return vec2<f32>(a * c - b * s, b * c + a * s);
+}
+
+// A row's residual out0[r] where EARLY loads it before the row's dot products (`ok`: the
+// row exists), else 0; `then_row` gives it after them, loading it there where not EARLY.
+fn early_row(ok: bool, r: u32) -> f32 {
+    if (EARLY == 1u && ok) {
+        return out0[r];
+    }
+    return 0.0;
+}
+
+fn then_row(r: u32, early: f32) -> f32 {
+    if (EARLY == 1u) {
+        return early;
+    }
+    return out0[r];
 }
 
 // ---- both forms --------------------------------------------------------------------------
@@ -489,6 +513,7 @@ fn qkv_rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
     let j = p % half;
     let r0 = block * D + j;
     let r1 = r0 + half;
+    let early = early_qkv(lane == 0u && block < NH + 2u * NKV, block, j);
     var s = vec4<f32>(0.0);
     if (block < NH + 2u * NKV) {
         s = norm_dot2(r0, r1, lane);
@@ -496,32 +521,54 @@ fn qkv_rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
     red[lid] = s;
     reduce_runs(lid, LANES);
     if (lane == 0u && block < NH + 2u * NKV) {
-        qkv_normed(block, j, red[lid]);
+        qkv_normed(block, j, red[lid], early);
     }
 }
 
-// qkv_store of a pair's sums (their dots and the stream's sum of squares, norm_dot2's).
-fn qkv_normed(block: u32, j: u32, sums: vec4<f32>) {
+// The biases (in2) of rows (j, j + D / 2) of Q/K/V block `block` and pair j's cos and sin
+// (in1): (bias, bias, cos, sin).
+fn qkv_extra(block: u32, j: u32) -> vec4<f32> {
+    let r0 = block * D + j;
+    return vec4<f32>(in2[r0], in2[r0 + D / 2u], in1[j], in1[D / 2u + j]);
+}
+
+// qkv_extra where EARLY loads it before the pair's dot products (`ok`: lane 0 of a pair
+// that exists), else 0 (qkv_normed loads it after them).
+fn early_qkv(ok: bool, block: u32, j: u32) -> vec4<f32> {
+    if (EARLY == 1u && ok) {
+        return qkv_extra(block, j);
+    }
+    return vec4<f32>(0.0);
+}
+
+// qkv_store of a pair's sums (their dots and the stream's sum of squares, norm_dot2's), with
+// its qkv_extra: `early`'s where EARLY, else loaded now.
+fn qkv_normed(block: u32, j: u32, sums: vec4<f32>, early: vec4<f32>) {
     let inv = inv_rms(sums.z);
-    qkv_store(block, j, sums.x * inv, sums.y * inv);
+    var extra = early;
+    if (EARLY == 0u) {
+        extra = qkv_extra(block, j);
+    }
+    qkv_store(block, j, sums.x * inv, sums.y * inv, extra);
 }
 
 // Rows (j, j + D / 2) of Q/K/V block `block` (a query head, then the key heads, then the
-// value heads), normed, plus their biases (in2): query and key rows turned by RoPE, key and
-// value rows into the caches at position T - 1 (out0: q, out1: key cache, out2: value cache).
-fn qkv_store(block: u32, j: u32, dot0: f32, dot1: f32) {
+// value heads), normed, plus their biases: query and key rows turned by RoPE, key and value
+// rows into the caches at position T - 1 (out0: q, out1: key cache, out2: value cache);
+// `extra`: qkv_extra's.
+fn qkv_store(block: u32, j: u32, dot0: f32, dot1: f32, extra: vec4<f32>) {
     let half = D / 2u;
     let r0 = block * D + j;
     let r1 = r0 + half;
-    let y0 = dot0 + in2[r0];
-    let y1 = dot1 + in2[r1];
+    let y0 = dot0 + extra.x;
+    let y1 = dot1 + extra.y;
     let slot = (T - 1u) * NKV * D;
     if (block < NH) {
-        let turned = rotate(y0, y1, j);
+        let turned = turn(y0, y1, extra.z, extra.w);
         out0[r0] = turned.x;
         out0[r1] = turned.y;
     } else if (block < NH + NKV) {
-        let turned = rotate(y0, y1, j);
+        let turned = turn(y0, y1, extra.z, extra.w);
         out1[slot + (block - NH) * D + j] = turned.x;
         out1[slot + (block - NH) * D + j + half] = turned.y;
     } else {
@@ -799,12 +846,156 @@ fn combine(lid: u32) {
     workgroupBarrier();
 }
 
-// out0[r] += w[r, :] . x4: a projection and its residual add.
+// ---- fused, the attention a workgroup a query head (decode_choices.Kernels.attention) ----
+
+// attn_head: positions at most (its scores and weights in workgroup memory; a longer cache
+// takes attn_part's blocks).
+const MAX_T: u32 = 1024u;
+override SPLIT: u32 = 1;      // attn_head: threads per position of the scores, a power of
+                              // two up to D / 4
+override DS: u32 = 1;         // attn_head: workgroups a head, each D / DS of its dimensions
+                              // (a power of two up to D / 4)
+var<workgroup> sc: array<f32, MAX_T>;
+var<workgroup> part16: array<f32, 16>;
+
+// The sum of v over the workgroup (with `largest`: the largest), in every thread: WG / 16
+// values in each of the first 16 threads, then those 16 in every thread: two barriers,
+// where reduce_sum's tree takes log2(WG). WG a multiple of 16.
+fn group_fold(v: f32, lid: u32, largest: bool) -> f32 {
+    redm[lid] = v;
+    workgroupBarrier();
+    let n = WG / 16u;
+    if (lid < 16u) {
+        var s = redm[lid * n];
+        for (var j = 1u; j < n; j = j + 1u) {
+            s = select(s + redm[lid * n + j], max(s, redm[lid * n + j]), largest);
+        }
+        part16[lid] = s;
+    }
+    workgroupBarrier();
+    var s = part16[0];
+    for (var j = 1u; j < 16u; j = j + 1u) {
+        s = select(s + part16[j], max(s, part16[j]), largest);
+    }
+    return s;
+}
+
+// attn_head's values of positions t, t + R, t + 2R, t + 3R (R = `runs`; past the cache:
+// the last position, which it weighs 0), dimensions 4 c .. 4 c + 3 of key/value head g.
+fn head_values(t: u32, runs: u32, c: u32, g: u32) -> array<vec4<f32>, 4> {
+    return array<vec4<f32>, 4>(z4[value_row(t, g) + c], z4[value_row(t + runs, g) + c],
+                               z4[value_row(t + 2u * runs, g) + c],
+                               z4[value_row(t + 3u * runs, g) + c]);
+}
+
+// The attention of query head wid.x over all T positions, normed: out0[h * D ..] =
+// softmax(q_h . K / sqrt(D)) V, so the output projection after it is a plain matrix-vector
+// product (o_proj), where attn_part's blocks are combined by every workgroup of attn_out.
+// DS workgroups a head (wid.y), each the whole softmax (the scores again: the keys come from
+// the cache) and D / DS of the values' dimensions, so that more of the GPU's cores read and
+// each thread has fewer positions: at DS = D / 16 and a cache of 128, one batch of four,
+// loaded before the scores (head_values) so that its wait overlaps theirs (q is read
+// straight from x4, so no barrier comes before the keys' loads either). Scores SPLIT
+// threads a position, WG / SPLIT positions a pass, into sc; their largest and the sum of
+// exp by group_fold; values four positions a batch. x4: q, y4: key cache, z4: value cache.
+// T <= MAX_T.
+@compute @workgroup_size(WG)
+fn attn_head(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let h = wid.x;
+    let g = h / (NH / NKV);
+    let d4 = D / 4u;
+    let ks = d4 / SPLIT;
+    let share = (lid % SPLIT) * ks;
+    let cols = d4 / DS;           // vec4 of the values' dimensions this workgroup sums
+    let dl = lid % cols;
+    let pl = lid / cols;
+    let runs = WG / cols;
+    let c0 = wid.y * cols + dl;
+    var v = head_values(pl, runs, c0, g);
+    for (var c = 0u; c < T; c = c + WG / SPLIT) {
+        let t = c + lid / SPLIT;
+        let k = (min(t, T - 1u) * NKV + g) * d4 + share;
+        var acc = vec4<f32>(0.0);
+        for (var d = 0u; d < ks; d = d + 1u) {
+            acc = fma(y4[k + d], x4[h * d4 + share + d], acc);
+        }
+        if (SPLIT == 1u) {
+            if (t < T) {
+                sc[t] = total(acc) / sqrt(f32(D));
+            }
+        } else {
+            ps[lid] = total(acc) / sqrt(f32(D));
+            workgroupBarrier();
+            if (lid % SPLIT == 0u && t < T) {
+                var s = 0.0;
+                for (var j = 0u; j < SPLIT; j = j + 1u) {
+                    s = s + ps[lid + j];
+                }
+                sc[t] = s;
+            }
+            workgroupBarrier();
+        }
+    }
+    workgroupBarrier();
+    var m = -3.0e38;
+    for (var t = lid; t < T; t = t + WG) {
+        m = max(m, sc[t]);
+    }
+    let top = group_fold(m, lid, true);
+    var e = 0.0;
+    for (var t = lid; t < T; t = t + WG) {
+        sc[t] = exp(sc[t] - top);
+        e = e + sc[t];
+    }
+    let sum = group_fold(e, lid, false);  // its barriers also publish sc
+    let end = T - 1u;
+    var o = vec4<f32>(0.0);
+    for (var t = pl; t < T; t = t + 4u * runs) {
+        if (t != pl) {
+            v = head_values(t, runs, c0, g);
+        }
+        o = fma(vec4<f32>(sc[t]), v[0], o);
+        o = fma(vec4<f32>(select(0.0, sc[min(t + runs, end)], t + runs < T)), v[1], o);
+        o = fma(vec4<f32>(select(0.0, sc[min(t + 2u * runs, end)], t + 2u * runs < T)), v[2], o);
+        o = fma(vec4<f32>(select(0.0, sc[min(t + 3u * runs, end)], t + 3u * runs < T)), v[3], o);
+    }
+    red[lid] = o;
+    workgroupBarrier();
+    for (var st = runs / 2u; st > 0u; st = st / 2u) {
+        if (pl < st) {
+            red[lid] = red[lid] + red[lid + st * cols];
+        }
+        workgroupBarrier();
+    }
+    if (pl == 0u) {
+        let o4 = red[lid] / sum;
+        let at = h * D + 4u * c0;
+        out0[at] = o4.x;
+        out0[at + 1u] = o4.y;
+        out0[at + 2u] = o4.z;
+        out0[at + 3u] = o4.w;
+    }
+}
+
+// out0[r] += w[r, :] . x4: a projection and its residual add (the MLP's down projection).
 @compute @workgroup_size(WG)
 fn matvec_add(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
               @builtin(local_invocation_index) lid: u32) {
+    project_add(wid, nwg, lid);
+}
+
+// matvec_add for the attention's output projection after attn_head (its own name, so that
+// timestamps tell it from the down projection).
+@compute @workgroup_size(WG)
+fn o_proj(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+          @builtin(local_invocation_index) lid: u32) {
+    project_add(wid, nwg, lid);
+}
+
+fn project_add(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
     let r = row_of(wid, nwg) * (WG / LANES) + lid / LANES;
     let lane = lid % LANES;
+    let early = early_row(lane == 0u && r < ROWS, r);
     var s = 0.0;
     if (r < ROWS) {
         s = dot_share(r, lane, COLS / 4u);
@@ -812,7 +1003,7 @@ fn matvec_add(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     red[lid] = vec4<f32>(s, 0.0, 0.0, 0.0);
     reduce_runs(lid, LANES);
     if (lane == 0u && r < ROWS) {
-        out0[r] = out0[r] + red[lid].x;
+        out0[r] = then_row(r, early) + red[lid].x;
     }
 }
 

@@ -37,13 +37,14 @@ fn qkv_rope_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     let lane = lid % LANES;
     let block = p / (D / 2u);
     let j = p % (D / 2u);
+    let early = early_qkv(lane == 0u && block < NH + 2u * NKV, block, j);
     var s = vec4<f32>(0.0);
     if (block < NH + 2u * NKV) {
         s = norm_dot2(block * D + j, block * D + j + D / 2u, lane);
     }
     let sums = run_sum(s, lid, sg);
     if (lane == 0u && block < NH + 2u * NKV) {
-        qkv_normed(block, j, sums);
+        qkv_normed(block, j, sums, early);
     }
 }
 
@@ -65,14 +66,25 @@ fn gate_up_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
 @compute @workgroup_size(WG)
 fn matvec_add_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                  @builtin(local_invocation_index) lid: u32, @builtin(subgroup_size) sg: u32) {
+    project_add_sg(wid, nwg, lid, sg);
+}
+
+@compute @workgroup_size(WG)
+fn o_proj_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) lid: u32, @builtin(subgroup_size) sg: u32) {
+    project_add_sg(wid, nwg, lid, sg);
+}
+
+fn project_add_sg(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, sg: u32) {
     let r = row_of(wid, nwg) * (WG / LANES) + lid / LANES;
     let lane = lid % LANES;
+    let early = early_row(lane == 0u && r < ROWS, r);
     var s = 0.0;
     if (r < ROWS) {
         s = dot_share(r, lane, COLS / 4u);
     }
     let sums = run_sum(vec4<f32>(s, 0.0, 0.0, 0.0), lid, sg);
     if (lane == 0u && r < ROWS) {
-        out0[r] = out0[r] + sums.x;
+        out0[r] = then_row(r, early) + sums.x;
     }
 }

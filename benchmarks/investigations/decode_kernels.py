@@ -3,18 +3,23 @@ a token's GPU time go? (issue 57)
 
 On the best adapter of wgpu-native (and of Dawn, where `wgpudawn` imports), for Qwen2.5-0.5B
 and 1.5B (f32, random weights, a KV cache of 128), the fused step under each of `variants`:
-`main` (the first fused engine's kernels), the suite's own (workloads/decode_choices:
-`subgroups`, each model's, as the device runs it; `tuned` in the tables of rounds 2 and 3,
-the suite's step before), and the suite's with one matrix-vector part (Q/K/V, gate/up, down)
-swapped for each of its other alternatives (decode_choices.MATVECS: `gate_up=sg-l16`; those
-summing by subgroup shuffles only where the device has subgroups, which the device is asked
-for), each built, its logits and step count checked against numpy, then its GPU time a
-token from timestamps around a pass of `--steps` steps, `--rounds` rounds that time every
-variant once in a rotating order, the median (with the least and the most): phase 1. Where
-a part's fastest checked alternative beat the suite's step's median, `best` (every such
-part's fastest in one step) and a fresh build of the suite's step are timed in `--rounds`
-rounds of their own (phase 2: the rounds that picked do not judge the pick); table.txt says per
-implementation and model what `best` took and how it compares.
+the suite's own (workloads/decode_choices: `subgroups`, each model's, as the device runs it;
+`tuned` in the tables of rounds 2 and 3, the suite's step before; round 3's best), with
+`--swaps` (round 3's set) `main` (the first fused engine's kernels) and the suite's with one
+matrix-vector part (Q/K/V, gate/up, down) swapped for each of its other alternatives
+(decode_choices.MATVECS: `gate_up=sg-l16`; those summing by subgroup shuffles only where the
+device has subgroups, which the device is asked for), and (round 4) the suite's with each
+other attention (decode_choices.ATTENTIONS: `head`, a workgroup a query head, `head-d16` and
+`head-d8`, 16 or 8 of its dimensions a workgroup, each with its output projection under each
+alternative: `head+out=sg`; and `early=True`, the loads that a row's sums are added to
+issued before its dot products), each built, its logits and step count checked against
+numpy, then its GPU time a token from timestamps around a pass of `--steps` steps,
+`--rounds` rounds that time every variant once in a rotating order, the median (with the
+least and the most): phase 1. Where a part's (or the attention's) fastest checked
+alternative beat the suite's step's median, `best` (every such part's fastest in one step)
+and a fresh build of the suite's step are timed in `--rounds` rounds of their own (phase 2:
+the rounds that picked do not judge the pick); table.txt says per implementation and model
+what `best` took and how it compares.
 Between building and timing, on the same device, as the suite's decode workers measure them
 (workloads/read_floor.py): the read floor (the bytes a step must read over the read
 bandwidth of a stream kernel, which first streams for 0.3 s to bring the clocks up) and
@@ -63,7 +68,10 @@ from gpuoverhead.workloads import read_floor  # noqa: E402
 from gpuoverhead.workloads.decode import SUBGROUP_FEATURES, Engine  # noqa: E402
 from gpuoverhead.workloads.decode_choices import (  # noqa: E402
     ALL_MATVECS,
+    ATTENTIONS,
     DEFAULT_NAME,
+    HEAD_DIMS,
+    MATVEC_FIELDS,
     MATVEC_PARTS,
     MATVECS,
     Kernels,
@@ -82,18 +90,33 @@ INSIDE = "timestamp-query-inside-passes"
 MOST_QUERIES = 4096
 
 
-def variants(tuned: Kernels) -> dict[str, Kernels]:
-    """The whole steps timed, by name: the first fused engine's kernels (`main`), the
-    suite's (DEFAULT_NAME: the engine's, as its device runs them), and the suite's with one
-    matrix-vector part swapped for each of its other alternatives (`gate_up=sg-l16`:
-    decode_choices.MATVECS)."""
-    return {"main": Kernels(), DEFAULT_NAME: tuned,
-            **{f"{part}={name}": replace(tuned, **{part: name}) for part in MATVEC_PARTS
-               for name in MATVECS if name != getattr(tuned, part)}}
+def variants(tuned: Kernels, subgroups: bool = True, swaps: bool = True
+             ) -> dict[str, tuple[str, Kernels]]:
+    """The whole steps timed, by name, each with the part it swaps (picks): the first fused
+    engine's kernels (`main`), the suite's (DEFAULT_NAME: the engine's, as its device runs
+    them), the suite's with one matrix-vector part swapped for each of its other
+    alternatives (`gate_up=sg-l16`: decode_choices.MATVECS), and with the other attention
+    (ATTENTIONS), a `head` one with its output projection under each alternative that sums
+    by subgroups where the device has them (`head+out=sg`: `main` is `sg` through workgroup
+    memory; without subgroups `main` alone), all the part `attention` (the output
+    projection `out` is a part of its own where the suite's attention is a `head` one), and
+    with `early` the other way."""
+    out = {"main": ("", Kernels()), DEFAULT_NAME: ("", tuned)} if swaps else \
+        {DEFAULT_NAME: ("", tuned)}
+    parts = MATVEC_FIELDS if tuned.attention in HEAD_DIMS else MATVEC_PARTS
+    for part in parts if swaps else ():
+        out |= {f"{part}={name}": (part, replace(tuned, **{part: name})) for name in MATVECS
+                if name != getattr(tuned, part)}
+    outs = [n for n in MATVECS if MATVECS[n].subgroups == subgroups]
+    for other in (a for a in ATTENTIONS if a != tuned.attention):
+        out |= {f"{other}+out={name}": ("attention", replace(tuned, attention=other, out=name))
+                for name in (outs if other in HEAD_DIMS else [tuned.out])}
+    out[f"early={not tuned.early}"] = ("early", replace(tuned, early=not tuned.early))
+    return out
 
 
 def needs_subgroups(kernels: Kernels) -> bool:
-    return any(ALL_MATVECS[getattr(kernels, part)].subgroups for part in MATVEC_PARTS)
+    return any(ALL_MATVECS[getattr(kernels, part)].subgroups for part in MATVEC_FIELDS)
 
 
 @dataclass
@@ -107,6 +130,7 @@ class Built:
     count: Any
     logits_ok: bool | None
     phase: int = 1
+    part: str = ""
     times: list[float] = field(default_factory=list)
     done: int = 0
 
@@ -119,18 +143,25 @@ class Built:
         return self.logits_ok is not False and self.done == 2 + len(self.times) * steps
 
 
-def picks(built: list[Built], steps: int) -> dict[str, str]:
-    """Per matrix-vector part, the alternative whose step (the suite's with that part
-    swapped) had the lowest median of the checked ones, where that is below the suite's own
-    step's median: the parts of `best`."""
+def picks(built: list[Built], steps: int) -> dict[str, Any]:
+    """Per part (a matrix-vector part, or the attention with its output projection), the
+    alternative whose step (the suite's with that part swapped) had the lowest median of
+    the checked ones, where that is below the suite's own step's median: the Kernels fields
+    it changes, those of `best`."""
     ok = [b for b in built if b.checked(steps)]
     tuned = next((b for b in ok if b.name == DEFAULT_NAME), None)
-    out: dict[str, str] = {}
-    for part in MATVEC_PARTS if tuned else ():
-        mine = [b for b in ok if b.name.startswith(f"{part}=")]
-        if mine and (fastest := min(mine, key=Built.median)).median() < tuned.median():
-            out[part] = getattr(fastest.kernels, part)
+    out: dict[str, Any] = {}
+    for part in dict.fromkeys(b.part for b in ok if b.part) if tuned else ():
+        mine = [b for b in ok if b.part == part]
+        if (fastest := min(mine, key=Built.median)).median() < tuned.median():
+            out |= changed(tuned.kernels, fastest.kernels)
     return out
+
+
+def changed(base: Kernels, other: Kernels) -> dict[str, Any]:
+    """The Kernels fields in which `other` differs from `base`."""
+    mine = asdict(base)
+    return {k: v for k, v in asdict(other).items() if mine[k] != v}
 
 
 def arguments() -> argparse.Namespace:
@@ -140,10 +171,14 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--cache", type=int, default=128, help="KV cache positions (128)")
     parser.add_argument("--steps", type=int, help="steps a timed pass (48; tiny: 4)")
     parser.add_argument("--rounds", type=int, help="rounds over the variants (8; tiny: 2)")
-    parser.add_argument("--budget", type=float, default=150.0,
-                        help="seconds after which no new shape or variant starts (150; what "
-                             "has started still finishes: on an H200 round 1's eight "
-                             "variants took 55 s in all; these 11 and 2 a shape, about 100)")
+    parser.add_argument("--budget", type=float, default=180.0,
+                        help="seconds after which no new shape or variant starts (180; what "
+                             "has started still finishes: on an H200 round 3's 11 variants "
+                             "and 2 a shape took 89 s in all; round 4's 12 and 2 about as "
+                             "long, with --swaps 21 and 2 about 160)")
+    parser.add_argument("--swaps", action="store_true",
+                        help="also round 3's variants: `main` and the suite's step with one "
+                             "matrix-vector part swapped for each of its alternatives")
     parser.add_argument("--implementations", default="wgpu-native,dawn")
     args = parser.parse_args()
     args.shapes = [128] if args.tiny else [896, 1536]
@@ -185,9 +220,10 @@ def kernel_bytes(s: Shape, cache: int) -> dict[str, int]:
     """Bytes each fused kernel must read a token (decode_model.bytes_per_token's, split:
     they add up to it)."""
     h, q, kv, f, n = s.hidden, s.q_size, s.kv_size, s.mlp, s.layers
-    head = 4 * (s.vocab * h + h)
+    head, cached = 4 * (s.vocab * h + h), 4 * n * 2 * (cache + 1) * kv
     return {"copy": 4 * h, "qkv_rope": 4 * n * ((q + 2 * kv) * h + h + q + 2 * kv),
-            "attn_part": 4 * n * 2 * (cache + 1) * kv, "attn_out": 4 * n * h * q,
+            "attn_part": cached, "attn_head": cached, "attn_out": 4 * n * h * q,
+            "o_proj": 4 * n * h * q,
             "gate_up": 4 * n * (2 * f * h + h), "matvec_add": 4 * n * f * h,
             "norm_matvec": head, "norm_matvec4": head, "count": 0}
 
@@ -214,13 +250,13 @@ def entry(dispatch: tuple) -> str:
 
 
 def build(ctx: Context, engine: Engine, name: str, kernels: Kernels, expected: np.ndarray,
-          tick: float, wait: Any, phase: int = 1) -> Built:
+          tick: float, wait: Any, phase: int = 1, part: str = "") -> Built:
     """The step with `kernels` on the engine's device, run twice and its logits checked."""
     count = ctx.buffer(np.zeros(1, np.uint32))
     segments, logits = engine.tuned(kernels).steps("fused", count)
     sequence = sum(segments, ())
     timed_pass(ctx.device, sequence, 2, None, tick, wait)  # warm: pipelines, caches
-    return Built(name, kernels, sequence, count, check(ctx, logits, expected), phase)
+    return Built(name, kernels, sequence, count, check(ctx, logits, expected), phase, part)
 
 
 def time_rounds(device: Any, built: list[Built], args: argparse.Namespace, timer: Any,
@@ -248,14 +284,16 @@ def run_shape(binding_name: str, device: Any, timer: Any, tick: float, software:
     ctx = Context(device, Group(fusion_kernel("decode")))
     engine = Engine(ctx, weights)
     built = []
-    for name, kernels in variants(engine.kernels).items():
+    for name, (part, kernels) in variants(engine.kernels, engine.sg_ctx is not None,
+                                          args.swaps).items():
         if perf_counter() > deadline:
             notes.append(f"{where}: {name} left out (past the {args.budget:.0f} s budget)")
         elif needs_subgroups(kernels) and engine.sg_ctx is None:
             notes.append(f"{where}: {name} left out (the device has no subgroups)")
         else:
             try:
-                built.append(build(ctx, engine, name, kernels, expected, tick, wait))
+                built.append(build(ctx, engine, name, kernels, expected, tick, wait,
+                                   part=part))
             except UserError as exc:  # a pipeline this device's compiler refused
                 notes.append(f"{where}: {name} left out ({exc})")
                 print(notes[-1], flush=True)
@@ -389,8 +427,8 @@ def verdicts(rows: list[dict]) -> list[str]:
                        f"{DEFAULT_NAME} in phase 1, or past the budget: the notes say)")
             continue
         b, t = best["gpu_ms_per_token_rounds"], tuned["gpu_ms_per_token_rounds"]
-        took = ", ".join(f"{part} {best['kernels'][part]}" for part in MATVEC_PARTS
-                         if best["kernels"][part] != tuned["kernels"][part])
+        took = ", ".join(f"{k} {v}" for k, v in best["kernels"].items()
+                         if v != tuned["kernels"][k])
         ok = all(r["logits_match_numpy"] is not False and r["steps_counted"]
                  for r in (best, tuned))
         out.append(f"- {' '.join(where)}: best ({took}) {best['gpu_ms_per_token']:.3f} "
@@ -456,16 +494,24 @@ def main() -> None:
                                                  notes)
             rows += more_rows
             kernel_rows += more_kernels
+            write(args, rows, kernel_rows, notes, perf_counter() - start)  # kept if cut off
             gc.collect()
-    text = table(rows, kernel_rows)
+    text = write(args, rows, kernel_rows, notes, perf_counter() - start)
     print("\n" + text + "\n".join(notes))
-    seconds = perf_counter() - start
-    print(f"done in {seconds:.1f} s")
+    print(f"done in {perf_counter() - start:.1f} s")
+
+
+def write(args: argparse.Namespace, rows: list[dict], kernel_rows: list[dict],
+          notes: list[str], seconds: float) -> str:
+    """table.txt and decode_kernels.json under OUT as they stand (after each device, so
+    that a run cut off by its caller's timeout keeps what it finished); the table."""
+    text = table(rows, kernel_rows)
     (args.out / "table.txt").write_text(text + "".join(f"\n{n}" for n in notes) + "\n")
     (args.out / "decode_kernels.json").write_text(json.dumps(
         {"argv": sys.argv, "steps": args.steps, "rounds": args.rounds, "cache": args.cache,
          "records": rows, "kernels": kernel_rows, "notes": notes, "seconds": seconds},
         indent=1))
+    return text
 
 
 if __name__ == "__main__":

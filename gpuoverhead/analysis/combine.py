@@ -7,7 +7,8 @@ set). Two variance components say what sets the width: `rel_spread_between`, the
 the process medians relative to the estimate (the machine: processes that differ), and
 `rel_ci_within`, the median over processes of each one's own relative half-width (the
 rounds: noise within a process).
-Derived rows: closures of the layer split, matmul crossovers.
+Derived rows: closures of the layer split, matmul crossovers. A decode token's kernels'
+excess over processes is the GPU time's centre less its other parts' (_token_parts_add_up).
 
 Whether a metric is positive (intervals on logs, never below zero) is decided by name:
 the checks in SIGNED can be negative by nature, the costs in DIFFERENCES are measured as a
@@ -75,7 +76,7 @@ def combine(per_process: list[dict[Key, Series]], rng: np.random.Generator) -> l
         rows.append(Row(key, est, None, spread if len(present) > 1 else float("nan"),
                         float(np.nanmedian(within[key])) if np.isfinite(within[key]).any()
                         else float("nan"), settled_s=settled_at(present), over=over))
-    rows = _with_bounds(rows)
+    rows = _token_parts_add_up(_with_bounds(rows))
     rows += _closures(rows)
     rows += _crossovers(rows)
     rows += _transforms(rows)
@@ -126,6 +127,40 @@ def _with_bounds(rows: list[Row]) -> list[Row]:
                      "cpu" if cpu is not None and cpu.value >= BOUND_SHARE * wall else "")
             r = replace(r, bound=label)
         out.append(r)
+    return out
+
+
+#: A decode token's GPU time and its parts (methods/fusion._token_parts): the excess last.
+TOKEN_PARTS = ("gpu_ns", "read_floor_ns", "dispatch_gpu_ns", "kernel_excess_ns")
+
+
+def _token_parts_add_up(rows: list[Row]) -> list[Row]:
+    """A decode token's kernels' excess, over processes, as the GPU time's centre less the
+    read floor's and the dispatches' centres, so that the parts add up to the GPU time by
+    construction (each part's centre over processes taken on its own need not: centres on
+    logs do not add); its interval the union of the GPU time's less those centres and its
+    own over processes (it covers where either does), held at zero as a cost's is. Within
+    one process the parts add up already (a slope less two constants)."""
+    by = {(r.key.case, r.key.metric): r for r in rows}
+    out = []
+    for r in rows:
+        parts = [by.get((r.key.case, m)) for m in TOKEN_PARTS]
+        if r.key.metric != TOKEN_PARTS[-1] or None in parts or r.over is None \
+                or len(r.over) < 2:
+            out.append(r)
+            continue
+        gpu, floor, dispatches, own = (p.estimate for p in parts)
+        less = floor.value + dispatches.value
+        low, high, level = gpu.ci_low - less, gpu.ci_high - less, gpu.level
+        if math.isnan(low):
+            low, high, level = own.ci_low, own.ci_high, own.level
+        elif not math.isnan(own.ci_low):  # covering where its own does: at least its level
+            low, high, level = min(low, own.ci_low), max(high, own.ci_high), own.level
+        est = Estimate(gpu.value - less, low, high, own.n_samples, level,
+                       f"gpu_ns less read_floor_ns and dispatch_gpu_ns (centres over "
+                       f"processes), its interval the union of gpu_ns's less them and its "
+                       f"own ({own.kind})")
+        out.append(replace(r, estimate=held_at_zero(est)))
     return out
 
 

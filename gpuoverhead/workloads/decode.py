@@ -22,16 +22,19 @@ from gpuoverhead.gpu.targets import grid_for
 from gpuoverhead.resources import SHADERS_DIR
 from gpuoverhead.workloads.decode_choices import (
     ALL_MATVECS,
+    HEAD_DIMS,
     SHARED_LANES,
     SHARED_WG,
     Kernels,
     Matvec,
     as_run,
     default,
+    head_split,
     kernels_note,
 )
 from gpuoverhead.workloads.decode_model import (
     DECODE_WG,
+    HEAD_POSITIONS,
     MATRICES,
     MAX_CACHE,
     MAX_HEAD_BLOCKS,
@@ -285,24 +288,41 @@ class Engine:
         ]
 
     def _fused_layer(self, layer: dict, split: dict, b: dict) -> list[Any]:
-        """Q/K/V, the attention (its blocks, then their combine with the output projection),
-        the MLP: 5 dispatches."""
+        """Q/K/V, the attention (_attention: 2 dispatches), the MLP: 5 dispatches."""
         s, h, q, f = self.w.shape, self.w.shape.hidden, self.w.shape.q_size, self.w.shape.mlp
-        block, k = self._block(), self.kernels
+        k, early = self.kernels, int(self.kernels.early)
         qkv = {W: layer["wqkv"], 8: b["x"], 9: layer["norm1"], 1: b["rope"], 2: layer["bqkv"],
                3: b["q"], 4: layer["kcache"], 5: layer["vcache"]}
         return [
-            self._mv("qkv_rope", qkv, (q + 2 * s.kv_size) // 2, h, matvec=ALL_MATVECS[k.qkv]),
-            self.ctx.step(self._p("attn_part" if block < DECODE_WG else "attn_part_wide",
-                                  WG=DECODE_WG, AB=block),
-                          {8: b["q"], 9: layer["kcache"], 10: layer["vcache"], 3: b["ml"],
-                           4: b["part"]}, (-(-(self.cache + 1) // block), s.heads)),
-            self._mv("attn_out", {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"]}, h, q,
-                     least=DECODE_WG),
+            self._mv("qkv_rope", qkv, (q + 2 * s.kv_size) // 2, h, matvec=ALL_MATVECS[k.qkv],
+                     EARLY=early),
+            *self._attention(layer, b),
             self._mv("gate_up", {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]}, f,
                      h, matvec=ALL_MATVECS[k.gate_up]),
             self._mv("matvec_add", {W: layer["wdown"], 8: b["a"], 3: b["x"]}, h, f,
-                     matvec=ALL_MATVECS[k.down])]
+                     matvec=ALL_MATVECS[k.down], EARLY=early)]
+
+    def _attention(self, layer: dict, b: dict) -> list[Any]:
+        """The attention and its output projection with the residual add: under a `head`
+        attention (where the cache allows: HEAD_POSITIONS) each query head's whole cache at
+        once, normed, over head_dim / HEAD_DIMS workgroups a head, then o_proj (Kernels.out's
+        lanes); else its blocks, then their combine inside the projection."""
+        s, h, q, t = self.w.shape, self.w.shape.hidden, self.w.shape.q_size, self.cache + 1
+        caches = {8: b["q"], 9: layer["kcache"], 10: layer["vcache"]}
+        if self.kernels.attention in HEAD_DIMS and t <= HEAD_POSITIONS:
+            slices = s.head_dim // (HEAD_DIMS[self.kernels.attention] or s.head_dim)
+            return [self.ctx.step(self._p("attn_head", WG=DECODE_WG, DS=slices,
+                                          SPLIT=head_split(t, s.head_dim)),
+                                  {**caches, 3: b["o"]}, (s.heads, slices)),
+                    self._mv("o_proj", {W: layer["wo"], 8: b["o"], 3: b["x"]}, h, q,
+                             matvec=ALL_MATVECS[self.kernels.out],
+                             EARLY=int(self.kernels.early))]
+        block = self._block()
+        return [self.ctx.step(self._p("attn_part" if block < DECODE_WG else "attn_part_wide",
+                                      WG=DECODE_WG, AB=block),
+                              {**caches, 3: b["ml"], 4: b["part"]}, (-(-t // block), s.heads)),
+                self._mv("attn_out", {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"]}, h,
+                         q, least=DECODE_WG)]
 
 
 def argmax_steps(ctx: Context, logits: Any, token: Any, vocab: int) -> list[Step]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from gpuoverhead.workloads.decode_model import ATTENTION_WORKGROUPS, Shape
+from gpuoverhead.workloads.decode_model import ATTENTION_WORKGROUPS, DECODE_WG, Shape
 
 #: Threads a lane group and per workgroup of norm_matvec4 (the LM head four rows a lane
 #: group, its normed vector made once per workgroup).
@@ -47,8 +47,20 @@ class Matvec:
 MATVECS = {"main": Matvec(), "sg": Matvec(subgroups=True),
            "sg-l8": Matvec(subgroups=True, lane_loads=8, least_lanes=4),
            "sg-l16": Matvec(subgroups=True, lane_loads=16, least_lanes=4)}
-#: The parts those alternatives serve, by their Kernels field.
+#: The parts those alternatives serve, by their Kernels field, and with them the attention's
+#: output projection (`out`), a part of its own under a `head` attention alone.
 MATVEC_PARTS = ("qkv", "gate_up", "down")
+MATVEC_FIELDS = (*MATVEC_PARTS, "out")
+#: The fused attention's forms (Kernels.attention). split: attn_part over blocks of the
+#: cache, their combine inside the output projection (attn_out, every workgroup combining
+#: all blocks); head, head-d16, head-d8: attn_head, the whole cache of a query head at once,
+#: normed, then the output projection as a plain matrix-vector product (o_proj,
+#: Kernels.out), where the cache holds at most decode_model.HEAD_POSITIONS positions (past
+#: them: split). Their dimensions a workgroup (HEAD_DIMS; 0: all of a head's, a workgroup a
+#: head): `head-d16` splits each head's values over head_dim / 16 workgroups, each taking
+#: its softmax whole (56 workgroups at 0.5B, 96 at 1.5B), `head-d8` over head_dim / 8.
+HEAD_DIMS = {"head": 0, "head-d16": 16, "head-d8": 8}
+ATTENTIONS = ("split", *HEAD_DIMS)
 #: Each subgroup alternative as a device without subgroups runs it: the same lanes, summed
 #: through workgroup memory (decode.Engine), named so that run.json never names a subgroup
 #: sum that did not run.
@@ -65,13 +77,21 @@ class Kernels:
     stays within them), the LM head four rows a lane group with its normed vector made
     once per workgroup (`head4`: norm_matvec4) rather than a workgroup a row
     (norm_matvec), and each matrix-vector part's alternative (MATVECS: Q/K/V with the norm
-    and RoPE, gate/up with the norm and SiLU, down with the residual add)."""
+    and RoPE, gate/up with the norm and SiLU, down with the residual add; `out`, the
+    attention's output projection with the residual add, under a `head` attention:
+    ATTENTIONS); `early`: Q/K/V and the projections with a residual add load what their
+    rows' sums are added to (biases, RoPE angles, the residual) before their dot products,
+    so that wait overlaps the weights' (after the sums, a round trip to memory of its
+    own)."""
 
     attention_workgroups: int = ATTENTION_WORKGROUPS
     head4: bool = False
     qkv: str = "main"
     gate_up: str = "main"
     down: str = "main"
+    attention: str = "split"
+    out: str = "main"
+    early: bool = False
 
 
 #: The suite's fused step (run.json's `kernels`: kernels_note), each model's fastest whole
@@ -105,7 +125,7 @@ def as_run(kernels: Kernels, subgroups: bool) -> Kernels:
     alternative by the name of its workgroup-memory twin (WITHOUT_SUBGROUPS)."""
     if subgroups:
         return kernels
-    named = {part: getattr(kernels, part) for part in MATVEC_PARTS}
+    named = {part: getattr(kernels, part) for part in MATVEC_FIELDS}
     return replace(kernels, **{part: WITHOUT_SUBGROUPS.get(n, n) for part, n in named.items()})
 
 
@@ -121,3 +141,13 @@ def default(shape: Shape) -> Kernels:
     """The suite's fused kernels for a model, as named (a device without subgroups runs
     as_run(default(shape), False))."""
     return BY_MODEL.get(shape.name, DEFAULT)
+
+
+def head_split(positions: int, head_dim: int) -> int:
+    """attn_head's threads a position for its scores: the most (up to head_dim / 4, a
+    power of two) that keep its passes over the positions as few as one a position allows
+    (the tiny model's 17 positions: 8 threads each in one pass; 129: one each)."""
+    passes, split = -(-positions // DECODE_WG), 1
+    while split < head_dim // 4 and -(-positions // (DECODE_WG // (2 * split))) == passes:
+        split *= 2
+    return split

@@ -68,6 +68,9 @@ ATTENTION_WORKGROUPS = 128
 #: Attention blocks of all heads the fused combine step holds in workgroup memory (16
 #: heads up to MAX_CACHE).
 MAX_HEAD_BLOCKS = 512
+#: Positions (the cache and the new token) the `head` attention holds at most: its scores
+#: in workgroup memory (shaders/fusion_decode.wgsl's MAX_T); a longer cache takes `split`.
+HEAD_POSITIONS = 1024
 #: Threads of the largest decode workgroup (each kernel picks its own, up to this).
 DECODE_WG = 256
 #: The token whose embedding (its row of the tied LM head) every step reads.

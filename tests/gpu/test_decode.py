@@ -2,7 +2,9 @@
 one's logits and the default's greedy tokens against numpy (with subgroups and without), the
 suite's step through its subgroup entry points, a broken LM head caught; the
 matrix-vector parts' alternatives (MATVECS) against numpy with subgroups and without (the
-same lanes through workgroup memory), and a broken subgroup sum caught."""
+same lanes through workgroup memory), and a broken subgroup sum caught; the head attention
+(attn_head, o_proj) with subgroups and without, its fallback to blocks past HEAD_POSITIONS,
+and a broken attn_head caught."""
 
 from __future__ import annotations
 
@@ -16,9 +18,11 @@ from conftest import BACKEND
 from gpuoverhead.drivers import webgpu
 from gpuoverhead.gpu import adapters
 from gpuoverhead.suite.shaders import fusion_kernel
+from gpuoverhead.workloads import decode
 from gpuoverhead.workloads.decode import SUBGROUP_FEATURES, Engine, Kernels
 from gpuoverhead.workloads.decode_choices import (
     BY_MODEL,
+    HEAD_DIMS,
     MATVEC_PARTS,
     MATVECS,
     as_run,
@@ -190,3 +194,65 @@ def test_a_subgroup_sum_that_leaves_lanes_out_fails(sg_ctx, alternative, broken,
     assert source != engine.sg_ctx.kernel.source
     engine.sg_ctx = sg_ctx.with_kernel(replace(engine.sg_ctx.kernel, source=source))
     assert not _agrees(_step(sg_ctx, engine), reference(engine.w))
+
+
+@pytest.mark.parametrize(("device", "attention", "out", "early", "shape"), [
+    ("ctx", "head", "main", False, "tiny"), ("ctx", "head", "main", False, "wide"),
+    ("sg_ctx", "head", "sg-l16", True, "tiny"), ("ctx", "head-d16", "sg", True, "wide"),
+    ("sg_ctx", "head-d8", "sg-l8", False, "wide")])
+def test_the_head_attention_matches_numpy(request, device, attention, out, early, shape):
+    """attn_head (the tiny model's 17 positions: 8 threads a position's score in one pass;
+    the wide model's 301: one thread each over two passes), a workgroup a head or 16 or 8
+    dimensions a workgroup (4 or 8 a head of 64, 8 or 16 of 128), and o_proj after it, through
+    workgroup memory and through subgroup shuffles, with the biases, angles and residuals
+    loaded before the dot products (early) or after, leave numpy's logits, two steps
+    running."""
+    ctx = request.getfixturevalue(device)
+    weights = Weights.of(*SHAPES[shape])
+    engine = Engine(ctx, weights).tuned(Kernels(head4=True, attention=attention, out=out,
+                                                early=early))
+    segments = engine.steps("fused", ctx.buffer(np.zeros(1, np.uint32)))[0]
+    grid = [d[2:] for d in segments[1] if d[0].label.endswith("attn_head")]
+    slices = weights.shape.head_dim // (HEAD_DIMS[attention] or weights.shape.head_dim)
+    assert grid == [(weights.shape.heads, slices)]
+    names = _entries(engine)
+    assert ("o_proj_sg" if device == "sg_ctx" else "o_proj") in names
+    assert not {"attn_part", "attn_out"} & set(names)
+    assert _agrees(_step(ctx, engine), reference(weights))
+
+
+def test_the_head_attention_takes_blocks_past_its_positions(ctx, monkeypatch):
+    """A cache longer than the head attention holds (HEAD_POSITIONS, here made 100) runs
+    attn_part and attn_out instead, and still leaves numpy's logits."""
+    monkeypatch.setattr(decode, "HEAD_POSITIONS", 100)
+    weights = Weights.of(*SHAPES["wide"])
+    engine = Engine(ctx, weights).tuned(Kernels(head4=True, attention="head"))
+    assert {"attn_part", "attn_out"} <= set(_entries(engine))
+    assert "attn_head" in _entries(engine.at(16))
+    assert _agrees(_step(ctx, engine), reference(weights))
+
+
+HEAD, EARLY = Kernels(head4=True, attention="head"), Kernels(head4=True, attention="head",
+                                                              early=True)
+
+
+@pytest.mark.parametrize(("shape", "kernels", "broken", "instead"), [
+    ("tiny", HEAD, "for (var j = 0u; j < SPLIT; j = j + 1u) {",  # half a score's threads
+     "for (var j = 0u; j < SPLIT / 2u; j = j + 1u) {"),
+    ("wide", HEAD, "select(0.0, sc[min(t + 3u * runs, end)], t + 3u * runs < T)",
+     "select(0.0, sc[min(t + 3u * runs, end)], false)"),  # a quarter of the positions
+    ("tiny", replace(HEAD, attention="head-d16"), "let c0 = wid.y * cols + dl;",
+     "let c0 = dl;"),  # every slice a head's first
+    ("tiny", EARLY, "        return out0[r];\n", "        return 0.0;\n"),  # no residual
+    ("tiny", EARLY, "return vec4<f32>(in2[r0], in2[r0 + D / 2u], in1[j], in1[D / 2u + j]);",
+     "return vec4<f32>(in2[r0], in2[r0 + D / 2u], in1[j], 0.0);")])  # no sine
+def test_a_head_attention_that_drops_a_share_fails(ctx, shape, kernels, broken, instead):
+    """attn_head summing half of a position's score threads, leaving out the last position
+    of every batch of values, or every workgroup of a head taking its first dimensions; the
+    early loads' residual or RoPE's sine left out: each changes the logits past the
+    check."""
+    source = ctx.kernel.source.replace(broken, instead)
+    assert source != ctx.kernel.source
+    weights = Weights.of(*SHAPES[shape])
+    engine = Engine(ctx.with_kernel(replace(ctx.kernel, source=source)), weights).tuned(kernels)
+    assert not _agrees(_step(engine.ctx, engine), reference(weights))

@@ -188,8 +188,13 @@ def test_a_decode_steps_floor_multiple_is_its_gpu_time_over_bytes_by_bandwidth()
 PARTS = ("read_floor_ns", "dispatch_gpu_ns", "kernel_excess_ns")
 
 
-def _taken_apart(processes: int, multiple: float, seed: int = 57) -> dict:
-    """Combined rows of a fused 0.5B step's GPU time and its parts over `processes` seeded
+def _taken_apart(processes: int, multiple: float) -> dict:
+    """Combined rows of a fused 0.5B step's GPU time and its parts (_token_processes)."""
+    return _rows(_token_processes(processes, multiple))[0]
+
+
+def _token_processes(processes: int, multiple: float, seed: int = 57) -> list[dict]:
+    """A fused 0.5B step's GPU time and its parts in each of `processes` seeded
     workers, each with its own read stream (about 4 TB/s) and time per dispatch (about
     1.9 µs), its rounds' GPU-time slopes about `multiple` times its floor."""
     case = Case("decode", DECODE_KERNEL, 896, 256, FUSION, "dispatch", TIMESTAMPS, (1, 2),
@@ -205,22 +210,30 @@ def _taken_apart(processes: int, multiple: float, seed: int = 57) -> dict:
         out = {Key(case, "gpu_ns", "ns", "round-median theil-sen"): Series(slopes, times, 18)}
         _token_parts(SimpleNamespace(cal=cal), case, out, slopes, times)
         per_process.append(out)
-    return _rows(per_process)[0]
+    return per_process
 
 
 @pytest.mark.parametrize("processes", [1, 3, 8])
 def test_a_decode_tokens_gpu_time_taken_apart_adds_up_within_its_interval(processes):
     """The read floor, the dispatches' GPU time and the kernels' excess are there, at or
-    above zero with intervals that stay there, and add up to the GPU time: exactly within
-    one process (a slope less two constants), within its interval over processes (each
-    part's centre taken on its own: t intervals on logs for 3, order statistics for 8)."""
+    above zero with intervals that stay there, and add up to the GPU time: within one
+    process a slope less two constants, over processes by construction (the excess the GPU
+    time's centre less the others': each part's centre on its own, t intervals on logs for
+    3, order statistics for 8, would not add up), its interval holding its value and the
+    excess's own interval over processes."""
     rows = _taken_apart(processes, 2.5)
     gpu, parts = rows["gpu_ns"].estimate, [rows[m].estimate for m in PARTS]
     assert all(p.value > 0 and p.ci_low >= 0 for p in parts), parts
     total = sum(p.value for p in parts)
+    assert total == pytest.approx(gpu.value, rel=1e-12)
     if processes == 1:
-        assert total == pytest.approx(gpu.value, rel=1e-12)
         assert parts[0].level == parts[1].level == 0  # one measurement: no interval
+    else:
+        own = combine([{k: s for k, s in p.items() if k.metric == "kernel_excess_ns"}
+                       for p in _token_processes(processes, 2.5)], np.random.default_rng(0))[0]
+        excess = parts[2]
+        assert excess.ci_low <= own.estimate.ci_low and own.estimate.ci_high <= excess.ci_high
+        assert excess.ci_low <= excess.value <= excess.ci_high
     assert gpu.ci_low <= total <= gpu.ci_high, (total, gpu)
     assert parts[0].value / gpu.value == pytest.approx(1 / 2.5, rel=0.1)
     assert parts[1].value == pytest.approx(127 * 1900.0, rel=0.1)

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from gpuoverhead.resources import SHADERS_DIR
 from gpuoverhead.workloads.decode_choices import (
     ALL_MATVECS,
     MATVEC_PARTS,
     MATVECS,
     WITHOUT_SUBGROUPS,
     default,
+    head_split,
     kernels_note,
 )
-from gpuoverhead.workloads.decode_model import DECODE_WG, MODELS, attention_block
+from gpuoverhead.workloads.decode_model import (
+    DECODE_WG,
+    HEAD_POSITIONS,
+    MODELS,
+    attention_block,
+)
 
 
 def test_each_model_s_default_is_its_measured_choice():
@@ -64,3 +71,17 @@ def test_each_subgroup_alternative_s_twin_takes_its_lanes_through_workgroup_memo
         assert alternative.subgroups and not twin.subgroups
         assert all(twin.lanes(cols, DECODE_WG) == alternative.lanes(cols, DECODE_WG)
                    for cols in (128, 256, 896, 1536, 4864, 8960))
+
+
+def test_the_head_attention_s_threads_a_score_keep_its_passes_fewest():
+    """Threads a position's score: as many as one pass still holds (17 positions: 8 of a
+    head of 64's 16 vec4), one a position where a pass takes 256 (129, 301 over two
+    passes), at most head_dim / 4."""
+    assert [head_split(t, d) for t, d in ((17, 64), (129, 64), (301, 128), (65, 128),
+                                          (2, 64), (1024, 128))] == [8, 1, 1, 2, 16, 1]
+
+
+def test_the_head_attention_holds_as_many_positions_as_its_shader():
+    """HEAD_POSITIONS is the shader's MAX_T: a longer cache would overrun its scores."""
+    source = (SHADERS_DIR / "fusion_decode.wgsl").read_text()
+    assert f"const MAX_T: u32 = {HEAD_POSITIONS}u;" in source
