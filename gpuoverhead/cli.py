@@ -295,7 +295,7 @@ def selftest(
         console.out.print(line, highlight=False)
     console.out.print(f"({runs[0].name} vs {runs[1].name}, " + (
         "one run after the other)" if back_to_back else
-        "the even processes vs the odd ones, alternating in time)"), highlight=False)
+        "processes of one run in turn, a b b a)"), highlight=False)
     if back_to_back:
         console.out.print(allowance.kept_from(table, sets[1]), highlight=False)
     passed, said = comparing.aa_verdict(table, made[0].record.processes, comparing.B2B_PASS

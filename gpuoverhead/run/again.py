@@ -10,7 +10,8 @@ beside the least of every process the run still has to start (it never takes ano
 job's place); without a limit, always. An A/A run's processes are judged within their half,
 as each half is finished, and its fresh processes run a pair at a time, one in each half
 (in place of that half's next far-off process, else beside the other's), so that the two
-halves keep alternating in time: a process of one half alone, after all of the other's,
+halves keep sharing the machine's time (run/passes.py `half_of`): a process of one half
+alone, after all of the other's,
 would measure a stretch of the machine's time that the other half did not. run.json names
 the process a new one was measured again for, or the one it was measured beside.
 """
@@ -23,6 +24,7 @@ from itertools import zip_longest
 from gpuoverhead.analysis.odd import odd_processes
 from gpuoverhead.methods import series
 from gpuoverhead.run.budget import HANDBACK_S, Budget, Schedule, Slot
+from gpuoverhead.run.passes import half_of
 from gpuoverhead.run.worker import Outcome
 
 #: run.json's key, in the new process's entry, for the process it was measured again for.
@@ -40,7 +42,7 @@ def odd(outcomes: list[Outcome], halves: int = 1) -> list[tuple[int | None, ...]
     again = {o.device_notes.get(AGAIN_FOR) for o in outcomes}
     found = []
     for half in range(halves):  # judged as each half is finished
-        done = [o for o in outcomes if o.process % halves == half and not o.cut
+        done = [o for o in outcomes if half_of(o.process, halves) == half and not o.cut
                 and not o.error and o.samples is not None]
         every = [series(o.samples, o.calibration, o.clock_offset_ns) for o in done]
         found.append([done[i].process for i, _ in odd_processes(every)
@@ -55,9 +57,14 @@ def slots_for(schedule: Schedule, last: Slot, job: int, outcomes: list[Outcome],
     each slot, its budget and its notes for run.json (AGAIN_FOR, or BESIDE); None where
     the time left does not hold them all beside every process still to start."""
     halves = len(processes)
-    after = max(o.process for o in outcomes) + 1
-    slots = [Slot(last.benchmark, after + i, job, *schedule.jobs[last.benchmark][job])
-             for i in range(halves)]  # a number a half, in turn
+    numbers: list[int] = []
+    for half in range(halves):  # a number a half, the first free after every process's
+        number = max(o.process for o in outcomes) + 1
+        while half_of(number, halves) != half or number in numbers:
+            number += 1
+        numbers.append(number)
+    slots = [Slot(last.benchmark, n, job, *schedule.jobs[last.benchmark][job])
+             for n in sorted(numbers)]  # in turn
     later = sum(schedule.least_s(s) for s in schedule.remaining(last, schedule.processes)
                 if s != last)
     least = [schedule.least_s(s) + HANDBACK_S for s in slots]
@@ -65,7 +72,7 @@ def slots_for(schedule: Schedule, last: Slot, job: int, outcomes: list[Outcome],
         return None
     given = [o.budget_s for o in outcomes if o.budget_s > 0]
     each = statistics.median(given) if given else slots[0].cap
-    replaced = [processes[s.process % halves] for s in slots]
+    replaced = [processes[half_of(s.process, halves)] for s in slots]
     beside = next(s.process for s, p in zip(slots, replaced, strict=True) if p is not None)
     # Each stops in time for the least of those after it, in the pair and in the run.
     return [(s, Budget(each, stop_at=schedule.deadline() - HANDBACK_S - later

@@ -67,7 +67,8 @@ class RunOptions:
     #: When the command started (monotonic): a time limit counts from here.
     started: float = field(default_factory=time.monotonic)
     #: An A/A run (selftest): `processes` per job in each of two halves whose processes
-    #: alternate in time (even ones written as `<run_id>-a`, odd ones as `<run_id>-b`), so
+    #: share the run's time (in reversed blocks, a b b a: run/passes.py `half_of`; half a
+    #: written as `<run_id>-a`, b as `<run_id>-b`), so
     #: that drift of the machine between two runs made one after the other cannot pass for
     #: a difference between them. Each process gets what one of a plain run gets (the
     #: suite's `processes` share its budget), the time limit scaled alike: more processes a

@@ -28,6 +28,7 @@ from gpuoverhead.run import again, checks, cpus, environment, noise, precision, 
 from gpuoverhead.run.budget import FINISH_S, HANDBACK_S, Budget, Schedule, Slot, process_cap_s
 from gpuoverhead.run.files import RunFolder, check_free, open_all
 from gpuoverhead.run.finish import finish, partners
+from gpuoverhead.run.passes import half_of
 from gpuoverhead.run.plan import (
     MAX_TIME_LIMIT_S,
     Plan,
@@ -250,15 +251,14 @@ def _measure(plan: Plan, schedule: Schedule, folders: list[RunFolder], reporter:
     """Every worker process in the schedule's order; a benchmark's rows are finished and
     saved as soon as its last process has run (after the last pass that ran, at the latest,
     or at an interrupt, from the processes that had run: under a time limit no benchmark
-    ends before the last pass), in each folder from its share of the processes (process p
-    goes to folder p mod the folders: an A/A run's halves alternate in time)."""
+    ends before the last pass), in each folder from its processes (`half_of`: a b b a)."""
     outcomes = [[[] for _ in jobs] for jobs in plan.benchmarks]
     finished: set[int] = set()
 
     def finish_all(b: int) -> None:
         started = time.monotonic()
         for half, files in enumerate(folders):
-            mine = [[o for o in found if o.process % len(folders) == half] or (
+            mine = [[o for o in found if half_of(o.process, len(folders)) == half] or (
                 [worker.Outcome(half, cut=True, error=LEFT_OUT)] if (b, j) in schedule.left_out
                 else []) for j, found in enumerate(outcomes[b])]
             _finish(plan.benchmarks[b], mine, files, reporter, seeding)

@@ -1,5 +1,5 @@
-"""The A/A self-test: two runs made of alternate worker processes of one run, so that they
-share whatever the machine did while it ran (a run after another differed by 10-12% across
+"""The A/A self-test: two runs made of the worker processes of one run in turn (a b b a),
+so that they share whatever the machine did while it ran (a run after another differed by 10-12% across
 the board on the H100 VM), compared estimate by estimate.
 
 Here the halves are made to differ, as processes on a slower CPU would: a sitecustomize
@@ -51,9 +51,10 @@ def _watch(frame, event, arg):
 if "--multiprocessing-fork" in sys.argv:
     sys.setprofile(_watch)
 '''
-#: Half b (odd numbers, the fresh one 7 included) about 3-5x slower at the headline figures;
-#: process 2 of half a about 10x (a level near 12x the others of its half on lavapipe).
-SLOW = {1: 1500, 3: 1500, 5: 1500, 7: 1500, 2: 10_000}
+#: Half b (processes 1, 2 and 5 of a b b a a b, and the fresh 6) about 3-5x slower at the
+#: headline figures; process 3 of half a about 10x (a level near 12x the others of its half on
+#: lavapipe).
+SLOW = {1: 1500, 2: 1500, 5: 1500, 6: 1500, 3: 10_000}
 
 
 @pytest.mark.slow
@@ -74,7 +75,7 @@ def test_selftest_fails_halves_that_differ_and_measures_a_far_process_again(tmp_
     table = comparing.compare(*(load(h) for h in halves))
     passed, said = comparing.aa_verdict(table, 3)
     assert proc.returncode == 1 and not passed, proc.stdout + proc.stderr
-    last = " ".join(proc.stdout.split("alternating in time)")[-1].split())
+    last = " ".join(proc.stdout.split("in turn, a b b a)")[-1].split())
     assert last == " ".join(said.split()) and last.startswith("A/A failed: "), proc.stdout
     slope = table[(table.metric == "per_dispatch_ns") & table.case.str.endswith("/wrapper")]
     assert len(slope) == 1 and slope.verdict.iat[0] != "same" and slope.ratio.iat[0] > 1.5
@@ -87,17 +88,18 @@ def test_selftest_fails_halves_that_differ_and_measures_a_far_process_again(tmp_
     assert max(budgets) == pytest.approx(0.2 * 4 / 3, abs=1e-3)  # run.json: ms
     entries = [{p["process"]: p for b in i["benchmarks"] for p in b["processes"]}
                for i in infos]
-    assert sorted(entries[0]) == [0, 2, 4, 6] and sorted(entries[1]) == [1, 3, 5, 7]
-    # Process 2, far slower than 0 and 4, is left out and measured again in 6 (again.py);
-    # half b's 7 runs beside it (or in place of one of its own, had one been far off).
+    assert sorted(entries[0]) == [0, 3, 4, 7] and sorted(entries[1]) == [1, 2, 5, 6]
+    # Process 3, far slower than 0 and 4, is left out and measured again in 7, half a's next
+    # number (again.py); half b's 6 runs beside it (or in place of one of its own, had one
+    # been far off).
     # No other is called far; beside a busy core one may be left out as still moving in its
     # last third (process 0 once, -27%: the life rule's, not the far rule's).
-    assert "left_out" in entries[0][2] and entries[0][6]["measured_again_for"] == 2
+    assert "left_out" in entries[0][3] and entries[0][7]["measured_again_for"] == 3
     assert not any("the median of the job's processes" in p.get("left_out", "")
-                   for n, p in entries[0].items() if n != 2), entries[0]
-    assert entries[1][7].get("measured_beside") == 6 or \
-        entries[1][7].get("measured_again_for") in (1, 3, 5), entries[1][7]
-    assert any("worker process 2 (" in w and "measured again in a fresh process (2 in 6)" in w
+                   for n, p in entries[0].items() if n != 3), entries[0]
+    assert entries[1][6].get("measured_beside") == 7 or \
+        entries[1][6].get("measured_again_for") in (1, 2, 5), entries[1][6]
+    assert any("worker process 3 (" in w and "measured again in a fresh process (3 in 7)" in w
                for w in infos[0]["warnings"]), infos[0]["warnings"]
     # A per-process estimate names its process as run.json and the samples do; the one left
     # out has none.

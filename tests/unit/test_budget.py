@@ -280,3 +280,16 @@ def test_a_partial_pass_takes_the_jobs_a_ratio_is_paired_with():
     ran = _run(paired, lambda s: took[s.kind])
     assert paired.partial == {(0, 0), (0, 1)}  # a with the reference its ratio needs
     assert [(p, j) for _, p, j in ran if p == 1] == [(1, 0), (1, 1)]
+
+
+def test_an_aa_runs_halves_take_the_passes_in_reversed_blocks():
+    """a b b a a b b a: each half gets as many odd passes as even ones and the same mean
+    pass, so neither a steady drift nor a pattern from one pass to the next tells the halves
+    apart (strict alternation gave half b every odd pass, one pass later)."""
+    from gpuoverhead.run.passes import half_of
+    assert [half_of(p, 2) for p in range(8)] == [0, 1, 1, 0, 0, 1, 1, 0]
+    assert [half_of(p, 1) for p in range(3)] == [0, 0, 0]
+    for passes in (4, 8, 12):
+        a = [p for p in range(passes) if half_of(p, 2) == 0]
+        b = [p for p in range(passes) if half_of(p, 2) == 1]
+        assert sum(a) == sum(b) and sum(p % 2 for p in a) == sum(p % 2 for p in b)
