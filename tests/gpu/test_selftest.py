@@ -1,6 +1,6 @@
 """The A/A self-test: two runs made of the worker processes of one run in turn (a b b a),
-so that they share whatever the machine did while it ran (a run after another differed by 10-12% across
-the board on the H100 VM), compared estimate by estimate.
+so that they share whatever the machine did while it ran (a run after another differed by
+10-12% across the board on the H100 VM), compared estimate by estimate.
 
 Here the halves are made to differ, as processes on a slower CPU would: a sitecustomize
 (the test's own, on PYTHONPATH) makes every Python call of chosen worker processes spin a
