@@ -125,20 +125,26 @@ def own_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
                                            os.path.join(tempfile.gettempdir(), name)))
         usual.mkdir(exist_ok=True)
         (folder / name).symlink_to(usual, target_is_directory=True)
-    keep_bytecode()
     os.environ["TMPDIR"] = str(folder)
     tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    keep_bytecode()
 
 
 def keep_bytecode() -> None:
     """Where PYTHONDONTWRITEBYTECODE is set (as on the 2-core development machine), every
     Python process the tests start (a run, each of its workers, a `show`: several hundred)
     would compile the package's modules from source again, 1-1.5 s of CPU a run with one
-    worker. The processes keep their bytecode instead, as they would without that variable,
-    under the usual temporary folder (PYTHONPYCACHEPREFIX) rather than beside the sources,
-    so that the checkout stays as it was; the first processes fill it once. Nothing of what
-    a test checks depends on where bytecode lives. The folder is used only where it is this
-    user's own and private (gpu/private.py): bytecode another user planted there would run."""
+    worker, and each pytest process the test modules (pytest's assertion rewriting: about
+    5 CPU-s a process, before its first test). The processes keep their bytecode instead, as
+    they would without that variable, under the usual temporary folder (PYTHONPYCACHEPREFIX,
+    which pytest's rewritten modules follow) rather than beside the sources, so that the
+    checkout stays as it was; the first processes fill it once (set as pytest starts,
+    before pytest-xdist starts its workers, which inherit it). Nothing of what a test checks
+    depends on where bytecode lives. The folder is used only where it is this user's own and
+    private (gpu/private.py): bytecode another user planted there would run."""
     if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
         return
     from gpuoverhead.gpu import private
@@ -146,8 +152,9 @@ def keep_bytecode() -> None:
     with contextlib.suppress(KeyError, OSError):  # no user name, or not private: none kept
         folder = private.folder(
             Path(tempfile.gettempdir()) / f"gpuoverhead-tests-bytecode_{getpass.getuser()}")
-        os.environ["PYTHONPYCACHEPREFIX"] = str(folder)
+        os.environ["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix = str(folder)
         del os.environ["PYTHONDONTWRITEBYTECODE"]
+        sys.dont_write_bytecode = False
 
 
 def without_bytecode_writes() -> dict[str, str]:
