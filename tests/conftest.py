@@ -21,8 +21,9 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -79,6 +80,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 #: Fixtures that make a long run: the tests that read it are `slow` with it (ci_run: about
 #: 60 s on the quiet 2-core machine).
 SLOW_FIXTURES = {"ci_run"}
+
+
+def slow_but(cases: Iterable[Any], *quick: int) -> list[Any]:
+    """A parametrized test's cases, each but those at the places `quick` marked slow (a tuple
+    is one case's arguments): the quick loop (`-m "not slow"`) checks those of a family of
+    like cases, the whole suite every one."""
+    return [case if i in quick else pytest.param(
+        *(case if isinstance(case, tuple) else (case,)), marks=pytest.mark.slow)
+        for i, case in enumerate(cases)]
 #: This suite's fixtures that every test uses: they group nothing.
 AUTOUSE = ("own_temporary_folder",)
 
