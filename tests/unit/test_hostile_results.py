@@ -413,7 +413,7 @@ def many(tmp_path_factory) -> Path:
     return root
 
 
-@pytest.mark.parametrize("command", ["report", "history"])
+@pytest.mark.parametrize("command", slow_but(["report", "history"], 0))
 def test_hostile_warnings_list_a_few_and_say_how_many_more(many, command):
     """One warning line listing 2,000 folders was 56,067 characters (issue 53.8)."""
     proc = in_process(command, str(many))
