@@ -174,9 +174,10 @@ def markdown_of(folder: Path, command: str, payload: str) -> str:
 _PLAIN: dict[str, str] = {}
 
 
-@pytest.mark.parametrize(("command", "payload"), [
+@pytest.mark.parametrize(("command", "payload"), slow_but([  # quick: report's, one of each other
     *(("report", p) for p in MARKDOWN), *(("history", p) for p in MARKDOWN),
-    ("compare", MARKDOWN[0]), ("compare", MARKDOWN[1]), ("compare", MARKDOWN[3])])
+    ("compare", MARKDOWN[0]), ("compare", MARKDOWN[1]), ("compare", MARKDOWN[3])],
+    *range(len(MARKDOWN)), len(MARKDOWN), 2 * len(MARKDOWN)))
 def test_hostile_markdown_keeps_its_rows(tmp_path, command, payload):
     """A `|` or a line break in a run id or device name split a Markdown report's rows or
     injected a heading (issue 53.4): the Markdown has the lines it has with a plain name,
