@@ -148,7 +148,7 @@ def keep_bytecode() -> None:
     Python process the tests start (a run, each of its workers, a `show`: several hundred)
     would compile the package's modules from source again, 1-1.5 s of CPU a run with one
     worker, and each pytest process the test modules (pytest's assertion rewriting: about
-    5 CPU-s a process, before its first test). The processes keep their bytecode instead, as
+    2.3 CPU-s a process, before its first test). The processes keep their bytecode instead, as
     they would without that variable, under the usual temporary folder (PYTHONPYCACHEPREFIX,
     which pytest's rewritten modules follow) rather than beside the sources, so that the
     checkout stays as it was; the first processes fill it once (set as pytest starts,
