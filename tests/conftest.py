@@ -21,8 +21,9 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -79,6 +80,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 #: Fixtures that make a long run: the tests that read it are `slow` with it (ci_run: about
 #: 60 s on the quiet 2-core machine).
 SLOW_FIXTURES = {"ci_run"}
+
+
+def slow_but(cases: Iterable[Any], *quick: int) -> list[Any]:
+    """A parametrized test's cases, each but those at the places `quick` marked slow (a tuple
+    is one case's arguments): the quick loop (`-m "not slow"`) checks those of a family of
+    like cases, the whole suite every one."""
+    return [case if i in quick else pytest.param(
+        *(case if isinstance(case, tuple) else (case,)), marks=pytest.mark.slow)
+        for i, case in enumerate(cases)]
 #: This suite's fixtures that every test uses: they group nothing.
 AUTOUSE = ("own_temporary_folder",)
 
@@ -125,20 +135,26 @@ def own_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
                                            os.path.join(tempfile.gettempdir(), name)))
         usual.mkdir(exist_ok=True)
         (folder / name).symlink_to(usual, target_is_directory=True)
-    keep_bytecode()
     os.environ["TMPDIR"] = str(folder)
     tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    keep_bytecode()
 
 
 def keep_bytecode() -> None:
     """Where PYTHONDONTWRITEBYTECODE is set (as on the 2-core development machine), every
     Python process the tests start (a run, each of its workers, a `show`: several hundred)
     would compile the package's modules from source again, 1-1.5 s of CPU a run with one
-    worker. The processes keep their bytecode instead, as they would without that variable,
-    under the usual temporary folder (PYTHONPYCACHEPREFIX) rather than beside the sources,
-    so that the checkout stays as it was; the first processes fill it once. Nothing of what
-    a test checks depends on where bytecode lives. The folder is used only where it is this
-    user's own and private (gpu/private.py): bytecode another user planted there would run."""
+    worker, and each pytest process the test modules (pytest's assertion rewriting: about
+    2.3 CPU-s a process, before its first test). The processes keep their bytecode instead, as
+    they would without that variable, under the usual temporary folder (PYTHONPYCACHEPREFIX,
+    which pytest's rewritten modules follow) rather than beside the sources, so that the
+    checkout stays as it was; the first processes fill it once (set as pytest starts,
+    before pytest-xdist starts its workers, which inherit it). Nothing of what a test checks
+    depends on where bytecode lives. The folder is used only where it is this user's own and
+    private (gpu/private.py): bytecode another user planted there would run."""
     if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
         return
     from gpuoverhead.gpu import private
@@ -146,8 +162,9 @@ def keep_bytecode() -> None:
     with contextlib.suppress(KeyError, OSError):  # no user name, or not private: none kept
         folder = private.folder(
             Path(tempfile.gettempdir()) / f"gpuoverhead-tests-bytecode_{getpass.getuser()}")
-        os.environ["PYTHONPYCACHEPREFIX"] = str(folder)
+        os.environ["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix = str(folder)
         del os.environ["PYTHONDONTWRITEBYTECODE"]
+        sys.dont_write_bytecode = False
 
 
 def without_bytecode_writes() -> dict[str, str]:

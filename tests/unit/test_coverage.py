@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from conftest import slow_but
 from scipy.special import stdtrit
 
 from gpuoverhead.analysis import coverage, coverage_regimes, states
@@ -99,7 +100,9 @@ def test_the_a_a_harness_fails_the_ratio_of_medians_where_processes_have_two_mod
     assert coverage.aa_cell(modes, 10, RUNS, seed=6).coverage >= 0.93
 
 
-@pytest.mark.parametrize("scenario", coverage_regimes.STATE_SCENARIOS, ids=lambda s: s.name)
+# The quick loop: the H200's states, and a state that moves nothing.
+@pytest.mark.parametrize("scenario", slow_but(coverage_regimes.STATE_SCENARIOS, 0, 6),
+                         ids=lambda s: s.name)
 def test_figures_of_one_cpu_state_cover_that_states_level_and_are_no_wider(scenario):
     """Where processes meet the CPU's two speeds (the H200 VM's: 1.4x in 85% of rounds),
     the rule's figures (the kept state's rounds where it moves them and LEAST_T processes

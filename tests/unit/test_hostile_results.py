@@ -25,7 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import ROOT, in_process
+from conftest import ROOT, in_process, slow_but
 from rich.console import Console
 
 from gpuoverhead.present import console
@@ -174,9 +174,10 @@ def markdown_of(folder: Path, command: str, payload: str) -> str:
 _PLAIN: dict[str, str] = {}
 
 
-@pytest.mark.parametrize(("command", "payload"), [
+@pytest.mark.parametrize(("command", "payload"), slow_but([  # quick: report's, one of each other
     *(("report", p) for p in MARKDOWN), *(("history", p) for p in MARKDOWN),
-    ("compare", MARKDOWN[0]), ("compare", MARKDOWN[1]), ("compare", MARKDOWN[3])])
+    ("compare", MARKDOWN[0]), ("compare", MARKDOWN[1]), ("compare", MARKDOWN[3])],
+    *range(len(MARKDOWN)), len(MARKDOWN), 2 * len(MARKDOWN)))
 def test_hostile_markdown_keeps_its_rows(tmp_path, command, payload):
     """A `|` or a line break in a run id or device name split a Markdown report's rows or
     injected a heading (issue 53.4): the Markdown has the lines it has with a plain name,
@@ -188,9 +189,9 @@ def test_hostile_markdown_keeps_its_rows(tmp_path, command, payload):
     assert len(text.splitlines()) == len(_PLAIN[command].splitlines())
 
 
-@pytest.mark.parametrize(("output", "where"), [
+@pytest.mark.parametrize(("output", "where"), slow_but([
     ("report -o x.html", "adapter"), ("report --plots plots", "implementation"),
-    ("history -o x.png", "adapter"), ("history -o x.png", "run_id")])
+    ("history -o x.png", "adapter"), ("history -o x.png", "run_id")], 0))
 def test_hostile_dollars_in_a_plot_are_text(tmp_path, output, where):
     """`$\\x$` (mathtext that matplotlib cannot parse) in an adapter's or implementation's
     name or a run id crashed `report -o x.html`, `report --plots` and `history -o x.png` with
@@ -311,7 +312,7 @@ SETTLING = {
 }
 
 
-@pytest.mark.parametrize("record", SETTLING)
+@pytest.mark.parametrize("record", slow_but(SETTLING, 0))
 def test_hostile_cadence_levels_from_elsewhere_are_one_line(tmp_path, record):
     """A run.json whose cadence levels are not as a run writes them ended `report -o
     x.html` (the cadence plot) in a traceback (issue 53.5)."""
@@ -337,8 +338,8 @@ def stopped(request, tmp_path_factory) -> Path:
         rows=lambda summary: summary["elements"].isin([16, 64]))
 
 
-@pytest.mark.parametrize("command", ["show", "report", "history", "compare", "compare --json",
-                                     "compare --markdown"])
+@pytest.mark.parametrize("command", slow_but(["show", "report", "history", "compare",
+                                              "compare --json", "compare --markdown"], 0, 3))
 def test_hostile_unfinished_run_says_so(tmp_path, stopped, command):
     """`show`, `compare`, `history` and `report` of a run killed after 2 of its 9
     benchmarks read like a finished run's (issue 53.7): a line says it, and its tables are
@@ -413,7 +414,7 @@ def many(tmp_path_factory) -> Path:
     return root
 
 
-@pytest.mark.parametrize("command", ["report", "history"])
+@pytest.mark.parametrize("command", slow_but(["report", "history"], 0))
 def test_hostile_warnings_list_a_few_and_say_how_many_more(many, command):
     """One warning line listing 2,000 folders was 56,067 characters (issue 53.8)."""
     proc = in_process(command, str(many))
@@ -589,7 +590,7 @@ def _printed(monkeypatch, args: tuple[str, ...], width: int) -> str:
     return buffer.getvalue()
 
 
-@pytest.mark.parametrize("width", [80, 30])
+@pytest.mark.parametrize("width", slow_but([80, 30], 1))  # 80: the quick loop's below
 @pytest.mark.parametrize("name", NARROW)
 def test_hostile_narrow_terminal_cuts_no_number(monkeypatch, name, width):
     """At 80 columns interval upper bounds were cut (`206.2–249…`), at 30 every number was
@@ -725,7 +726,7 @@ HELD_OUT = {
 }
 
 
-@pytest.mark.parametrize("source", HELD_OUT_SETS)
+@pytest.mark.parametrize("source", slow_but(HELD_OUT_SETS, 0))
 @pytest.mark.parametrize("case", HELD_OUT)
 def test_hostile_held_out_catalogue(tmp_path, monkeypatch, case, source):
     """Each cause on other committed sets and other strings than the cases above: the
