@@ -7,6 +7,14 @@ median sits in whichever mode holds more than half of its samples: processes the
 by the whole gap between the modes, and more of them do not narrow the estimate. Such an
 estimate is found (`two_modes`, on the raw samples behind it: `behind`) so that the run and
 an A/A comparison can say why it is wide, instead of calling it the machine's spread.
+
+Where they split the medians of a job's processes (`split_medians`, decided where all of
+them are at hand: analysis/combine.py), each process's figure is the trimmed mean of its
+samples instead (`trimmed_mean`, estimator MEAN): what an op costs on average over the
+mixture, a smooth function of the modes' shares where the median jumps between modes. A
+symmetric TRIM guards it against a latency's rare far spikes; the samples' `outlier` flag
+cannot, being measured from a process's median and MAD, which in two modes flag a whole
+minority mode (the mean would then jump as the median does).
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from gpuoverhead.analysis.stats import CONFIDENCE, WITHIN, Estimate
 
 #: Each mode holds at least this share of the samples (a tail of outliers is not a mode).
 MIN_SHARE = 0.15
@@ -27,6 +37,13 @@ MIN_SEPARATION = 3.0
 PER_SAMPLE = ("latency_ns", "call_ns")
 #: Fewer samples than this are not judged.
 MIN_SAMPLES = 20
+#: Share of a process's samples cut from each end before its mean is taken (two modes):
+#: far spikes (a preempted sample, 1 in 100 or fewer) go, while each mode keeps all but
+#: the edge of its tail (every mode holds MIN_SHARE of the samples, three times this).
+TRIM = 0.05
+#: The estimator of a per-sample figure whose samples fell in two modes (the summary's
+#: `estimator`; compare finds it by this text).
+MEAN = f"{TRIM:.0%} trimmed mean of each process's samples: samples in two modes"
 
 
 @dataclass(frozen=True)
@@ -66,6 +83,26 @@ def two_modes(values: np.ndarray) -> Modes | None:
     if factor < MIN_FACTOR or separation < MIN_SEPARATION:
         return None
     return Modes(math.exp(np.median(low)), math.exp(np.median(high)), (n - cut) / n)
+
+
+def trimmed_mean(values: np.ndarray) -> Estimate:
+    """The mean of `values` less TRIM of them at each end, with Yuen's interval within one
+    process (the winsorized variance, t with the kept count - 1 degrees of freedom)."""
+    ordered = np.sort(np.asarray(values, dtype=float))
+    n = ordered.size
+    cut = int(TRIM * n)
+    kept = ordered[cut:n - cut]
+    if kept.size < 2:
+        mean = float(kept.mean()) if kept.size else math.nan
+        return Estimate(mean, math.nan, math.nan, n, 0.0, f"{WITHIN}: too few samples")
+    from scipy.special import stdtrit  # here, not at import: worker processes never need it
+
+    winsorized = np.clip(ordered, kept[0], kept[-1])
+    half = (stdtrit(kept.size - 1, 0.5 + CONFIDENCE / 2) * winsorized.std(ddof=1)
+            / ((1 - 2 * cut / n) * math.sqrt(n)))
+    mean = float(kept.mean())
+    return Estimate(mean, mean - half, mean + half, n, CONFIDENCE,
+                    f"{WITHIN}: Yuen's interval of a trimmed mean")
 
 
 def behind(samples: pd.DataFrame, metric: str, call: str = "") -> pd.Series | None:
