@@ -101,7 +101,7 @@ def trimmed_mean(values: np.ndarray) -> Estimate:
     half = (stdtrit(kept.size - 1, 0.5 + CONFIDENCE / 2) * winsorized.std(ddof=1)
             / ((1 - 2 * cut / n) * math.sqrt(n)))
     mean = float(kept.mean())
-    return Estimate(mean, mean - half, mean + half, n, CONFIDENCE,
+    return Estimate(mean, float(mean - half), float(mean + half), n, CONFIDENCE,
                     f"{WITHIN}: Yuen's interval of a trimmed mean")
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from gpuoverhead.analysis.modes import MEAN
 from gpuoverhead.errors import UserError
 from gpuoverhead.metrics import HEADLINE
 from gpuoverhead.present import compare as comparing
@@ -334,3 +335,34 @@ def test_a_states_table_is_read_only_where_asked_and_checked(tmp_path):
         folder / "states.parquet")
     with pytest.raises(UserError, match="states.parquet: no cpu_state column"):
         load(folder).states()
+
+
+def _with_estimator(folder: Path, estimator: str, said: str = "") -> Path:
+    """The result set with its latency's rows (CASES' first) made with `estimator` and its
+    modes `said` (on the row over processes)."""
+    path = folder / "summary.parquet"
+    summary = pd.read_parquet(path)
+    latency = summary["metric"] == "latency_ns"
+    summary["estimator"] = np.where(latency, estimator, "median")
+    summary["modes"] = np.where(latency & summary["process"].isna(), said, "")
+    summary.to_parquet(path)
+    return folder
+
+
+def test_a_trimmed_mean_against_a_median_is_unsure_and_two_means_compare(tmp_path):
+    """Where one half found a latency's samples in two modes splitting its processes'
+    medians (its figure each process's trimmed mean, modes.MEAN) and the other did not (a
+    median), the two estimate different things: `unsure` whatever the ratio, the side said
+    in `modes`; where both made means they compare as any estimate does."""
+    said = "94 µs (36%) or 290 µs (64%)"
+    mean = _with_estimator(_result_set(tmp_path / "mean", 1.0, 1), MEAN, said)
+    median = _with_estimator(_result_set(tmp_path / "median", 1.0, 2), "median")
+    again = _with_estimator(_result_set(tmp_path / "again", 1.0, 3), MEAN, said)
+    table = compare(load(mean), load(median)).set_index("case")
+    both = compare(load(mean), load(again)).set_index("case")
+    latency = table.loc["empty/naive/wait"]
+    assert latency["verdict"] == "unsure" and 0.98 < latency["ratio"] < 1.02
+    assert latency["modes"] == (f"two modes in base only ({said}): its trimmed mean against "
+                                "the other's median")
+    assert (table.drop("empty/naive/wait")["verdict"] == "same").all()
+    assert (both["verdict"] == "same").all() and (both["modes"] == "").all()
