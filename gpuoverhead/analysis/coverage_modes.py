@@ -9,8 +9,8 @@ The estimand is what a run reports: the median, over fresh worker processes, of 
 process's trimmed mean of its SAMPLES samples (its truth the median over TRUTH_PROCESSES
 simulated processes). Thousands of runs go through `stats.between_processes`, vectorized;
 the first few of each cell also through `combine.combine` itself, which must agree. Beside
-coverage each cell gives the share of runs whose modes split the processes' medians
-(`modes.split_medians` on the pooled samples): where they do not, a run keeps the median.
+coverage each cell gives the share of runs whose samples combine finds in two modes within
+processes (`modes.within_processes`): where it does not, a run keeps the median.
 `python benchmarks/investigations/coverage.py --modes` prints the table in
 docs/methodology.md.
 """
@@ -25,7 +25,7 @@ import pandas as pd
 
 from gpuoverhead.analysis.combine import combine
 from gpuoverhead.analysis.coverage import Cell
-from gpuoverhead.analysis.modes import MEAN, TRIM, split_medians
+from gpuoverhead.analysis.modes import MEAN, TRIM, within_processes
 from gpuoverhead.analysis.series import Key, Series
 from gpuoverhead.analysis.stats import between_processes
 from gpuoverhead.cases import Case
@@ -53,6 +53,8 @@ class ModeScenario:
 
 
 SCENARIOS = (
+    ModeScenario("shares 50-80%, in stretches (the H200's: 49-78%)", shares=(0.5, 0.8),
+                 stretch=15.0),
     ModeScenario("shares 30-70%"),
     ModeScenario("shares 20-80% (flat: the t interval's worst)", shares=(0.2, 0.8)),
     ModeScenario("heavy tails (t3), 1% spikes x10", heavy=True, spikes=0.01),
@@ -104,14 +106,15 @@ def truth(s: ModeScenario, seed: int = 0) -> float:
 def cell(s: ModeScenario, processes: int, runs: int, seed: int = 0, checked: int = 5
          ) -> Cell:
     """Coverage of the truth by the interval over processes of their trimmed means, its
-    median half-width relative to the truth, and the share of runs split (`split`); the
-    first `checked` runs also through combine, which must agree where it split them."""
+    median half-width relative to the truth, and the share of runs found in two modes
+    (`split`); the first `checked` runs also through combine, which must agree where it
+    made the mean."""
     rng = np.random.default_rng([seed, SCENARIOS.index(s), processes])
     x = draw(s, runs, processes, rng)
     found = between_processes(trimmed_means(x), True)
     split = [_through_combine(x[r], found.value[r], found.low[r], found.high[r])
              for r in range(min(checked, runs))]
-    split += [_split(x[r]) for r in range(len(split), min(runs, 200))]
+    split += [_found(x[r]) for r in range(len(split), min(runs, 200))]
     target = truth(s, seed)
     covered = (found.low <= target) & (target <= found.high)
     half = float(np.median((found.high - found.low) / 2 / target))
@@ -119,10 +122,10 @@ def cell(s: ModeScenario, processes: int, runs: int, seed: int = 0, checked: int
                 runs, float(np.mean(split)))
 
 
-def _split(samples: np.ndarray) -> bool:
-    """Whether one run's pooled samples (processes x SAMPLES) split its processes' medians."""
+def _found(samples: np.ndarray) -> bool:
+    """Whether one run's samples (processes x SAMPLES) are in two modes within processes."""
     process = np.repeat(np.arange(samples.shape[0]), samples.shape[1])
-    return split_medians(pd.Series(samples.ravel()), pd.Series(process)) is not None
+    return within_processes(pd.Series(samples.ravel()), pd.Series(process)) is not None
 
 
 def _through_combine(samples: np.ndarray, value: float, low: float, high: float) -> bool:

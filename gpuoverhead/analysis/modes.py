@@ -8,8 +8,8 @@ by the whole gap between the modes, and more of them do not narrow the estimate.
 estimate is found (`two_modes`, on the raw samples behind it: `behind`) so that the run and
 an A/A comparison can say why it is wide, instead of calling it the machine's spread.
 
-Where they split the medians of a job's processes (`split_medians`, decided where all of
-them are at hand: analysis/combine.py), each process's figure is the trimmed mean of its
+Where they are within a job's processes (`within_processes`, decided where all of them are
+at hand: analysis/combine.py), each process's figure is the trimmed mean of its
 samples instead (`trimmed_mean`, estimator MEAN): what an op costs on average over the
 mixture, a smooth function of the modes' shares where the median jumps between modes. A
 symmetric TRIM guards it against a latency's rare far spikes; the samples' `outlier` flag
@@ -120,23 +120,38 @@ def behind(samples: pd.DataFrame, metric: str, call: str = "") -> pd.Series | No
     return None
 
 
-def split_medians(values: pd.Series, process: pd.Series) -> Modes | None:
+def within_processes(values: pd.Series, process: pd.Series) -> Modes | None:
     """The two modes of `values` (the raw samples behind one estimate, `process` giving
-    each one's worker) where they are within processes (half of them at least have
-    MIN_SHARE / 2 of their samples in each: not a few slow processes) and the processes'
-    medians fall on both sides of them: the estimate's width is then the gap between the
-    modes, not the machine's spread."""
+    each one's worker) where they are within processes: half of them at least have
+    MIN_SHARE / 2 of their samples in each (not a few slow processes). A process's median
+    then sits in whichever mode holds more than half of its samples, whether or not this
+    run's processes happened to fall on both sides (`split_medians`)."""
     found = two_modes(values.to_numpy(float))
     if found is None:
         return None
-    middle = math.sqrt(found.low_ns * found.high_ns)
+    owner, _ = pd.factorize(process.loc[values.index])  # numpy per process: pandas' groupby
+    upper = np.bincount(owner, values.to_numpy(float) > _middle(found)) / np.bincount(owner)
+    both = (upper >= MIN_SHARE / 2) & (upper <= 1 - MIN_SHARE / 2)
+    return found if both.mean() >= 0.5 else None
+
+
+def split_medians(values: pd.Series, process: pd.Series) -> Modes | None:
+    """The two modes within processes (`within_processes`) where the processes' medians
+    fall on both sides of them: the median's width is then the gap between the modes, not
+    the machine's spread."""
+    found = within_processes(values, process)
+    if found is None:
+        return None
     owner, _ = pd.factorize(process.loc[values.index])  # numpy per process: pandas' groupby
     mine = values.to_numpy(float)                        # cost 3 ms an estimate
-    upper = np.bincount(owner, mine > middle) / np.bincount(owner)
-    both = (upper >= MIN_SHARE / 2) & (upper <= 1 - MIN_SHARE / 2)
-    medians = np.array([np.median(mine[owner == i]) for i in range(len(upper))])
-    split = (medians < middle).any() and (medians > middle).any()
-    return found if split and both.mean() >= 0.5 else None
+    medians = np.array([np.median(mine[owner == i]) for i in range(owner.max() + 1)])
+    middle = _middle(found)
+    return found if (medians < middle).any() and (medians > middle).any() else None
+
+
+def _middle(found: Modes) -> float:
+    """Where one mode ends and the other begins: their medians' geometric middle."""
+    return math.sqrt(found.low_ns * found.high_ns)
 
 
 def of_estimate(samples: pd.DataFrame, metric: str, call: str = "") -> str:
