@@ -80,17 +80,17 @@ def _modes(samples: dict[tuple[str, str], pd.DataFrame], row: dict) -> str:
     return "" if mine is None else modes.of_estimate(mine, row["metric"], row["call"])
 
 
-def _one_sided(row: dict) -> str:
-    """Where one run found an estimate's samples in two modes that split its processes'
-    medians (its estimate a trimmed mean: analysis/modes.py) and the other did not (a
-    median), that said: a mean against a median is no change, so the row is `unsure`;
-    empty where both runs used one estimator."""
-    mean = [row.get(f"estimator_{side}") == modes.MEAN for side in ("base", "new")]
+def _one_sided(base: dict, new: dict) -> str:
+    """Where one run's figure compared (its headline's or a CPU state's: in_state.FIGURES)
+    was a trimmed mean for samples in two modes within its processes (analysis/modes.py)
+    and the other's a median, that said: a mean against a median is no change, so the row
+    is `unsure`; empty where both runs used one estimator."""
+    mean = [side.get("estimator") == modes.MEAN for side in (base, new)]
     if mean[0] == mean[1]:
         return ""
-    side = "base" if mean[0] else "new"
-    return (f"two modes in {side} only ({row.get(f'modes_{side}') or '?'}): its trimmed "
-            "mean against the other's median")
+    side, said = ("base", base) if mean[0] else ("new", new)
+    return (f"two modes in {side} only ({said.get('modes') or '?'}): its trimmed mean "
+            "against the other's median")
 
 
 def _raw_p(raw_b: pd.Series | None, raw_n: pd.Series | None) -> float:
@@ -187,12 +187,12 @@ def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05,
                      "base": b["value"], "new": n["value"], "ratio": ratio,
                      "ratio_low": low, "ratio_high": high, "p_value": p,
                      "spread": np.fmax(b["rel_spread_between"], n["rel_spread_between"]),
-                     "modes": _one_sided(r) or _modes(base_samples, r)
+                     "modes": _one_sided(b, n) or _modes(base_samples, r)
                      or _modes(new_samples, r),
                      "regimes": s.regimes,
                      "verdict": verdict(ratio, low, high, p, threshold, r["better_base"],
                                         allowance)
-                     if s.comparable and not _one_sided(r) else "unsure"})
+                     if s.comparable and not _one_sided(b, n) else "unsure"})
     return pd.DataFrame(rows)
 
 
@@ -311,8 +311,7 @@ def aa_lines(table: pd.DataFrame) -> list[str]:
                      f"{first['metric']}: {first['regimes']})")
     if len(split):
         first = split.iloc[0]
-        parts.append(f"{len(split)} were unsure with samples in two modes and processes' "
-                     f"medians in either (e.g. "
+        parts.append(f"{len(split)} were unsure with samples in two modes (e.g. "
                      f"{first['implementation']} {first['case']}: {first['modes']})")
     if len(spread):
         parts.append(f"{len(spread)} were unsure with processes whose medians ranged over "
