@@ -7,8 +7,8 @@ set). Two variance components say what sets the width: `rel_spread_between`, the
 the process medians relative to the estimate (the machine: processes that differ), and
 `rel_ci_within`, the median over processes of each one's own relative half-width (the
 rounds: noise within a process).
-A per-sample figure whose samples fall in two modes within its processes (analysis/modes.py,
-decided here over all of a job's processes) is each process's trimmed
+A latency whose samples fall in two modes within its processes (analysis/modes.py, decided
+here over all of a job's processes) is each process's trimmed
 mean instead of its median, over processes as a median is; its rows say so (`estimator`,
 `modes`).
 Derived rows: closures of the layer split, matmul crossovers. A decode token's kernels'
@@ -67,8 +67,8 @@ class Row:
     #: that gave its series (a process whose slope was not found gives none); None where
     #: it derives from several estimates, over the job's processes.
     over: tuple[int, ...] | None = None
-    #: A per-sample figure's two modes where they are within its processes (its estimate
-    #: is then each process's trimmed mean: analysis/modes.py); None elsewhere.
+    #: A latency's two modes where they are within its processes (its estimate is then each
+    #: process's trimmed mean: analysis/modes.py); None elsewhere.
     modes: modes.Modes | None = None
 
 
@@ -119,13 +119,13 @@ def settled_at(present: list[Series]) -> float:
 
 
 def two_modes_over(present: list[Series], metric: str) -> modes.Modes | None:
-    """The two modes of a per-sample figure's samples over these processes where they are
-    within processes (modes.within_processes), so that each process's median is either
-    mode by chance, whether or not this run's fell on both sides (a rule that asked for
-    that split was met by one half of an A/A and not the other in 58 of the 87 rows it
-    changed in six H200 pairs: a mean then faced a median); None for a slope, a ratio, or
-    one process."""
-    if metric not in modes.PER_SAMPLE or len(present) < 2 or \
+    """The two modes of a latency's samples (modes.MEAN_METRICS) over these processes
+    where they are within processes (modes.within_processes), so that each process's
+    median is either mode by chance, whether or not this run's fell on both sides (a rule
+    that asked for that split changed 8 headline latencies in six H200 pairs and met it in
+    one half only for 7: a mean then faced a median); None for a slope, a ratio, a call,
+    or one process."""
+    if metric not in modes.MEAN_METRICS or len(present) < 2 or \
             any(s.denominator is not None for s in present):
         return None
     values = pd.Series(np.concatenate([s.values for s in present]))
