@@ -358,22 +358,22 @@ def aa_verdict(table: pd.DataFrame, processes: int, passing: float = AA_PASS
         return True, f"A/A passed: {said}, at least the {passing:.0%} it asks"
     changed, apart, split, spread, unsure = _not_same(table)
     ways = []
-    if len(split) > count - need:
-        ways.append(f"the {len(split)} in two modes stay unsure however many processes, so "
-                    f"no A/A of these estimates reaches {need} on this machine")
-    else:
-        if len(spread) or len(unsure):
-            ways.append(f"more processes a half narrow those the machine's spread or noise "
-                        f"left unsure (--processes {2 * processes}, about twice the time)")
-        if len(apart):
-            ways.append(f"the {len(apart)} measured in different regimes are judged where "
-                        "both runs measured one CPU state with enough processes (run.json's "
-                        "cpu_states: a job whose processes met a state too rarely has no "
-                        "figures of it)")
-        if len(changed):
-            ways.append(f"the {len(changed)} called a change are, in an A/A, the machine or "
-                        "chance: again on a quieter machine (nothing else running, or "
-                        "--affinity on CPUs left alone)")
+    # A latency in two modes is each process's trimmed mean (analysis/modes.py), which more
+    # processes narrow as they do a median of processes that differ.
+    left = " or ".join((["the machine's spread or noise"] if len(spread) or len(unsure)
+                        else []) + (["two modes"] if len(split) else []))
+    if left:
+        ways.append(f"more processes a half narrow those {left} left unsure (--processes "
+                    f"{2 * processes}, about twice the time)")
+    if len(apart):
+        ways.append(f"the {len(apart)} measured in different regimes are judged where "
+                    "both runs measured one CPU state with enough processes (run.json's "
+                    "cpu_states: a job whose processes met a state too rarely has no "
+                    "figures of it)")
+    if len(changed):
+        ways.append(f"the {len(changed)} called a change are, in an A/A, the machine or "
+                    "chance: again on a quieter machine (nothing else running, or "
+                    "--affinity on CPUs left alone)")
     return False, (f"A/A failed: {said}, under the {passing:.0%} it asks ({need} of {count}); "
                    + "; ".join(ways))
 
