@@ -9,7 +9,8 @@ two states, figures from one state's rounds against every round's, and a process
 (`--regimes`: that table alone). Prints the tables of docs/methodology.md ("Interval
 coverage").
 Run from the repository root:
-`python benchmarks/investigations/coverage.py [--runs 10000] [--regimes]`."""
+`python benchmarks/investigations/coverage.py [--runs 10000] [--regimes | --modes]` (`--modes`: the
+two modes' table alone, gpuoverhead/analysis/coverage_modes.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import time
 
 import numpy as np
 
-from gpuoverhead.analysis import coverage, coverage_regimes
+from gpuoverhead.analysis import coverage, coverage_modes, coverage_regimes
 from gpuoverhead.analysis.runs import combined_ratio, runs_ratio
 from gpuoverhead.analysis.stats import Interval, between_processes
 
@@ -52,15 +53,20 @@ if __name__ == "__main__":
     parser.add_argument("--runs", type=int, default=10_000, help="simulated runs per cell")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--regimes", action="store_true", help="the regimes' table alone")
+    parser.add_argument("--modes", action="store_true",
+                        help="the two modes' table alone (analysis/coverage_modes.py)")
     args = parser.parse_args()
     start = time.perf_counter()
-    if not args.regimes:
+    if args.modes:
+        print(coverage.markdown(coverage_modes.table(args.runs, args.seed)))
+    elif not args.regimes:
         print(coverage.markdown(coverage.table(args.runs, args.seed, COUNTS)))
         print()
         print(coverage.markdown(coverage.aa_table(args.runs, args.seed, COUNTS)))
         print()
         print(before_and_now(args.runs, args.seed))
         print()
-    print(coverage.markdown(coverage_regimes.table(args.runs, args.seed, COUNTS)))
+    if not args.modes:
+        print(coverage.markdown(coverage_regimes.table(args.runs, args.seed, COUNTS)))
     print(f"\n{args.runs} runs per cell, seed {args.seed}, "
           f"{time.perf_counter() - start:.0f} s")

@@ -7,6 +7,10 @@ set). Two variance components say what sets the width: `rel_spread_between`, the
 the process medians relative to the estimate (the machine: processes that differ), and
 `rel_ci_within`, the median over processes of each one's own relative half-width (the
 rounds: noise within a process).
+A latency whose samples fall in two modes within its processes (analysis/modes.py, decided
+here over all of a job's processes) is each process's trimmed
+mean instead of its median, over processes as a median is; its rows say so (`estimator`,
+`modes`).
 Derived rows: closures of the layer split, matmul crossovers. A decode token's kernels'
 excess over processes is the GPU time's centre less its other parts' (_token_parts_add_up).
 
@@ -23,9 +27,17 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
+import pandas as pd
 
+from gpuoverhead.analysis import modes
 from gpuoverhead.analysis.series import Key, Series
-from gpuoverhead.analysis.stats import Estimate, held_at_zero, process_median_ci, ratio_ci
+from gpuoverhead.analysis.stats import (
+    Estimate,
+    held_at_zero,
+    over_processes,
+    process_median_ci,
+    ratio_ci,
+)
 from gpuoverhead.cases import DECODE_KERNEL, FUSION, Case
 
 #: Checks of the layer split, negative where the part subtracted is the larger (how far the
@@ -55,13 +67,21 @@ class Row:
     #: that gave its series (a process whose slope was not found gives none); None where
     #: it derives from several estimates, over the job's processes.
     over: tuple[int, ...] | None = None
+    #: A latency's two modes where they are within its processes (its estimate is then each
+    #: process's trimmed mean: analysis/modes.py); None elsewhere.
+    modes: modes.Modes | None = None
 
 
 def combine(per_process: list[dict[Key, Series]], rng: np.random.Generator) -> list[Row]:
     """Estimates across processes (an interval over processes, the spread between them),
     then, where there are several processes, each process's own estimate (`process` set)."""
     keys = list(dict.fromkeys(k for p in per_process for k in p))
+    split = {k: found for k in keys
+             if (found := two_modes_over([p[k] for p in per_process if k in p], k.metric))}
     own = [Row(k, _estimate([s], rng, k.metric), process, settled_s=settled_at([s]))
+           if k not in split else
+           Row(replace(k, estimator=modes.MEAN), modes.trimmed_mean(s.values), process,
+               settled_s=settled_at([s]), modes=split[k])
            for process, found in enumerate(per_process) for k, s in found.items()]
     within: dict[Key, list[float]] = {}
     for r in own:
@@ -70,12 +90,16 @@ def combine(per_process: list[dict[Key, Series]], rng: np.random.Generator) -> l
     for key in keys:
         over = tuple(i for i, p in enumerate(per_process) if key in p)
         present = [per_process[i][key] for i in over]
-        est = _estimate(present, rng, key.metric)
-        medians = [s.point() for s in present]
-        spread = (max(medians) - min(medians)) / abs(est.value) if est.value else float("nan")
-        rows.append(Row(key, est, None, spread if len(present) > 1 else float("nan"),
-                        float(np.nanmedian(within[key])) if np.isfinite(within[key]).any()
-                        else float("nan"), settled_s=settled_at(present), over=over))
+        found = split.get(key)
+        est = _estimate(present, rng, key.metric) if found is None else _means(present)
+        points = [s.point() for s in present] if found is None else \
+            [modes.trimmed_mean(s.values).value for s in present]
+        spread = (max(points) - min(points)) / abs(est.value) if est.value else float("nan")
+        mine = key if found is None else replace(key, estimator=modes.MEAN)
+        rows.append(Row(mine, est, None, spread if len(present) > 1 else float("nan"),
+                        float(np.nanmedian(within[mine])) if np.isfinite(within[mine]).any()
+                        else float("nan"), settled_s=settled_at(present), over=over,
+                        modes=found))
     rows = _token_parts_add_up(_with_bounds(rows))
     rows += _closures(rows)
     rows += _crossovers(rows)
@@ -92,6 +116,30 @@ def settled_at(present: list[Series]) -> float:
     if not all(f.settled for f in found):
         return math.inf
     return float(np.median([f.at_s for f in found]))
+
+
+def two_modes_over(present: list[Series], metric: str) -> modes.Modes | None:
+    """The two modes of a latency's samples (modes.MEAN_METRICS) over these processes
+    where they are within processes (modes.within_processes), so that each process's
+    median is either mode by chance, whether or not this run's fell on both sides (a rule
+    that asked for that split changed 8 headline latencies in six H200 pairs and met it in
+    one half only for 7: a mean then faced a median); None for a slope, a ratio, a call,
+    or one process."""
+    if metric not in modes.MEAN_METRICS or len(present) < 2 or \
+            any(s.denominator is not None for s in present):
+        return None
+    values = pd.Series(np.concatenate([s.values for s in present]))
+    process = pd.Series(np.repeat(np.arange(len(present)), [s.values.size for s in present]))
+    return modes.within_processes(values, process)
+
+
+def _means(present: list[Series]) -> Estimate:
+    """Each process's trimmed mean (modes.trimmed_mean), over processes as a median is
+    (`over_processes`), held at zero as a cost's is."""
+    means = np.array([modes.trimmed_mean(s.values).value for s in present])
+    est = over_processes(means, True, "process trimmed means (samples in two modes)",
+                         sum(s.count for s in present))
+    return held_at_zero(est)
 
 
 def _estimate(present: list[Series], rng: np.random.Generator, metric: str) -> Estimate:

@@ -7,6 +7,14 @@ median sits in whichever mode holds more than half of its samples: processes the
 by the whole gap between the modes, and more of them do not narrow the estimate. Such an
 estimate is found (`two_modes`, on the raw samples behind it: `behind`) so that the run and
 an A/A comparison can say why it is wide, instead of calling it the machine's spread.
+
+Where a latency's are within a job's processes (`within_processes`, decided where all of
+them are at hand: analysis/combine.py), each process's figure is the trimmed mean of its
+samples instead (`trimmed_mean`, estimator MEAN): what an op costs on average over the
+mixture, a smooth function of the modes' shares where the median jumps between modes. A
+symmetric TRIM guards it against a latency's rare far spikes; the samples' `outlier` flag
+cannot, being measured from a process's median and MAD, which in two modes flag a whole
+minority mode (the mean would then jump as the median does).
 """
 
 from __future__ import annotations
@@ -17,6 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from gpuoverhead.analysis.stats import CONFIDENCE, WITHIN, Estimate
+
 #: Each mode holds at least this share of the samples (a tail of outliers is not a mode).
 MIN_SHARE = 0.15
 #: The modes' medians are at least this factor apart.
@@ -25,8 +35,21 @@ MIN_FACTOR = 1.5
 MIN_SEPARATION = 3.0
 #: Estimates that are a median of each process's samples (not a slope over rounds).
 PER_SAMPLE = ("latency_ns", "call_ns")
+#: Those whose processes' figure is a trimmed mean where they fall in two modes: a
+#: latency. A breakdown call's two modes (the Python state's, a few µs, often at the
+#: clock's grain) were found in one half of an A/A and not the other in 47 of the 107 call
+#: rows a mean changed in six H200 pairs, a mean then facing a median; a latency's in none
+#: of 42.
+MEAN_METRICS = ("latency_ns",)
 #: Fewer samples than this are not judged.
 MIN_SAMPLES = 20
+#: Share of a process's samples cut from each end before its mean is taken (two modes):
+#: far spikes (a preempted sample, 1 in 100 or fewer) go, while each mode keeps all but
+#: the edge of its tail (every mode holds MIN_SHARE of the samples, three times this).
+TRIM = 0.05
+#: The estimator of a latency whose samples fell in two modes (the summary's
+#: `estimator`; compare finds it by this text).
+MEAN = f"{TRIM:.0%} trimmed mean of each process's samples: samples in two modes"
 
 
 @dataclass(frozen=True)
@@ -68,6 +91,26 @@ def two_modes(values: np.ndarray) -> Modes | None:
     return Modes(math.exp(np.median(low)), math.exp(np.median(high)), (n - cut) / n)
 
 
+def trimmed_mean(values: np.ndarray) -> Estimate:
+    """The mean of `values` less TRIM of them at each end, with Yuen's interval within one
+    process (the winsorized variance, t with the kept count - 1 degrees of freedom)."""
+    ordered = np.sort(np.asarray(values, dtype=float))
+    n = ordered.size
+    cut = int(TRIM * n)
+    kept = ordered[cut:n - cut]
+    if kept.size < 2:
+        mean = float(kept.mean()) if kept.size else math.nan
+        return Estimate(mean, math.nan, math.nan, n, 0.0, f"{WITHIN}: too few samples")
+    from scipy.special import stdtrit  # here, not at import: worker processes never need it
+
+    winsorized = np.clip(ordered, kept[0], kept[-1])
+    half = (stdtrit(kept.size - 1, 0.5 + CONFIDENCE / 2) * winsorized.std(ddof=1)
+            / ((1 - 2 * cut / n) * math.sqrt(n)))
+    mean = float(kept.mean())
+    return Estimate(mean, float(mean - half), float(mean + half), n, CONFIDENCE,
+                    f"{WITHIN}: Yuen's interval of a trimmed mean")
+
+
 def behind(samples: pd.DataFrame, metric: str, call: str = "") -> pd.Series | None:
     """The raw samples an estimate summarizes, from one (implementation, case)'s measured
     samples (the samples table's columns), indexed as `samples`: a latency's walls, a
@@ -83,23 +126,38 @@ def behind(samples: pd.DataFrame, metric: str, call: str = "") -> pd.Series | No
     return None
 
 
-def split_medians(values: pd.Series, process: pd.Series) -> Modes | None:
+def within_processes(values: pd.Series, process: pd.Series) -> Modes | None:
     """The two modes of `values` (the raw samples behind one estimate, `process` giving
-    each one's worker) where they are within processes (half of them at least have
-    MIN_SHARE / 2 of their samples in each: not a few slow processes) and the processes'
-    medians fall on both sides of them: the estimate's width is then the gap between the
-    modes, not the machine's spread."""
+    each one's worker) where they are within processes: half of them at least have
+    MIN_SHARE / 2 of their samples in each (not a few slow processes). A process's median
+    then sits in whichever mode holds more than half of its samples, whether or not this
+    run's processes happened to fall on both sides (`split_medians`)."""
     found = two_modes(values.to_numpy(float))
     if found is None:
         return None
-    middle = math.sqrt(found.low_ns * found.high_ns)
+    owner, _ = pd.factorize(process.loc[values.index])  # numpy per process: pandas' groupby
+    upper = np.bincount(owner, values.to_numpy(float) > _middle(found)) / np.bincount(owner)
+    both = (upper >= MIN_SHARE / 2) & (upper <= 1 - MIN_SHARE / 2)
+    return found if both.mean() >= 0.5 else None
+
+
+def split_medians(values: pd.Series, process: pd.Series) -> Modes | None:
+    """The two modes within processes (`within_processes`) where the processes' medians
+    fall on both sides of them: the median's width is then the gap between the modes, not
+    the machine's spread."""
+    found = within_processes(values, process)
+    if found is None:
+        return None
     owner, _ = pd.factorize(process.loc[values.index])  # numpy per process: pandas' groupby
     mine = values.to_numpy(float)                        # cost 3 ms an estimate
-    upper = np.bincount(owner, mine > middle) / np.bincount(owner)
-    both = (upper >= MIN_SHARE / 2) & (upper <= 1 - MIN_SHARE / 2)
-    medians = np.array([np.median(mine[owner == i]) for i in range(len(upper))])
-    split = (medians < middle).any() and (medians > middle).any()
-    return found if split and both.mean() >= 0.5 else None
+    medians = np.array([np.median(mine[owner == i]) for i in range(owner.max() + 1)])
+    middle = _middle(found)
+    return found if (medians < middle).any() and (medians > middle).any() else None
+
+
+def _middle(found: Modes) -> float:
+    """Where one mode ends and the other begins: their medians' geometric middle."""
+    return math.sqrt(found.low_ns * found.high_ns)
 
 
 def of_estimate(samples: pd.DataFrame, metric: str, call: str = "") -> str:

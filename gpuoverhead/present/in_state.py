@@ -27,8 +27,9 @@ def by_key(per_process: pd.DataFrame, key: list[str]) -> dict[tuple, np.ndarray]
             for k, part in per_process.groupby(key, dropna=False, sort=False)}
 
 
-#: An estimate's figures in one run: value, interval and spread between its processes.
-FIGURES = ("value", "ci_low", "ci_high", "rel_spread_between")
+#: An estimate's figures in one run: value, interval, spread between its processes, and
+#: how it was made (a median, or a trimmed mean for two modes: compare.py `_one_sided`).
+FIGURES = ("value", "ci_low", "ci_high", "rel_spread_between", "estimator", "modes")
 #: How `regimes` starts where two runs' CPU states differed and the estimate was judged in a
 #: state both measured.
 IN_STATE = "compared in the "
@@ -61,7 +62,7 @@ def in_states(rs: ResultSet, key: list[str]) -> Beside:
     over = table[table["process"].isna()]
     values = by_key(table[table["process"].notna()], [*key, "cpu_state"])
     return {(*(r[k] for k in key), r["cpu_state"]): (
-        {k: r[k] for k in FIGURES},
+        {k: r.get(k) for k in FIGURES},
         values.get((*(r[k] for k in key), r["cpu_state"])))
         for r in over.to_dict("records")}
 
@@ -73,7 +74,7 @@ def sides_of(row: dict, key: tuple, values: tuple[np.ndarray | None, np.ndarray 
     state both measured (the base's kept one first, then the new's, then the slow, the
     fast), from the headline or `states.parquet`; where none is, or the submission regimes
     differ, the headline rows, unsure."""
-    sides = [{k: row[f"{k}_{side}"] for k in FIGURES} for side in ("base", "new")]
+    sides = [{k: row.get(f"{k}_{side}") for k in FIGURES} for side in ("base", "new")]
     said = apart(row)
     if not said:
         return Sides(*sides, *values)

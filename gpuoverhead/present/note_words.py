@@ -34,10 +34,10 @@ DETAIL = {
                 "run.json's telemetry per process): their figures may be the "
                 "clocks', not the overhead's; locking clocks (nvidia-smi -lgc) "
                 "keeps them still"),
-    MODES: ("headline estimates had samples in two modes, with some processes' "
-            "medians in one and some in the other: such an estimate is either "
-            "mode, its interval spans the gap, and more processes do not narrow "
-            "it (a sync's completion that a poll sees at once or later)"),
+    MODES: ("headline estimates had samples in two modes within their processes: "
+            "such an estimate is each process's trimmed mean of its samples (what "
+            "an op costs on average over both), where a median would be either mode "
+            "(a sync's completion that a poll sees at once or later)"),
     IMPRECISE: ("headline estimates missed their precision target when sampling "
                 "stopped: the time they had (budget_s, the time limit) or the "
                 "machine's noise limited them (each example says which variance "
@@ -73,9 +73,9 @@ PLAIN = {
                 "the figures then may be the clocks', not the overhead's; lock the clocks "
                 "(nvidia-smi -lgc) and run again"),
     MODES: ("headline figure has two typical values", "headline figures have two typical "
-            "values", "the samples gather around two values (modes), some processes' medians "
-            "at one and some at the other: the figure is either value, and more processes do "
-            "not narrow its interval"),
+            "values", "the samples gather around two values (modes) within each process: "
+            "the figure is each process's mean over both, where its median would be either "
+            "value"),
     IMPRECISE: ("headline figure is less precise than its suite's target",
                 "headline figures are less precise than their suite's target",
                 "the run's time or the machine's noise limited the precision; a quieter "

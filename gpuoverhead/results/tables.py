@@ -121,7 +121,8 @@ def summary_table(run_id: str, adapter: AdapterInfo, group: Group, rows: list[Ro
             "target_rel_ci": group.sampling.target_rel_ci,
             "outliers": int(sum(outliers.get((k.case.id, k.call, numbers[p]), 0)
                                 for p in places)),
-            "modes": "", "regime": group.regime, "settled_s": r.settled_s,
+            "modes": r.modes.said() if r.modes is not None and r.process is None else "",
+            "regime": group.regime, "settled_s": r.settled_s,
         })
     frame = pd.DataFrame(table)
     return frame.astype({"process": "Int64", "n_dispatches": "Int64"})

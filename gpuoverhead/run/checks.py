@@ -8,7 +8,6 @@ from typing import Any
 
 import pandas as pd
 
-from gpuoverhead.analysis import modes
 from gpuoverhead.analysis.combine import Row
 from gpuoverhead.analysis.floor import FLOOR_MULTIPLE
 from gpuoverhead.analysis.off_floor import floor_points
@@ -113,23 +112,11 @@ def sampling_notes(group: Group, outcomes: list[Outcome], summary: pd.DataFrame
     return notes
 
 
-def modes_column(samples: pd.DataFrame, summary: pd.DataFrame) -> pd.Series:
-    """Per summary row, the two modes of a headline estimate over all processes whose
-    samples fell in two with the processes' medians in either (analysis/modes.py); empty
-    elsewhere: the summary's `modes`."""
-    said = pd.Series("", index=summary.index, dtype=object)
-    head = summary[summary["metric"].isin(HEADLINE) & summary["metric"].isin(modes.PER_SAMPLE)
-                   & summary["process"].isna()]
-    measured = samples[samples["phase"] == "measure"]
-    for index, r in head.iterrows():
-        said[index] = modes.of_estimate(measured[measured["case"] == r["case"]], r["metric"],
-                                        r["call"])
-    return said
-
-
 def mode_notes(summary: pd.DataFrame) -> list[tuple[str, str]]:
-    """The summary's estimates with two modes, as (MODES, example) notes."""
-    found = summary[summary["modes"].fillna("") != ""]
+    """The summary's estimates with two modes that split their processes' medians (said in
+    `modes` where combine made them trimmed means: analysis/modes.py), as (MODES, example)
+    notes."""
+    found = summary[(summary["modes"].fillna("") != "") & summary["metric"].isin(HEADLINE)]
     return [(MODES, f"{r.implementation} {r.case} {r.metric}: {r.modes}")
             for r in found.itertuples()]
 

@@ -97,7 +97,6 @@ def _job(run_id: str, job: Job, outcomes: list[Outcome], rng: np.random.Generato
     trends = drift.drifts([s for s in per_process if s])
     out.drift.extend({**d, "implementation": job.label} for d in trends)
     out.warnings.extend(checks.timer_warnings(group, outcomes))
-    summary["modes"] = checks.modes_column(rows, summary)
     out.sampling.extend(checks.sampling_notes(group, outcomes, summary)
                         + checks.mode_notes(summary) + checks.drift_notes(group, job.label, trends)
                         + checks.floor_notes(group, job.label, kept))

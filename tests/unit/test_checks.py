@@ -5,13 +5,11 @@ processes' medians split between two modes is noted (`mode_notes`)."""
 from __future__ import annotations
 
 import json
-import re
 
-import numpy as np
 import pandas as pd
 from conftest import ROOT
 
-from gpuoverhead.run.checks import MODES, cpu_warnings, mode_notes, modes_column
+from gpuoverhead.run.checks import MODES, cpu_warnings, mode_notes
 
 CASES = [f"g/elements=1/sequential/{e}/wrapper" for e in ("submit", "pass", "dispatch")]
 
@@ -51,27 +49,19 @@ def test_the_committed_h100_run_names_vcpu_14():
     assert "on CPU 14" in warning and "submit" in warning
 
 
-def test_a_latency_whose_process_medians_split_between_two_modes_is_a_note():
-    """Six processes' naive latencies at 0.4 or 2.4 ms, each with its own share of the
-    slow one (three medians each side): the summary row says its modes, and one MODES note
-    names the estimate; the same samples with every share below half leave every median in
-    one mode: none."""
-    rng = np.random.default_rng(25)
+def test_a_headline_estimate_in_two_modes_is_a_note_and_a_call_is_not():
+    """The summary's `modes` (said by combine where it made a figure a trimmed mean,
+    tests/unit/test_combine.py) gives one MODES note per headline estimate; a breakdown
+    call in two modes is said in its row, not in a note."""
     case = "g/elements=1/naive/wait"
-    summary = pd.DataFrame([{"implementation": "chromium", "case": case,
-                             "metric": "latency_ns", "call": "", "process": pd.NA}])
-
-    def column(shares: list[float]) -> pd.Series:
-        samples = pd.DataFrame([{"case": case, "call": "", "phase": "measure", "process": p,
-                                 "n_dispatches": 1,
-                                 "wall_ns": (2.4e6 if rng.random() < share else 0.4e6)
-                                 * rng.lognormal(0, 0.03)}
-                                for p, share in enumerate(shares) for _ in range(30)])
-        return modes_column(samples, summary)
-
-    said = column([0.2, 0.3, 0.4, 0.6, 0.7, 0.8])
-    assert re.fullmatch(r"(39\d|40\d) µs \(\d+%\) or 2\d{3} µs \(\d+%\)", said[0]), said[0]
-    ((kind, example),) = mode_notes(summary.assign(modes=said))
-    assert kind == MODES and example == f"chromium {case} latency_ns: {said[0]}"
-    assert list(column([0.1, 0.2, 0.3, 0.2, 0.25, 0.15])) == [""]
+    said = "400 µs (50%) or 2400 µs (50%)"
+    summary = pd.DataFrame([
+        {"implementation": "chromium", "case": case, "metric": "latency_ns", "call": "",
+         "process": pd.NA, "modes": said},
+        {"implementation": "chromium", "case": case, "metric": "call_ns", "call": "submit",
+         "process": pd.NA, "modes": "13 µs (51%) or 25 µs (49%)"},
+        {"implementation": "chromium", "case": case, "metric": "per_dispatch_ns", "call": "",
+         "process": pd.NA, "modes": ""}])
+    ((kind, example),) = mode_notes(summary)
+    assert kind == MODES and example == f"chromium {case} latency_ns: {said}"
 

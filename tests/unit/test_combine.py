@@ -10,6 +10,7 @@ import pytest
 
 from gpuoverhead.analysis.combine import combine
 from gpuoverhead.analysis.drift import WITHIN_PROCESSES, drifts
+from gpuoverhead.analysis.modes import MEAN
 from gpuoverhead.analysis.samples import Calibration
 from gpuoverhead.analysis.series import Key, Series
 from gpuoverhead.cases import DECODE_KERNEL, FUSION, TIMESTAMPS, Case
@@ -274,3 +275,71 @@ def test_a_decode_slope_held_at_zero_gives_an_unbounded_token_rate():
     rows = combine([{key: _series([-3.0, -2.0, -1.0, 1.0, -2.5])}], np.random.default_rng(0))
     rate = {r.key.metric: r.estimate for r in rows if r.process is None}["tokens_per_s"]
     assert math.isinf(rate.value)
+
+
+def _two_modes(shares, metric="latency_ns", n=60, seed=25, slow=()):
+    """Per process, n samples at 0.4 ms or (with its share) 2.4 ms, 5% noise; a `slow`
+    process is 2x throughout."""
+    rng = np.random.default_rng(seed)
+    found = []
+    for p, share in enumerate(shares):
+        v = np.where(rng.random(n) < share, 2.4e6, 0.4e6) * np.exp(rng.normal(0, 0.05, n))
+        found.append({_key(metric): _series(v * (2.0 if p in slow else 1.0))})
+    return found
+
+
+def test_samples_in_two_modes_that_split_the_medians_give_each_processs_trimmed_mean():
+    """Six processes whose shares of the slow mode put three medians in each: each
+    process's figure is its 5% trimmed mean (scipy's trim_mean), the estimate the median of
+    those over processes with its interval, said in `estimator` and `modes`."""
+    from scipy.stats import trim_mean
+
+    per_process = _two_modes([0.2, 0.3, 0.4, 0.6, 0.7, 0.8])
+    combined, own = _rows(per_process)
+    row = combined["latency_ns"]
+    means = [trim_mean(p[_key("latency_ns")].values, 0.05) for p in per_process]
+    assert [r.estimate.value for r in own] == pytest.approx(means)
+    assert row.estimate.value == pytest.approx(np.exp(np.median(np.log(means))))  # on logs
+    assert row.estimate.ci_low < row.estimate.value < row.estimate.ci_high
+    assert "process trimmed means (samples in two modes)" in row.estimate.kind
+    assert row.key.estimator == MEAN and all(r.key.estimator == MEAN for r in own)
+    assert row.modes is not None and row.modes.low_ns == pytest.approx(0.4e6, rel=0.05)
+    assert all(r.estimate.kind.startswith("within one process: Yuen") for r in own)
+    assert row.rel_spread_between == pytest.approx((max(means) - min(means))
+                                                   / row.estimate.value)
+
+
+def test_the_mean_moves_with_the_shares_where_the_median_jumps_between_modes():
+    """Processes whose slow share is 40-60% had medians 0.4 or 2.4 ms (spread over 1.5x the
+    estimate); their means lie within half the estimate of each other, and so do two such
+    jobs' estimates."""
+    first, _ = _rows(_two_modes([0.4, 0.45, 0.48, 0.52, 0.55, 0.6]))
+    second, _ = _rows(_two_modes([0.42, 0.47, 0.49, 0.53, 0.56, 0.58], seed=26))
+    assert first["latency_ns"].rel_spread_between < 0.5
+    assert second["latency_ns"].estimate.value == pytest.approx(
+        first["latency_ns"].estimate.value, rel=0.1)
+
+
+def test_two_modes_within_processes_are_a_mean_though_every_median_is_in_one():
+    """Slow shares of 55-75% (the H200's A/A halves: 49-78%) put every median in the slow
+    mode in this run, and one median in the fast mode in the next: whether the medians
+    split is chance, so the figure is the trimmed mean either way."""
+    per_process = _two_modes([0.55, 0.6, 0.65, 0.7, 0.75, 0.6])
+    assert all(np.median(p[_key("latency_ns")].values) > 2e6 for p in per_process)
+    combined, _ = _rows(per_process)
+    assert combined["latency_ns"].key.estimator == MEAN
+
+
+def test_a_slope_a_call_and_a_few_slow_processes_keep_the_median():
+    """Only a latency whose samples are in two modes within its processes changes: the
+    same samples as a slope or a breakdown call (whose two modes the H200's A/A halves did
+    not agree on), or processes each wholly in one mode (two of six twice as slow), keep
+    the median."""
+    shares = [0.2, 0.3, 0.4, 0.6, 0.7, 0.8]
+    for per_process, metric in ((_two_modes(shares, "per_dispatch_ns"), "per_dispatch_ns"),
+                                (_two_modes(shares, "call_ns"), "call_ns"),
+                                (_two_modes([0.0] * 6, slow=(1, 4)), "latency_ns")):
+        combined, own = _rows(per_process)
+        medians = [np.median(p[_key(metric)].values) for p in per_process]
+        assert combined[metric].modes is None and combined[metric].key.estimator == "synthetic"
+        assert [r.estimate.value for r in own] == medians
