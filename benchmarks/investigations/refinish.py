@@ -28,17 +28,20 @@ from gpuoverhead.run import refinish
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The rules of this tree's finish that differ from what a run of 2026-11-29 wrote.
-RULES = ("CPU states (run/cpu_split.py): a job's figures come from the rounds of the state "
-         "most of its benchmark's rounds met only where the state moves one of its headline "
-         "figures (states.moves: the rounds a split drops against those it keeps, within "
-         "processes, >= 2% and p < 0.01) and every process has min_rounds rounds in it, else "
-         "from every round; no process is left out for its state. Life (run/finish.py): a "
-         "process still moving in its last third is left out only where as many others "
-         "remain as the job's interval needs (drift.enough: 3, or 6 with order statistics). "
-         "States beside (run/cpu_split.py `beside`): where the state moves a job's figures, "
-         "its estimates in each other state that drift.LEAST_T processes measured with "
-         "min_rounds rounds go to states.parquet, and compare judges two runs whose states "
-         "differ in one both measured.")
+RULES = ("CPU states (run/cpu_split.py, analysis/states.py): a job's figures come from the "
+         "rounds of the slow state unless under SLOW_KEPT_FROM (20%) of its benchmark's "
+         "rounds met it, only where the state moves one of its headline figures "
+         "(states.moves: the rounds a split drops against those it keeps, within processes, "
+         ">= 2% and p < 0.01) and drift.LEAST_T (3) processes have min_rounds rounds in it "
+         "(a process with fewer is then left out), else from every round. Life "
+         "(run/finish.py): a process still moving in its last third is left out only where "
+         "as many others remain as the job's interval needs (drift.enough: 3, or 6 with order "
+         "statistics). States beside (run/cpu_split.py `beside`): where the state moves a "
+         "job's figures, its estimates in each other state that drift.LEAST_T processes "
+         "measured with min_rounds rounds go to states.parquet, and compare judges two runs "
+         "whose states differ in one both measured. Two modes (analysis/combine.py): a "
+         "latency whose samples fall in two modes within its processes is each process's 5% "
+         "trimmed mean, not its median.")
 
 
 def commit() -> str:
