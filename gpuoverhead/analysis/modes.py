@@ -112,6 +112,10 @@ def trimmed_mean(values: np.ndarray) -> Estimate:
                     f"{WITHIN}: Yuen's interval of a trimmed mean")
 
 
+#: The columns of the samples table that `behind` reads.
+BEHIND = ("call", "n_dispatches", "wall_ns", "gpu_ns")
+
+
 def behind(samples: pd.DataFrame, metric: str, call: str = "") -> pd.Series | None:
     """The raw samples an estimate summarizes, from one (implementation, case)'s measured
     samples (the samples table's columns), indexed as `samples`: a latency's walls, a

@@ -64,8 +64,7 @@ _RAW_COLUMNS = ["implementation", "case", "call", "phase", "process", "n_dispatc
 
 @dataclass(frozen=True)
 class _Measured:
-    """One run's measured samples, indexed once by (implementation, case) and by call too:
-    a frame per case and a selection per estimate cost seconds in pyarrow `take`s."""
+    """One run's measured samples indexed once (pyarrow `take`s per estimate cost seconds)."""
 
     frame: pd.DataFrame
     cases: dict[tuple, np.ndarray]
@@ -76,7 +75,8 @@ class _Measured:
 
 def _measured(samples: pd.DataFrame) -> _Measured:
     measured = samples[samples["phase"] == "measure"]
-    return _Measured(measured, measured.groupby(["implementation", "case"]).indices,
+    return _Measured(measured[list(modes.BEHIND)].astype({"call": object}),
+                     measured.groupby(["implementation", "case"]).indices,
                      measured.groupby(["implementation", "case", "call"]).indices,
                      measured["wall_ns"].to_numpy(float), measured["process"].to_numpy())
 
