@@ -260,9 +260,11 @@ def breakdown_grid(summary: pd.DataFrame) -> Table | None:
         table.add_column(layer, justify="right")
     for (bench, elements), rows in calls.groupby(["benchmark", "elements"], sort=False):
         label = literal(f"{bench} {elements:,} el.")
-        for call, by_call in rows.groupby("call", sort=False):
-            cells = [fmt.value(by_call[by_call.layer == lay].value.iloc[0], "time")
-                     if (by_call.layer == lay).any() else "—" for lay in layers]
+        first = rows.dropna(subset=["layer"]).drop_duplicates(["call", "layer"])
+        values = dict(zip(zip(first.call, first.layer, strict=True), first.value, strict=True))
+        for call in rows.call.dropna().unique():
+            cells = [fmt.value(values[call, lay], "time") if (call, lay) in values else "—"
+                     for lay in layers]
             table.add_row(label, literal(call), *cells)
             label = ""
         table.add_section()
