@@ -20,6 +20,7 @@ minority mode (the mean would then jump as the median does).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,6 +112,10 @@ def trimmed_mean(values: np.ndarray) -> Estimate:
                     f"{WITHIN}: Yuen's interval of a trimmed mean")
 
 
+#: The columns of the samples table that `behind` reads.
+BEHIND = ("call", "n_dispatches", "wall_ns", "gpu_ns")
+
+
 def behind(samples: pd.DataFrame, metric: str, call: str = "") -> pd.Series | None:
     """The raw samples an estimate summarizes, from one (implementation, case)'s measured
     samples (the samples table's columns), indexed as `samples`: a latency's walls, a
@@ -132,11 +137,23 @@ def within_processes(values: pd.Series, process: pd.Series) -> Modes | None:
     MIN_SHARE / 2 of their samples in each (not a few slow processes). A process's median
     then sits in whichever mode holds more than half of its samples, whether or not this
     run's processes happened to fall on both sides (`split_medians`)."""
-    found = two_modes(values.to_numpy(float))
+    return _within(values.to_numpy(float), lambda: _owners(values, process))
+
+
+def _owners(values: pd.Series, process: pd.Series) -> np.ndarray:
+    """Each of `values`' process as a number from 0 (numpy per process: pandas' groupby
+    cost 3 ms an estimate)."""
+    return pd.factorize(process.loc[values.index])[0]
+
+
+def _within(values: np.ndarray, owners: Callable[[], np.ndarray]) -> Modes | None:
+    """`within_processes` of `values`, `owners()` giving each one's process as a number
+    (asked only where the values fall in two modes)."""
+    found = two_modes(values)
     if found is None:
         return None
-    owner, _ = pd.factorize(process.loc[values.index])  # numpy per process: pandas' groupby
-    upper = np.bincount(owner, values.to_numpy(float) > _middle(found)) / np.bincount(owner)
+    owner = owners()
+    upper = np.bincount(owner, values > _middle(found)) / np.bincount(owner)
     both = (upper >= MIN_SHARE / 2) & (upper <= 1 - MIN_SHARE / 2)
     return found if both.mean() >= 0.5 else None
 
@@ -145,12 +162,17 @@ def split_medians(values: pd.Series, process: pd.Series) -> Modes | None:
     """The two modes within processes (`within_processes`) where the processes' medians
     fall on both sides of them: the median's width is then the gap between the modes, not
     the machine's spread."""
-    found = within_processes(values, process)
+    return split_by_owner(values.to_numpy(float), lambda: _owners(values, process))
+
+
+def split_by_owner(values: np.ndarray, owners: Callable[[], np.ndarray]) -> Modes | None:
+    """`split_medians` of `values`, `owners()` giving each one's process as a number from 0
+    (compare.py indexes a run's samples once, not a frame per estimate)."""
+    found = _within(values, owners)
     if found is None:
         return None
-    owner, _ = pd.factorize(process.loc[values.index])  # numpy per process: pandas' groupby
-    mine = values.to_numpy(float)                        # cost 3 ms an estimate
-    medians = np.array([np.median(mine[owner == i]) for i in range(owner.max() + 1)])
+    owner = owners()
+    medians = np.array([np.median(values[owner == i]) for i in range(owner.max() + 1)])
     middle = _middle(found)
     return found if (medians < middle).any() and (medians > middle).any() else None
 
@@ -160,12 +182,11 @@ def _middle(found: Modes) -> float:
     return math.sqrt(found.low_ns * found.high_ns)
 
 
-def of_estimate(samples: pd.DataFrame, metric: str, call: str = "") -> str:
-    """A per-sample estimate's two modes as said, where its samples (one implementation and
-    case's measured samples) fall in two that split the processes' medians
-    (`split_medians`); empty otherwise. A slope is not judged by its samples at its largest
-    N: on lavapipe those of wgpu-native fall in two modes (the wait's) while its slopes,
-    fitted round by round, agree across runs."""
-    raw = behind(samples, metric, call) if metric in PER_SAMPLE else None
-    found = None if raw is None else split_medians(raw, samples["process"])
+def of_estimate(values: np.ndarray, process: np.ndarray) -> str:
+    """A per-sample estimate's two modes as said, where its raw samples (`behind`: a
+    latency's walls, a call's times; `process` giving each one's) fall in two that split
+    the processes' medians (`split_medians`); empty otherwise. A slope is not judged by its
+    samples at its largest N: on lavapipe those of wgpu-native fall in two modes (the
+    wait's) while its slopes, fitted round by round, agree across runs."""
+    found = split_by_owner(values, lambda: pd.factorize(process)[0])
     return found.said() if found else ""

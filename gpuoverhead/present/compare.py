@@ -35,6 +35,7 @@ and a verdict a CI job can act on.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -61,23 +62,38 @@ _RAW_COLUMNS = ["implementation", "case", "call", "phase", "process", "n_dispatc
                 "wall_ns", "gpu_ns"]
 
 
-def _by_case(samples: pd.DataFrame) -> dict[tuple[str, str], pd.DataFrame]:
-    """Measured samples per (implementation, case): looked up once per estimate."""
+@dataclass(frozen=True)
+class _Measured:
+    """One run's measured samples indexed once (pyarrow `take`s per estimate cost seconds)."""
+
+    frame: pd.DataFrame
+    cases: dict[tuple, np.ndarray]
+    calls: dict[tuple, np.ndarray]
+    wall: np.ndarray
+    process: np.ndarray
+
+
+def _measured(samples: pd.DataFrame) -> _Measured:
     measured = samples[samples["phase"] == "measure"]
-    return {key: part for key, part in measured.groupby(["implementation", "case"])}
+    return _Measured(measured[list(modes.BEHIND)].astype({"call": object}),
+                     measured.groupby(["implementation", "case"]).indices,
+                     measured.groupby(["implementation", "case", "call"]).indices,
+                     measured["wall_ns"].to_numpy(float), measured["process"].to_numpy())
 
 
-def _raw(samples: dict[tuple[str, str], pd.DataFrame], row: dict) -> pd.Series | None:
+def _raw(samples: _Measured, row: dict) -> pd.Series | None:
     """The raw samples an estimate summarizes, or None for derived estimates."""
-    mine = samples.get((row["implementation"], row["case"]))
-    return None if mine is None else modes.behind(mine, row["metric"], row["call"])
+    at = samples.cases.get((row["implementation"], row["case"]))
+    return None if at is None else modes.behind(samples.frame.iloc[at], row["metric"],
+                                                row["call"])
 
 
-def _modes(samples: dict[tuple[str, str], pd.DataFrame], row: dict) -> str:
-    """An estimate's two modes where its processes' medians fell on both sides of them
-    (analysis/modes.py), as said; empty otherwise."""
-    mine = samples.get((row["implementation"], row["case"]))
-    return "" if mine is None else modes.of_estimate(mine, row["metric"], row["call"])
+def _modes(samples: _Measured, row: dict) -> str:
+    """An estimate's two modes as said (modes.of_estimate), or empty."""
+    call = "" if row["metric"] == "latency_ns" else row["call"]
+    at = samples.calls.get((row["implementation"], row["case"], call))
+    return "" if at is None or row["metric"] not in modes.PER_SAMPLE else \
+        modes.of_estimate(samples.wall[at], samples.process[at])
 
 
 def _one_sided(base: dict, new: dict) -> str:
@@ -164,8 +180,8 @@ def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05,
     if joined.empty:
         raise UserError(f"{base.folder} and {new.folder} have no estimate in common (other "
                         "benchmarks, implementations, or a run that finished nothing)")
-    base_samples = _by_case(base.samples(_RAW_COLUMNS))
-    new_samples = _by_case(new.samples(_RAW_COLUMNS))
+    base_samples = _measured(base.samples(_RAW_COLUMNS))
+    new_samples = _measured(new.samples(_RAW_COLUMNS))
     base_values, new_values = by_key(base.per_process, KEY), by_key(new.per_process, KEY)
     records = joined.to_dict("records")  # plain dicts: a Series per row cost 1 s a 1,000
     keys = [tuple(r[k] for k in KEY) for r in records]

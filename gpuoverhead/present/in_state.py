@@ -23,8 +23,9 @@ def by_key(per_process: pd.DataFrame, key: list[str]) -> dict[tuple, np.ndarray]
     """Each estimate's per-process values, by `key` (empty for a run of one process)."""
     if per_process.empty:
         return {}
-    return {k: part["value"].to_numpy(float)
-            for k, part in per_process.groupby(key, dropna=False, sort=False)}
+    values = per_process["value"].to_numpy(float)  # positions per key: no frame per group
+    return {k: values[at] for k, at in
+            per_process.groupby(key, dropna=False, sort=False).indices.items()}
 
 
 #: An estimate's figures in one run: value, interval, spread between its processes, and

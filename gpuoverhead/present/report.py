@@ -175,7 +175,7 @@ def select(sets: list[ResultSet], benchmark: str | None, elements: int | None
     """The benchmark, its element count and its summary rows over all sets (`result_set`:
     the set's index); defaults: `empty`, else the first, at its smallest size."""
     summary = merged_summary(sets)
-    benchmarks = list(dict.fromkeys(summary["benchmark"]))
+    benchmarks = list(summary["benchmark"].unique())
     if not benchmarks:
         raise UserError("the result sets hold no estimates")
     bench = benchmark or ("empty" if "empty" in benchmarks else benchmarks[0])
@@ -198,7 +198,7 @@ def left_out(sets: list[ResultSet], bench: str, size: int, rows: pd.DataFrame) -
         summary = sets[i].summary
         sizes = sorted(int(e) for e in summary.loc[summary["benchmark"] == bench, "elements"]
                        .unique())
-        others = listed(repr(shortened(str(b))) for b in dict.fromkeys(summary["benchmark"]))
+        others = listed(repr(shortened(str(b))) for b in summary["benchmark"].unique())
         has = (f"it measured {bench!r} at {listed(sizes)} elements (--elements)"
                if sizes else f"it has no benchmark {bench!r}, only {others} (--benchmark)"
                if others else "it has no estimates")
@@ -221,17 +221,13 @@ def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | N
     figures = figures_of(rows)
     notes: list[str] = []
     out = []
+    cells = _figure_cells(rows, figures)
     for key, group in rows.groupby(ROW_KEYS, sort=True):
         record = dict(zip(ROW_KEYS, key, strict=True))
         set_ids = sorted(group["result_set"].unique())
         record["runs"] = len(set_ids)
-        for figure in figures:
-            hit = pick(group, figure)
-            record[figure.label] = float(np.median(hit["value"])) if len(hit) else np.nan
-            record[f"{figure.label} low"] = float(hit["ci_low"].min()) if len(hit) else np.nan
-            record[f"{figure.label} high"] = float(hit["ci_high"].max()) if len(hit) else np.nan
-            record[f"{figure.label} level"] = float(hit["ci_level"].min()) if len(hit) \
-                else np.nan
+        for column, found in cells.items():
+            record[column] = found.get(key, np.nan)
         marks = []
         for warning in dict.fromkeys(w for i in set_ids for w in _row_warnings(sets[i], record)):
             if warning not in notes:
@@ -249,6 +245,23 @@ def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | N
     used = sorted(rows["result_set"].unique())
     return Report(bench, size, table.reset_index(drop=True), figures, notes,
                   [source(sets[i]) for i in used], left_out(sets, bench, size, rows))
+
+
+def _figure_cells(rows: pd.DataFrame, figures: list[Figure]
+                  ) -> dict[str, dict[tuple, float]]:
+    """Per column of the table, its value per row (ROW_KEYS): the median of the runs'
+    estimates of each figure, the span of their intervals and their lowest level. Each
+    figure's rows are picked once for all rows of the table (picking them group by group
+    was most of a report's time over many sets)."""
+    cells: dict[str, dict[tuple, float]] = {}
+    for figure in figures:
+        by_row = pick(rows, figure).groupby(ROW_KEYS, sort=False)
+        found = {"": by_row["value"].agg(lambda v: float(np.median(v))),
+                 " low": by_row["ci_low"].min(), " high": by_row["ci_high"].max(),
+                 " level": by_row["ci_level"].min()}
+        for suffix, column in found.items():
+            cells[f"{figure.label}{suffix}"] = {k: float(v) for k, v in column.items()}
+    return cells
 
 
 def row_notes(report: Report, i: int) -> list[str]:
