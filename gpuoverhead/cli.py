@@ -257,7 +257,7 @@ def selftest(
     affinity: AffinityOption = None,
     back_to_back: Annotated[bool, typer.Option(
         "--back-to-back", help="Two plain runs one after the other instead of halves that "
-        "alternate: how far two runs here differ (at least 90% must be `same`); the "
+        "take turns: how far two runs here differ (at least 90% must be `same`); the "
         "run-to-run allowance found is kept a day, and compare allows it.")] = False,
 ) -> None:
     """A/A test: the same suite measured twice, interleaved, and compared; at least 95% of

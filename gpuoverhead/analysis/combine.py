@@ -80,8 +80,8 @@ def combine(per_process: list[dict[Key, Series]], rng: np.random.Generator) -> l
              if (found := two_modes_over([p[k] for p in per_process if k in p], k.metric))}
     own = [Row(k, _estimate([s], rng, k.metric), process, settled_s=settled_at([s]))
            if k not in split else
-           Row(replace(k, estimator=modes.MEAN), modes.trimmed_mean(s.values), process,
-               settled_s=settled_at([s]), modes=split[k])
+           Row(replace(k, estimator=modes.MEAN), held_at_zero(modes.trimmed_mean(s.values)),
+               process, settled_s=settled_at([s]), modes=split[k])
            for process, found in enumerate(per_process) for k, s in found.items()]
     within: dict[Key, list[float]] = {}
     for r in own:
@@ -200,9 +200,10 @@ def _token_parts_add_up(rows: list[Row]) -> list[Row]:
         gpu, floor, dispatches, own = (p.estimate for p in parts)
         less = floor.value + dispatches.value
         low, high, level = gpu.ci_low - less, gpu.ci_high - less, gpu.level
-        if math.isnan(low):
-            low, high, level = own.ci_low, own.ci_high, own.level
-        elif not math.isnan(own.ci_low):  # covering where its own does: at least its level
+        if math.isnan(low):  # no interval of the GPU time: the excess's own, whole
+            out.append(r)
+            continue
+        if not math.isnan(own.ci_low):  # covering where its own does: at least its level
             low, high, level = min(low, own.ci_low), max(high, own.ci_high), own.level
         est = Estimate(gpu.value - less, low, high, own.n_samples, level,
                        f"gpu_ns less read_floor_ns and dispatch_gpu_ns (centres over "

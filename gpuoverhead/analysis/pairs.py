@@ -3,10 +3,12 @@ the product against its reference loop.
 
 Worker processes of the jobs being compared run one after another (A p0, B p0, A p1, ...),
 so a slow period of the machine hits both members of a pair. Each pair gives one ratio of
-the two processes' medians; with several pairs the estimate is their median with its
-interval over pairs (`stats.between_processes`, on logs). A ratio of figures from
-different times would hold the machine's drift instead (on the lent H100 the same submit
-loop moved 3.5x within minutes).
+the two processes' figures: their medians, or their trimmed means where either job's
+latency is in two modes within its processes, as its figure then is (analysis/combine.py);
+with several pairs the estimate is their median with its interval over pairs
+(`stats.between_processes`, on logs). A ratio of figures from different times would hold
+the machine's drift instead (on the lent H100 the same submit loop moved 3.5x within
+minutes).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuoverhead.analysis.combine import Row
+from gpuoverhead.analysis.combine import Row, two_modes_over
+from gpuoverhead.analysis.modes import trimmed_mean
 from gpuoverhead.analysis.series import Key, Series
 from gpuoverhead.analysis.stats import Estimate, held_at_zero, over_processes, ratio_of
 from gpuoverhead.cases import Case
@@ -40,22 +43,35 @@ def paired_ratios(mine: Processes, theirs: Processes, label: str, metric_name: s
                   compared: tuple[str, ...], match: Callable[[Key], Key | None],
                   call: str | None = None) -> list[Row]:
     """`metric_name` rows (with `call` = `call`, else the metric compared) on my cases: my
-    process medians over theirs, pair by pair in run order. `match` finds their key for
+    process figures over theirs, pair by pair in run order. `match` finds their key for
     mine."""
     rows = []
     keys = dict.fromkeys(k for p in mine for k in p if k.metric in compared)
     for key in keys:
         other = match(key)
-        pairs = [(a[key].point(), b[other].point()) for a, b in zip(mine, theirs, strict=False)
+        means = other is not None and (_in_two_modes(mine, key) or _in_two_modes(theirs, other))
+        point = _mean if means else Series.point
+        pairs = [(point(a[key]), point(b[other])) for a, b in zip(mine, theirs, strict=False)
                  if other is not None and key in a and other in b]
         if not pairs:
             continue
         ratios = np.array([ratio_of(x, y) for x, y in pairs])
         what = Key(key.case, metric_name, "ratio",
-                   f"{key.metric}: this / {label}, per time-adjacent process pair",
+                   f"{key.metric}{' (each process its trimmed mean: two modes)' if means else ''}"
+                   f": this / {label}, per time-adjacent process pair",
                    key.metric if call is None else call)
         rows.append(Row(what, _estimate(ratios, sum(p[key].count for p in mine if key in p))))
     return rows
+
+
+def _in_two_modes(processes: Processes, key: Key) -> bool:
+    """Whether a job's figure `key` is each process's trimmed mean (combine: a latency in
+    two modes within its processes), so that its pairs' ratios are of the same figures."""
+    return two_modes_over([p[key] for p in processes if key in p], key.metric) is not None
+
+
+def _mean(series: Series) -> float:
+    return trimmed_mean(series.values).value
 
 
 def _estimate(ratios: np.ndarray, count: int) -> Estimate:

@@ -157,7 +157,8 @@ def _summary_rows(summary: pd.DataFrame) -> pd.DataFrame:
     one merge (selecting each of _ROWS in each group was half of `show`'s time)."""
     spec = ["methodology", "encoding", "sync", "layer", "metric", "call"]
     wanted = pd.DataFrame(_ROWS, columns=["_name", *spec]).reset_index(names="_order")
-    found = summary.reset_index(drop=True).reset_index(names="_at").merge(wanted, on=spec)
+    keys = summary.reset_index(drop=True).astype({c: str for c in spec})  # a foreign set's
+    found = keys.reset_index(names="_at").merge(wanted, on=spec)        # numbers match none
     return found.sort_values(["_order", "_at"], kind="stable").drop_duplicates(
         ["benchmark", "elements", "implementation", "_order"])
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import glob
 import json
+import math
 import os
 import types
 import typing
@@ -162,7 +163,7 @@ READABLE = (1, 2, 3, 4, SCHEMA_VERSION)
 #: Columns added since version 1 (or to its later sets), with what an older set means.
 _ADDED = {"variant": "", "k": 0, "ci_level": float("nan"), "ci_kind": "", "bound": "",
           "processes": 1, "rel_spread_between": float("nan"), "rel_ci_within": float("nan"),
-          "modes": "", "regime": "", "settled_s": float("nan")}
+          "modes": "", "regime": "", "settled_s": float("nan"), "call": ""}
 
 
 def migrate(summary: pd.DataFrame) -> pd.DataFrame:
@@ -339,15 +340,24 @@ def _found(value: Any) -> str:
 _REQUIRED = ("benchmark", "case", "implementation", "elements", "methodology", "metric",
              "value", "ci_low", "ci_high")
 _NUMERIC = ("elements", "value", "ci_low", "ci_high")
+#: Columns that hold numbers where present (older sets lack them), and text (keys).
+_NUMERIC_IF_ANY = ("rel_spread_between", "rel_ci_within", "ci_level")
+_TEXT = ("case", "implementation", "metric", "call", "cpu_state", "regime", "estimator")
 
 
 def _check_columns(summary: pd.DataFrame, where: Path) -> None:
     missing = [c for c in _REQUIRED if c not in summary]
     if missing:
         raise UserError(f"{where}: no {', '.join(missing)} column(s): not a gpuoverhead summary")
-    wrong = [c for c in _NUMERIC if len(summary) and not pd.api.types.is_numeric_dtype(summary[c])]
+    wrong = [c for c in (*_NUMERIC, *(c for c in _NUMERIC_IF_ANY if c in summary))
+             if len(summary) and not pd.api.types.is_numeric_dtype(summary[c])]
     if wrong:
         raise UserError(f"{where}: column(s) {', '.join(wrong)} hold text, not numbers")
+    odd = [c for c in _TEXT if c in summary and not summary[c].map(
+        lambda v: v is None or isinstance(v, str) or (isinstance(v, float) and math.isnan(v))
+    ).all()]
+    if odd:
+        raise UserError(f"{where}: column(s) {', '.join(odd)} hold other than text")
 
 
 def check_units(summary: pd.DataFrame, where: Path) -> None:

@@ -66,5 +66,8 @@ def write_run(folder: Path, samples: pd.DataFrame, summary: pd.DataFrame,
     write_table(folder, SUMMARY, summary)
     if states is not None and not states.empty:
         write_table(folder, STATES, states)
+    else:  # a folder written again (--force) keeps no states of the run before
+        for stale in (folder / f"{STATES}.parquet", folder / f"{STATES}.csv"):
+            stale.unlink(missing_ok=True)
     write_json(folder / RUN_JSON, run_info)
 

@@ -331,9 +331,17 @@ def test_a_states_table_is_read_only_where_asked_and_checked(tmp_path):
     found = load(folder)
     assert found.summary.equals(plain.summary) and found.per_process.equals(plain.per_process)
     assert plain.states().empty and set(found.states()["cpu_state"]) == {"fast"}
-    pd.read_parquet(folder / "states.parquet").drop(columns="cpu_state").to_parquet(
+    table = pd.read_parquet(folder / "states.parquet")
+    table.drop(columns="cpu_state").to_parquet(
         folder / "states.parquet")
     with pytest.raises(UserError, match="states.parquet: no cpu_state column"):
+        load(folder).states()
+    # A key column of lists, or a spread of text, is one line too (it was a traceback).
+    table.assign(cpu_state=[["fast"]] * len(table)).to_parquet(folder / "states.parquet")
+    with pytest.raises(UserError, match="cpu_state hold other than text"):
+        load(folder).states()
+    table.assign(rel_spread_between="wide").to_parquet(folder / "states.parquet")
+    with pytest.raises(UserError, match="rel_spread_between hold text"):
         load(folder).states()
 
 

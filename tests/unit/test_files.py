@@ -76,3 +76,15 @@ def test_a_forced_run_writes_apart_until_it_has_a_benchmark(tmp_path):
         "benchmark"] == "new"
     new.release()
     assert [p.name for p in tmp_path.iterdir()] == ["r"]
+
+
+def test_a_folder_written_again_keeps_no_states_of_the_run_before(tmp_path):
+    """write_run without states removes a states table an earlier run left (a forced run into
+    a dead run's folder): compare would judge by it."""
+    from gpuoverhead.results.write import write_run
+    row = _finished("a").summaries[0]
+    write_run(tmp_path, row, row, {"run_id": "r"}, row.assign(cpu_state="fast"))
+    assert (tmp_path / "states.parquet").is_file()
+    write_run(tmp_path, row, row, {"run_id": "r"})
+    assert not (tmp_path / "states.parquet").exists()
+    assert not (tmp_path / "states.csv").exists()
