@@ -17,7 +17,6 @@ docs/methodology.md.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import cache
 
@@ -92,7 +91,7 @@ def draw(s: ModeScenario, reps: int, processes: int, rng: np.random.Generator) -
 def trimmed_means(x: np.ndarray) -> np.ndarray:
     """Each process's trimmed mean (last axis), as modes.trimmed_mean makes it."""
     ordered = np.sort(x, axis=-1)
-    cut = math.ceil(TRIM * x.shape[-1])
+    cut = int(TRIM * x.shape[-1])
     return ordered[..., cut:x.shape[-1] - cut].mean(axis=-1)
 
 
