@@ -482,9 +482,6 @@ def test_decode_gpu_time_is_taken_apart_into_floor_dispatches_and_excess(ci_run)
             assert "not resolved" in excess.ci_kind, excess
             continue
         assert total == pytest.approx(gpu.value, rel=1e-9), (variant, process)
-        assert gpu.ci_low * (1 - 1e-9) <= total <= gpu.ci_high * (1 + 1e-9), \
-            (variant, process, total, gpu.ci_low, gpu.ci_high)
-        assert excess.ci_low <= excess.value <= excess.ci_high, excess
         if process >= 0:
             continue
         own = rows[(rows.variant == variant) & rows.process.notna()]

@@ -232,10 +232,13 @@ def test_a_decode_tokens_gpu_time_taken_apart_adds_up_within_its_interval(proces
     else:
         own = combine([{k: s for k, s in p.items() if k.metric == "kernel_excess_ns"}
                        for p in _token_processes(processes, 2.5)], np.random.default_rng(0))[0]
-        excess = parts[2]
+        excess, less = parts[2], parts[0].value + parts[1].value
         assert excess.ci_low <= own.estimate.ci_low and own.estimate.ci_high <= excess.ci_high
-        assert excess.ci_low <= excess.value <= excess.ci_high
-    assert gpu.ci_low <= total <= gpu.ci_high, (total, gpu)
+        # The union of the GPU time's interval less the other parts' centres and its own:
+        # neither wider (a sum of the parts' widths) nor narrower (the GPU time's alone).
+        assert excess.ci_low == pytest.approx(max(0.0, min(gpu.ci_low - less,
+                                                           own.estimate.ci_low)))
+        assert excess.ci_high == pytest.approx(max(gpu.ci_high - less, own.estimate.ci_high))
     assert parts[0].value / gpu.value == pytest.approx(1 / 2.5, rel=0.1)
     assert parts[1].value == pytest.approx(127 * 1900.0, rel=0.1)
 
