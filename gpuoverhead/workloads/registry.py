@@ -18,11 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpuoverhead.analysis.combine import Row
 from gpuoverhead.analysis.series import Key
 from gpuoverhead.cases import HYBRID, READ_LOOPS, TIMESTAMPS, Case, Group
 from gpuoverhead.records import DISPATCHES_PER_UNIT, GPU_PER_DISPATCH_NS, READ_GB_S
@@ -41,6 +40,9 @@ from gpuoverhead.workloads import (
     torch_ops,
 )
 from gpuoverhead.workloads.work import Context, Work, check, issue
+
+if TYPE_CHECKING:  # pandas with it: a worker builds workloads but estimates nothing
+    from gpuoverhead.analysis.combine import Row
 
 WORKLOADS: dict[str, ModuleType] = {"chain": chain, "loop": loop, "population": population,
                                     "rmsnorm": rmsnorm, "mlp": mlp, "matmul": matmul,
