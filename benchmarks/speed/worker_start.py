@@ -6,13 +6,14 @@ unpickling the task, which imports what it names), `imports` (the worker module 
 drivers), `enumerate` (adapter enumeration, every call), `device` (device requests),
 `pipelines` (pipelines, targets, a workload's build and numpy check), `native` (loading the
 C loop), `other` (the rest of `prepare`), `first sample` (clock calibration and one op).
-`total` is the parent's wall time from spawn to the worker's exit (teardown included).
+`total` is the parent's wall time from spawn to the worker's exit (teardown included), and
+`cpu` the worker's CPU seconds (user plus system) from its start to its first sample.
 
 Run from the repository root:
 `python benchmarks/speed/worker_start.py [--suite configs/ci.yaml] [--repeat 2] [--profile JOB]
 [IMPLEMENTATION...]` (default: the default suite, every WebGPU implementation installed).
-`--profile JOB` prints the 25 costliest calls (cumulative) of the first job whose label
-contains JOB, instead of the table.
+`--profile JOB` prints the 25 costliest calls (cumulative CPU time) of the first job whose
+label contains JOB, instead of the table.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import multiprocessing
+import resource
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -74,7 +76,7 @@ def _child(spawned: float, job: Any, profile: bool, conn: Any) -> None:
     if profile:
         import cProfile
 
-        prof = cProfile.Profile()
+        prof = cProfile.Profile(time.process_time)
         prof.enable()
     t0 = time.monotonic()
     import numpy as np
@@ -86,9 +88,9 @@ def _child(spawned: float, job: Any, profile: bool, conn: Any) -> None:
     _instrument(marks)
     t0 = time.monotonic()
     with contextlib.ExitStack() as stack:
-        with _quick():  # as worker.measure does it
-            prepared = stack.enter_context(registry.get(job.driver).prepare(
-                job, np.random.default_rng(0)))
+        stack.enter_context(_quick())  # as worker.measure does it, sampling included
+        prepared = stack.enter_context(registry.get(job.driver).prepare(
+            job, np.random.default_rng(0)))
         spent = sum(marks.get(s, 0.0) for s in ("enumerate", "device", "pipelines", "native"))
         marks["other"] = time.monotonic() - t0 - spent
         t0 = time.monotonic()
@@ -96,6 +98,8 @@ def _child(spawned: float, job: Any, profile: bool, conn: Any) -> None:
         case = prepared.group.cases[0]
         prepared.ops[case](case.n_values[0])
         marks["first sample"] = time.monotonic() - t0
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        marks["cpu"] = usage.ru_utime + usage.ru_stime
     if prof is not None:
         import io
         import pstats
@@ -142,13 +146,13 @@ def main() -> None:
         job = next(j for j in jobs if args.profile in f"{j.group.id} {j.label}")
         print(_spawn(job, profile=True)["profile"])
         return
-    print(f"{'job':40s} " + " ".join(f"{s[:11]:>11s}" for s in (*STEPS, "total")))
+    print(f"{'job':40s} " + " ".join(f"{s[:11]:>11s}" for s in (*STEPS, "total", "cpu")))
     for job in jobs:
         for _ in range(args.repeat):
             marks = _spawn(job)
             name = f"{job.group.id} {job.label}"[:40]
             print(f"{name:40s} " + " ".join(f"{marks.get(s, 0.0):11.3f}"
-                                            for s in (*STEPS, "total")), flush=True)
+                                            for s in (*STEPS, "total", "cpu")), flush=True)
 
 
 if __name__ == "__main__":

@@ -15,26 +15,27 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 PAGE = Path(__file__).parent / "page"
 _TYPES = {".html": "text/html", ".js": "text/javascript", ".wgsl": "text/plain"}
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        """A browser that closes its connection (it was stopped) is no error to print."""
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
-
-
 @contextmanager
 def serve(kernel_source: str = "") -> Iterator[str]:
     """The page's base URL (`http://127.0.0.1:PORT/TOKEN/`) while the server runs (port
-    chosen by the system)."""
+    chosen by the system). http.server is imported here: every run and every worker imports
+    this module with the browser driver, and most start no browser (0.03 CPU-s each)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+
+        def handle_error(self, request: object, client_address: object) -> None:
+            """A browser that closes its connection (it was stopped) is no error to print."""
+            if not isinstance(sys.exc_info()[1], ConnectionError):
+                super().handle_error(request, client_address)
+
     files = {p.name: p.read_bytes() for p in PAGE.iterdir() if p.suffix in _TYPES}
     files["kernel.wgsl"] = kernel_source.encode()
     token = secrets.token_urlsafe(24)
@@ -58,7 +59,7 @@ def serve(kernel_source: str = "") -> Iterator[str]:
         def log_message(self, *args: object) -> None:  # quiet: the run has its own output
             pass
 
-    server = _Server(("127.0.0.1", 0), Handler)
+    server = Server(("127.0.0.1", 0), Handler)
     # Polled every 50 ms, not the default 0.5 s: shutdown() waits for the next poll, and
     # every worker's browser closes one server.
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
