@@ -1,11 +1,13 @@
 """The package stays a house a newcomer can find their way in: small modules, short
 functions (unrolled timed loops excepted, each saying so), a docstring on every subpackage,
-and no import cycles."""
+no import cycles, and a worker that imports only what it measures with."""
 
 from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from conftest import ROOT
@@ -171,3 +173,13 @@ def test_every_benchmarks_path_the_tree_names_is_there():
              for n in BENCHMARK_PATH.findall(p.read_text("utf-8"))}
     assert len(named) > 40
     assert sorted(f"{p}: {n}" for p, n in named if not (ROOT / n).is_file()) == []
+
+
+def test_a_worker_starts_without_pandas():
+    """A worker's imports stay light (every run starts one per process; pandas with pyarrow
+    is ~0.35 CPU-s of it): the analysis stack is the parent's, a type hint is no reason."""
+    code = ("import sys, gpuoverhead.run.worker, gpuoverhead.drivers.webgpu\n"
+            "print(sorted(m for m in ('pandas', 'pyarrow', 'scipy') if m in sys.modules))")
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True).stdout.strip()
+    assert found == "[]"
