@@ -17,10 +17,11 @@ from conftest import (
     only_run_folder,
     process_centre,
     read_run,
+    slow_but,
     write_suite,
 )
 
-from gpuoverhead.cases import READBACK_EVERY, TIMESTAMPS, TOKEN_LOOPS
+from gpuoverhead.cases import PIPELINED, READBACK_EVERY, TIMESTAMPS, TOKEN_LOOPS
 from gpuoverhead.drivers import webgpu
 from gpuoverhead.errors import IntegrityError
 from gpuoverhead.gpu import adapters
@@ -160,10 +161,9 @@ def test_a_wrong_mlp_kernel_fails_its_check(built, wrong):
         fusion.build(device, replace(group, kernel=kernel), np.random.default_rng(3), wait)
 
 
-def test_torch_mlp_matches_numpy_and_its_check_sees_the_relu(built, monkeypatch):
+def test_torch_mlp_matches_numpy_and_its_check_sees_the_relu(built, torch_cpu, monkeypatch):
     """PyTorch's eager MLP (addmv, relu, addmv; on the CPU, compiling off) passes the check
     before and after timed units, and fails it against a reference without the relu."""
-    pytest.importorskip("torch")
     from gpuoverhead.workloads import mlp
 
     group, _ = built[2]["mlp"]
@@ -260,16 +260,11 @@ def test_run_reports_speedups_with_ci_and_the_crossover(ci_run):
     assert math.isfinite(cross.value.iat[0]) or cross.estimator.iat[0].startswith("not reached")
 
 
-@pytest.fixture(scope="module")
-def torch_run(tmp_path_factory: pytest.TempPathFactory):
-    """One run of the fusion patterns' PyTorch forms on the CPU, one process a job: chain,
-    rmsnorm and matmul eager only (torch_compile_max_n 0); the dependent loop and the
-    population also through torch.compile, and the loop again with a `compile_limit_s` far
-    below what a compile takes. Each job is a worker that imports torch (about 3 CPU-s):
-    one run for both tests that read it."""
-    pytest.importorskip("torch")
-    folder = tmp_path_factory.mktemp("torch-fusion")
-    suite = write_suite(folder, """
+#: The fusion patterns' PyTorch forms as this module checks them on the CPU: chain, rmsnorm
+#: and matmul eager only (torch_compile_max_n 0); the dependent loop and the population also
+#: through torch.compile, and the loop again with a `compile_limit_s` far below what a
+#: compile takes.
+TORCH_SUITE = """
 defaults: {n_sweep: [1, 2], budget_s: 0.1, min_rounds: 3, warmup_max_rounds: 1,
            gpu_timestamps: false, torch_compile_max_n: 0}
 benchmarks:
@@ -281,77 +276,135 @@ benchmarks:
   - {name: matmul, fusion: matmul, k_sweep: [16, 32]}
   - {name: population, fusion: population, k_sweep: [3], elements: 64,
      torch_compile_max_n: 8}
-""")
-    proc = gpuoverhead("run", "--suite", str(suite), "--implementation", "torch",
-                       "--processes", "1", "--out", str(folder / "out"))
+"""
+#: The benchmark of TORCH_SUITE that a run measures (torch_run): what a run adds to a
+#: build is its rows, a failed build's error row and warning among them, and the run
+#: ending well. The others' builds, checks and ops are the same code in this process
+#: (test_torch_forms_build_and_match_numpy_in_process): each job of a run is a worker that
+#: imports torch (about 3 CPU-s) and brings up Inductor for its first compile (about 5);
+#: this process does both once.
+IN_A_RUN = ("limited",)
+
+
+@pytest.fixture(scope="module")
+def torch_cpu():
+    """torch, for this module's PyTorch checks in the test process: the tests that take it
+    share one worker (conftest.shared_groups), which imports torch and brings up Inductor
+    for a first compile once."""
+    return pytest.importorskip("torch")
+
+
+def _torch_group(tmp_path: Path, name: str, **changes):
+    """TORCH_SUITE's benchmark `name` (with `changes`) in its PyTorch forms on the CPU."""
+    group = next(g for g in load_suite(write_suite(tmp_path, TORCH_SUITE)).groups
+                 if g.benchmark == name)
+    group = replace(group, **changes)
+    return replace(group, cases=fusion.torch_cases(group, "cpu"))
+
+
+@pytest.mark.parametrize("pattern", slow_but(["chain", "rmsnorm", "matmul", "loop",
+                                              "population"], 0, 1, 2))
+def test_torch_forms_build_and_match_numpy_in_process(torch_cpu, tmp_path, pattern):
+    """Each pattern's PyTorch build as a run's worker makes it (torch_operations on the
+    CPU): every case built (the dependent loop's L steps through torch.compile too, and the
+    population's, which shares the loop's PyTorch forms and once ran them as a CUDA graph
+    under torch.compile's name), its build timed, its output checked against numpy before
+    timed units (a mismatch raises) and after them; with compile off, eager is the only
+    form (no CUDA graph on the CPU)."""
+    group = _torch_group(tmp_path, pattern)
+    forms = {c.implementation for c in group.cases}
+    assert forms == ({"torch-eager", "torch-compile"} if pattern in ("loop", "population")
+                     else {"torch-eager"})
+    notes: dict = {}
+    kept, ops, verify, events = fusion.torch_operations(group, np.random.default_rng(0),
+                                                        notes, "cpu")
+    assert kept.cases == group.cases and not events
+    builds = notes["torch_fusion_build_s"]
+    assert set(builds) == {c.id for c in group.cases}
+    assert all(isinstance(s, float) and s > 0 for s in builds.values()), builds
+    for op in ops.values():
+        op(3)
+    assert verify(dict.fromkeys(ops, 3)) == []
+
+
+@pytest.mark.slow
+def test_a_torch_compile_that_fails_is_its_case_s_error_not_a_crash(torch_cpu, tmp_path,
+                                                                     monkeypatch):
+    """torch.compile with no working C++ compiler (Inductor's CPU code needs one: here the
+    compiler it is configured with does not exist) fails as a compile does: the build
+    keeps the failure and its message for the fused case, and the eager case beside it is
+    built, measured and checked. A build's failure becomes an error row and a warning,
+    and the run ends well, by the same path from the worker's notes as the compile past
+    its limit in torch_run (test_a_torch_compile_past_its_limit_is_a_row_...)."""
+    from torch._inductor import config
+
+    monkeypatch.setattr(config.cpp, "cxx", (None, str(tmp_path / "no-such-c++")))
+    torch_cpu._dynamo.reset()  # no compiled graph of an earlier test reused
+    group = _torch_group(tmp_path, "chain", torch_compile_max_n=4)
+    assert {c.implementation for c in group.cases} == {"torch-eager", "torch-compile"}
+    notes: dict = {}
+    kept, ops, verify, _ = fusion.torch_operations(group, np.random.default_rng(0), notes,
+                                                   "cpu")
+    assert {c.implementation for c in kept.cases} == {"torch-eager"}
+    failed = {c.implementation: notes["torch_fusion_build_s"][c.id] for c in group.cases
+              if c not in kept.cases}
+    assert set(failed) == {"torch-compile"}
+    error = failed["torch-compile"]["error"]
+    assert error.startswith("InductorError") and "C++ compiler" in error, error
+    for op in ops.values():
+        op(3)
+    assert verify(dict.fromkeys(ops, 3)) == []
+
+
+@pytest.fixture(scope="module")
+def torch_run(tmp_path_factory: pytest.TempPathFactory):
+    """One run of TORCH_SUITE's IN_A_RUN on the CPU in PyTorch, one process: the loop's
+    eager form, and its compile past `compile_limit_s`. One run for both tests that read
+    it."""
+    pytest.importorskip("torch")
+    import yaml
+
+    folder = tmp_path_factory.mktemp("torch-fusion")
+    suite = yaml.safe_load(TORCH_SUITE)
+    suite["benchmarks"] = [b for b in suite["benchmarks"] if b["name"] in IN_A_RUN]
+    proc = gpuoverhead("run", "--suite", str(write_suite(folder, yaml.safe_dump(suite))),
+                       "--implementation", "torch", "--processes", "1",
+                       "--out", str(folder / "out"))
     assert proc.returncode == 0, proc.stderr
     return proc, read_run(only_run_folder(folder / "out"))
 
 
 @pytest.mark.slow
 def test_torch_fusion_baseline_checks_its_outputs(torch_run):
-    """Each pattern's eager form measured, its outputs checked against numpy in the run
-    (a mismatch is an error); with compile off, eager is its only form."""
+    """The eager form measured, its outputs checked against numpy in the run (a mismatch
+    is an error)."""
     _, (_, summary, info) = torch_run
     assert not info["errors"]
     rows = summary[summary.process.isna()]
     units = rows[rows.metric == "per_unit_ns"]
-    assert set(units.benchmark) == {"chain", "loop", "limited", "rmsnorm", "matmul",
-                                    "population"}
-    eager_only = units[units.benchmark.isin(("chain", "rmsnorm", "matmul"))]
-    assert set(eager_only.implementation) == {"torch-eager"}  # no CUDA graph on the CPU
-    # Each case's build (here: one eager unit run, or a compile) is a figure of its own.
+    assert set(units.benchmark) == set(IN_A_RUN)
+    assert set(units[units.implementation == "torch-eager"].benchmark) == set(IN_A_RUN)
+    # Each case's build (here: one eager unit run) is a figure of its own; a failed one none.
     builds = rows[rows.metric == "build_ns"]
     assert set(builds.case) == set(rows.loc[rows.metric != "error", "case"])
     assert (builds.value > 0).all()
 
 
 @pytest.mark.slow
-def test_a_torch_compile_that_fails_is_a_result_row_not_a_crash(tmp_path: Path):
-    """torch.compile with no working C++ compiler (Inductor's CPU code needs one) fails as
-    a compile does: the fused case is an error row with the message and a warning, the
-    eager case beside it is measured, and the run ends well."""
-    pytest.importorskip("torch")
-    suite = write_suite(tmp_path, """
-defaults: {n_sweep: [1, 2], budget_s: 0.1, min_rounds: 3, warmup_max_rounds: 1,
-           torch_compile_max_n: 4}
-benchmarks:
-  - {name: chain, fusion: chain, k_sweep: [3], elements: 1000}
-""")
-    out = tmp_path / "out"
-    proc = gpuoverhead("run", "--suite", str(suite), "--implementation", "torch",
-                       "--processes", "1", "--out", str(out),
-                       env={"CXX": str(tmp_path / "no-such-c++")})
-    assert proc.returncode == 0, proc.stderr
-    assert "left out, its build failed: InductorError" in proc.stderr
-    _, summary, _ = read_run(only_run_folder(out))
-    failed = summary[summary.metric == "error"]
-    assert list(failed.implementation) == ["torch-compile"]
-    assert "C++ compiler" in failed.estimator.iat[0]
-    measured = summary[summary.metric == "per_unit_ns"]
-    assert set(measured.implementation) == {"torch-eager"}
-
-
-@pytest.mark.slow
-def test_torch_compile_of_the_loop_is_timed_and_one_past_its_limit_is_a_row(torch_run):
-    """The dependent loop's L steps through torch.compile on the CPU: measured, its output
-    checked against numpy, its build a `build_ns` figure; with `compile_limit_s` far below
-    what a compile takes, that case is an error row naming the limit, the eager steps
-    beside it are measured and the run ends well. The console lists both builds. The
-    population shares the loop's PyTorch forms: its compiled steps are compiled too (once
-    they ran as a CUDA graph under torch.compile's name)."""
+def test_a_torch_compile_past_its_limit_is_a_row_and_the_run_ends_well(torch_run):
+    """With `compile_limit_s` far below what a compile takes, the loop's compiled case is an
+    error row naming the limit and a warning, the eager steps beside it are measured and
+    the run ends well; the console lists the build with its failure. (A compile that builds
+    is checked in this process: test_torch_forms_build_and_match_numpy_in_process.)"""
     proc, (_, summary, info) = torch_run
     assert "left out, its build failed: CompileTimeout" in proc.stderr
     assert "torch.compile: seconds to compile" in proc.stdout
     assert not info["errors"]  # the outputs matched numpy before and after sampling
     rows = summary[summary.process.isna()]
-    units = rows[(rows.metric == "per_unit_ns")
-                 & rows.benchmark.isin(("loop", "limited", "population"))]
+    units = rows[(rows.metric == "per_unit_ns")]
     assert set(zip(units.benchmark, units.implementation, strict=True)) == {
-        ("loop", "torch-eager"), ("loop", "torch-compile"), ("limited", "torch-eager"),
-        ("population", "torch-eager"), ("population", "torch-compile")}
-    build = rows[(rows.metric == "build_ns") & (rows.implementation == "torch-compile")]
-    assert sorted(build.benchmark) == ["loop", "population"] and (build.value > 0).all()
+        ("limited", "torch-eager")}
+    assert rows[(rows.metric == "build_ns") & (rows.implementation == "torch-compile")].empty
     failed = rows[rows.metric == "error"]
     assert list(zip(failed.benchmark, failed.implementation, strict=True)) == [
         ("limited", "torch-compile")]
@@ -681,8 +734,8 @@ def test_decode_token_loop_feeds_each_token_to_the_next_step_as_numpy_greedy_doe
     GPU: in both engines, synced and pipelined, through the timed op, the token after each
     step is numpy's greedy token after as many steps. Its first tokens all differ, so a step
     that read a fixed row (or the wrong one) fails; after more steps than the pipelined
-    loop reads back at once, the post-sampling check (tokens and the GPU's step count)
-    agrees too."""
+    loop reads back at once (the synced loop reads back each step: a few more), the
+    post-sampling check (tokens and the GPU's step count) agrees too."""
     suite = load_suite(CONFIGS / "ci.yaml")
     group = next(g for g in suite.groups if g.fusion == "decode")
     group = replace(group, cases=tuple(c for c in group.cases if c.sync in TOKEN_LOOPS
@@ -704,8 +757,9 @@ def test_decode_token_loop_feeds_each_token_to_the_next_step_as_numpy_greedy_doe
             op(1)
             got.append(int(work.read()[0]))
         assert got == want, case.id
-        op(READBACK_EVERY + 3)
-        assert check(case, work, 5 + READBACK_EVERY + 3, "after the loop")
+        more = READBACK_EVERY + 3 if case.sync == PIPELINED else 3
+        op(more)
+        assert check(case, work, 5 + more, "after the loop")
 
 
 def test_greedy_reference_extrapolates_its_tokens_from_their_cycle():
@@ -718,11 +772,10 @@ def test_greedy_reference_extrapolates_its_tokens_from_their_cycle():
     assert decode.Greedy(decode.Weights.of(MODELS[128], 16), most=1).after(40) is None
 
 
-def test_torch_token_loop_feeds_each_token_to_the_next_step():
+def test_torch_token_loop_feeds_each_token_to_the_next_step(torch_cpu):
     """PyTorch's token loop (eager here: CPU) reads the row of the token its previous step
     chose: after 3 steps its token is numpy's greedy third (all of the first differ, so a
     step that read a fixed row fails the check), and the op reads the token back."""
-    pytest.importorskip("torch")
     from gpuoverhead.workloads.registry import torch_cases, torch_operations
 
     suite = load_suite(CONFIGS / "ci.yaml")
