@@ -742,10 +742,11 @@ def test_hostile_fifo_as_shader_or_suite(tmp_path, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/dev/fd"), reason="needs /dev/fd")
 @pytest.mark.parametrize("command", ["validate", "run"])
-def test_hostile_suite_through_a_pipe_is_read_once(tmp_path, command):
+def test_hostile_suite_through_a_pipe_is_read_once(tmp_path, monkeypatch, command):
     """`validate <(cat s.yaml)` said "the file is empty": the suite is loaded more than once
     (checked, expanded, hashed) and a pipe can be read once. Its bytes are kept: the run
-    records their sha256."""
+    records their sha256. `validate` in this process (a child's start-up less; its pipe is
+    then this process's), the run in a child as a user starts it."""
     text = ("defaults: {n_sweep: [1, 2], budget_s: 0.02, min_rounds: 3, warmup_max_rounds: 1,"
             " methodologies: [naive]}\n" + GOOD)
     read, write = os.pipe()
@@ -755,7 +756,14 @@ def test_hostile_suite_through_a_pipe_is_read_once(tmp_path, command):
             "run": ["run", "--suite", f"/dev/fd/{read}", "--backend", BACKEND, "--processes",
                     "1", "--implementation", "wgpu-native", "--out", str(tmp_path / "o")]}
     try:
-        proc = _child(*args[command], pass_fds=(read,))
+        if command == "validate":
+            from gpuoverhead.suite import source
+
+            monkeypatch.setattr(source, "_PIPES", {})  # none of another test's pipes
+            with within(60):
+                proc = in_process(*args[command])
+        else:
+            proc = _child(*args[command], pass_fds=(read,))
     finally:
         os.close(read)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
