@@ -249,18 +249,24 @@ def test_hostile_output_folder_is_a_file(tmp_path):
 
 
 @pytest.mark.slow
-def test_hostile_existing_run_folder(tmp_path, good_run):
-    # The existing run is a copy of the module's finished run (making one here cost a run of
-    # 2.6 CPU-s); the run that replaces it is one job of one methodology: what is checked is
-    # the run folder (every methodology and layer, with its reference loop, made it 2 s
-    # longer).
+def test_hostile_existing_run_folder(tmp_path, good_run, monkeypatch):
+    """Refused before planning (it used to be said once the drivers had offered their
+    adapters: a browser started, torch imported), the run left as it was; --force replaces
+    it. The existing run is a copy of the module's finished run (making one here cost a run
+    of 2.6 CPU-s); the run that replaces it is one job of one methodology: what is checked
+    is the run folder (every methodology and layer, with its reference loop, made it 2 s
+    longer)."""
+    from gpuoverhead.run import runner
+
     shutil.copytree(good_run, tmp_path / "o" / "same")
     suite = write_suite(tmp_path, "defaults: {n_sweep: [1, 2], budget_s: 0.02, min_rounds: 3,"
                                   " warmup_max_rounds: 1, methodologies: [naive]}\n" + GOOD)
     args = ("run", "--suite", str(suite), "--backend", BACKEND, "--out", str(tmp_path / "o"),
             "--run-id", "same", "--processes", "1", "--implementation", "wgpu-native")
     before = (only_run_folder(tmp_path / "o") / "run.json").read_bytes()
-    proc = in_process(*args)
+    with monkeypatch.context() as patched:
+        patched.setattr(runner, "prepare", lambda options: pytest.fail("planned first"))
+        proc = in_process(*args)
     _assert_one_clear_line(proc, "already exists; choose another --run-id, or pass --force")
     assert (only_run_folder(tmp_path / "o") / "run.json").read_bytes() == before
     assert gpuoverhead(*args, "--force").returncode == 0
