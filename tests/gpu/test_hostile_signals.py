@@ -40,15 +40,15 @@ pytestmark = [pytest.mark.slow,
 NOISE = ("Traceback", "KeyboardInterrupt", "Exception ignored")
 
 
-def _wait_for_worker(child: subprocess.Popen, count: int) -> None:
+def _wait_for_worker(child: subprocess.Popen, count: int, every: float = 0.01) -> None:
     """Until the `count`th worker of `child` has just appeared (it still imports: that takes
-    it a few tenths of a second, and this looks every hundredth)."""
+    it a few tenths of a second, and this looks `every` so many seconds)."""
     seen: set[int] = set()
     deadline = time.monotonic() + 120
     while len(seen) < count and time.monotonic() < deadline:
         assert child.poll() is None, child.communicate()
         seen |= set(_workers(child))
-        time.sleep(0.01)
+        time.sleep(every)
     assert len(seen) >= count, seen
 
 
@@ -112,7 +112,7 @@ def test_hostile_selftest_interrupted_keeps_both_halves_and_gives_no_verdict(
     first (in the third it cost two more processes, 3.5 CPU-s, and checked nothing else)."""
     child, out = _start_selftest(tmp_path)
     try:
-        _wait_for_worker(child, workers)
+        _wait_for_worker(child, workers, every=0.05)  # a second later is what counts
         time.sleep(1.0)  # into the worker's start-up or its rounds
         os.killpg(child.pid, signum) if group else child.send_signal(signum)
         stdout, stderr = child.communicate(timeout=60)

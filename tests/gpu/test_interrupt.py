@@ -380,16 +380,27 @@ def test_hostile_fault_disk_full_mid_run_ends_in_one_line_and_stays_readable(tmp
 
 def _wait_for_the_first_worker_to_end(child) -> None:
     """Until a worker of `child` has come and gone: the parent is then finishing the
-    benchmark's rows (or has just saved them)."""
-    deadline, seen = time.monotonic() + 120, False
+    benchmark's rows (or has just saved them). Once found, that worker alone is looked at
+    (its command line, gone or emptied once it ends): the looks every 10 ms cost a scan of
+    /proc each until then."""
+    deadline, seen = time.monotonic() + 120, None
     while time.monotonic() < deadline:
         assert child.poll() is None, child.communicate()
-        if _workers(child):
-            seen = True
-        elif seen:
+        if seen is None:
+            seen = next(iter(_workers(child)), None)
+        elif not _still_a_worker(seen):
             return
         time.sleep(0.01)
     raise AssertionError("no worker came and went in time")
+
+
+def _still_a_worker(pid: int) -> bool:
+    """Whether process `pid` still runs a worker (a zombie's command line is empty)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return b"spawn_main" in cmdline.read()
+    except OSError:
+        return False
 
 
 @pytest.mark.slow
