@@ -31,12 +31,12 @@ pytestmark = [pytest.mark.slow,
 
 #: The first benchmark's own budget per case and cases: most tests wait for it to finish
 #: and then interrupt the run in a later one; at the suite's 0.3 s it took 1.3 s longer a
-#: process, and its two cases of one methodology (not five of two) cost its run 0.4 CPU-s
-#: less (2.65 CPU-s, a worker and the parent's finish).
+#: process, and its two cases of one methodology (not five of two) cost it 0.4 CPU-s less
+#: in its worker and the parent's finish (a run of it alone: 2.65 CPU-s, not 3.0-3.2).
 QUICK_FIRST = ", budget_s: 0.05, n_sweep: [1, 2], methodologies: [naive]"
-#: Four small benchmarks of five cases (one layer: no reference loop), measured in one
-#: process each unless a test asks for more: about 3 s a benchmark on lavapipe, 2 s the
-#: first.
+#: Four small benchmarks of five cases (one layer: no reference loop), the first of two,
+#: measured in one process each unless a test asks for more: about 3 s a benchmark on
+#: lavapipe, 2 s the first.
 SUITE = (
     "defaults: {n_sweep: [1, 2, 4], budget_s: 0.3, target_rel_ci: 0.0001, min_rounds: 3,"
     " warmup_max_rounds: 2, methodologies: [naive, sequential], layers: [wrapper],"
