@@ -33,6 +33,7 @@ from gpuoverhead.run.plan import (
     MAX_TIME_LIMIT_S,
     Plan,
     RunOptions,
+    check_options,
     implementations_line,
     plural,
     prepare,
@@ -68,10 +69,13 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     """Plan, measure each benchmark in its worker processes, finish its rows, write them;
     the caller presents the result."""
     started = options.started
-    plan = prepare(options)
+    check_options(options)  # a plain run id, before it names a folder
     run_id = options.run_id or environment.new_run_id()
-    ids = [run_id] if plan.halves == 1 else [f"{run_id}-{half}" for half in "ab"]
-    check_free([options.out_root / i for i in ids], options.force)  # before planning
+    ids = [f"{run_id}-{half}" for half in "ab"] if options.halves else [run_id]
+    # Before planning: a run folder that exists is said before the drivers offer adapters
+    # (a browser started, torch imported: seconds of a default run).
+    check_free([options.out_root / i for i in ids], options.force)
+    plan = prepare(options)
     recorded = startups.load()
     schedule = _schedule(plan, started, recorded)
     # Once nothing the user gave can fail: an error leaves the caller's CPUs as they were.

@@ -33,6 +33,7 @@ from conftest import (
     measuring_first,
     only_run_folder,
     read_run,
+    within,
     without_cpu_note,
     write_suite,
 )
@@ -248,16 +249,24 @@ def test_hostile_output_folder_is_a_file(tmp_path):
 
 
 @pytest.mark.slow
-def test_hostile_existing_run_folder(tmp_path):
-    # One job of one methodology: what is checked is the run folder (every methodology and
-    # layer, with its reference loop, made each of the two runs 2 s longer).
+def test_hostile_existing_run_folder(tmp_path, good_run, monkeypatch):
+    """Refused before planning (it used to be said once the drivers had offered their
+    adapters: a browser started, torch imported), the run left as it was; --force replaces
+    it. The existing run is a copy of the module's finished run (making one here cost a run
+    of 2.6 CPU-s); the run that replaces it is one job of one methodology: what is checked
+    is the run folder (every methodology and layer, with its reference loop, made it 2 s
+    longer)."""
+    from gpuoverhead.run import runner
+
+    shutil.copytree(good_run, tmp_path / "o" / "same")
     suite = write_suite(tmp_path, "defaults: {n_sweep: [1, 2], budget_s: 0.02, min_rounds: 3,"
                                   " warmup_max_rounds: 1, methodologies: [naive]}\n" + GOOD)
     args = ("run", "--suite", str(suite), "--backend", BACKEND, "--out", str(tmp_path / "o"),
             "--run-id", "same", "--processes", "1", "--implementation", "wgpu-native")
-    assert gpuoverhead(*args).returncode == 0
     before = (only_run_folder(tmp_path / "o") / "run.json").read_bytes()
-    proc = in_process(*args)
+    with monkeypatch.context() as patched:
+        patched.setattr(runner, "prepare", lambda options: pytest.fail("planned first"))
+        proc = in_process(*args)
     _assert_one_clear_line(proc, "already exists; choose another --run-id, or pass --force")
     assert (only_run_folder(tmp_path / "o") / "run.json").read_bytes() == before
     assert gpuoverhead(*args, "--force").returncode == 0
@@ -706,35 +715,44 @@ def _child(*args: str, pass_fds: tuple[int, ...] = (), env: dict[str, str] | Non
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
-@pytest.mark.slow
-def test_hostile_fifo_as_shader_or_suite(tmp_path):
+@pytest.mark.slow  # two waits of 1 s
+def test_hostile_fifo_as_shader_or_suite(tmp_path, monkeypatch):
     """A FIFO is refused as a shader at once; as the suite, one nobody writes to is given up
-    after the pipe's wait, and one that is written to is read (issue 26.7: both hung)."""
+    after the pipe's wait, and one that is written to is read (issue 26.7: both hung). In
+    this process (five child processes cost 4 CPU-s), under a timeout: a read that blocks
+    fails the test instead of holding CI."""
+    from gpuoverhead.suite import source
+
+    monkeypatch.setattr(source, "PIPE_WAIT_S", 1.0)
+    monkeypatch.setattr(source, "_PIPES", {})  # none of another test's pipes
     os.mkfifo(tmp_path / "k.wgsl")
     os.mkfifo(tmp_path / "nobody.yaml")
     suite = write_suite(tmp_path, "benchmarks:\n  - {name: a, kernel: k.wgsl}\n")
     out = tmp_path / "out"
-    for path, expected in ((suite, "k.wgsl: not a regular file but a FIFO"),
-                           (tmp_path / "nobody.yaml",
-                            "nobody.yaml: cannot read: nothing came through the pipe in 1 s")):
-        _assert_one_clear_line(_child("validate", str(path)), expected)
-        _assert_one_clear_line(_child("run", "--suite", str(path), "--out", str(out)), expected)
-    assert not out.exists()
-    os.mkfifo(tmp_path / "fed.yaml")
-    writer = threading.Thread(target=(tmp_path / "fed.yaml").write_text, args=(GOOD,),
-                              daemon=True)  # its open waits for the reader
-    writer.start()
-    proc = _child("validate", str(tmp_path / "fed.yaml"), "--no-compile")
+    with within(60):
+        for path, expected in ((suite, "k.wgsl: not a regular file but a FIFO"),
+                               (tmp_path / "nobody.yaml",
+                                "nobody.yaml: cannot read: nothing came through the pipe in 1 s")):
+            _assert_one_clear_line(in_process("validate", str(path)), expected)
+            _assert_one_clear_line(in_process("run", "--suite", str(path), "--out", str(out)),
+                                   expected)
+        assert not out.exists()
+        os.mkfifo(tmp_path / "fed.yaml")
+        writer = threading.Thread(target=(tmp_path / "fed.yaml").write_text, args=(GOOD,),
+                                  daemon=True)  # its open waits for the reader
+        writer.start()
+        proc = in_process("validate", str(tmp_path / "fed.yaml"), "--no-compile")
     assert proc.returncode == 0 and "ok: 1 groups" in proc.stdout, proc.stderr
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/dev/fd"), reason="needs /dev/fd")
 @pytest.mark.parametrize("command", ["validate", "run"])
-def test_hostile_suite_through_a_pipe_is_read_once(tmp_path, command):
+def test_hostile_suite_through_a_pipe_is_read_once(tmp_path, monkeypatch, command):
     """`validate <(cat s.yaml)` said "the file is empty": the suite is loaded more than once
     (checked, expanded, hashed) and a pipe can be read once. Its bytes are kept: the run
-    records their sha256."""
+    records their sha256. `validate` in this process (a child's start-up less; its pipe is
+    then this process's), the run in a child as a user starts it."""
     text = ("defaults: {n_sweep: [1, 2], budget_s: 0.02, min_rounds: 3, warmup_max_rounds: 1,"
             " methodologies: [naive]}\n" + GOOD)
     read, write = os.pipe()
@@ -744,7 +762,14 @@ def test_hostile_suite_through_a_pipe_is_read_once(tmp_path, command):
             "run": ["run", "--suite", f"/dev/fd/{read}", "--backend", BACKEND, "--processes",
                     "1", "--implementation", "wgpu-native", "--out", str(tmp_path / "o")]}
     try:
-        proc = _child(*args[command], pass_fds=(read,))
+        if command == "validate":
+            from gpuoverhead.suite import source
+
+            monkeypatch.setattr(source, "_PIPES", {})  # none of another test's pipes
+            with within(60):
+                proc = in_process(*args[command])
+        else:
+            proc = _child(*args[command], pass_fds=(read,))
     finally:
         os.close(read)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
