@@ -75,9 +75,9 @@ def browser_started(child: subprocess.Popen, wait_s: float) -> bool:
     Chromium makes as it starts. One folder listed a poll, not every process's command line."""
     end, folder = time.monotonic() + wait_s, tempfile.gettempdir()
     while time.monotonic() < end and child.poll() is None:
-        for entry in os.scandir(folder):
-            if entry.name.startswith(PROFILE) and os.path.lexists(
-                    os.path.join(entry.path, "SingletonLock")):
+        with os.scandir(folder) as entries:
+            if any(entry.name.startswith(PROFILE) and os.path.lexists(
+                    os.path.join(entry.path, "SingletonLock")) for entry in entries):
                 return True
         time.sleep(0.05)
     return False
