@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -188,8 +189,17 @@ def test_hostile_a_browser_killed_while_the_page_works_is_one_line():
             text=True).stdout.splitlines() if "--type=renderer" in line]
         said = killed_while_waiting(tab, renderers)
         assert "page ended" in said, said
+        reaped(renderers)  # else the next page may get the spare renderer killed with them
         said = killed_while_waiting(browser.open(url), [browser.process.pid])
         assert "killed by SIGKILL" in said, said
+
+
+def reaped(pids: list[int], wait_s: float = 10.0) -> None:
+    """Wait until processes `pids` (killed) are gone, reaped by their parent: until then
+    the browser may not know that they ended."""
+    end = time.monotonic() + wait_s
+    while any(os.path.exists(f"/proc/{pid}") for pid in pids) and time.monotonic() < end:
+        time.sleep(0.02)
 
 
 def killed_while_waiting(tab: Page, victims: list[int]) -> str:
