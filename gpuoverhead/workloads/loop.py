@@ -42,11 +42,15 @@ def problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def reference(x: np.ndarray, steps: int) -> np.ndarray:
-    """`steps` steps of the dependent loop's stencil on the ring `x` (u32, wrapping)."""
+    """`steps` steps of the dependent loop's stencil on the ring `x` (u32, wrapping). Each
+    neighbour is gathered through an index of the ring, not np.roll (4x the time a step: the
+    check after sampling replays up to LOOP_REPLAY_MAX steps a case, seconds of a worker)."""
     x = x.astype(np.uint32, copy=True)
+    ring = np.arange(x.size)
+    before, after = np.roll(ring, 1), np.roll(ring, -1)
     for _ in range(steps):
-        right = np.roll(x, -1)
-        x = (np.roll(x, 1) ^ ((right << np.uint32(5)) | (right >> np.uint32(27)))) \
+        right = x[after]
+        x = (x[before] ^ ((right << np.uint32(5)) | (right >> np.uint32(27)))) \
             * LOOP_MULTIPLIER + x
     return x
 
