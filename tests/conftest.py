@@ -40,12 +40,16 @@ BACKEND = os.environ.get("GPUOVERHEAD_TEST_BACKEND", "vulkan")
 CI_RUN_LIMIT_S = 150
 #: What the shared CI run changes of configs/ci.yaml (`ci_run_suite`): the decode step
 #: (about 40 ms a token on lavapipe, 2 s a round at 2 tokens, 4-6 s at 8) in loops of 2
-#: tokens and 3 rounds after one warm-up round, the other fusion patterns (whose processes
-#: are mostly start-up) on half the budget per case. The kernels keep theirs: the layer
-#: split's checks (test_layers.py) hold the submit loop's few us per layer against ~300 us.
-#: The suite's every benchmark, case and check runs, in about 75% of configs/ci.yaml's time.
+#: tokens and 3 rounds after one warm-up round, which its least budget leaves it (at 4 s a
+#: process, rounds under 1.33 s made a fourth), the other fusion patterns (whose processes are
+#: mostly start-up) on half the budget per case, the kernels and the cadence on half theirs
+#: (empty's 54 rounds a process become about 27; the layer split's checks, test_layers.py,
+#: allow for how far the processes differ, and the bind group's each process's interval).
+#: The suite's every benchmark, case and check runs.
 CI_RUN_FUSION = {"budget_s": 0.2}
-CI_RUN_DECODE = {"loop_tokens": 2, "min_rounds": 3, "warmup_max_rounds": 1}
+CI_RUN_DECODE = {"loop_tokens": 2, "min_rounds": 3, "warmup_max_rounds": 1, "budget_s": 0.1}
+CI_RUN_KERNEL = {"budget_s": 0.2}
+CI_RUN_CADENCE = {"budget_s": 0.3}
 
 
 @functools.cache
@@ -269,7 +273,7 @@ def write_suite(folder: Path, text: str, name: str = "suite.yaml") -> Path:
 
 def ci_run_suite(folder: Path, benchmarks: int | None = None,
                  budget_s: float | None = None) -> Path:
-    """configs/ci.yaml as the shared CI run measures it (CI_RUN_FUSION, CI_RUN_DECODE; its
+    """configs/ci.yaml as the shared CI run measures it (CI_RUN_*: its budgets; its
     benchmarks, cases, sizes, sweeps, methodologies and layers as they are), written into
     `folder`; with `benchmarks`, only its first so many; with `budget_s`, that budget per
     case for all of them."""
@@ -277,6 +281,9 @@ def ci_run_suite(folder: Path, benchmarks: int | None = None,
     for bench in suite["benchmarks"]:
         if "fusion" in bench:
             bench.update(CI_RUN_DECODE if bench["fusion"] == "decode" else CI_RUN_FUSION)
+        else:
+            bench.update(CI_RUN_CADENCE if "cadence" in bench.get("methodologies", ())
+                         else CI_RUN_KERNEL)
         if budget_s is not None:
             bench.pop("budget_s", None)
     if budget_s is not None:

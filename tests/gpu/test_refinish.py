@@ -6,8 +6,8 @@ says where it came from, and what cannot be re-finished is refused in one line."
 from __future__ import annotations
 
 import json
+import runpy
 import shutil
-import subprocess
 import sys
 
 import pandas as pd
@@ -19,15 +19,26 @@ from gpuoverhead.resources import CONFIGS_DIR
 from gpuoverhead.run import refinish
 
 KEY = ["implementation", "family", "case", "metric", "call", "process"]
+SCRIPT = ROOT / "benchmarks" / "investigations" / "refinish.py"
 
 
-def test_a_refinished_run_has_every_estimate_it_had(ci_run, tmp_path):
+def _script(capsys, monkeypatch, *folders) -> tuple[int, str, str]:
+    """benchmarks/investigations/refinish.py FOLDERS run as its command line runs it, in this
+    process (a child's interpreter and imports cost ~1.5 CPU-s a call): its exit status,
+    stdout and stderr."""
+    monkeypatch.setattr(sys, "argv", [str(SCRIPT), *map(str, folders)])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as end:
+        runpy.run_path(str(SCRIPT), run_name="__main__")
+    said = capsys.readouterr()
+    return end.value.code, said.out, said.err
+
+
+def test_a_refinished_run_has_every_estimate_it_had(ci_run, tmp_path, capsys, monkeypatch):
     _, folder = ci_run
-    proc = subprocess.run([sys.executable, "benchmarks/investigations/refinish.py", str(folder),
-                           str(tmp_path / "again")], capture_output=True, text=True, cwd=ROOT,
-                          check=False)
-    assert proc.returncode == 0, proc.stderr
-    assert f"{folder} -> {tmp_path / 'again'}" in proc.stdout and "now: median ±" in proc.stdout
+    code, out, err = _script(capsys, monkeypatch, folder, tmp_path / "again")
+    assert code == 0, err
+    assert f"{folder} -> {tmp_path / 'again'}" in out and "now: median ±" in out
     samples, summary, info = read_run(folder)
     samples_again, summary_again, info_again = read_run(tmp_path / "again")
     pd.testing.assert_frame_equal(samples, samples_again)
@@ -48,7 +59,7 @@ def test_a_refinished_run_has_every_estimate_it_had(ci_run, tmp_path):
     assert [b["id"] for b in info_again["benchmarks"]] == [b["id"] for b in info["benchmarks"]]
 
 
-def test_what_cannot_be_refinished_is_refused(ci_run, tmp_path):
+def test_what_cannot_be_refinished_is_refused(ci_run, tmp_path, capsys, monkeypatch):
     _, folder = ci_run
     places = [CONFIGS_DIR]
     with pytest.raises(UserError, match="already exists"):
@@ -68,9 +79,6 @@ def test_what_cannot_be_refinished_is_refused(ci_run, tmp_path):
     samples.to_parquet(moved / "samples.parquet")
     with pytest.raises(UserError, match="holds no issue_ns of cadence/"):
         refinish.benchmarks(refinish.read(moved, places))
-    proc = subprocess.run([sys.executable, "benchmarks/investigations/refinish.py", str(moved),
-                           str(tmp_path / "again")], capture_output=True, text=True, cwd=ROOT,
-                          check=False)
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in \
-        proc.stderr
+    code, _, err = _script(capsys, monkeypatch, moved, tmp_path / "again")
+    assert code == 2 and err.count("\n") == 1 and err.startswith("error: "), err
     assert not (tmp_path / "again").exists()
