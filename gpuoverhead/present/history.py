@@ -63,7 +63,8 @@ def _started(rs: ResultSet) -> datetime:
 def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | None = None
           ) -> History:
     bench, size, rows = select(sets, benchmark, elements)
-    figures = figures_of(rows)
+    masks: dict = {}  # pick's comparisons of these rows, each made once
+    figures = figures_of(rows, masks)
     figures = [f for f in figures if f.metric in metrics.HEADLINE] or figures
     if not figures:
         raise UserError(f"benchmark {bench!r} has no figure a report or history shows")
@@ -75,7 +76,7 @@ def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | N
         "status": [str(sets[i].info.get("status")) for i in order]})
     found = []  # each figure over all runs at once: a selection per run took minutes
     for f, figure in enumerate(figures):
-        hit = pick(rows, figure).groupby(["result_set", *ROW_KEYS], sort=True).agg(
+        hit = pick(rows, figure, masks).groupby(["result_set", *ROW_KEYS], sort=True).agg(
             value=("value", "median"), low=("ci_low", "min"), high=("ci_high", "max"),
             level=("ci_level", "min"))
         found.append(hit.reset_index().assign(figure=figure.label, order=f))

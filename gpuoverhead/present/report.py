@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -207,10 +208,11 @@ def left_out(sets: list[ResultSet], bench: str, size: int, rows: pd.DataFrame) -
     return at_most(lines, f"runs left out of {bench!r} at {size} elements")
 
 
-def figures_of(rows: pd.DataFrame) -> list[Figure]:
+def figures_of(rows: pd.DataFrame, masks: dict | None = None) -> list[Figure]:
     """The columns the rows of one benchmark have: FIGURES, or a fusion benchmark's."""
     fusion = (rows["methodology"] == "fusion").any()
-    return [f for f in (_fusion_figures(rows) if fusion else FIGURES) if not pick(rows, f).empty]
+    return [f for f in (_fusion_figures(rows) if fusion else FIGURES)
+            if not pick(rows, f, masks).empty]
 
 
 def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | None = None
@@ -218,10 +220,11 @@ def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | N
     """The per-vendor table of `benchmark` at `elements` (defaults: `empty`, its smallest)."""
     bench, size, rows = select(sets, benchmark, elements)
     fusion = (rows["methodology"] == "fusion").any()
-    figures = figures_of(rows)
+    masks: dict = {}  # pick's comparisons of these rows, each made once
+    figures = figures_of(rows, masks)
     notes: list[str] = []
     out = []
-    cells = _figure_cells(rows, figures)
+    cells = _figure_cells(rows, figures, masks)
     for key, group in rows.groupby(ROW_KEYS, sort=True):
         record = dict(zip(ROW_KEYS, key, strict=True))
         set_ids = sorted(group["result_set"].unique())
@@ -247,7 +250,7 @@ def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | N
                   [source(sets[i]) for i in used], left_out(sets, bench, size, rows))
 
 
-def _figure_cells(rows: pd.DataFrame, figures: list[Figure]
+def _figure_cells(rows: pd.DataFrame, figures: list[Figure], masks: dict | None = None
                   ) -> dict[str, dict[tuple, float]]:
     """Per column of the table, its value per row (ROW_KEYS): the median of the runs'
     estimates of each figure, the span of their intervals and their lowest level. Each
@@ -255,7 +258,7 @@ def _figure_cells(rows: pd.DataFrame, figures: list[Figure]
     was most of a report's time over many sets)."""
     cells: dict[str, dict[tuple, float]] = {}
     for figure in figures:
-        by_row = pick(rows, figure).groupby(ROW_KEYS, sort=False)
+        by_row = pick(rows, figure, masks).groupby(ROW_KEYS, sort=False)
         found = {"": by_row["value"].agg(lambda v: float(np.median(v))),
                  " low": by_row["ci_low"].min(), " high": by_row["ci_high"].max(),
                  " level": by_row["ci_level"].min()}
@@ -270,15 +273,26 @@ def row_notes(report: Report, i: int) -> list[str]:
     return [report.notes[int(m) - 1] for m in marks.split(",") if m]
 
 
-def pick(rows: pd.DataFrame, f: Figure) -> pd.DataFrame:
+def pick(rows: pd.DataFrame, f: Figure, masks: dict | None = None) -> pd.DataFrame:
     """The rows that figure `f` shows (never the reference loop's, nor the per-dispatch bind
-    group twins': the figures are of the reused cases)."""
-    mask = (rows["metric"] == f.metric) & ~rows["variant"].fillna("").isin(APART)
+    group twins': the figures are of the reused cases). `masks`: the comparisons of these
+    `rows` made so far, kept for the next pick of them (a report picks two dozen times, each
+    comparing whole text columns again)."""
+    masks = {} if masks is None else masks
+
+    def equal(column: str, value: Any) -> pd.Series:
+        if (column, value) not in masks:
+            masks[column, value] = rows[column] == value
+        return masks[column, value]
+
+    if APART not in masks:
+        masks[APART] = ~rows["variant"].fillna("").isin(APART)
+    mask = equal("metric", f.metric) & masks[APART]
     for column in ("methodology", "encoding", "sync", "layer"):
         if column in rows and getattr(f, column) is not None:
-            mask &= rows[column] == getattr(f, column)
+            mask &= equal(column, getattr(f, column))
     if f.k is not None:
-        mask &= rows["k"] == f.k
+        mask &= equal("k", f.k)
     return rows[mask]
 
 

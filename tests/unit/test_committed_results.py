@@ -12,6 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from conftest import ROOT
 from typer.testing import CliRunner
@@ -35,19 +38,33 @@ def test_there_are_committed_sets():
 
 def _slowed(folder: Path, to: Path) -> Path:
     """A copy of a set whose times (ns estimates with their intervals, and the raw samples'
-    times) are FACTOR times longer; ratios, rates and shares are left as they were."""
+    times) are FACTOR times longer; ratios, rates and shares are left as they were. Made
+    with pyarrow (the samples' times doubled as floats, their pandas types as `* FACTOR` made
+    them) and written uncompressed, without statistics: a pandas
+    round trip of the tables took twice the CPU."""
     to.mkdir()
     shutil.copy(folder / "run.json", to / "run.json")
-    summary = pd.read_parquet(folder / "summary.parquet")
-    times = summary["unit"] == "ns"
+    summary = pq.read_table(folder / "summary.parquet")
+    times = pc.equal(summary["unit"], "ns")
     for column in ("value", "ci_low", "ci_high"):
-        summary.loc[times, column] *= FACTOR
-    summary.to_parquet(to / "summary.parquet", index=False)
-    samples = pd.read_parquet(folder / "samples.parquet")
+        summary = summary.set_column(summary.schema.get_field_index(column), column,
+                                     pc.if_else(times, pc.multiply(summary[column], FACTOR),
+                                                summary[column]))
+    pq.write_table(summary, to / "summary.parquet", compression="none")
+    samples = pq.read_table(folder / "samples.parquet")
+    pandas = json.loads(samples.schema.metadata[b"pandas"])
     for column in ("wall_ns", "issue_ns", "gpu_ns"):  # older sets lack the later ones
-        if column in samples:
-            samples[column] = samples[column] * FACTOR
-    samples.to_parquet(to / "samples.parquet", index=False)
+        if column in samples.column_names:
+            samples = samples.set_column(
+                samples.schema.get_field_index(column), column,
+                pc.multiply(samples[column].cast(pa.float64()), FACTOR))
+            for entry in pandas["columns"]:  # Int64 (nullable) doubled is Float64
+                if entry["name"] == column:
+                    entry.update(pandas_type="float64", numpy_type=entry["numpy_type"].replace(
+                        "int", "float").replace("Int", "Float"))
+    samples = samples.replace_schema_metadata({"pandas": json.dumps(pandas)})
+    pq.write_table(samples, to / "samples.parquet", compression="none",
+                   write_statistics=False)
     return to
 
 
@@ -82,8 +99,10 @@ def _half_widths(summary: read.ResultSet, table: pd.DataFrame) -> pd.Series:
     (both sets have the same relative widths)."""
     from scipy import stats as sps
 
-    per_process = {k: g["value"].to_numpy(float) for k, g in
-                   summary.per_process.groupby(comparing.KEY, dropna=False, sort=False)}
+    rows = summary.per_process
+    values = rows["value"].to_numpy(float)
+    per_process = {k: values[i] for k, i in  # the groups' rows, not a frame each
+                   rows.groupby(comparing.KEY, dropna=False, sort=False).indices.items()}
     own = table.merge(summary.summary[comparing.KEY + ["ci_low", "ci_high"]],
                       on=comparing.KEY, how="left", validate="one_to_one")
     halves = np.full(len(table), math.nan)
