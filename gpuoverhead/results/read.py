@@ -10,11 +10,10 @@ from __future__ import annotations
 import functools
 import glob
 import json
-import math
 import os
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from gpuoverhead.results.columns import (
     SUMMARY,
     RunRecord,
 )
+from gpuoverhead.results.summary_checks import check_columns, check_pairs, check_units
 
 
 @dataclass
@@ -63,7 +63,7 @@ class ResultSet:
         found = frame(read_table(path, SUMMARY_BOUND))
         if "cpu_state" not in found:
             raise UserError(f"{path}: no cpu_state column: not a gpuoverhead states table")
-        _check_columns(found, path)
+        check_columns(found, path)
         check_units(found, path)
         return migrate(found)
 
@@ -140,7 +140,7 @@ def load(folder: Path) -> ResultSet:
     if not {"metric", "unit"} <= set(table.column_names):
         raise UserError(f"{path}: no metric/unit columns: not a gpuoverhead summary")
     pairs = table.select(["metric", "unit"]).group_by(["metric", "unit"]).aggregate([])
-    _check_pairs(zip(*(pairs[c].to_pylist() for c in ("metric", "unit")), strict=True), path)
+    check_pairs(zip(*(pairs[c].to_pylist() for c in ("metric", "unit")), strict=True), path)
     if "process" not in table.column_names:  # before version 3: estimates over all only
         return ResultSet(folder, info, _summary(table, path))
     over_all = pc.is_null(table["process"], nan_is_null=True)
@@ -154,7 +154,7 @@ def load(folder: Path) -> ResultSet:
 def _summary(table: pa.Table, path: Path) -> pd.DataFrame:
     """Rows of a summary as a frame, checked, with the columns this version writes."""
     summary = frame(table)
-    _check_columns(summary, path)
+    check_columns(summary, path)
     return migrate(summary)
 
 
@@ -334,60 +334,6 @@ def _found(value: Any) -> str:
     shown = json.dumps(value)
     return f"{kinds.get(type(value), type(value).__name__)} " \
         f"({shown if len(shown) <= 40 else shown[:37] + '...'})"
-
-
-#: Summary columns every reader needs, and those of them that hold numbers.
-_REQUIRED = ("benchmark", "case", "implementation", "elements", "methodology", "metric",
-             "value", "ci_low", "ci_high")
-_NUMERIC = ("elements", "value", "ci_low", "ci_high")
-#: Columns that hold numbers where present (older sets lack them), and text (keys).
-_NUMERIC_IF_ANY = ("rel_spread_between", "rel_ci_within", "ci_level")
-_TEXT = ("case", "implementation", "metric", "call", "cpu_state", "regime", "estimator")
-
-
-def _check_columns(summary: pd.DataFrame, where: Path) -> None:
-    missing = [c for c in _REQUIRED if c not in summary]
-    if missing:
-        raise UserError(f"{where}: no {', '.join(missing)} column(s): not a gpuoverhead summary")
-    wrong = [c for c in (*_NUMERIC, *(c for c in _NUMERIC_IF_ANY if c in summary))
-             if len(summary) and not pd.api.types.is_numeric_dtype(summary[c])]
-    if wrong:
-        raise UserError(f"{where}: column(s) {', '.join(wrong)} hold text, not numbers")
-    odd = [c for c in _TEXT if c in summary and not _texts(summary[c])]
-    if odd:
-        raise UserError(f"{where}: column(s) {', '.join(odd)} hold other than text")
-
-
-def _texts(values: pd.Series) -> bool:
-    """Every value text, None or NaN: told from the column's type where it says so (pandas 3
-    reads text as `str`, its gaps NaN), without a Python call a value (a few ms a table)."""
-    kind, types = values.dtype, pd.api.types
-    if isinstance(kind, pd.StringDtype) and kind.na_value is not pd.NA or (
-            types.is_object_dtype(kind) and types.infer_dtype(values, skipna=False) == "string"):
-        return True
-    return bool(values.map(lambda v: v is None or isinstance(v, str)
-                           or (isinstance(v, float) and math.isnan(v))).all())
-
-
-def check_units(summary: pd.DataFrame, where: Path) -> None:
-    """Every metric in one unit, and the `_ns` metrics in ns: numbers in other units (a
-    hand-edited or foreign table) would be compared as if they were the same."""
-    if not {"metric", "unit"} <= set(summary.columns):
-        raise UserError(f"{where}: no metric/unit columns: not a gpuoverhead summary")
-    _check_pairs(zip(summary["metric"].to_numpy(), summary["unit"].to_numpy(), strict=True),
-                 where)
-
-
-def _check_pairs(pairs: Iterable[tuple[Any, Any]], where: Path) -> None:
-    """check_units of (metric, unit) pairs (a run has a few: each is looked at once)."""
-    units: dict[Any, list[Any]] = {}
-    for metric, unit in dict.fromkeys(pairs):
-        units.setdefault(metric, []).append(unit)
-    for metric, found in units.items():
-        if len(found) > 1 or (str(metric).endswith("_ns") and found[0] != "ns"):
-            raise UserError(f"{where}: mixed units: metric {metric!r} comes in "
-                            f"{', '.join(map(str, found))}; gpuoverhead writes it in "
-                            f"{'ns' if str(metric).endswith('_ns') else 'one unit'}")
 
 
 def runs_in(folder: Path) -> pd.DataFrame | None:

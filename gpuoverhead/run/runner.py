@@ -72,9 +72,7 @@ def run(options: RunOptions, reporter: Reporter) -> RunResult:
     check_options(options)  # a plain run id, before it names a folder
     run_id = options.run_id or environment.new_run_id()
     ids = [f"{run_id}-{half}" for half in "ab"] if options.halves else [run_id]
-    # Before planning: a run folder that exists is said before the drivers offer adapters
-    # (a browser started, torch imported: seconds of a default run).
-    check_free([options.out_root / i for i in ids], options.force)
+    check_free([options.out_root / i for i in ids], options.force)  # before drivers start
     plan = prepare(options)
     recorded = startups.load()
     schedule = _schedule(plan, started, recorded)
@@ -366,8 +364,7 @@ def _again(plan: Plan, schedule: Schedule, last: Slot, outcomes: list[list[worke
 def _process(plan: Plan, schedule: Schedule, slot: Slot, reporter: Reporter,
              seeding: _Seeding, stall_timeout_s: float,
              budget: Budget | None = None) -> worker.Outcome:
-    """One worker process of `slot`, within its budget (by default the schedule's) and the
-    run's deadline."""
+    """One worker process of `slot` within its budget (the schedule's by default), deadline."""
     job = plan.benchmarks[slot.benchmark][slot.job]
     budget = budget or schedule.budget(slot)
     if (share := registry.get(job.driver).SAMPLE_SHARE) is not None:
@@ -389,8 +386,7 @@ def _process(plan: Plan, schedule: Schedule, slot: Slot, reporter: Reporter,
 
 def _finish(jobs: list[Job], outcomes: list[list[worker.Outcome]], files: RunFolder,
             reporter: Reporter, seeding: _Seeding) -> None:
-    """A benchmark's rows (of the jobs with a process in this folder), added to the run
-    folder whole and saved."""
+    """A benchmark's rows (its jobs with a process in this folder) added whole and saved."""
     jobs, outcomes = [j for j, o in zip(jobs, outcomes, strict=True) if o], \
         [o for o in outcomes if o]
     if not jobs:
