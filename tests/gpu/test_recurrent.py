@@ -18,7 +18,7 @@ from conftest import (
     write_suite,
 )
 
-from gpuoverhead.cases import HYBRID, NEVER
+from gpuoverhead.cases import HYBRID, NEVER, READBACK_EVERY
 from gpuoverhead.drivers import webgpu
 from gpuoverhead.errors import IntegrityError
 from gpuoverhead.gpu import adapters
@@ -188,7 +188,11 @@ def test_the_crossover_ci_suite_puts_the_cpu_beside_the_gpu(tmp_path):
     ratios and its sentence in tests/unit/test_crossover.py, a benchmark's rows per size in
     a run in test_readback.py. A crossover row per form is there whether or not one H
     decides it. The suite's sweep stays: with N 1 and 2 and runs of 8 steps, the unread
-    loop's step at H 16 came out zero now and then, and the slowdowns over it infinite."""
+    loop's step at H 16 came out zero now and then, and the slowdowns over it infinite. Its
+    runs are of READBACK_EVERY + 1 steps, not the suite's 32: the least in which the
+    pipelined loop reads mid-run (a read after step 16 and after the last, as at 32; at 16
+    or fewer it would be the unread loop); a step at H 256 takes ms on lavapipe, far from
+    zero."""
     import yaml
 
     from gpuoverhead.drivers import host
@@ -196,6 +200,7 @@ def test_the_crossover_ci_suite_puts_the_cpu_beside_the_gpu(tmp_path):
     suite = yaml.safe_load((CONFIGS / "crossover-ci.yaml").read_text())
     (bench,) = suite["benchmarks"]
     sizes = bench["elements"] = [256]
+    bench["loop_tokens"] = READBACK_EVERY + 1
     proc = gpuoverhead("run", "--suite", str(write_suite(tmp_path, yaml.safe_dump(suite))),
                        "--backend", BACKEND, "--implementation", "wgpu-native,cpu-ref",
                        "--processes", "2", "--seed", "3", "--out", str(tmp_path / "out"),
