@@ -28,7 +28,7 @@ from gpuoverhead.results.columns import (
     SUMMARY_COLUMNS,
     RunRecord,
 )
-from gpuoverhead.results.write import write_run
+from gpuoverhead.results.write import write_json, write_run
 from gpuoverhead.run import environment
 from gpuoverhead.run.checks import said_once
 
@@ -64,6 +64,8 @@ class RunFolder:
     done: list[Finished] = field(default_factory=list)
     #: The claim on the run id (`Claim`), held until `release`.
     claimed: Claim | None = None
+    #: How many finished benchmarks the tables on disk hold (-1: none written yet).
+    tables_of: int = -1
 
     @classmethod
     def open(cls, target: Path, record: RunRecord, force: bool) -> RunFolder:
@@ -111,9 +113,14 @@ class RunFolder:
         self.start.status = status
         if status != "running":
             self.start.finished = environment.now_iso()
-        write_run(self.folder, _concat([s for d in self.done for s in d.samples],
-                                       SAMPLE_COLUMNS), self.summary(), self.record().as_json(),
-                  _concat([s for d in self.done for s in d.states], STATES_COLUMNS))
+        if len(self.done) == self.tables_of:  # tables change only with a finished benchmark
+            write_json(self.folder / RUN_JSON, self.record().as_json())
+        else:
+            write_run(self.folder, _concat([s for d in self.done for s in d.samples],
+                                           SAMPLE_COLUMNS), self.summary(),
+                      self.record().as_json(),
+                      _concat([s for d in self.done for s in d.states], STATES_COLUMNS))
+            self.tables_of = len(self.done)
         if self.replaces is not None and (self.done or status == "complete"):
             old = self.replaces.with_name(f".{self.replaces.name}.{os.getpid()}.old")
             shutil.rmtree(old, ignore_errors=True)
