@@ -134,6 +134,7 @@ def summary_grid(summary: pd.DataFrame) -> Table:
     combined = combined[combined["variant"].fillna("") == ""] if "variant" in combined \
         else combined
     keys = ["benchmark", "elements", "implementation"]
+    combined = combined[[c for c in combined if c in _GRID_READS]]  # a row is a take a column
     hits = dict(iter(_summary_rows(combined).groupby(keys, sort=False)))
     for key, rows in combined.groupby(keys, sort=False):
         bench, elements, impl = key
@@ -149,6 +150,12 @@ def summary_grid(summary: pd.DataFrame) -> Table:
         table.add_section()
     table.caption, table.caption_justify = glossary.caption(shown), "left"
     return table
+
+
+#: The columns the summary grid reads (its groups, _ROWS' keys, what a row shows).
+_GRID_READS = {"benchmark", "elements", "implementation", "processes", "methodology",
+               "encoding", "sync", "layer", "metric", "call", "value", "hint", "ci_low",
+               "ci_high", "ci_level", "rel_ci", "bound", "rounds"}
 
 
 def _summary_rows(summary: pd.DataFrame) -> pd.DataFrame:

@@ -17,11 +17,17 @@ from gpuoverhead.present import format as fmt
 from gpuoverhead.results.columns import ERROR
 from gpuoverhead.torch_forms import COMPILE
 
+#: The columns these grids read: the fusion rows are taken with these alone, as each
+#: selection and picked row of the grids costs a pandas take per column (a summary has 44).
+_READ = ("benchmark", "elements", "implementation", "family", "k", "variant", "encoding",
+         "sync", "call", "metric", "estimator", "value", "ci_low", "ci_high", "ci_level")
+
 
 def _fusion_rows(summary: pd.DataFrame) -> pd.DataFrame:
     if "variant" not in summary:
         return summary.iloc[0:0]
-    return summary[(summary["methodology"] == "fusion") & summary["process"].isna()]
+    return summary.loc[(summary["methodology"] == "fusion") & summary["process"].isna(),
+                       [c for c in _READ if c in summary]]
 
 
 def pick(part: pd.DataFrame, variant: str, metric: str) -> Any:
