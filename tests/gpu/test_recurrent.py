@@ -173,7 +173,8 @@ def test_the_crossover_ci_suite_puts_the_cpu_beside_the_gpu(tmp_path):
     """configs/crossover-ci.yaml on lavapipe with the CPU references, in seconds: per-step
     times of every implementation at its H (each checked against numpy in the run: a failed
     check is an error, and the run would not be complete), their ratios to torch-cpu with
-    intervals that hold their estimate and never go below zero, a crossover row per GPU
+    intervals that hold their estimate and never go below zero (none only where a process
+    got no slope, which the run says), a crossover row per GPU
     form, and its sentence on the console; and the host-read loops' step times, their
     slowdowns over the unread loop (the hybrid's over the unfused one) with intervals that
     hold their estimate and never go below zero, and their table. Without the suite's time
@@ -216,8 +217,17 @@ def test_the_crossover_ci_suite_puts_the_cpu_beside_the_gpu(tmp_path):
         *((i, "unfused", h) for i in host.IMPLEMENTATIONS for h in sizes)}
     ratios = combined[combined.metric == "cpu_ratio"]
     assert len(ratios) == 3 * len(sizes) and host.REFERENCE not in set(ratios.implementation)
-    assert ((ratios.ci_low >= 0) & (ratios.ci_low <= ratios.value)
-            & (ratios.value <= ratios.ci_high)).all()
+    # A ratio without an interval only where a process of its form got no slope, as the run
+    # says (on a busy machine lavapipe's completion floor rises over the sweep's small N).
+    sloped = summary[summary.process.notna() & (summary.metric == "per_unit_ns")].groupby(
+        ["implementation", "variant"]).size()
+    bare = ratios[ratios.ci_low.isna() | ratios.ci_high.isna()]
+    assert all(sloped.get((i, v), 0) < 2 for i, v in zip(bare.implementation, bare.variant,
+                                                          strict=True)), bare
+    assert bare.empty or any("got no slope" in w for w in info["warnings"])
+    held = ratios.drop(bare.index)
+    assert ((held.ci_low >= 0) & (held.ci_low <= held.value)
+            & (held.value <= held.ci_high)).all()
     per_op = combined[combined.metric == "per_op_ns"]
     assert len(per_op) == len(times)  # one op a step fused: per op is per step there
     assert (per_op.value.to_numpy() <= times.value.to_numpy()).all()
