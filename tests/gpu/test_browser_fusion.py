@@ -54,6 +54,13 @@ def suite_path(tmp_path_factory):
 
 
 @pytest.mark.slow
+def _sloped(summary, bench: str, variant: str) -> int:
+    """The fewest processes of either side that gave the form a slope (per_unit_ns)."""
+    mine = summary[summary.process.notna() & (summary.metric == "per_unit_ns")
+                   & (summary.benchmark == bench) & (summary.variant == variant)]
+    return min(int((mine.implementation == i).sum()) for i in ("chromium", "wgpu-native"))
+
+
 def test_fusion_patterns_in_the_browser_beside_wgpu_native_with_the_tax(suite_path, tmp_path):
     """Without a time limit: the tax's interval needs both process pairs, and a limit drops a
     pass where start-ups run long (a CI machine took 122 s of 150 with Chromium's and ran
@@ -78,9 +85,15 @@ def test_fusion_patterns_in_the_browser_beside_wgpu_native_with_the_tax(suite_pa
             tax = mine[mine.metric == metric]
             assert set(tax.variant) == {"unfused", "fused"} and set(tax.call) == \
                 {"wgpu-native"}, (bench, metric)
-            assert (tax.value > 0).all() and (tax.ci_low >= 0).all() \
-                and (tax.ci_low <= tax.value).all() \
-                and (tax.value <= tax.ci_high).all(), (tax, info["warnings"])
+            # No interval only where a process of the form got no slope, as the run says
+            # (under load the page's completion floor can rise over the sweep's small N).
+            bare = tax[tax.ci_low.isna() | tax.ci_high.isna()]
+            assert all(_sloped(summary, bench, v) < 2 for v in bare.variant), bare
+            assert bare.empty or any("got no slope" in w for w in info["warnings"])
+            held = tax.drop(bare.index)
+            assert (held.value > 0).all() and (held.ci_low >= 0).all() \
+                and (held.ci_low <= held.value).all() \
+                and (held.value <= held.ci_high).all(), (tax, info["warnings"])
         for impl in ("chromium", "wgpu-native"):  # a unit's parts, and the floor it waited on
             waits = mine[(mine.implementation == impl) & (mine.sync == "wait")]
             want = {"latency_ns", "completion_floor_ns", "cpu_per_unit_ns",
