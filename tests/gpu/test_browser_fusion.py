@@ -53,7 +53,6 @@ def suite_path(tmp_path_factory):
     return write_suite(tmp_path_factory.mktemp("browser-fusion"), SUITE)
 
 
-@pytest.mark.slow
 def _sloped(summary, bench: str, variant: str) -> int:
     """The fewest processes of either side that gave the form a slope (per_unit_ns)."""
     mine = summary[summary.process.notna() & (summary.metric == "per_unit_ns")
@@ -61,6 +60,7 @@ def _sloped(summary, bench: str, variant: str) -> int:
     return min(int((mine.implementation == i).sum()) for i in ("chromium", "wgpu-native"))
 
 
+@pytest.mark.slow
 def test_fusion_patterns_in_the_browser_beside_wgpu_native_with_the_tax(suite_path, tmp_path):
     """Without a time limit: the tax's interval needs both process pairs, and a limit drops a
     pass where start-ups run long (a CI machine took 122 s of 150 with Chromium's and ran
