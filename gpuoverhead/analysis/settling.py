@@ -62,8 +62,8 @@ def settle(ages_s: np.ndarray, values: np.ndarray) -> Settling:
     edges = np.linspace(start, end, count + 1)
     which = np.clip(np.searchsorted(edges, ages, side="right") - 1, 0, count - 1)
     counts = np.bincount(which, minlength=count)  # ages sorted: each bin a slice of vals
-    bins = [(float(edges[b]), float(np.median(vals[end - n:end])), int(n))
-            for b, (n, end) in enumerate(zip(counts, np.cumsum(counts), strict=True)) if n]
+    bins = [(float(edges[b]), float(np.median(vals[stop - n:stop])), int(n))
+            for b, (n, stop) in enumerate(zip(counts, np.cumsum(counts), strict=True)) if n]
     last_third = start + (1 - FINAL_SHARE) * (end - start)
     tail = vals[ages >= last_third]
     final = float(np.median(tail))

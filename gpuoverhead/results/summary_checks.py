@@ -53,7 +53,7 @@ def check_units(summary: pd.DataFrame, where: Path) -> None:
     if not {"metric", "unit"} <= set(summary.columns):
         raise UserError(f"{where}: no metric/unit columns: not a gpuoverhead summary")
     check_pairs(zip(summary["metric"].to_numpy(), summary["unit"].to_numpy(), strict=True),
-                 where)
+                where)
 
 
 def check_pairs(pairs: Iterable[tuple[Any, Any]], where: Path) -> None:
