@@ -40,7 +40,7 @@ def test_wait_blocks_until_the_dispatches_are_done():
     submit_each(target, 1)  # first use: pipeline compilation stays out of the timing
     target.wait()
     issued, waited = [], []
-    for _ in range(5):  # the least of five: one preemption while issuing decides nothing
+    for _ in range(3):  # the least of three: one preemption while issuing decides nothing
         t0 = perf_counter_ns()
         one_pass(target, 8)  # one submit: lavapipe runs a submit while the next one waits
         issued.append(perf_counter_ns() - t0)
@@ -48,7 +48,7 @@ def test_wait_blocks_until_the_dispatches_are_done():
         waited.append(perf_counter_ns() - t0)
     # 8 dispatches over 4M values take a while even on a fast GPU; issuing them takes µs.
     assert min(waited) > 5 * min(issued), (issued, waited)
-    target.dispatched = 1 + 5 * 8
+    target.dispatched = 1 + 3 * 8
     target.verify("t")  # raises unless every element grew by exactly 9
 
 
