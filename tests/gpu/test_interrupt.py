@@ -49,29 +49,49 @@ SUITE = (
 )
 #: The first benchmark alone, on a smaller budget: a run that is meant to finish.
 ONE = SUITE.split("  - {name: second")[0].replace("budget_s: 0.3", "budget_s: 0.05")
+#: The first benchmark as one long process (budget 30 s): a worker that is still measuring
+#: whenever a test stops its run.
+LONG = ONE.replace("budget_s: 0.05", "budget_s: 30")
+#: The CPU (its threads, lavapipe's included) a worker of a long process has used when a
+#: test interrupts it to see its rounds handed back: start-up and some rounds. A worker that
+#: had used 1 s of CPU on lavapipe had done 199 rounds (the check asks 3); half a second
+#: more leaves room for a slower machine's start-up.
+HANDBACK_CPU_S = 1.5
 
 
 def test_interrupted_run_keeps_finished_benchmarks(tmp_path):
-    """Ctrl-C to the parent while a later benchmark runs. SIGTERM takes the same handler
+    """Ctrl-C to the parent alone (which asks the worker) while the second benchmark's one
+    long process (budget 30 s) is a few rounds in: the first is kept, the second's rounds
+    come back checked, as its estimates, with `stop` said in run.json, the later two never
+    start, and the run ends well within the grace it gives. SIGTERM takes the same handler
     (interrupts.py): the runs it stops are those of
     test_hostile_interrupt_around_the_end_of_a_benchmark_keeps_its_rows, which check the
-    same of them."""
-    child, out = _start(tmp_path, "--processes", "2")
+    same of them. Ctrl-C to the whole group: test_the_running_worker_hands_back_its_rounds_
+    when_interrupted."""
+    suite = SUITE.replace("elements: 256}", "elements: 256, budget_s: 30}")
+    child, out = _start(tmp_path, suite=suite)
     try:
         finished = _wait_for_finished_benchmarks(out, child)
-        _wait_for_a_worker_started(child)  # not while Python's own bootstrap reads a task
+        _wait_for_worker_cpu(child, HANDBACK_CPU_S)  # the second's, the first's gone
+        began = time.monotonic()
         child.send_signal(signal.SIGINT)
         _, stderr = child.communicate(timeout=60)
+        took = time.monotonic() - began
     finally:
-        child.kill()
+        os.killpg(child.pid, signal.SIGKILL) if child.poll() is None else None
     assert child.returncode == 130, stderr
     assert "Traceback" not in stderr and "interrupted in " in stderr
+    assert took < 10, took
     samples, summary, info = read_run(only_run_folder(out))
     assert info["status"] == "interrupted" and info["finished"]
+    assert finished == ["first"]
     done = list(dict.fromkeys(b["benchmark"] for b in info["benchmarks"] if b["status"] == "ok"))
-    assert done[: len(finished)] == finished and len(done) < 4
+    assert done == ["first", "second"], info["benchmarks"]
     assert list(summary.benchmark.unique()) == done
     assert list(samples.benchmark.unique()) == done
+    second = info["benchmarks"][-1]["processes"][0]
+    assert second["stop"] == "interrupted" and second["rounds"] >= 3, second
+    assert (summary[summary.metric == "latency_ns"].value > 0).all()
 
 
 def test_a_run_interrupted_in_a_later_pass_keeps_what_its_processes_measured(tmp_path):
@@ -206,9 +226,8 @@ def test_hostile_fault_sigkill_leaves_finished_benchmarks_readable(tmp_path):
     assert info["status"] == "running"  # it never got to say otherwise
     finished = [b["benchmark"] for b in info["benchmarks"] if b["status"] == "ok"]
     assert 1 <= len(finished) < 4
-    proc = subprocess.run([sys.executable, "-m", "gpuoverhead", "report", str(folder),
-                           "--benchmark", finished[0], "-o", str(tmp_path / "t.md")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = in_process("report", str(folder), "--benchmark", finished[0], "-o",
+                      str(tmp_path / "t.md"))  # a child's start-up and imports less
     assert proc.returncode == 0, proc.stderr
     assert "NVIDIA" not in proc.stdout and measured_adapter()[0] in (tmp_path / "t.md").read_text()
     _, summary, _ = read_run(folder)
@@ -293,10 +312,11 @@ def test_hostile_fault_hung_wait_is_stopped_and_the_run_goes_on(tmp_path):
 
 def test_hostile_fault_orphaned_worker_leaves_quietly(tmp_path):
     """kill -9 of the parent alone: its worker finds the pipe gone and exits without a
-    traceback (it used to print BrokenPipeError about 5 s later)."""
-    child, out = _start(tmp_path)
+    traceback (it used to print BrokenPipeError about 5 s later). One long process: the
+    worker is measuring when it is orphaned, and the next word it sends (ready, a round)
+    finds the pipe gone."""
+    child, _ = _start(tmp_path, suite=LONG)
     try:
-        _wait_for_finished_benchmarks(out, child)
         _wait_for_a_worker_started(child)
         os.kill(child.pid, signal.SIGKILL)  # the parent only; the worker lives on, orphaned
         _, stderr = child.communicate(timeout=60)  # returns once the worker closed stderr
@@ -373,8 +393,7 @@ def test_hostile_fault_disk_full_mid_run_ends_in_one_line_and_stays_readable(tmp
     folder = only_run_folder(tmp_path / "out")
     info = json.loads((folder / "run.json").read_text())
     assert info["status"] == "failed" and 1 <= len(info["benchmarks"]) < 4  # half-way
-    shown = subprocess.run([sys.executable, "-m", "gpuoverhead", "show", str(folder)],
-                           cwd=ROOT, capture_output=True, text=True, timeout=120)
+    shown = in_process("show", str(folder))  # not under the limit: in this process
     assert shown.returncode == 0, shown.stderr
 
 
@@ -428,25 +447,18 @@ def test_hostile_interrupt_around_the_end_of_a_benchmark_keeps_its_rows(tmp_path
     assert list(samples.benchmark.unique()) == done
 
 
-@pytest.mark.parametrize("group", [False, True], ids=["parent", "process-group"])
-def test_the_running_worker_hands_back_its_rounds_when_interrupted(tmp_path, group):
+def test_the_running_worker_hands_back_its_rounds_when_interrupted(tmp_path):
     """A benchmark of one long process (budget 30 s), interrupted after a few of its
-    rounds, by SIGINT to the parent alone (which asks the worker) or to the whole group
-    (Ctrl-C: the worker gets it twice): its rounds come back checked, as its estimates,
-    with `stop` said in run.json; the run ends well within the grace it gives."""
-    suite = ONE.replace("budget_s: 0.05", "budget_s: 30")
-    child, out = _start(tmp_path, suite=suite)
+    rounds by Ctrl-C to the whole group (the worker gets it twice): its rounds come back
+    checked, as its estimates, with `stop` said in run.json; the run ends well within the
+    grace it gives. SIGINT to the parent alone, which asks the worker: the second benchmark
+    of test_interrupted_run_keeps_finished_benchmarks."""
+    child, out = _start(tmp_path, suite=LONG)
     try:
         _wait_for_workers(child, 1)
-        # Start-up and some rounds: a worker that had used 1 s of CPU on lavapipe had done 199
-        # rounds (at 4 s: 1,006, 3 CPU-s more a test); twice that leaves room for a slower
-        # machine's start-up, or one that compiles its bytecode first.
-        _wait_for_worker_cpu(child, 2.0)
+        _wait_for_worker_cpu(child, HANDBACK_CPU_S)
         began = time.monotonic()
-        if group:
-            os.killpg(child.pid, signal.SIGINT)
-        else:
-            child.send_signal(signal.SIGINT)
+        os.killpg(child.pid, signal.SIGINT)
         _, stderr = child.communicate(timeout=60)
         took = time.monotonic() - began
     finally:
