@@ -21,6 +21,7 @@ from conftest import (
     ROOT,
     gpuoverhead,
     in_process,
+    measuring_first,
     only_run_folder,
     read_run,
     without_cpu_note,
@@ -138,12 +139,19 @@ def test_hostile_browser_that_cannot_be_started(tmp_path, given, expected):
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG_CACHE_HOME is Linux's")
-@pytest.mark.slow
-def test_hostile_no_home_folder(tmp_path):
-    """No $HOME and a uid with no passwd entry (a container's bare uid; each process here
-    is made so by a sitecustomize that hides this uid from pwd): Path.home()'s RuntimeError
-    ended every run. The cache (the native loop, start-ups) goes to the temporary folder."""
+#: A suite name that would drive the terminal: rich markup, escape sequences, a NUL byte, a
+#: right-to-left override and a newline that starts a line of its own.
+HOSTILE_NAME = "[bold]x[/bold] \x1b[31mred\x1b[0m \x00 \u202eevil\nerror: fake"
+
+
+@pytest.fixture(scope="module")
+def homeless_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
+    """One run for two hostile cases (a run's start-up less): a process with no $HOME and a
+    uid with no passwd entry (a container's bare uid; each process here is made so by a
+    sitecustomize that hides this uid from pwd), measuring a suite named HOSTILE_NAME on the
+    native layer (its loop library is cached) under a time limit (its start-ups are
+    cached). Returns the run, its temporary folder and its --out folder."""
+    tmp_path = tmp_path_factory.mktemp("homeless")
     hide = tmp_path / "site"
     hide.mkdir()
     (hide / "sitecustomize.py").write_text(
@@ -155,39 +163,44 @@ def test_hostile_no_home_folder(tmp_path):
            if k not in ("HOME", "XDG_CACHE_HOME", "USER", "LOGNAME")}
     env.update(TMPDIR=str(temp), PYTHONPATH=os.pathsep.join(
         [str(hide), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    suite = write_suite(tmp_path, "defaults: {n_sweep: [1, 2], budget_s: 0.02, min_rounds: 3,"
-                                  " warmup_max_rounds: 1, methodologies: [sequential], layers:"
-                                  " [native], encodings: [dispatch], gpu_timestamps: false}\n"
-                        + GOOD)
+    suite = write_suite(tmp_path, f"name: {json.dumps(HOSTILE_NAME)}\n"
+                        "defaults: {n_sweep: [1, 2], budget_s: 0.02, min_rounds: 3,"
+                        " warmup_max_rounds: 1, methodologies: [sequential], layers:"
+                        " [native], encodings: [dispatch], gpu_timestamps: false}\n" + GOOD)
     proc = subprocess.run([sys.executable, "-m", "gpuoverhead", "run", "--suite", str(suite),
                            "--backend", BACKEND, "--processes", "1", "--implementation",
                            "wgpu-native", "--time-limit", "120", "--out", str(tmp_path / "o")],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+                          capture_output=True, text=True, timeout=300, cwd=ROOT, env=env,
+                          preexec_fn=measuring_first)
+    return proc, temp, tmp_path / "o"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG_CACHE_HOME is Linux's")
+@pytest.mark.slow
+def test_hostile_no_home_folder(homeless_run):
+    """No $HOME and no passwd entry: Path.home()'s RuntimeError ended every run. The cache
+    (the native loop, start-ups) goes to the temporary folder."""
+    proc, temp, out = homeless_run
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     cache = temp / f"gpuoverhead-cache-{os.getuid()}"
     assert (cache / startups.FILE).is_file(), list(temp.rglob("*"))
-    _, _, info = read_run(only_run_folder(tmp_path / "o"))
+    _, _, info = read_run(only_run_folder(out))
     if native.compiler() is not None:
         assert info["layers"]["native"]["library"].startswith(str(cache)), info["layers"]
 
 
 @pytest.mark.slow
-def test_hostile_suite_name_that_would_drive_the_terminal(tmp_path):
+def test_hostile_suite_name_that_would_drive_the_terminal(homeless_run):
     """A suite's name reached the terminal raw: its escape sequences and NUL bytes as they
     were, its rich markup consumed ('[bold]x[/bold]' showed as 'x'), its newline starting a
     line of its own ('error: fake'). It is printed as written, control characters spelled
     out, in the run's first line and in the list of runs."""
-    name = "[bold]x[/bold] \x1b[31mred\x1b[0m \x00 \u202eevil\nerror: fake"
-    suite = write_suite(tmp_path, f"name: {json.dumps(name)}\n"
-                        "defaults: {n_sweep: [1, 2], budget_s: 0.02, min_rounds: 3,"
-                        " warmup_max_rounds: 1, methodologies: [naive]}\n" + GOOD)
-    proc = gpuoverhead("run", "--suite", str(suite), "--backend", BACKEND, "--processes", "1",
-                       "--implementation", "wgpu-native", "--out", str(tmp_path / "o"))
+    proc, _, out = homeless_run
     assert proc.returncode == 0, proc.stderr
     shown = r"[bold]x[/bold] \x1b[31mred\x1b[0m \x00 \u202eevil\nerror: fake"
     assert without_cpu_note(proc.stderr).startswith(f"measuring 1 benchmark of {shown} on "), \
         proc.stderr
-    listed = in_process("show", str(tmp_path / "o"))  # it prints as a child's would
+    listed = in_process("show", str(out))  # it prints as a child's would
     assert listed.returncode == 0 and shown in listed.stdout, listed.stdout
     for said in (proc.stdout + proc.stderr, listed.stdout + listed.stderr):
         assert not {"\x1b", "\x00", "\u202e"} & set(said)
