@@ -183,3 +183,32 @@ def test_a_worker_starts_without_pandas():
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True).stdout.strip()
     assert found == "[]"
+
+
+def _imports_scipy_stats_at_top(module: str) -> bool:
+    path = ROOT / Path(*module.split("."))
+    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Import) and any(a.name.startswith("scipy.stats")
+                                                for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.module and (
+                node.module.startswith("scipy.stats") or
+                (node.module == "scipy" and any(a.name == "stats" for a in node.names))):
+            return True
+    return False
+
+
+def test_a_self_test_measures_before_it_imports_scipy_stats():
+    """scipy.stats is ~1 CPU-s of imports: the self-test's parent imports present.compare
+    and present.allowance before it measures (cli.selftest), so nothing it imports before
+    measuring may import it at its top (an interrupted self-test never compares)."""
+    graph, seen = import_graph(lazy=False), set()
+    todo = ["gpuoverhead.cli", "gpuoverhead.run.runner", "gpuoverhead.present.compare",
+            "gpuoverhead.present.allowance", "gpuoverhead.results.read"]
+    while todo:
+        if (module := todo.pop()) not in seen:
+            seen.add(module)
+            todo.extend(graph[module])
+    assert len(seen) > 10
+    assert sorted(m for m in seen if _imports_scipy_stats_at_top(m)) == []
