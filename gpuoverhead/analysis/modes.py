@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from gpuoverhead.analysis import student_t
 from gpuoverhead.analysis.stats import CONFIDENCE, WITHIN, Estimate
 
 #: Each mode holds at least this share of the samples (a tail of outliers is not a mode).
@@ -102,10 +103,8 @@ def trimmed_mean(values: np.ndarray) -> Estimate:
     if kept.size < 2:
         mean = float(kept.mean()) if kept.size else math.nan
         return Estimate(mean, math.nan, math.nan, n, 0.0, f"{WITHIN}: too few samples")
-    from scipy.special import stdtrit  # here, not at import: worker processes never need it
-
     winsorized = np.clip(ordered, kept[0], kept[-1])
-    half = (stdtrit(kept.size - 1, 0.5 + CONFIDENCE / 2) * winsorized.std(ddof=1)
+    half = (student_t.quantile(kept.size - 1, 0.5 + CONFIDENCE / 2) * winsorized.std(ddof=1)
             / ((1 - 2 * cut / n) * math.sqrt(n)))
     mean = float(kept.mean())
     return Estimate(mean, float(mean - half), float(mean + half), n, CONFIDENCE,

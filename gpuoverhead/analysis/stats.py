@@ -30,6 +30,8 @@ from itertools import combinations
 
 import numpy as np
 
+from gpuoverhead.analysis import student_t
+
 CONFIDENCE = 0.95
 #: Samples whose modified z-score (Iglewicz and Hoaglin) exceeds this are flagged outliers.
 OUTLIER_Z = 3.5
@@ -181,10 +183,9 @@ def _order_bounds(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _t_bounds(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Student t 95% bounds of each row's mean (columns - 1 degrees of freedom)."""
-    from scipy.special import stdtrit  # here, not at import: worker processes never need it
-
     n = x.shape[1]
-    half = stdtrit(n - 1, 0.5 + CONFIDENCE / 2) * x.std(axis=1, ddof=1) / math.sqrt(n)
+    t = student_t.quantile(n - 1, 0.5 + CONFIDENCE / 2)
+    half = t * x.std(axis=1, ddof=1) / math.sqrt(n)
     mean = x.mean(axis=1)
     return mean - half, mean + half
 
@@ -323,19 +324,17 @@ class Drift:
 def drift(values: np.ndarray, times: np.ndarray) -> Drift | None:
     """The trend of `values` over `times` if it is strong and significant, else None: its p
     (two-sided, by the t approximation on n - 2 degrees of freedom, as scipy's spearmanr)
-    only where rho is strong enough, since importing scipy.special costs 0.15 s of CPU that
-    a run of one process (whose estimates need no t quantile) otherwise spends on it alone."""
+    only where rho is strong enough, and scipy's only where the normal's p does not rule it
+    out (student_t.two_sided_p): a run's parent otherwise imports scipy for it alone."""
     values, times = np.asarray(values, dtype=float), np.asarray(times, dtype=float)
     if values.size < 8 or np.ptp(values) == 0:
         return None
     rho = _spearman(times, values)
     if not abs(rho) >= DRIFT_MIN_RHO:  # nan too
         return None
-    from scipy.special import stdtr
-
     df = values.size - 2
     t = rho * math.sqrt(df / ((1.0 + rho) * (1.0 - rho))) if abs(rho) < 1.0 else math.inf
-    if not (p := float(2.0 * stdtr(df, -abs(t)))) <= DRIFT_MAX_P:
+    if (p := student_t.two_sided_p(t, df, DRIFT_MAX_P)) is None:
         return None
     return Drift(rho, p, _change(values[np.argsort(times)]))
 

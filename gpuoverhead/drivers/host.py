@@ -8,8 +8,8 @@ measured in the same run and the same interleaved groups as the GPU implementati
 
 Only workloads with a numpy build have CPU cases (workloads/registry.host_cases: the
 recurrent step); every other group gets no host job. The other implementations' per-unit
-times are divided by `REFERENCE`'s, process pair by process pair (`cpu_ratio`), which is
-what the crossover H is read from (analysis/crossover.py).
+times are divided by `torch-cpu`'s (registry.CPU_REFERENCE), process pair by process pair
+(`cpu_ratio`), which is what the crossover H is read from (analysis/crossover.py).
 """
 
 from __future__ import annotations
@@ -34,8 +34,6 @@ from gpuoverhead.workloads import registry as workloads
 FAMILY = "cpu-ref"
 NUMPY = "numpy-cpu"
 IMPLEMENTATIONS = (CPU, NUMPY)
-#: The implementation every other one is divided by for the crossover.
-REFERENCE = CPU
 #: Its ratios to the GPU's are `cpu_ratio` rows, not `paired_ratio` ones (run/finish.py).
 COMPARED = False
 SAMPLE_SHARE = None

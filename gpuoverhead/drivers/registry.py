@@ -3,30 +3,42 @@
 
 The planner, the runner, the worker supervisor and the CLI ask this registry and never test
 an implementation's name (hyperfine's scheduler picks its executor the same way, in one
-`match`). Adding a family is its module (see `base.Driver`) and one line in DRIVERS.
+`match`). Adding a family is its module (see `base.Driver`) and its name in MODULES.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from importlib import import_module
+
 from gpuoverhead.cases import Suite
-from gpuoverhead.drivers import chromium, host, pytorch, webgpu
 from gpuoverhead.drivers.base import Driver, Request
 from gpuoverhead.errors import UserError
+from gpuoverhead.torch_forms import CPU
 
-#: Every family, in the order their jobs run within a benchmark (the registration).
-DRIVERS: tuple[Driver, ...] = (webgpu, chromium, pytorch, host)  # type: ignore[assignment]
-#: The implementation the others are divided by for the CPU/GPU crossover (`cpu_ratio`).
-CPU_REFERENCE = host.REFERENCE
+#: Every family's module, in the order their jobs run within a benchmark (the registration).
+MODULES = ("webgpu", "chromium", "pytorch", "host")
+#: The implementation the others are divided by for the CPU/GPU crossover (`cpu_ratio`):
+#: torch on the CPU, one of the CPU-reference driver's (host.py).
+CPU_REFERENCE = CPU
 #: `--implementation all`: every family, each with what it finds installed.
 ALL = "all"
 
 
+def in_order() -> Iterator[Driver]:
+    """The drivers in the registration order, each module imported as it is reached."""
+    return (import_module(f"{__package__}.{m}") for m in MODULES)  # type: ignore[misc]
+
+
 def drivers() -> tuple[Driver, ...]:
-    return DRIVERS
+    return tuple(in_order())
 
 
 def get(family: str) -> Driver:
-    return next(d for d in drivers() if family == d.FAMILY)
+    """The driver of `family`, importing the modules before it in the order and none after:
+    a wgpu-native worker imports no browser, PyTorch or CPU-reference driver (0.1 CPU-s of
+    each worker's start)."""
+    return next(d for d in in_order() if family == d.FAMILY)
 
 
 def names() -> list[str]:

@@ -66,6 +66,8 @@ class RunFolder:
     claimed: Claim | None = None
     #: How many finished benchmarks the tables on disk hold (-1: none written yet).
     tables_of: int = -1
+    #: The summary of how many finished benchmarks (`summary`; -1: none made yet).
+    summary_of: tuple[int, pd.DataFrame | None] = (-1, None)
 
     @classmethod
     def open(cls, target: Path, record: RunRecord, force: bool) -> RunFolder:
@@ -103,8 +105,12 @@ class RunFolder:
         return [s for d in self.done for s in d.skipped]
 
     def summary(self) -> pd.DataFrame:
-        return with_ratio_to_fastest(with_crossovers(
-            _concat([s for d in self.done for s in d.summaries], SUMMARY_COLUMNS)))
+        """The summary of the benchmarks finished so far, made once for each count of them:
+        a run's saves, closing notes, precision and result read the same table."""
+        if self.summary_of[0] != len(self.done):
+            self.summary_of = (len(self.done), with_ratio_to_fastest(with_crossovers(
+                _concat([s for d in self.done for s in d.summaries], SUMMARY_COLUMNS))))
+        return self.summary_of[1]
 
     def add(self, finished: Finished) -> None:
         self.done.append(finished)  # one step: a signal lands before it or after it

@@ -15,8 +15,9 @@ one is its module, its shader and one line in WORKLOADS.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
+from importlib import import_module
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -26,28 +27,37 @@ from gpuoverhead.analysis.series import Key
 from gpuoverhead.cases import HYBRID, READ_LOOPS, TIMESTAMPS, Case, Group
 from gpuoverhead.records import DISPATCHES_PER_UNIT, GPU_PER_DISPATCH_NS, READ_GB_S
 from gpuoverhead.torch_forms import EAGER
-from gpuoverhead.workloads import (
-    chain,
-    decode,
-    loop,
-    matmul,
-    mlp,
-    population,
-    read_floor,
-    readback,
-    recurrent,
-    rmsnorm,
-    torch_ops,
-)
 from gpuoverhead.workloads.work import Context, Work, check, issue
 
 if TYPE_CHECKING:  # pandas with it: a worker builds workloads but estimates nothing
     from gpuoverhead.analysis.combine import Row
 
-WORKLOADS: dict[str, ModuleType] = {"chain": chain, "loop": loop, "population": population,
-                                    "rmsnorm": rmsnorm, "mlp": mlp, "matmul": matmul,
-                                    "decode": decode, "recurrent": recurrent,
-                                    "readback": readback}
+
+class Modules(Mapping[str, ModuleType]):
+    """The workload modules by name, each imported where it is first looked up: a worker
+    that measures a kernel, or one workload, imports no other (the decode step's model
+    tables, the PyTorch builds: some 0.07 CPU-s of every worker's and every run's start)."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+
+    def __getitem__(self, name: str) -> ModuleType:
+        if name not in self.names:
+            raise KeyError(name)
+        return import_module(f"{__package__}.{name}")
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+WORKLOADS: Mapping[str, ModuleType] = Modules(("chain", "loop", "population", "rmsnorm", "mlp",
+                                                "matmul", "decode", "recurrent", "readback"))
 
 
 def build(device: Any, group: Group, rng: np.random.Generator, wait: Callable[[], None]
@@ -88,6 +98,8 @@ def floor_notes(device: Any, group: Group, works: dict[Case, Work], wait: Callab
         return chosen
     notes: dict[str, Any] = {**chosen, DISPATCHES_PER_UNIT: {
         c.id: len(works[c].sequences[0]) for c in group.cases if c.sync == TIMESTAMPS}}
+    from gpuoverhead.workloads import read_floor  # here: the decode step's workers alone
+
     ctx = Context(device, group)  # one shader module for both
     for name, measure in ((READ_GB_S, lambda: read_floor.read_gb_s(ctx, tick_ns, wait,
                                                                     software)),
@@ -138,6 +150,8 @@ def torch_operations(group: Group, rng: np.random.Generator, notes: dict[str, An
     """The group as it runs on torch's device `kind` (None: the one torch finds), each
     case's timed op, the output check, and whether the ops give GPU times
     (torch_ops.operations)."""
+    from gpuoverhead.workloads import torch_ops  # here: PyTorch's and the CPU's workers alone
+
     units_of = WORKLOADS[group.fusion].torch_units  # type: ignore[index]
     return torch_ops.operations(group, units_of, rng, notes, kind)
 
@@ -157,6 +171,8 @@ def host_cases(group: Group, implementation: str) -> tuple[Case, ...]:
 def numpy_operations(group: Group, rng: np.random.Generator, notes: dict[str, Any]
                      ) -> tuple:
     """The group in plain numpy: each case's timed op and the output check."""
+    from gpuoverhead.workloads import torch_ops  # here: the CPU reference's workers alone
+
     units, outputs = WORKLOADS[group.fusion].numpy_units(group, rng)  # type: ignore[index]
     return torch_ops.built(group, units, outputs, lambda: None, notes)
 

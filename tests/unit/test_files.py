@@ -40,6 +40,18 @@ def test_run_json_and_tables_hold_the_same_finished_benchmarks(tmp_path):
     assert not (tmp_path / "r" / "states.parquet").exists()  # no job kept a state beside
 
 
+def test_the_summary_is_made_once_for_each_count_of_finished_benchmarks(tmp_path):
+    """A save, the closing notes and the run's result read one summary; a benchmark more
+    makes it again, with its rows."""
+    folder = RunFolder.open(tmp_path / "r", _record(), force=False)
+    assert folder.summary().empty
+    folder.add(_finished("a"))
+    first = folder.summary()
+    assert list(first.benchmark) == ["a"] and folder.summary() is first
+    folder.add(_finished("b"))
+    assert list(folder.summary().benchmark) == ["a", "b"]
+
+
 def test_a_jobs_estimates_in_a_cpu_state_are_written_beside_the_summary(tmp_path):
     folder = RunFolder.open(tmp_path / "r", _record(), force=False)
     row = _finished("a")

@@ -175,11 +175,21 @@ def test_every_benchmarks_path_the_tree_names_is_there():
     assert sorted(f"{p}: {n}" for p, n in named if not (ROOT / n).is_file()) == []
 
 
-def test_a_worker_starts_without_pandas():
+def test_a_worker_starts_without_pandas_or_the_drivers_and_workloads_it_does_not_use():
     """A worker's imports stay light (every run starts one per process; pandas with pyarrow
-    is ~0.35 CPU-s of it): the analysis stack is the parent's, a type hint is no reason."""
-    code = ("import sys, gpuoverhead.run.worker, gpuoverhead.drivers.webgpu\n"
-            "print(sorted(m for m in ('pandas', 'pyarrow', 'scipy') if m in sys.modules))")
+    is ~0.35 CPU-s of it): the analysis stack is the parent's, a type hint is no reason.
+    A wgpu-native worker measuring a kernel imports its own driver alone, and no workload
+    (the browser's, PyTorch's and the CPU's drivers and the workloads were ~0.15 CPU-s)."""
+    code = ("import sys, gpuoverhead.run.worker\n"
+            "from gpuoverhead.drivers import registry\n"
+            "from gpuoverhead.workloads.registry import WORKLOADS\n"
+            "registry.get('webgpu')\n"
+            "lazy = ('pandas', 'pyarrow', 'scipy', 'gpuoverhead.browser', 'torch', *(\n"
+            "    f'gpuoverhead.{m}' for m in ('drivers.chromium', 'drivers.pytorch',\n"
+            "    'drivers.host', 'workloads.torch_ops', 'workloads.read_floor',\n"
+            "    *(f'workloads.{w}' for w in WORKLOADS))))\n"
+            "print(sorted(m for m in sys.modules if m in lazy or m.startswith(\n"
+            "    tuple(f'{n}.' for n in lazy))))")
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True).stdout.strip()
     assert found == "[]"

@@ -62,7 +62,7 @@ def _fake(family: str, devices: list[str], cases_of=lambda g: g.cases, fails: st
 
 def _plan(monkeypatch, drivers, implementation: str = "all", suite: str = "ci.yaml",
           **options):
-    monkeypatch.setattr(registry, "DRIVERS", tuple(drivers))
+    monkeypatch.setattr(registry, "in_order", lambda: iter(drivers))
     return prepare(RunOptions(suite=Path(CONFIGS_DIR) / suite, out_root=Path("/nonexistent"),
                               implementations=registry.parse(implementation), **options))
 

@@ -41,7 +41,7 @@ def _driver() -> SimpleNamespace:
 @pytest.fixture
 def plan(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(registry, "DRIVERS", (_driver(),))
+    monkeypatch.setattr(registry, "in_order", lambda: iter((_driver(),)))
     return prepare(RunOptions(suite=Path(CONFIGS_DIR) / "ci.yaml", out_root=tmp_path / "out",
                               implementations=registry.parse("all"), time_limit_s=20))
 
