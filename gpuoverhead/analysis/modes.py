@@ -111,15 +111,16 @@ def trimmed_mean(values: np.ndarray) -> Estimate:
                     f"{WITHIN}: Yuen's interval of a trimmed mean")
 
 
-#: The columns of the samples table that `behind` reads.
+#: The columns of the samples table that `behind` reads, and the metrics it finds samples of.
 BEHIND = ("call", "n_dispatches", "wall_ns", "gpu_ns")
+RAW = ("latency_ns", "call_ns", "per_dispatch_ns", "gpu_ns")
 
 
 def behind(samples: pd.DataFrame, metric: str, call: str = "") -> pd.Series | None:
     """The raw samples an estimate summarizes, from one (implementation, case)'s measured
     samples (the samples table's columns), indexed as `samples`: a latency's walls, a
     call's times, a sequential case's walls (or GPU times) at its largest N; None for
-    derived figures."""
+    derived figures (metrics not in RAW)."""
     if metric == "latency_ns":
         return samples.loc[samples["call"] == "", "wall_ns"].astype(float)
     if metric == "call_ns":

@@ -48,7 +48,7 @@ from gpuoverhead.errors import UserError, listed
 from gpuoverhead.metrics import HEADLINE
 from gpuoverhead.present import format as fmt
 from gpuoverhead.present import glossary, run_environments
-from gpuoverhead.present.in_state import IN_STATE, by_key, in_states, sides_of
+from gpuoverhead.present.in_state import FIGURES, IN_STATE, by_key, in_states, sides_of
 from gpuoverhead.results.read import ResultSet, check_units, unfinished
 
 #: A ratio CI wider than this factor either way leaves a comparison `unsure`.
@@ -57,7 +57,7 @@ RESOLVABLE = 1.5
 DIAGNOSTICS = ("closure_ns", "ffi_check_ns", "error", "skipped")
 KEY = ["implementation", "benchmark", "elements", "case", "metric", "call"]
 ALPHA = 0.01
-_RAW_COLUMNS = ["implementation", "case", "call", "phase", "process", "n_dispatches",
+RAW_COLUMNS = ["implementation", "case", "call", "phase", "process", "n_dispatches",
                 "wall_ns", "gpu_ns"]
 
 
@@ -82,9 +82,9 @@ def _measured(samples: pd.DataFrame) -> _Measured:
 
 def _raw(samples: _Measured, row: dict) -> pd.Series | None:
     """The raw samples an estimate summarizes, or None for derived estimates."""
-    at = samples.cases.get((row["implementation"], row["case"]))
-    return None if at is None else modes.behind(samples.frame.iloc[at], row["metric"],
-                                                row["call"])
+    at = samples.cases.get((row["implementation"], row["case"]))  # no take for a derived one
+    return None if at is None or row["metric"] not in modes.RAW else modes.behind(
+        samples.frame.iloc[at], row["metric"], row["call"])
 
 
 def _modes(samples: _Measured, row: dict) -> str:
@@ -175,15 +175,15 @@ def compare(base: ResultSet, new: ResultSet, threshold: float = 0.05,
     run-to-run `allowance` (a fraction; `verdict`)."""
     check_units(pd.concat([base.summary[["metric", "unit"]], new.summary[["metric", "unit"]]]),
                 Path(f"{base.folder} and {new.folder}"))
-    judged = [rs.summary[~rs.summary["metric"].isin(DIAGNOSTICS)] for rs in (base, new)]
+    judged = [rs.summary.loc[~rs.summary["metric"].isin(DIAGNOSTICS), rs.summary.columns.isin(
+        [*KEY, "unit", "hint", "better", "regime", *FIGURES])] for rs in (base, new)]
     joined = judged[0].merge(judged[1], on=KEY, suffixes=("_base", "_new"))
     if joined.empty:
         raise UserError(f"{base.folder} and {new.folder} have no estimate in common (other "
                         "benchmarks, implementations, or a run that finished nothing)")
-    base_samples = _measured(base.samples(_RAW_COLUMNS))
-    new_samples = _measured(new.samples(_RAW_COLUMNS))
+    base_samples, new_samples = (_measured(rs.samples(RAW_COLUMNS)) for rs in (base, new))
     base_values, new_values = by_key(base.per_process, KEY), by_key(new.per_process, KEY)
-    records = joined.to_dict("records")  # plain dicts: a Series per row cost 1 s a 1,000
+    records = joined.to_dict("records")  # dicts of the columns read (a Series: 1 s a 1,000)
     keys = [tuple(r[k] for k in KEY) for r in records]
     beside = in_states(base, KEY), in_states(new, KEY)
     sides = [sides_of(r, k, (base_values.get(k), new_values.get(k)), beside)

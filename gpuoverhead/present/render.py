@@ -177,6 +177,9 @@ def publish(report: Report, sets: list, outputs: list[Path], plots_dir: Path | N
         every = merged_summary(sets)
         every = every[every.benchmark == report.benchmark]
         summary = every[every.elements == report.elements]
+        # The cadence plot first: a run.json whose levels are not as a run writes them ends
+        # the report in one line before the other plots are drawn (seconds of matplotlib).
+        cadence = plots.cadence_levels(sets, report.benchmark)
         candidates = {
             "cost_decomposition": ("Per-dispatch cost split into native API and Python time, "
                                    "per encoding; dashed: GPU time per dispatch",
@@ -187,8 +190,7 @@ def publish(report: Report, sets: list, outputs: list[Path], plots_dir: Path | N
                           "CPU's dashed: where they cross, the GPU starts to win",
                           plots.crossover(every, host.IMPLEMENTATIONS)),
             "cadence_levels": ("Wall time per op of a burst over each process's age, per gap: "
-                               "where the level settled (dashed)",
-                               plots.cadence_levels(sets, report.benchmark)),
+                               "where the level settled (dashed)", cadence),
         }
         figures = {name: pair for name, pair in candidates.items() if pair[1] is not None}
     written: list[Path] = []

@@ -575,19 +575,41 @@ NARROW = {
 }
 
 
-_WIDE: dict[tuple[str, ...], str] = {}
+#: The terminals' widths of the narrow tests: the widest, the quick loop's, the narrowest.
+WIDTHS = (250, 80, 30)
+_PRINTED: dict[tuple[tuple[str, ...], int], str] = {}
+_PRINT_TABLE = console.print_table
 
 
-def _printed(monkeypatch, args: tuple[str, ...], width: int) -> str:
-    """What a command prints on a terminal `width` columns wide (the widest kept)."""
-    if width == 250 and args in _WIDE:
-        return _WIDE[args]
-    buffer = io.StringIO()
-    monkeypatch.setattr(console, "out", Console(width=width, file=buffer))
-    clean(in_process(*args))
-    if width == 250:
-        _WIDE[args] = buffer.getvalue()
-    return buffer.getvalue()
+class _Terminals:
+    """console.out's stand-in: every line printed on each of several terminals."""
+
+    def __init__(self, widths: tuple[int, ...]) -> None:
+        self.each = {width: Console(width=width, file=io.StringIO()) for width in widths}
+
+    def print(self, *args, **kwargs) -> None:
+        for terminal in self.each.values():
+            terminal.print(*args, **kwargs)
+
+    def print_table(self, table, optional: tuple[str, ...] = (), to: Console | None = None
+                    ) -> None:
+        """console.print_table's stand-in: the table fitted to each terminal on its own."""
+        for terminal in [to] if to else self.each.values():
+            _PRINT_TABLE(table, optional, terminal)
+
+
+def _printed(monkeypatch, args: tuple[str, ...], width: int, widths: tuple[int, ...] = ()
+             ) -> str:
+    """What a command prints on a terminal `width` columns wide; run once for that and
+    `widths` (each table fitted to each terminal by console.print_table, as on its own),
+    each kept."""
+    if (args, width) not in _PRINTED:
+        terminals = _Terminals(tuple(dict.fromkeys((width, *widths))))
+        monkeypatch.setattr(console, "out", terminals)
+        monkeypatch.setattr(console, "print_table", terminals.print_table)
+        clean(in_process(*args))
+        _PRINTED.update({(args, w): one.file.getvalue() for w, one in terminals.each.items()})
+    return _PRINTED[args, width]
 
 
 @pytest.mark.parametrize("width", slow_but([80, 30], 1))  # 80: the quick loop's below
@@ -596,8 +618,8 @@ def test_hostile_narrow_terminal_cuts_no_number(monkeypatch, name, width):
     """At 80 columns interval upper bounds were cut (`206.2–249…`), at 30 every number was
     `…` (issue 53.13): every number a wide terminal shows is shown whole, and no line is
     wider than the terminal."""
-    wide = _printed(monkeypatch, NARROW[name], 250)
-    narrow = _printed(monkeypatch, NARROW[name], width)
+    wide = _printed(monkeypatch, NARROW[name], 250, WIDTHS)
+    narrow = _printed(monkeypatch, NARROW[name], width, WIDTHS)
     assert "…" not in narrow
     assert max(map(len, narrow.splitlines())) <= width
     expected = set(_NUMBERS.findall(wide))
@@ -607,7 +629,7 @@ def test_hostile_narrow_terminal_cuts_no_number(monkeypatch, name, width):
 
 
 def test_hostile_narrow_summary_leaves_out_columns_and_says_which(monkeypatch):
-    narrow = _printed(monkeypatch, NARROW["show"], 80)
+    narrow = _printed(monkeypatch, NARROW["show"], 80, WIDTHS)
     assert "(left out to fit 80 columns: rounds)" in narrow and "each row as a list" not in narrow
 
 
