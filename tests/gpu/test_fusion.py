@@ -733,10 +733,10 @@ def test_decode_token_loop_feeds_each_token_to_the_next_step_as_numpy_greedy_doe
     """The token loop's step reads the embedding of the token its previous step chose on the
     GPU: in both engines, synced and pipelined, through the timed op, the token after each
     step is numpy's greedy token after as many steps. Its first tokens all differ (the
-    start's and three steps'), so a step that read a fixed row (or the wrong one) fails; after a run of more steps than the pipelined loop
-    reads back at once (READBACK_EVERY + 1: the least that reads mid-run; the synced loop
-    reads back each step: a few more), the post-sampling check (tokens and the GPU's step
-    count) agrees too."""
+    start's and three steps'), so a step that read a fixed row (or the wrong one) fails;
+    after a run of more steps than the pipelined loop reads back at once (READBACK_EVERY +
+    1: the least that reads mid-run; the synced loop reads back each step: a few more), the
+    post-sampling check (tokens and the GPU's step count) agrees too."""
     suite = load_suite(CONFIGS / "ci.yaml")
     group = next(g for g in suite.groups if g.fusion == "decode")
     group = replace(group, cases=tuple(c for c in group.cases if c.sync in TOKEN_LOOPS
