@@ -96,7 +96,7 @@ def test_the_readback_ci_suite_gives_each_size_and_form(tmp_path):
     below zero (no speed asserted), and their table. PyTorch's forms on the CPU are built,
     timed and checked in this process (test_torch_forms_read_each_size_as_numpy_does): in
     the run each size would be a worker importing PyTorch (and the parent a third import,
-    to plan), some 6 CPU-s for rows the same code makes of any implementation's samples
+    to plan), some 4 CPU-s for rows the same code makes of any implementation's samples
     (tests/gpu/test_recurrent.py's run and test_fusion.py's torch_run run a PyTorch worker);
     Chromium adds 11 s of browser start-ups, so its page is tested below. Without the
     suite's time limit (30 s): beside busy cores the start-ups ran past it, and the run, cut
