@@ -242,13 +242,17 @@ def in_process(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def process_centre(values) -> float:
-    """What a run shows over its processes' values: their median from six on, their
-    geometric mean under six (the centre of the t interval on logs, analysis/stats.py)."""
+    """What a run shows over its processes' values: their median from six on, under six
+    their geometric mean (the centre of the t interval on logs, analysis/stats.py), or their
+    mean where one is not above zero (the interval is then linear: a decode step's slope
+    over 3 rounds came out below zero in one process beside a busy core)."""
     import numpy as np
 
     found = np.asarray(values, dtype=float)
     if found.size >= 6 or found.size == 1:
         return float(np.median(found))
+    if not (found > 0).all():
+        return float(found.mean())
     return float(np.exp(np.log(found).mean()))
 
 

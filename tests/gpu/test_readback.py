@@ -4,7 +4,6 @@ the checks see a stale read and a wrong argmax."""
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import replace
 
 import numpy as np
@@ -90,17 +89,19 @@ def test_gpu_timestamps_are_refused(tmp_path):
             "ELEMENTS", "4")))
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is None,
-                    reason="torch is not installed (pip install 'gpuoverhead[torch]')")
 @pytest.mark.slow
-def test_the_readback_ci_suite_gives_each_size_and_form_in_each_implementation(tmp_path):
-    """configs/readback-ci.yaml on lavapipe and PyTorch on the CPU (each checked in the
-    run; Chromium adds 11 s of browser start-ups, so its page is tested below): per size
-    and form a time per unit and a latency, per size the CPU argmax over the GPU's,
-    intervals never below zero (no speed asserted), and their table. Without the suite's
-    time limit (30 s): beside busy cores the start-ups ran past it, and the run, cut short,
-    was partial."""
-    names = ["wgpu-native", "torch"]
+def test_the_readback_ci_suite_gives_each_size_and_form(tmp_path):
+    """configs/readback-ci.yaml on lavapipe (each form checked in the run): per size and form
+    a time per unit and a latency, per size the CPU argmax over the GPU's, intervals never
+    below zero (no speed asserted), and their table. PyTorch's forms on the CPU are built,
+    timed and checked in this process (test_torch_forms_read_each_size_as_numpy_does): in
+    the run each size would be a worker importing PyTorch (and the parent a third import,
+    to plan), some 4 CPU-s for rows the same code makes of any implementation's samples
+    (tests/gpu/test_recurrent.py's run and test_fusion.py's torch_run run a PyTorch worker);
+    Chromium adds 11 s of browser start-ups, so its page is tested below. Without the
+    suite's time limit (30 s): beside busy cores the start-ups ran past it, and the run, cut
+    short, was partial."""
+    names = ["wgpu-native"]
     proc = gpuoverhead("run", "--suite", str(CONFIGS / "readback-ci.yaml"), "--backend",
                        BACKEND, "--implementation", ",".join(names), "--processes", "1",
                        "--seed", "3", "--out", str(tmp_path), "--time-limit", "0",
@@ -110,7 +111,7 @@ def test_the_readback_ci_suite_gives_each_size_and_form_in_each_implementation(t
     assert info["status"] == "complete" and not info["errors"]
     combined = summary[summary.process.isna()]
     implementations = set(combined.implementation)
-    assert len(implementations) == len(names) and "wgpu-native" in implementations
+    assert implementations == set(names)
     for metric in ("per_unit_ns", "latency_ns"):
         rows = combined[combined.metric == metric]
         assert sorted(zip(rows.implementation, rows.variant, rows.elements, strict=True)) == \
@@ -124,6 +125,25 @@ def test_the_readback_ci_suite_gives_each_size_and_form_in_each_implementation(t
     assert ((latencies.ci_low >= 0) & (latencies.ci_low <= latencies.value)
             & (latencies.value <= latencies.ci_high)).all()
     assert "Readback and sampling" in proc.stdout
+
+
+@pytest.mark.slow
+def test_torch_forms_read_each_size_as_numpy_does():
+    """configs/readback-ci.yaml's sizes in PyTorch on the CPU, as a run's worker builds them
+    (torch_operations): each form of each size built (its check against numpy before timed
+    units raises on a mismatch), timed and checked again after them."""
+    pytest.importorskip("torch")
+    groups = load_suite(CONFIGS / "readback-ci.yaml").groups
+    assert sorted(g.elements for g in groups) == [1, 4096]
+    for group in groups:
+        group = replace(group, cases=workloads.torch_cases(group, "cpu"))
+        assert {c.variant for c in group.cases} == set(HOST_UNITS), group.elements
+        kept, ops, verify, _ = workloads.torch_operations(group, np.random.default_rng(3), {},
+                                                          "cpu")
+        assert kept.cases == group.cases
+        for op in ops.values():
+            op(3)
+        assert verify(dict.fromkeys(ops, 3)) == [], group.elements
 
 
 @pytest.mark.slow
