@@ -797,9 +797,14 @@ def test_hostile_shader_too_large_or_a_device(tmp_path, shader, expected):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG_CACHE_HOME is Linux's")
 @pytest.mark.parametrize("where", ["unwritable XDG_CACHE_HOME", "read-only HOME"])
 @pytest.mark.slow
-def test_hostile_cache_folder_that_cannot_be_written(tmp_path, where):
+def test_hostile_cache_folder_that_cannot_be_written(tmp_path, monkeypatch, where):
     """The native layer's cache: a PermissionError traceback before (issue 26.9); now the loop
-    is built in a private folder under the temporary one, and the run says where."""
+    is built in a private folder under the temporary one, and the run says where. The run in
+    this process (its environment this test's, which its worker inherits: a child's
+    start-up less), on the CPUs given (--affinity: the CPU probe, which a cache folder of
+    its own would make again, is no part of this)."""
+    from gpuoverhead.gpu import cache_folder
+
     blocker = tmp_path / "a file"  # no folder can be made under it, not even by root
     blocker.write_text("")
     home = tmp_path / "home"
@@ -808,13 +813,18 @@ def test_hostile_cache_folder_that_cannot_be_written(tmp_path, where):
     temp.mkdir()
     env = {"XDG_CACHE_HOME": str(blocker / "cache")} if where.endswith("XDG_CACHE_HOME") \
         else {"HOME": "/proc" if os.geteuid() == 0 else str(home), "XDG_CACHE_HOME": ""}
+    for name, value in {**env, "TMPDIR": str(temp)}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    monkeypatch.setattr(cache_folder, "_said", set())
     suite = write_suite(tmp_path, "defaults: {n_sweep: [1, 2], budget_s: 0.02, min_rounds: 3,"
                                   " warmup_max_rounds: 1, methodologies: [sequential], layers:"
                                   " [native], encodings: [dispatch], gpu_timestamps: false}\n"
                         + GOOD)
-    proc = gpuoverhead("run", "--suite", str(suite), "--backend", BACKEND, "--processes", "1",
-                       "--implementation", "wgpu-native", "--out", str(tmp_path / "o"),
-                       env={**env, "TMPDIR": str(temp)})
+    every = ",".join(map(str, sorted(os.sched_getaffinity(0))))
+    proc = in_process("run", "--suite", str(suite), "--backend", BACKEND, "--processes", "1",
+                      "--implementation", "wgpu-native", "--out", str(tmp_path / "o"),
+                      "--affinity", every)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     _, _, info = read_run(only_run_folder(tmp_path / "o"))
     if native.compiler() is not None:
