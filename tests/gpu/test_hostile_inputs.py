@@ -30,11 +30,11 @@ def _assert_one_clear_line(proc, expected: str) -> None:
     assert expected in proc.stderr, proc.stderr
 
 
-def _run(to: Path, samples: bool = False) -> Path:
-    """A copy of the committed run (with its samples where `compare` reads them)."""
+def _run(to: Path, samples: bool = False, source: Path = COMMITTED) -> Path:
+    """A copy of a committed run (with its samples where `compare` reads them)."""
     to.mkdir(parents=True)
     for name in ("run.json", "summary.parquet") + (("samples.parquet",) if samples else ()):
-        shutil.copy(COMMITTED / name, to / name)
+        shutil.copy(source / name, to / name)
     return to
 
 
@@ -216,8 +216,10 @@ def test_hostile_output_larger_than_ulimit_f_leaves_no_partial_file(tmp_path):
     Every output (JSON, HTML, Markdown, plots) is written beside its name and moved over it
     once whole: each report ends in one line, exit 2, and leaves no file. The four in one
     child process under the limit (conftest.cli_commands: the four child processes cost
-    11 CPU-s)."""
-    run = _run(tmp_path / "runs" / "g1", samples=True)  # the plots read samples
+    11 CPU-s), of a committed decode run: each of its outputs is over the limit (the least,
+    its JSON, 1,167 bytes) and its report and plots take 2 CPU-s, the default run's 3.3."""
+    run = _run(tmp_path / "runs" / "g1", samples=True,  # the plots read samples
+               source=ROOT / "results" / "h100" / "decode")
     outs = [tmp_path / f"out-{i}" for i in range(len(OUTPUTS))]
     commands = []
     for output, out in zip(OUTPUTS, outs, strict=True):
