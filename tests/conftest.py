@@ -23,11 +23,13 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import pytest
 import yaml
+
+if TYPE_CHECKING:  # pandas imported where a run is read: a test's spawned process
+    import pandas as pd  # (test_devices.py) imports this module, not pandas (~0.3 CPU-s)
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "configs"
@@ -208,6 +210,44 @@ CPU_NOTE = re.compile(r"CPUs? [\d,-]+ ran [\d.]+x slower than the other CPUs \(.
                       r"( \(probed \d+ min ago, kept for [\d.]+ h this boot\))?|CPUs differ: .+")
 
 
+#: What a child of `cli_commands` writes on stdout and stderr after each command it ran.
+_ENDED = "--- ended: "
+_COMMANDS = f"""import json, sys
+from gpuoverhead.cli import main
+for args in sys.argv[1:]:
+    sys.argv = ["gpuoverhead", *json.loads(args)]
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code or 0
+    for stream in (sys.stdout, sys.stderr):
+        stream.write(f"\\n{_ENDED}{{code}}\\n")
+        stream.flush()
+"""
+
+
+def cli_commands(*commands: list[str], **how: Any) -> list[subprocess.CompletedProcess[str]]:
+    """Each of `commands` (a command line after `gpuoverhead`) run in turn in one child
+    process as the console script runs it (`how`: subprocess.run's keywords, env and a
+    preexec_fn among them), each with its exit code and its part of stdout and stderr: one
+    start-up and one import of the libraries, not one each (about 1 CPU-s a command), for
+    what only a process of its own shows (an environment read as it starts, a limit)."""
+    proc = subprocess.run([sys.executable, "-c", _COMMANDS, *map(json.dumps, commands)],
+                          capture_output=True, text=True, cwd=ROOT, **{"timeout": 300, **how})
+    outs, errs = _each_command(proc.stdout), _each_command(proc.stderr)
+    assert proc.returncode == 0 and len(outs) == len(errs) == len(commands), proc.stderr
+    return [subprocess.CompletedProcess(c, int(code), out, err)
+            for c, (out, _), (err, code) in zip(commands, outs, errs, strict=True)]
+
+
+def _each_command(text: str) -> list[tuple[str, str]]:
+    """A `cli_commands` child's stdout or stderr cut into each command's part and exit code."""
+    parts = text.split(f"\n{_ENDED}")
+    return [(part if i == 0 else part.partition("\n")[2], after.partition("\n")[0])
+            for i, (part, after) in enumerate(zip(parts, parts[1:], strict=False))]
+
+
 def without_cpu_note(stderr: str) -> str:
     """A run's stderr less the CPU line that a busy machine puts first, that line checked
     for its form: what the run says after it is the same on a quiet machine."""
@@ -263,6 +303,8 @@ def only_run_folder(out: Path) -> Path:
 
 
 def read_run(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    import pandas as pd
+
     samples = pd.read_parquet(folder / "samples.parquet")
     summary = pd.read_parquet(folder / "summary.parquet")
     info = json.loads((folder / "run.json").read_text())

@@ -53,7 +53,8 @@ def test_a_run_leaves_out_the_cpu_a_busy_process_holds_and_says_so(tmp_path):
         run.kill()
     assert run.returncode == 0, stderr
     said = [line for line in stderr.splitlines() if line.startswith(f"CPU {busy_cpu} ")]
-    assert said and "slower than the other CPUs" in said[0] and "the run uses CPUs" in said[0]
+    assert said and "slower than the other CPUs" in said[0] and "the run uses CPUs" in said[0], \
+        stderr
     info = json.loads((only_run_folder(tmp_path / "out") / "run.json").read_text())
     assert info["host"]["cpus"]["slow"] == [busy_cpu]
     ran = {c for b in info["benchmarks"] for p in b["processes"] for c in p["cpus"]}

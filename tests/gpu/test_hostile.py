@@ -27,6 +27,7 @@ from conftest import (
     BACKEND,
     CONFIGS,
     ROOT,
+    cli_commands,
     gpuoverhead,
     in_process,
     measured_adapter,
@@ -223,11 +224,14 @@ def test_hostile_adapter_name_not_present(tmp_path):
                     reason="hides the Vulkan and EGL drivers, as only Linux loads them")
 @pytest.mark.slow
 def test_hostile_no_adapter_at_all(tmp_path):
+    """The drivers' loaders read their variables as a process first loads them: both
+    commands in one child that never saw a driver (a start-up, ~1 CPU-s, less than one
+    child each)."""
     hide = {"VK_DRIVER_FILES": str(tmp_path / "none.json"),
             "VK_ICD_FILENAMES": str(tmp_path / "none.json"),
             "__EGL_VENDOR_LIBRARY_FILENAMES": str(tmp_path / "none.json")}
-    for args in (("run", "--out", str(tmp_path)), ("adapters",)):
-        proc = gpuoverhead(*args, env=hide)
+    for proc in cli_commands(["run", "--out", str(tmp_path)], ["adapters"],
+                             env={**os.environ, **hide}):
         _assert_one_clear_line(proc, "no WebGPU adapter found")
         assert "apt-get install mesa-vulkan-drivers" in proc.stderr
 
@@ -255,7 +259,7 @@ def test_hostile_existing_run_folder(tmp_path, good_run, monkeypatch):
     it. The existing run is a copy of the module's finished run (making one here cost a run
     of 2.6 CPU-s); the run that replaces it is one job of one methodology: what is checked
     is the run folder (every methodology and layer, with its reference loop, made it 2 s
-    longer)."""
+    longer), made in this process (a child's start-up less)."""
     from gpuoverhead.run import runner
 
     shutil.copytree(good_run, tmp_path / "o" / "same")
@@ -269,7 +273,9 @@ def test_hostile_existing_run_folder(tmp_path, good_run, monkeypatch):
         proc = in_process(*args)
     _assert_one_clear_line(proc, "already exists; choose another --run-id, or pass --force")
     assert (only_run_folder(tmp_path / "o") / "run.json").read_bytes() == before
-    assert gpuoverhead(*args, "--force").returncode == 0
+    forced = in_process(*args, "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert (only_run_folder(tmp_path / "o") / "run.json").read_bytes() != before
 
 
 #: Run options that cannot work: (arguments after `run`, expected line). None of them may
@@ -701,19 +707,6 @@ def test_hostile_output_read_through_pipes(good_run_read_through_pipes):
     assert str(summary["n_dispatches"].dtype) == "Int64"
 
 
-def _child(*args: str, pass_fds: tuple[int, ...] = (), env: dict[str, str] | None = None,
-           ) -> subprocess.CompletedProcess[str]:
-    """The CLI in a child process under a timeout (a read that blocks fails the test instead
-    of holding CI), with a pipe's wait for its writer cut to 1 s; first in line for the CPU,
-    as every run the tests start (a small run through a pipe took 3 s alone, 37-61 s
-    behind the other xdist worker's runs)."""
-    code = ("import sys; from gpuoverhead.suite import source; source.PIPE_WAIT_S = 1.0; "
-            "from gpuoverhead.cli import main; main()")
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT, pass_fds=pass_fds,
-                          env={**os.environ, **(env or {})}, preexec_fn=measuring_first)
-
-
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
 @pytest.mark.slow  # two waits of 1 s
 def test_hostile_fifo_as_shader_or_suite(tmp_path, monkeypatch):
@@ -751,8 +744,10 @@ def test_hostile_fifo_as_shader_or_suite(tmp_path, monkeypatch):
 def test_hostile_suite_through_a_pipe_is_read_once(tmp_path, monkeypatch, command):
     """`validate <(cat s.yaml)` said "the file is empty": the suite is loaded more than once
     (checked, expanded, hashed) and a pipe can be read once. Its bytes are kept: the run
-    records their sha256. `validate` in this process (a child's start-up less; its pipe is
-    then this process's), the run in a child as a user starts it."""
+    records their sha256. In this process (a child's start-up less, ~1 CPU-s each; the pipe
+    is then this process's /dev/fd), the kept pipes emptied first."""
+    from gpuoverhead.suite import source
+
     text = ("defaults: {n_sweep: [1, 2], budget_s: 0.02, min_rounds: 3, warmup_max_rounds: 1,"
             " methodologies: [naive]}\n" + GOOD)
     read, write = os.pipe()
@@ -761,15 +756,10 @@ def test_hostile_suite_through_a_pipe_is_read_once(tmp_path, monkeypatch, comman
     args = {"validate": ["validate", f"/dev/fd/{read}"],
             "run": ["run", "--suite", f"/dev/fd/{read}", "--backend", BACKEND, "--processes",
                     "1", "--implementation", "wgpu-native", "--out", str(tmp_path / "o")]}
+    monkeypatch.setattr(source, "_PIPES", {})  # none of another test's pipes
     try:
-        if command == "validate":
-            from gpuoverhead.suite import source
-
-            monkeypatch.setattr(source, "_PIPES", {})  # none of another test's pipes
-            with within(60):
-                proc = in_process(*args[command])
-        else:
-            proc = _child(*args[command], pass_fds=(read,))
+        with within(120):
+            proc = in_process(*args[command])
     finally:
         os.close(read)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
@@ -786,7 +776,9 @@ def test_hostile_suite_through_a_pipe_is_read_once(tmp_path, monkeypatch, comman
     ("zero.wgsl", "cannot read shader /dev/zero: not a regular file but a character device")])
 def test_hostile_shader_too_large_or_a_device(tmp_path, shader, expected):
     """A 3 GB sparse shader, or /dev/zero through a link (with --outside-shaders), read until
-    a MemoryError (issue 26.6); now at most 1 MiB + 1 byte is read, and a device not at all."""
+    a MemoryError (issue 26.6); now at most 1 MiB + 1 byte is read, and a device not at all.
+    Both refusals come before anything is measured: in this process (four child processes
+    cost 3 CPU-s), under a timeout, so that a read that does not end fails the test."""
     with open(tmp_path / "huge.wgsl", "wb") as huge:
         huge.truncate(3 << 30)
     (tmp_path / "zero.wgsl").symlink_to("/dev/zero")
@@ -794,18 +786,25 @@ def test_hostile_shader_too_large_or_a_device(tmp_path, shader, expected):
     inner.mkdir()
     suite = write_suite(inner, f"benchmarks:\n  - {{name: a, kernel: ../{shader}}}\n")
     out = tmp_path / "out"
-    _assert_one_clear_line(_child("validate", str(suite), "--outside-shaders"), expected)
-    _assert_one_clear_line(_child("run", "--suite", str(suite), "--outside-shaders", "--out",
-                                  str(out)), expected)
+    with within(60):
+        _assert_one_clear_line(in_process("validate", str(suite), "--outside-shaders"),
+                               expected)
+        _assert_one_clear_line(in_process("run", "--suite", str(suite), "--outside-shaders",
+                                          "--out", str(out)), expected)
     assert not out.exists()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG_CACHE_HOME is Linux's")
 @pytest.mark.parametrize("where", ["unwritable XDG_CACHE_HOME", "read-only HOME"])
 @pytest.mark.slow
-def test_hostile_cache_folder_that_cannot_be_written(tmp_path, where):
+def test_hostile_cache_folder_that_cannot_be_written(tmp_path, monkeypatch, where):
     """The native layer's cache: a PermissionError traceback before (issue 26.9); now the loop
-    is built in a private folder under the temporary one, and the run says where."""
+    is built in a private folder under the temporary one, and the run says where. The run in
+    this process (its environment this test's, which its worker inherits: a child's
+    start-up less), on the CPUs given (--affinity: the CPU probe, which a cache folder of
+    its own would make again, is no part of this)."""
+    from gpuoverhead.gpu import cache_folder
+
     blocker = tmp_path / "a file"  # no folder can be made under it, not even by root
     blocker.write_text("")
     home = tmp_path / "home"
@@ -814,13 +813,18 @@ def test_hostile_cache_folder_that_cannot_be_written(tmp_path, where):
     temp.mkdir()
     env = {"XDG_CACHE_HOME": str(blocker / "cache")} if where.endswith("XDG_CACHE_HOME") \
         else {"HOME": "/proc" if os.geteuid() == 0 else str(home), "XDG_CACHE_HOME": ""}
+    for name, value in {**env, "TMPDIR": str(temp)}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    monkeypatch.setattr(cache_folder, "_said", set())
     suite = write_suite(tmp_path, "defaults: {n_sweep: [1, 2], budget_s: 0.02, min_rounds: 3,"
                                   " warmup_max_rounds: 1, methodologies: [sequential], layers:"
                                   " [native], encodings: [dispatch], gpu_timestamps: false}\n"
                         + GOOD)
-    proc = gpuoverhead("run", "--suite", str(suite), "--backend", BACKEND, "--processes", "1",
-                       "--implementation", "wgpu-native", "--out", str(tmp_path / "o"),
-                       env={**env, "TMPDIR": str(temp)})
+    every = ",".join(map(str, sorted(os.sched_getaffinity(0))))
+    proc = in_process("run", "--suite", str(suite), "--backend", BACKEND, "--processes", "1",
+                      "--implementation", "wgpu-native", "--out", str(tmp_path / "o"),
+                      "--affinity", every)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     _, _, info = read_run(only_run_folder(tmp_path / "o"))
     if native.compiler() is not None:
@@ -895,7 +899,9 @@ def test_hostile_two_forced_runs_into_one_id_both_end_cleanly(tmp_path):
     the one that comes second while the other runs is refused in one line (exit 2); one
     that comes after it has ended replaces it. The run is a cadence that idles 250 ms after
     each burst: it holds its id for about 5.7 s, past the second's start-up, at 1.9 CPU-s
-    (add_one's every methodology and layer held it 4.4 s, at 4.9 CPU-s)."""
+    (add_one's every methodology and layer held it 4.4 s, at 4.9 CPU-s). The second starts
+    in this process (a child's start-up less) once the first holds the id (its lock file
+    is there), or has ended."""
     suite = write_suite(tmp_path, "benchmarks:\n  - {name: a, kernel: empty, elements: 1, "
                                   "methodologies: [cadence], gaps_ms: [250], burst: 2, encodings:"
                                   " [submit], layers: [wrapper], budget_s: 3, min_rounds: 3,"
@@ -905,8 +911,11 @@ def test_hostile_two_forced_runs_into_one_id_both_end_cleanly(tmp_path):
             "--force", "--out", str(tmp_path / "out")]
     first = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
-    threading.Event().wait(1.0)
-    second = gpuoverhead(*args[3:])
+    held = tmp_path / "out" / ".same.lock"
+    with within(120):
+        while not held.exists() and first.poll() is None:
+            threading.Event().wait(0.05)
+    second = in_process(*args[3:])
     _, err = first.communicate(timeout=300)
     codes = sorted((first.returncode, second.returncode))
     assert codes in ([0, 0], [0, 2]), (err, second.stderr)

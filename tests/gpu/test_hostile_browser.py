@@ -181,8 +181,16 @@ def test_hostile_a_browser_killed_while_the_page_works_is_one_line():
     """kill -9 of the page's renderer, then (a new page opened) of the browser, each while a
     page call waits, as mid-sampling: a BrowserError of one line that says so, not the
     transport's traceback (websockets' ConnectionClosedError was the job's 40-line error).
-    One browser for both (a start is about 1.4 CPU-s): the renderer's end leaves it running."""
+    One browser for both (a start is about 1.4 CPU-s): the renderer's end leaves it running.
+    Its start sweeps a stale profile of this user's, and its own profile goes with it, killed
+    as it is (the sweep's test, a browser start less)."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # its id names a process that is gone
+    stale = Path(tempfile.gettempdir()) / f"{launcher.PROFILE}{dead.pid}-left"
+    stale.mkdir(mode=0o700)
     with page.page(BROWSER) as (browser, tab):
+        assert not stale.exists()  # the sweep runs as a browser starts (each worker's)
+        assert Path(browser.profile).name.startswith(f"{launcher.PROFILE}{os.getpid()}-")
         url = tab.evaluate("location.href")
         renderers = [int(line.split()[0]) for line in subprocess.run(
             ["ps", "-o", "pid=,args=", "-g", str(browser.process.pid)], capture_output=True,
@@ -192,6 +200,7 @@ def test_hostile_a_browser_killed_while_the_page_works_is_one_line():
         reaped(renderers)  # else the next page may get the spare renderer killed with them
         said = killed_while_waiting(browser.open(url), [browser.process.pid])
         assert "killed by SIGKILL" in said, said
+    assert not Path(browser.profile).exists()
 
 
 def reaped(pids: list[int], wait_s: float = 10.0) -> None:
@@ -246,20 +255,6 @@ def test_hostile_a_killed_workers_profile_is_swept_but_not_another_users(tmp_pat
     assert not stale.exists() and not socket_folder.exists()
     assert all(p.exists() for p in (live, shared, link, old, *others))
     assert (live / "Local State").exists()
-
-
-@needs_browser
-@pytest.mark.slow
-def test_hostile_a_browser_start_sweeps_the_stale_profiles_of_its_user():
-    """The sweep runs when a browser starts (each worker's), in the temporary folder."""
-    dead = subprocess.Popen(["true"])
-    dead.wait()
-    stale = Path(tempfile.gettempdir()) / f"{launcher.PROFILE}{dead.pid}-left"
-    stale.mkdir(mode=0o700)
-    with launcher.Browser(BROWSER) as browser:
-        assert not stale.exists()
-        assert Path(browser.profile).name.startswith(f"{launcher.PROFILE}{os.getpid()}-")
-    assert not Path(browser.profile).exists()
 
 
 @pytest.mark.parametrize(("variable", "value", "said"), [

@@ -11,13 +11,11 @@ import json
 import os
 import resource
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ROOT, in_process, without_bytecode_writes, write_suite
+from conftest import ROOT, cli_commands, in_process, without_bytecode_writes, write_suite
 
 #: A committed run of the default suite: its run.json and tables are what a copy damages.
 COMMITTED = ROOT / "results" / "h100" / "default"
@@ -32,11 +30,11 @@ def _assert_one_clear_line(proc, expected: str) -> None:
     assert expected in proc.stderr, proc.stderr
 
 
-def _run(to: Path, samples: bool = False) -> Path:
-    """A copy of the committed run (with its samples where `compare` reads them)."""
+def _run(to: Path, samples: bool = False, source: Path = COMMITTED) -> Path:
+    """A copy of a committed run (with its samples where `compare` reads them)."""
     to.mkdir(parents=True)
     for name in ("run.json", "summary.parquet") + (("samples.parquet",) if samples else ()):
-        shutil.copy(COMMITTED / name, to / name)
+        shutil.copy(source / name, to / name)
     return to
 
 
@@ -208,49 +206,27 @@ def _limited_to_1_kib() -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
 
 
-#: The outputs of `report` checked under `ulimit -f 1`, and the line after each of them in
-#: the child's stderr (_REPORTS).
+#: The outputs of `report` checked under `ulimit -f 1`.
 OUTPUTS = ["x.json", "x.html", "x.md", "plots"]
-_ENDED = "--- ended: "
-#: A child that runs `gpuoverhead report ARGS` once for each list of ARGS given as its
-#: arguments (JSON), as the console script does, and says after each how it ended: one
-#: start-up and one import of the report's libraries for the four, not one each (the
-#: four child processes cost 11 CPU-s).
-_REPORTS = f"""import json, sys
-from gpuoverhead.cli import main
-for args in sys.argv[1:]:
-    sys.argv = ["gpuoverhead", "report", *json.loads(args)]
-    try:
-        main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    sys.stderr.write(f"\\n{_ENDED}{{code}}\\n")
-    sys.stderr.flush()
-"""
 
 
 @pytest.mark.slow
 def test_hostile_output_larger_than_ulimit_f_leaves_no_partial_file(tmp_path):
     """Issue 42.13: under `ulimit -f 1` the report's JSON was left truncated at 1,024 bytes.
     Every output (JSON, HTML, Markdown, plots) is written beside its name and moved over it
-    once whole: each report ends in one line, exit 2, and leaves no file."""
-    run = _run(tmp_path / "runs" / "g1", samples=True)  # the plots read samples
+    once whole: each report ends in one line, exit 2, and leaves no file. The four in one
+    child process under the limit (conftest.cli_commands: the four child processes cost
+    11 CPU-s), of a committed decode run: each of its outputs is over the limit (the least,
+    its JSON, 1,167 bytes) and its report and plots take 2 CPU-s, the default run's 3.3."""
+    run = _run(tmp_path / "runs" / "g1", samples=True,  # the plots read samples
+               source=ROOT / "results" / "h100" / "decode")
     outs = [tmp_path / f"out-{i}" for i in range(len(OUTPUTS))]
-    args = []
+    commands = []
     for output, out in zip(OUTPUTS, outs, strict=True):
         out.mkdir()
         option = "--plots" if output == "plots" else "-o"
-        args.append(json.dumps([str(run), option, str(out / output)]))
-    proc = subprocess.run([sys.executable, "-c", _REPORTS, *args], capture_output=True,
-                          text=True, timeout=300, cwd=ROOT, preexec_fn=_limited_to_1_kib,
-                          env=without_bytecode_writes())
-    ended, stderr = [], proc.stderr
-    while _ENDED in stderr:
-        said, _, stderr = stderr.partition(_ENDED)
-        code, _, stderr = stderr.partition("\n")
-        ended.append(subprocess.CompletedProcess([], int(code), "", said))
-    assert proc.returncode == 0 and len(ended) == len(OUTPUTS), proc.stderr
+        commands.append(["report", str(run), option, str(out / output)])
+    ended = cli_commands(*commands, preexec_fn=_limited_to_1_kib, env=without_bytecode_writes())
     for output, out, report in zip(OUTPUTS, outs, ended, strict=True):
         _assert_one_clear_line(report, "File too large")
         assert [p for p in out.rglob("*") if p.is_file()] == [], output
