@@ -39,6 +39,7 @@ import numpy as np
 from gpuoverhead.analysis.combine import combine
 from gpuoverhead.analysis.odd import far, odd_processes
 from gpuoverhead.analysis.pairs import paired_ratios, same_case
+from gpuoverhead.analysis.row_medians import median_rows
 from gpuoverhead.analysis.runs import runs_ratio
 from gpuoverhead.analysis.series import Key, Series
 from gpuoverhead.analysis.stats import Estimate, Interval, between_processes
@@ -122,8 +123,10 @@ def draw_states(s: Scenario, reps: int, processes: int, rng: np.random.Generator
     the CPU has one speed)."""
     shape = (reps, processes, rounds)
 
-    def noise() -> np.ndarray:
-        e = np.exp(NOISE * (rng.standard_t(3, shape) if s.heavy else rng.standard_normal(shape)))
+    def noise() -> np.ndarray:  # in place: arrays of millions, each new one paged in
+        e = rng.standard_t(3, shape) if s.heavy else rng.standard_normal(shape)
+        e *= NOISE
+        np.exp(e, out=e)
         if s.outliers:
             e[rng.random(shape) < s.outliers] *= 10.0
         return e
@@ -132,7 +135,9 @@ def draw_states(s: Scenario, reps: int, processes: int, rng: np.random.Generator
     offsets = {"normal": 1.0 + SPREAD * z, "lognormal": np.exp(0.3 * z),
                "t3": np.exp(SPREAD * rng.standard_t(3, z.shape))}.get(s.offsets,
                                                                      np.exp(s.spread * z))
-    y = offsets * np.where(rng.random(z.shape) < s.slow, s.factor, 1.0) * noise()
+    factors = offsets * np.where(rng.random(z.shape) < s.slow, s.factor, 1.0)
+    y = noise()
+    y *= factors
     if s.drift is not None:
         rise = np.log1p(rng.uniform(*s.drift, z.shape))
         y *= np.exp(rise * (np.linspace(0.0, 1.0, rounds) - 0.5))
@@ -169,7 +174,7 @@ def truth(s: Scenario) -> tuple[float, float]:
 
     if s.states is not None:
         y, _ = draw(s, 1, 200_000, np.random.default_rng(list(b"truth")))
-        return 1.0, float(np.median(np.median(y[0], axis=1)))
+        return 1.0, float(np.median(median_rows(y[0])))
 
     def cdf(x: float) -> float:
         return float(stdtr(3, x) if s.heavy else ndtr(x))
@@ -279,7 +284,7 @@ def cells(s: Scenario, processes: int, runs: int, seed: int, checked: int = 3
     first `checked` runs also through combine and pairs, which must give the same."""
     rng = np.random.default_rng([seed, SCENARIOS.index(s), processes])
     y, bottom = draw(s, runs, processes, rng)
-    medians, bottoms = np.median(y, axis=2), np.median(bottom, axis=2)
+    medians, bottoms = median_rows(y), median_rows(bottom)
     out = []
     for kind in KINDS:
         found = estimate(kind, medians, bottoms)
@@ -299,7 +304,7 @@ def aa_cell(s: Scenario, processes: int, runs: int, seed: int) -> Cell:
     runs of `processes` each measure the same thing (their medians through the same
     scenario), and its median half-width (as a factor either way, less 1)."""
     rng = np.random.default_rng([seed, AA_SCENARIOS.index(s), processes, 1])
-    base, new = (THETA * np.median(draw(s, runs, processes, rng)[0], axis=2)
+    base, new = (THETA * median_rows(draw(s, runs, processes, rng)[0])
                  for _ in range(2))
     found = runs_ratio(base, new)
     covered = (found.low <= 1.0) & (found.high >= 1.0)
