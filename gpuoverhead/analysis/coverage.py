@@ -110,25 +110,31 @@ SCENARIOS = (
 AA_SCENARIOS = SCENARIOS + (Scenario("two modes (x6)", slow=0.5, factor=6.0),)
 
 
-def draw(s: Scenario, reps: int, processes: int, rng: np.random.Generator
-         ) -> tuple[np.ndarray, np.ndarray]:
-    """Round values y (reps x processes x rounds) and the ratio's denominator noise."""
-    y, bottom, _ = draw_states(s, reps, processes, rng)
+def draw(s: Scenario, reps: int, processes: int, rng: np.random.Generator,
+         denominators: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+    """Round values y (reps x processes x rounds) and the ratio's denominator noise (None
+    where not `denominators`: drawn, so that what the generator gives next is the same,
+    but not made, for callers that drop it)."""
+    y, bottom, _ = draw_states(s, reps, processes, rng, denominators=denominators)
     return y, bottom
 
 
 def draw_states(s: Scenario, reps: int, processes: int, rng: np.random.Generator,
-                rounds: int = ROUNDS) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+                rounds: int = ROUNDS, denominators: bool = True
+                ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """`draw`'s (with `rounds` a process), and which rounds ran in the slow state (None:
     the CPU has one speed)."""
     shape = (reps, processes, rounds)
 
-    def noise() -> np.ndarray:  # in place: arrays of millions, each new one paged in
+    def noise(made: bool = True) -> np.ndarray | None:  # in place: arrays of millions
         e = rng.standard_t(3, shape) if s.heavy else rng.standard_normal(shape)
+        tens = rng.random(shape) < s.outliers if s.outliers else None
+        if not made:
+            return None
         e *= NOISE
         np.exp(e, out=e)
-        if s.outliers:
-            e[rng.random(shape) < s.outliers] *= 10.0
+        if tens is not None:
+            e[tens] *= 10.0
         return e
 
     z = rng.standard_normal((reps, processes, 1))
@@ -145,8 +151,8 @@ def draw_states(s: Scenario, reps: int, processes: int, rng: np.random.Generator
     if s.states is not None:
         share = rng.uniform(*s.shares, shape[:2]) if s.shares else s.states[1]
         slowed = _slowed(s.states, share, shape, rng)
-        y *= np.where(slowed, s.states[0], 1.0)
-    return y, noise(), slowed
+        np.multiply(y, s.states[0], out=y, where=slowed)
+    return y, noise(denominators), slowed
 
 
 def _slowed(states: tuple[float, float, float], share: float | np.ndarray,
@@ -173,7 +179,7 @@ def truth(s: Scenario) -> tuple[float, float]:
     from scipy.special import ndtr, stdtr
 
     if s.states is not None:
-        y, _ = draw(s, 1, 200_000, np.random.default_rng(list(b"truth")))
+        y, _ = draw(s, 1, 200_000, np.random.default_rng(list(b"truth")), denominators=False)
         return 1.0, float(np.median(median_rows(y[0])))
 
     def cdf(x: float) -> float:
@@ -304,7 +310,7 @@ def aa_cell(s: Scenario, processes: int, runs: int, seed: int) -> Cell:
     runs of `processes` each measure the same thing (their medians through the same
     scenario), and its median half-width (as a factor either way, less 1)."""
     rng = np.random.default_rng([seed, AA_SCENARIOS.index(s), processes, 1])
-    base, new = (THETA * median_rows(draw(s, runs, processes, rng)[0])
+    base, new = (THETA * median_rows(draw(s, runs, processes, rng, denominators=False)[0])
                  for _ in range(2))
     found = runs_ratio(base, new)
     covered = (found.low <= 1.0) & (found.high >= 1.0)

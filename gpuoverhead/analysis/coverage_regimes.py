@@ -132,7 +132,7 @@ def moves(y: np.ndarray, kept: np.ndarray) -> np.ndarray:
 def mix_truth(c: StateCase) -> float:
     """The median of many simulated processes' medians over every round (of c.rounds)."""
     y = coverage.draw_states(c.scenario, 1, 200_000, np.random.default_rng(list(b"truth")),
-                             c.rounds)[0]
+                             c.rounds, denominators=False)[0]
     return float(np.median(median_rows(y[0])))
 
 
@@ -144,7 +144,7 @@ def state_cell(c: StateCase, processes: int, runs: int, seed: int, checked: int 
     `states.moves`, which must agree."""
     s = c.scenario
     rng = np.random.default_rng([seed, STATE_SCENARIOS.index(c), processes, 2])
-    y, _, slowed = coverage.draw_states(s, runs, processes, rng, c.rounds)
+    y, _, slowed = coverage.draw_states(s, runs, processes, rng, c.rounds, denominators=False)
     slow, counts = kept_state(slowed)
     moved = moves(y, counts)
     for r in range(min(checked, runs)):
@@ -180,7 +180,7 @@ def _late_step(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
 
 def _lived(s: Scenario, reps: int, processes: int, rng: np.random.Generator) -> np.ndarray:
     """Round values of a life scenario (reps x processes x LIFE_ROUNDS)."""
-    y = coverage.draw_states(s, reps, processes, rng, LIFE_ROUNDS)[0]
+    y = coverage.draw_states(s, reps, processes, rng, LIFE_ROUNDS, denominators=False)[0]
     if s.name.startswith("start"):
         y = y * np.where(np.arange(LIFE_ROUNDS) < LIFE_ROUNDS // 4, 1.3, 1.0)
     elif s.name.startswith("one in five"):
