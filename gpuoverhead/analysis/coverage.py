@@ -39,6 +39,7 @@ import numpy as np
 from gpuoverhead.analysis.combine import combine
 from gpuoverhead.analysis.odd import far, odd_processes
 from gpuoverhead.analysis.pairs import paired_ratios, same_case
+from gpuoverhead.analysis.row_medians import median_rows
 from gpuoverhead.analysis.runs import runs_ratio
 from gpuoverhead.analysis.series import Key, Series
 from gpuoverhead.analysis.stats import Estimate, Interval, between_processes
@@ -109,30 +110,40 @@ SCENARIOS = (
 AA_SCENARIOS = SCENARIOS + (Scenario("two modes (x6)", slow=0.5, factor=6.0),)
 
 
-def draw(s: Scenario, reps: int, processes: int, rng: np.random.Generator
-         ) -> tuple[np.ndarray, np.ndarray]:
-    """Round values y (reps x processes x rounds) and the ratio's denominator noise."""
-    y, bottom, _ = draw_states(s, reps, processes, rng)
+def draw(s: Scenario, reps: int, processes: int, rng: np.random.Generator,
+         denominators: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+    """Round values y (reps x processes x rounds) and the ratio's denominator noise (None
+    where not `denominators`: drawn, so that what the generator gives next is the same,
+    but not made, for callers that drop it)."""
+    y, bottom, _ = draw_states(s, reps, processes, rng, denominators=denominators)
     return y, bottom
 
 
 def draw_states(s: Scenario, reps: int, processes: int, rng: np.random.Generator,
-                rounds: int = ROUNDS) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+                rounds: int = ROUNDS, denominators: bool = True
+                ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """`draw`'s (with `rounds` a process), and which rounds ran in the slow state (None:
     the CPU has one speed)."""
     shape = (reps, processes, rounds)
 
-    def noise() -> np.ndarray:
-        e = np.exp(NOISE * (rng.standard_t(3, shape) if s.heavy else rng.standard_normal(shape)))
-        if s.outliers:
-            e[rng.random(shape) < s.outliers] *= 10.0
+    def noise(made: bool = True) -> np.ndarray | None:  # in place: arrays of millions
+        e = rng.standard_t(3, shape) if s.heavy else rng.standard_normal(shape)
+        tens = rng.random(shape) < s.outliers if s.outliers else None
+        if not made:
+            return None
+        e *= NOISE
+        np.exp(e, out=e)
+        if tens is not None:
+            e[tens] *= 10.0
         return e
 
     z = rng.standard_normal((reps, processes, 1))
     offsets = {"normal": 1.0 + SPREAD * z, "lognormal": np.exp(0.3 * z),
                "t3": np.exp(SPREAD * rng.standard_t(3, z.shape))}.get(s.offsets,
                                                                      np.exp(s.spread * z))
-    y = offsets * np.where(rng.random(z.shape) < s.slow, s.factor, 1.0) * noise()
+    factors = offsets * np.where(rng.random(z.shape) < s.slow, s.factor, 1.0)
+    y = noise()
+    y *= factors
     if s.drift is not None:
         rise = np.log1p(rng.uniform(*s.drift, z.shape))
         y *= np.exp(rise * (np.linspace(0.0, 1.0, rounds) - 0.5))
@@ -140,8 +151,8 @@ def draw_states(s: Scenario, reps: int, processes: int, rng: np.random.Generator
     if s.states is not None:
         share = rng.uniform(*s.shares, shape[:2]) if s.shares else s.states[1]
         slowed = _slowed(s.states, share, shape, rng)
-        y *= np.where(slowed, s.states[0], 1.0)
-    return y, noise(), slowed
+        np.multiply(y, s.states[0], out=y, where=slowed)
+    return y, noise(denominators), slowed
 
 
 def _slowed(states: tuple[float, float, float], share: float | np.ndarray,
@@ -168,8 +179,8 @@ def truth(s: Scenario) -> tuple[float, float]:
     from scipy.special import ndtr, stdtr
 
     if s.states is not None:
-        y, _ = draw(s, 1, 200_000, np.random.default_rng(list(b"truth")))
-        return 1.0, float(np.median(np.median(y[0], axis=1)))
+        y, _ = draw(s, 1, 200_000, np.random.default_rng(list(b"truth")), denominators=False)
+        return 1.0, float(np.median(median_rows(y[0])))
 
     def cdf(x: float) -> float:
         return float(stdtr(3, x) if s.heavy else ndtr(x))
@@ -279,7 +290,7 @@ def cells(s: Scenario, processes: int, runs: int, seed: int, checked: int = 3
     first `checked` runs also through combine and pairs, which must give the same."""
     rng = np.random.default_rng([seed, SCENARIOS.index(s), processes])
     y, bottom = draw(s, runs, processes, rng)
-    medians, bottoms = np.median(y, axis=2), np.median(bottom, axis=2)
+    medians, bottoms = median_rows(y), median_rows(bottom)
     out = []
     for kind in KINDS:
         found = estimate(kind, medians, bottoms)
@@ -299,7 +310,7 @@ def aa_cell(s: Scenario, processes: int, runs: int, seed: int) -> Cell:
     runs of `processes` each measure the same thing (their medians through the same
     scenario), and its median half-width (as a factor either way, less 1)."""
     rng = np.random.default_rng([seed, AA_SCENARIOS.index(s), processes, 1])
-    base, new = (THETA * np.median(draw(s, runs, processes, rng)[0], axis=2)
+    base, new = (THETA * median_rows(draw(s, runs, processes, rng, denominators=False)[0])
                  for _ in range(2))
     found = runs_ratio(base, new)
     covered = (found.low <= 1.0) & (found.high >= 1.0)

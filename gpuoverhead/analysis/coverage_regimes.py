@@ -35,6 +35,7 @@ from scipy.stats import norm, rankdata
 from gpuoverhead.analysis import coverage, states
 from gpuoverhead.analysis.coverage import THETA, Cell, Scenario
 from gpuoverhead.analysis.drift import LEAST_T, enough, life
+from gpuoverhead.analysis.row_medians import median_rows, nanmedian_rows
 from gpuoverhead.analysis.series import Key, Series
 
 #: Rounds of the kept state a process needs: the default suite's min_rounds is 8 of the
@@ -109,7 +110,7 @@ def moves(y: np.ndarray, kept: np.ndarray) -> np.ndarray:
     MOVES_P. Every value here is positive and no process lacks a round of either kind that
     matters (one that does adds nothing to either side, as there)."""
     both = kept.any(axis=2) & (~kept).any(axis=2)
-    rel = y / np.median(y, axis=2, keepdims=True)
+    rel = y / median_rows(y)[..., None]
     inside, out = kept & both[..., None], ~kept & both[..., None]
     flat = rel.reshape(len(y), -1)
     a, b = inside.reshape(len(y), -1), out.reshape(len(y), -1)
@@ -121,8 +122,8 @@ def moves(y: np.ndarray, kept: np.ndarray) -> np.ndarray:
         z = (np.abs(u - n1 * n2 / 2) - 0.5) / sd
     with warnings.catch_warnings():  # a run with no rounds of a kind: NaN, no change
         warnings.simplefilter("ignore", RuntimeWarning)
-        shift = np.abs(np.nanmedian(np.where(b, flat, np.nan), axis=1)
-                       - np.nanmedian(np.where(a, flat, np.nan), axis=1))
+        shift = np.abs(nanmedian_rows(np.where(b, flat, np.nan))
+                       - nanmedian_rows(np.where(a, flat, np.nan)))
     return (n1 >= states.MOVES_VALUES) & (shift >= states.MOVES) & \
         (2 * norm.sf(z) < states.MOVES_P)
 
@@ -131,8 +132,8 @@ def moves(y: np.ndarray, kept: np.ndarray) -> np.ndarray:
 def mix_truth(c: StateCase) -> float:
     """The median of many simulated processes' medians over every round (of c.rounds)."""
     y = coverage.draw_states(c.scenario, 1, 200_000, np.random.default_rng(list(b"truth")),
-                             c.rounds)[0]
-    return float(np.median(np.median(y[0], axis=1)))
+                             c.rounds, denominators=False)[0]
+    return float(np.median(median_rows(y[0])))
 
 
 def state_cell(c: StateCase, processes: int, runs: int, seed: int, checked: int = 20
@@ -143,7 +144,7 @@ def state_cell(c: StateCase, processes: int, runs: int, seed: int, checked: int 
     `states.moves`, which must agree."""
     s = c.scenario
     rng = np.random.default_rng([seed, STATE_SCENARIOS.index(c), processes, 2])
-    y, _, slowed = coverage.draw_states(s, runs, processes, rng, c.rounds)
+    y, _, slowed = coverage.draw_states(s, runs, processes, rng, c.rounds, denominators=False)
     slow, counts = kept_state(slowed)
     moved = moves(y, counts)
     for r in range(min(checked, runs)):
@@ -152,11 +153,11 @@ def state_cell(c: StateCase, processes: int, runs: int, seed: int, checked: int 
             raise RuntimeError(f"run {r}: the simulation's moves differs from states.moves")
     full = counts.sum(axis=2) >= c.least
     split = moved & (full.sum(axis=1) >= LEAST_T)
-    every = np.median(y, axis=2)
+    every = median_rows(y)
     with warnings.catch_warnings():  # a process left out: NaN, as a run leaves it out
         warnings.simplefilter("ignore", RuntimeWarning)
-        medians = np.where(split[:, None], np.nanmedian(
-            np.where(counts & full[..., None], y, np.nan), axis=2), every)
+        medians = np.where(split[:, None], nanmedian_rows(
+            np.where(counts & full[..., None], y, np.nan)), every)
     level, mix = math.prod(coverage.truth(replace(s, states=None, shares=None))), mix_truth(c)
     target = THETA * np.where(split, level * np.where(slow, s.states[0], 1.0), mix)
     out = []
@@ -179,7 +180,7 @@ def _late_step(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
 
 def _lived(s: Scenario, reps: int, processes: int, rng: np.random.Generator) -> np.ndarray:
     """Round values of a life scenario (reps x processes x LIFE_ROUNDS)."""
-    y = coverage.draw_states(s, reps, processes, rng, LIFE_ROUNDS)[0]
+    y = coverage.draw_states(s, reps, processes, rng, LIFE_ROUNDS, denominators=False)[0]
     if s.name.startswith("start"):
         y = y * np.where(np.arange(LIFE_ROUNDS) < LIFE_ROUNDS // 4, 1.3, 1.0)
     elif s.name.startswith("one in five"):

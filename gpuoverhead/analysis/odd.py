@@ -32,6 +32,7 @@ import math
 import numpy as np
 
 from gpuoverhead.analysis.combine import DIFFERENCES, SIGNED
+from gpuoverhead.analysis.row_medians import nanmedian_rows
 from gpuoverhead.analysis.series import Key, Series
 from gpuoverhead.analysis.stats import OUTLIER_Z
 
@@ -54,13 +55,12 @@ def _rule(levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     levels = np.atleast_2d(np.asarray(levels, dtype=float))
     if levels.shape[1] < FEWEST:
         return np.zeros(levels.shape, dtype=bool), np.zeros(levels.shape)
-    flags = levels > np.nanmedian(levels, axis=1, keepdims=True)  # first the faster half
+    flags = levels > nanmedian_rows(levels)[:, None]  # first the faster half
     for _ in range(ROUNDS):
         kept = np.where(flags, np.nan, levels)
         with np.errstate(invalid="ignore", divide="ignore"):
-            above = levels - np.nanmedian(kept, axis=1, keepdims=True)
-            spread = np.nanmedian(np.abs(np.where(flags, np.nan, above)), axis=1,
-                                  keepdims=True)
+            above = levels - nanmedian_rows(kept)[:, None]
+            spread = nanmedian_rows(np.abs(np.where(flags, np.nan, above)))[:, None]
             found = (above > math.log(FAR)) & (OUTLIER_Z * spread < 0.6745 * above)
         if (found == flags).all():
             break

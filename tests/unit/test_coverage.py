@@ -48,7 +48,7 @@ def test_the_truth_is_the_median_of_many_processes_medians():
     for scenario in coverage.SCENARIOS:
         c, median_f = coverage.truth(scenario)
         if scenario.states:  # simulated from another seed: within the medians' own error
-            y, _ = coverage.draw(scenario, 1, 80_000, rng)
+            y, _ = coverage.draw(scenario, 1, 80_000, rng, denominators=False)
             assert np.median(np.median(y[0], axis=1)) == pytest.approx(median_f, rel=2.5e-3)
             assert median_f > 1.02  # the slow state moves it, unlike a symmetric noise
             continue
@@ -57,7 +57,7 @@ def test_the_truth_is_the_median_of_many_processes_medians():
             continue
         # The value on a normal CPU: the same processes with none on the slow one.
         y, _ = coverage.draw(replace(scenario, slow=0.0) if scenario.on_normal_cpu
-                             else scenario, 1, 80_000, rng)
+                             else scenario, 1, 80_000, rng, denominators=False)
         # Within 0.25%: the outliers move the truth by 0.7%, the slow processes by 2.3%;
         # over 80,000 processes the median's own error is about 0.05%, and medians of 20
         # rounds rather than of infinitely many move it by about 0.1%.
@@ -93,7 +93,8 @@ def test_the_a_a_harness_fails_the_ratio_of_medians_where_processes_have_two_mod
     # medians. With processes in two modes the median of each run jumps between them.
     modes = coverage.AA_SCENARIOS[-1]
     rng = np.random.default_rng(6)
-    base, new = (coverage.THETA * np.median(coverage.draw(modes, RUNS, 10, rng)[0], axis=2)
+    base, new = (coverage.THETA * np.median(coverage.draw(modes, RUNS, 10, rng,
+                                                          denominators=False)[0], axis=2)
                  for _ in range(2))
     old = combined_ratio(between_processes(base, True), between_processes(new, True))
     assert np.mean((old.low <= 1) & (old.high >= 1)) < 0.85

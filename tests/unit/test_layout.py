@@ -8,8 +8,10 @@ import ast
 import re
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
+import pytest
 from conftest import ROOT
 
 PACKAGE = ROOT / "gpuoverhead"
@@ -21,17 +23,36 @@ def _modules() -> list[Path]:
     return sorted(PACKAGE.rglob("*.py"))
 
 
+@cache
+def _tree(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once for the tests that walk it (the package's
+    ~0.4 CPU-s a parse)."""
+    return ast.parse(path.read_text())
+
+
+@pytest.fixture(scope="module")
+def trees() -> dict[Path, ast.Module]:
+    """The package's modules' trees (the tests that walk them share this module's worker,
+    conftest.py: shared_groups)."""
+    return {path: _tree(path) for path in _modules()}
+
+
+@pytest.fixture(scope="module")
+def graph(trees) -> dict[str, set[str]]:
+    return import_graph()
+
+
 def test_no_module_over_the_limit():
     long = {p.relative_to(ROOT): n for p in _modules()
             if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
     assert not long, long
 
 
-def test_no_function_over_the_limit_unless_it_says_it_is_unrolled():
+def test_no_function_over_the_limit_unless_it_says_it_is_unrolled(trees):
     long = []
-    for path in _modules():
+    for path, tree in trees.items():
         lines = path.read_text().splitlines()
-        for node in ast.walk(ast.parse("\n".join(lines))):
+        for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 size = node.end_lineno - node.lineno + 1
                 above = " ".join(lines[max(0, node.lineno - 3):node.lineno - 1]).lower()
@@ -54,7 +75,7 @@ def import_graph(root: Path = ROOT, lazy: bool = True) -> dict[str, set[str]]:
     for path in sorted((root / "gpuoverhead").rglob("*.py")):
         name = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
         graph[name] = set()
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.ImportFrom) and node.module and \
                     node.module.startswith("gpuoverhead") and (lazy or node.col_offset == 0):
                 graph[name] |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
@@ -92,8 +113,8 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def test_imports_have_no_cycles_even_through_lazy_imports():
-    cycle = _cycle(import_graph())
+def test_imports_have_no_cycles_even_through_lazy_imports(graph):
+    cycle = _cycle(graph)
     assert cycle is None, " -> ".join(cycle or [])
 
 
@@ -117,8 +138,8 @@ def _upward(graph: dict[str, set[str]]) -> list[str]:
             if _floor(d) != _floor(m) and _floor(d)[0] <= _floor(m)[0]]
 
 
-def test_every_import_runs_down_the_house():
-    upward = _upward(import_graph())
+def test_every_import_runs_down_the_house(graph):
+    upward = _upward(graph)
     assert not upward, upward
 
 
@@ -130,7 +151,7 @@ def test_the_floor_check_sees_an_import_up_the_house():
                               "gpuoverhead.workloads.work -> gpuoverhead.methods.fusion"]
 
 
-def test_no_module_outside_the_drivers_names_an_implementation():
+def test_no_module_outside_the_drivers_names_an_implementation(trees):
     """Only drivers/ (and browser/, the chromium driver's machinery, whose launcher looks for
     a `chromium` executable) knows which implementations exist: elsewhere no string is one of
     their names, and no name such as CHROMIUM or TORCH stands for one (issue 24). The one
@@ -142,11 +163,11 @@ def test_no_module_outside_the_drivers_names_an_implementation():
     names = {*registry.names(), *webgpu.IMPLEMENTATIONS, torch_forms.EAGER, torch_forms.GRAPH,
              torch_forms.COMPILE}
     found = []
-    for path in _modules():
+    for path, tree in trees.items():
         if {"drivers", "browser"} & set(path.relative_to(PACKAGE).parts) or \
                 path == PACKAGE / "torch_forms.py":
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
                     (node.value in names or node.value.startswith("torch-")):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.value!r}")
