@@ -20,6 +20,7 @@ from conftest import (
 
 from gpuoverhead.cases import HYBRID, NEVER, READBACK_EVERY
 from gpuoverhead.drivers import webgpu
+from gpuoverhead.drivers.registry import CPU_REFERENCE
 from gpuoverhead.errors import IntegrityError
 from gpuoverhead.gpu import adapters
 from gpuoverhead.gpu.wait import waiter
@@ -216,7 +217,7 @@ def test_the_crossover_ci_suite_puts_the_cpu_beside_the_gpu(tmp_path):
           for h in sizes),
         *((i, "unfused", h) for i in host.IMPLEMENTATIONS for h in sizes)}
     ratios = combined[combined.metric == "cpu_ratio"]
-    assert len(ratios) == 3 * len(sizes) and host.REFERENCE not in set(ratios.implementation)
+    assert len(ratios) == 3 * len(sizes) and CPU_REFERENCE not in set(ratios.implementation)
     # A ratio without an interval only where a process of its form got no slope, as the run
     # says (on a busy machine lavapipe's completion floor rises over the sweep's small N).
     sloped = summary[summary.process.notna() & (summary.metric == "per_unit_ns")].groupby(
@@ -234,8 +235,8 @@ def test_the_crossover_ci_suite_puts_the_cpu_beside_the_gpu(tmp_path):
     crossed = combined[combined.metric == "crossover_hidden"]
     assert sorted(zip(crossed.implementation, crossed.variant, strict=True)) == [
         (host.NUMPY, "unfused"), ("wgpu-native", "fused"), ("wgpu-native", "unfused")]
-    assert proc.stdout.count(f"beat {host.REFERENCE}") + \
-        proc.stdout.count(f"beats {host.REFERENCE}") == 3
+    assert proc.stdout.count(f"beat {CPU_REFERENCE}") + \
+        proc.stdout.count(f"beats {CPU_REFERENCE}") == 3
     steps = combined[combined.metric == "step_ns"]
     assert sorted(zip(steps.variant, steps.sync, steps.elements, strict=True)) == sorted(
         (v, s, h) for v, s in recurrent.LOOPS for h in sizes)
