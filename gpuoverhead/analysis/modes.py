@@ -120,12 +120,14 @@ def behind(samples: pd.DataFrame, metric: str, call: str = "") -> pd.Series | No
     """The raw samples an estimate summarizes, from one (implementation, case)'s measured
     samples (the samples table's columns), indexed as `samples`: a latency's walls, a
     call's times, a sequential case's walls (or GPU times) at its largest N; None for
-    derived figures (metrics not in RAW)."""
+    derived figures (metrics not in RAW, which callers may ask before taking samples)."""
+    if metric not in RAW:
+        return None
     if metric == "latency_ns":
         return samples.loc[samples["call"] == "", "wall_ns"].astype(float)
     if metric == "call_ns":
         return samples.loc[samples["call"] == call, "wall_ns"].astype(float)
-    if metric in ("per_dispatch_ns", "gpu_ns") and len(samples):
+    if len(samples):  # per_dispatch_ns, gpu_ns
         top = samples[samples["n_dispatches"] == samples["n_dispatches"].max()]
         return top["gpu_ns" if metric == "gpu_ns" else "wall_ns"].dropna().astype(float)
     return None
