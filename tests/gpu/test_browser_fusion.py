@@ -53,11 +53,12 @@ def suite_path(tmp_path_factory):
     return write_suite(tmp_path_factory.mktemp("browser-fusion"), SUITE)
 
 
-def _sloped(summary, bench: str, variant: str) -> int:
-    """The fewest processes of either side that gave the form a slope (per_unit_ns)."""
+def _sloped(summary, bench: str, variant: str,
+            sides: tuple[str, ...] = ("chromium", "wgpu-native")) -> int:
+    """The fewest processes of the `sides` that gave the form a slope (per_unit_ns)."""
     mine = summary[summary.process.notna() & (summary.metric == "per_unit_ns")
                    & (summary.benchmark == bench) & (summary.variant == variant)]
-    return min(int((mine.implementation == i).sum()) for i in ("chromium", "wgpu-native"))
+    return min(int((mine.implementation == i).sum()) for i in sides)
 
 
 @pytest.mark.slow
@@ -79,7 +80,12 @@ def test_fusion_patterns_in_the_browser_beside_wgpu_native_with_the_tax(suite_pa
             assert set(units.variant) == {"unfused", "fused"}, (bench, impl)
             assert (units.ci_low >= 0).all() and (units.ci_low <= units.value).all(), units
             speedup = mine[(mine.implementation == impl) & (mine.metric == "fusion_speedup")]
-            assert len(speedup) == 1 and (speedup.ci_low >= 0).all(), (bench, impl)
+            assert len(speedup) == 1, (bench, impl)
+            if speedup.ci_low.isna().all():  # a pair of processes short of one slope (CI)
+                assert min(_sloped(summary, bench, v, (impl,)) for v in ("unfused", "fused")) < 2
+                assert any("got no slope" in w for w in info["warnings"]), info["warnings"]
+            else:
+                assert (speedup.ci_low >= 0).all(), (bench, impl, speedup)
         timed = bench != "population"  # its suite entry leaves GPU timestamps out
         for metric in ("browser_tax", "browser_tax_synced", *(("browser_tax_gpu",) * timed)):
             tax = mine[mine.metric == metric]
