@@ -83,8 +83,8 @@ def compared(base: Path, new: Path) -> tuple[dict[str, int], dict[str, int], flo
 def said(counts: dict[str, int]) -> str:
     total = sum(counts.values())
     same = counts.get("same", 0)
-    return (f"{same} of {total} same ({same / total:.1%}); "
-            + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()) if v != "same"))
+    others = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()) if v != "same")
+    return f"{same} of {total} same ({same / total:.1%})" + (f"; {others}" if others else "")
 
 
 def native_submit(folder: Path) -> pd.Series | None:
@@ -241,7 +241,8 @@ def main(root: Path) -> None:
     lines = []
     plain = [q for q in ("default", "default-again", "selftest-b2b/a", "selftest-b2b/b")
              if (root / q / "run.json").is_file()]
-    lines += [precision(q, root / q) for q in plain]
+    halves = [q for q in ("selftest/a", "selftest/b") if (root / q / "run.json").is_file()]
+    lines += [precision(q, root / q) for q in plain + halves]
     for a, b in (("default", "default-again"), ("selftest-b2b/a", "selftest-b2b/b")):
         if a in plain and b in plain:
             head, every, allowed = compared(root / a, root / b)
