@@ -43,6 +43,12 @@ override BASE: u32 = 0;       // matvec, norm_matvec, embed: the chunk's first r
 override EARLY: u32 = 0;      // qkv_rope, matvec_add, o_proj: 1 loads what a row's sums are
                               // added to (biases, RoPE angles, the residual) before its dot
                               // products, their wait overlapping the weights'; 0 after
+override AHEAD_WG: u32 = 0;   // the `_ahead` entry points: workgroups past the kernel's own
+                              // that load `ahead` (load_ahead), none where 0
+override AHEAD_AT: u32 = 0;   // load_ahead: its first range's first vec4 in `ahead`
+override AHEAD_N: u32 = 0;    // load_ahead: vec4 in each of its two ranges
+override AHEAD_GAP: u32 = 0;  // load_ahead: the second range starts AHEAD_GAP vec4 after the
+                              // first
 const EPS: f32 = 1e-6;
 const MAX_D4: u32 = 32u;      // D / 4 at most
 const MAX_Q4: u32 = 384u;     // NH * D / 4 and H / 4 at most (os: the attention's output or a
@@ -62,6 +68,7 @@ alias W = f32;
 @group(0) @binding(9) var<storage, read> y4: array<vec4<f32>>;
 @group(0) @binding(10) var<storage, read> z4: array<vec4<f32>>;
 @group(0) @binding(11) var<storage, read_write> token: array<u32>;
+@group(0) @binding(12) var<storage, read> ahead: array<vec4<W>>;
 
 var<workgroup> red: array<vec4<f32>, 256>;
 var<workgroup> redm: array<f32, 256>;
@@ -586,6 +593,23 @@ fn qkv_store(block: u32, j: u32, dot0: f32, dot1: f32, extra: vec4<f32>) {
 // out1[i * D ..]: its values weighted by exp(score - largest), i = head * NB + block.
 @compute @workgroup_size(WG)
 fn attn_part(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    attn_block(wid, lid);
+}
+
+// attn_part with AHEAD_WG workgroups more (rows of the grid past the heads) that load the
+// next kernels' weights (load_ahead) while the attention's short chains of loads leave the
+// memory idle.
+@compute @workgroup_size(WG)
+fn attn_part_ahead(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                   @builtin(local_invocation_index) lid: u32) {
+    if (wid.y >= NH) {
+        load_ahead((wid.y - NH) * nwg.x + wid.x, lid);
+        return;
+    }
+    attn_block(wid, lid);
+}
+
+fn attn_block(wid: vec3<u32>, lid: u32) {
     let b = wid.x;
     let h = wid.y;
     let g = h / (NH / NKV);
@@ -778,7 +802,20 @@ fn attn_values_wide(b: u32, h: u32, g: u32, lid: u32) {
 @compute @workgroup_size(WG)
 fn attn_out(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
             @builtin(local_invocation_index) lid: u32) {
-    let r = row_of(wid, nwg) * (WG / LANES) + lid / LANES;
+    attn_out_rows(row_of(wid, nwg), lid);
+}
+
+// attn_out with AHEAD_WG workgroups more, past its rows', that load `ahead` (load_ahead).
+@compute @workgroup_size(WG)
+fn attn_out_ahead(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                  @builtin(local_invocation_index) lid: u32) {
+    if (!ahead_role(row_of(wid, nwg), lid)) {
+        attn_out_rows(row_of(wid, nwg), lid);
+    }
+}
+
+fn attn_out_rows(v: u32, lid: u32) {
+    let r = v * (WG / LANES) + lid / LANES;
     let s = attn_out_dot(r, lid);
     if (lid % LANES == 0u && r < H) {
         out0[r] = out0[r] + s;
@@ -982,6 +1019,57 @@ fn attn_head(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
 fn matvec_add(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
               @builtin(local_invocation_index) lid: u32) {
     project_add(wid, nwg, lid);
+}
+
+// matvec_add with AHEAD_WG workgroups more, past its rows', that load `ahead` (load_ahead).
+@compute @workgroup_size(WG)
+fn matvec_add_ahead(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                    @builtin(local_invocation_index) lid: u32) {
+    if (!ahead_role(row_of(wid, nwg), lid)) {
+        project_add(wid, nwg, lid);
+    }
+}
+
+// ---- loads ahead (decode_choices.AHEADS) --------------------------------------------------
+
+// Whether workgroup `v` (flat) of a ROWS-row matrix-vector kernel is one of the AHEAD_WG
+// past its rows' workgroups; those load `ahead` (load_ahead) and do nothing else.
+fn ahead_role(v: u32, lid: u32) -> bool {
+    let own = (ROWS + WG / LANES - 1u) / (WG / LANES);
+    if (v < own) {
+        return false;
+    }
+    load_ahead(v - own, lid);
+    return true;
+}
+
+// Workgroup i of AHEAD_WG reads its share of `ahead`'s two ranges (AHEAD_N vec4 each, from
+// AHEAD_AT and AHEAD_AT + AHEAD_GAP), eight loads in flight a thread, so that they sit in
+// the L2 cache when the kernel they belong to runs: their sum is written only where it is
+// 3e38, which weights never sum to but no compiler can rule out, so no load is left out.
+fn load_ahead(i: u32, lid: u32) {
+    let threads = AHEAD_WG * WG;
+    let last = AHEAD_N - 1u;
+    var s = vec4<f32>(0.0);
+    if (i < AHEAD_WG) {
+        for (var c = i * WG + lid; c < AHEAD_N; c = c + 4u * threads) {
+            let c1 = AHEAD_AT + min(c + threads, last);
+            let c2 = AHEAD_AT + min(c + 2u * threads, last);
+            let c3 = AHEAD_AT + min(c + 3u * threads, last);
+            let a0 = vec4<f32>(ahead[AHEAD_AT + c]);
+            let a1 = vec4<f32>(ahead[c1]);
+            let a2 = vec4<f32>(ahead[c2]);
+            let a3 = vec4<f32>(ahead[c3]);
+            let b0 = vec4<f32>(ahead[AHEAD_AT + AHEAD_GAP + c]);
+            let b1 = vec4<f32>(ahead[AHEAD_GAP + c1]);
+            let b2 = vec4<f32>(ahead[AHEAD_GAP + c2]);
+            let b3 = vec4<f32>(ahead[AHEAD_GAP + c3]);
+            s = s + (a0 + a1) + (a2 + a3) + (b0 + b1) + (b2 + b3);
+        }
+    }
+    if (total(s) == 3.0e38) {
+        out0[0] = total(s);
+    }
 }
 
 // matvec_add for the attention's output projection after attn_head (its own name, so that

@@ -67,6 +67,7 @@ from gpuoverhead.suite.shaders import fusion_kernel  # noqa: E402
 from gpuoverhead.workloads import read_floor  # noqa: E402
 from gpuoverhead.workloads.decode import SUBGROUP_FEATURES, Engine  # noqa: E402
 from gpuoverhead.workloads.decode_choices import (  # noqa: E402
+    AHEADS,
     ALL_MATVECS,
     ATTENTIONS,
     DEFAULT_NAME,
@@ -90,17 +91,19 @@ INSIDE = "timestamp-query-inside-passes"
 MOST_QUERIES = 4096
 
 
-def variants(tuned: Kernels, subgroups: bool = True, swaps: bool = True
-             ) -> dict[str, tuple[str, Kernels]]:
-    """The whole steps timed, by name, each with the part it swaps (picks): the first fused
-    engine's kernels (`main`), the suite's (DEFAULT_NAME: the engine's, as its device runs
-    them), the suite's with one matrix-vector part swapped for each of its other
-    alternatives (`gate_up=sg-l16`: decode_choices.MATVECS), and with the other attention
-    (ATTENTIONS), a `head` one with its output projection under each alternative that sums
-    by subgroups where the device has them (`head+out=sg`: `main` is `sg` through workgroup
-    memory; without subgroups `main` alone), all the part `attention` (the output
-    projection `out` is a part of its own where the suite's attention is a `head` one), and
-    with `early` the other way."""
+def variants(tuned: Kernels, subgroups: bool = True, swaps: bool = False,
+             heads: bool = False) -> dict[str, tuple[str, Kernels]]:
+    """The whole steps timed, by name, each with the part it swaps (picks): the suite's
+    (DEFAULT_NAME: the engine's, as its device runs them); (round 5) the suite's with each
+    other load ahead (decode_choices.AHEADS: `ahead=gu8+8`), the part `ahead`; and with
+    `early` the other way. With `swaps` (round 3) also the first fused engine's kernels
+    (`main`) and the suite's with one matrix-vector part swapped for each of its other
+    alternatives (`gate_up=sg-l16`: decode_choices.MATVECS); with `heads` (round 4) the
+    other attentions (ATTENTIONS), a `head` one with its output projection under each
+    alternative that sums by subgroups where the device has them (`head+out=sg`: `main` is
+    `sg` through workgroup memory; without subgroups `main` alone), all the part
+    `attention` (the output projection `out` is a part of its own where the suite's
+    attention is a `head` one)."""
     out = {"main": ("", Kernels()), DEFAULT_NAME: ("", tuned)} if swaps else \
         {DEFAULT_NAME: ("", tuned)}
     parts = MATVEC_FIELDS if tuned.attention in HEAD_DIMS else MATVEC_PARTS
@@ -108,9 +111,12 @@ def variants(tuned: Kernels, subgroups: bool = True, swaps: bool = True
         out |= {f"{part}={name}": (part, replace(tuned, **{part: name})) for name in MATVECS
                 if name != getattr(tuned, part)}
     outs = [n for n in MATVECS if MATVECS[n].subgroups == subgroups]
-    for other in (a for a in ATTENTIONS if a != tuned.attention):
+    for other in (a for a in ATTENTIONS if a != tuned.attention and heads):
         out |= {f"{other}+out={name}": ("attention", replace(tuned, attention=other, out=name))
                 for name in (outs if other in HEAD_DIMS else [tuned.out])}
+    if tuned.attention not in HEAD_DIMS:  # the loads ahead ride on the split attention
+        out |= {f"ahead={name}": ("ahead", replace(tuned, ahead=name)) for name in AHEADS
+                if name != tuned.ahead}
     out[f"early={not tuned.early}"] = ("early", replace(tuned, early=not tuned.early))
     return out
 
@@ -179,6 +185,9 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--swaps", action="store_true",
                         help="also round 3's variants: `main` and the suite's step with one "
                              "matrix-vector part swapped for each of its alternatives")
+    parser.add_argument("--heads", action="store_true",
+                        help="also round 4's variants: the head attentions, each with its "
+                             "output projection under each alternative")
     parser.add_argument("--implementations", default="wgpu-native,dawn")
     args = parser.parse_args()
     args.shapes = [128] if args.tiny else [896, 1536]
@@ -241,7 +250,8 @@ def kernel_split(names: list[str], times: np.ndarray, floor_bytes: dict[str, int
         less = us - len(mine) * stamp_ns / 1e3
         out[name] = {"dispatches": len(mine), "us_per_token": us,
                      "us_less_stamps": less if stamp_ns > 0 and less > 0 else None,
-                     "floor_us": floor_bytes[name.removesuffix("_sg")] / read_gb_s / 1e3}
+                     "floor_us": floor_bytes[name.removesuffix("_sg").removesuffix("_ahead")]
+                     / read_gb_s / 1e3}
     return out
 
 
@@ -285,7 +295,7 @@ def run_shape(binding_name: str, device: Any, timer: Any, tick: float, software:
     engine = Engine(ctx, weights)
     built = []
     for name, (part, kernels) in variants(engine.kernels, engine.sg_ctx is not None,
-                                          args.swaps).items():
+                                          args.swaps, args.heads).items():
         if perf_counter() > deadline:
             notes.append(f"{where}: {name} left out (past the {args.budget:.0f} s budget)")
         elif needs_subgroups(kernels) and engine.sg_ctx is None:

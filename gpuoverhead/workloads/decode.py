@@ -21,6 +21,8 @@ from gpuoverhead.cases import TIMESTAMPS, TOKEN_LOOPS, Case, Group
 from gpuoverhead.gpu.targets import grid_for
 from gpuoverhead.resources import SHADERS_DIR
 from gpuoverhead.workloads.decode_choices import (
+    AHEAD_MOST_WG,
+    AHEADS,
     ALL_MATVECS,
     HEAD_DIMS,
     SHARED_LANES,
@@ -182,19 +184,25 @@ class Engine:
                                                     **extra})
 
     def _mv(self, entry: str, buffers: dict[int, Any], rows: int, cols: int,
-            least: int = 0, matvec: Matvec | None = None, **extra: int) -> Any:
+            least: int = 0, matvec: Matvec | None = None, ahead: tuple | None = None,
+            **extra: int) -> Any:
         """A dispatch of a matrix-vector kernel: `rows` rows (or pairs) of `cols` columns, one
         per lane group, enough lanes that each reads at most `matvec.lane_loads` vec4s of
         each row; workgroups of MATVEC_WG threads, or `least`; the sums by subgroup shuffles
         (entry point `<entry>_sg`) where `matvec` asks and the device has subgroups (without
-        them, the same lanes through workgroup memory); None: main's."""
+        them, the same lanes through workgroup memory); None: main's. With `ahead`
+        (_ahead_constants' buffer and ranges), entry point `<entry>_ahead` and workgroups
+        past its rows' that load them."""
         matvec = matvec or ALL_MATVECS["main"]
         lanes = matvec.lanes(cols, DECODE_WG)
         wg = max(lanes, MATVEC_WG, least)
         sg = self.sg_ctx if matvec.subgroups else None
-        pipeline = self._p(entry if sg is None else f"{entry}_sg", sg, ROWS=rows, COLS=cols,
-                           LANES=lanes, WG=wg, **extra)
-        return self.ctx.step(pipeline, buffers, grid_for(rows, wg // lanes))
+        more, loads = _ahead_constants(ahead, wg)
+        name = entry if ahead is None else f"{entry}_ahead"
+        pipeline = self._p(name if sg is None else f"{name}_sg", sg, ROWS=rows, COLS=cols,
+                           LANES=lanes, WG=wg, **loads, **extra)
+        return self.ctx.step(pipeline, {**buffers, **({12: ahead[0]} if ahead else {})},
+                             grid_for(rows + more * (wg // lanes), wg // lanes))
 
     def _shared(self, entry: str, buffers: dict[int, Any], groups: int, **extra: int) -> Any:
         """A dispatch of a kernel of `groups` lane groups of SHARED_LANES threads,
@@ -218,9 +226,13 @@ class Engine:
                 ("part", blocks * s.head_dim))}
         buf["rope"] = ctx.buffer(rope_table(s.head_dim, self.cache))
         logits = ctx.buffer(np.zeros(s.vocab, np.float32))
-        layer_of = self._fused_layer if form == "fused" else self._unfused_layer
-        segments = [layer_of(layer, split, buf)
-                    for layer, split in zip(self.layers, self.split, strict=True)]
+        if form == "fused":
+            segments = [self._fused_layer(layer, buf, following)
+                        for layer, following in zip(self.layers, [*self.layers[1:], None],
+                                                    strict=True)]
+        else:
+            segments = [self._unfused_layer(layer, split, buf)
+                        for layer, split in zip(self.layers, self.split, strict=True)]
         segments[0][:0] = self._input(buf["x"], token)
         steps: list[Any] = []
         if form != "fused":
@@ -287,20 +299,38 @@ class Engine:
             step(p("add", ROWS=h), {0: b["y"], 3: b["x"]}, _flat(h)),
         ]
 
-    def _fused_layer(self, layer: dict, split: dict, b: dict) -> list[Any]:
-        """Q/K/V, the attention (_attention: 2 dispatches), the MLP: 5 dispatches."""
+    def _fused_layer(self, layer: dict, b: dict, following: dict | None) -> list[Any]:
+        """Q/K/V, the attention (_attention: 2 dispatches), the MLP: 5 dispatches; down
+        loading the `following` layer's Q/K/V ahead where Kernels.ahead asks (none after
+        the last)."""
         s, h, q, f = self.w.shape, self.w.shape.hidden, self.w.shape.q_size, self.w.shape.mlp
         k, early = self.kernels, int(self.kernels.early)
         qkv = {W: layer["wqkv"], 8: b["x"], 9: layer["norm1"], 1: b["rope"], 2: layer["bqkv"],
                3: b["q"], 4: layer["kcache"], 5: layer["vcache"]}
+        down = {W: layer["wdown"], 8: b["a"], 3: b["x"]}
+        whole = (q + 2 * s.kv_size) * h // 4  # the next Q/K/V in vec4, in two ranges
+        loads = (following["wqkv"], 0, -(-whole // 2), whole // 2) \
+            if AHEADS[k.ahead].qkv and following is not None else None
         return [
             self._mv("qkv_rope", qkv, (q + 2 * s.kv_size) // 2, h, matvec=ALL_MATVECS[k.qkv],
                      EARLY=early),
             *self._attention(layer, b),
             self._mv("gate_up", {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]}, f,
                      h, matvec=ALL_MATVECS[k.gate_up]),
-            self._mv("matvec_add", {W: layer["wdown"], 8: b["a"], 3: b["x"]}, h, f,
-                     matvec=ALL_MATVECS[k.down], EARLY=early)]
+            self._mv("matvec_add", down, h, f, matvec=ALL_MATVECS[k.down], EARLY=early,
+                     ahead=loads)]
+
+    def _gate_up_ahead(self, layer: dict) -> tuple[tuple | None, tuple | None]:
+        """What attn_part and attn_out load ahead of gate/up (Kernels.ahead: its first
+        part_kb KiB of gate rows and their up rows, then out_kb more), as load_ahead's
+        (buffer, first vec4, vec4 a range, the second range's offset); None: nothing."""
+        s, plan = self.w.shape, AHEADS[self.kernels.ahead]
+        row = s.hidden * np.dtype(self.dtype).itemsize * 2  # a gate row and its up row
+        first = min(s.mlp, plan.part_kb * 1024 // row)
+        second = min(s.mlp, first + plan.out_kb * 1024 // row)
+        h4, gap = s.hidden // 4, s.mlp * s.hidden // 4
+        return tuple(None if b <= a else (layer["wgu"], a * h4, (b - a) * h4, gap)
+                     for a, b in ((0, first), (first, second)))
 
     def _attention(self, layer: dict, b: dict) -> list[Any]:
         """The attention and its output projection with the residual add: under a `head`
@@ -318,11 +348,21 @@ class Engine:
                              matvec=ALL_MATVECS[self.kernels.out],
                              EARLY=int(self.kernels.early))]
         block = self._block()
-        return [self.ctx.step(self._p("attn_part" if block < DECODE_WG else "attn_part_wide",
-                                      WG=DECODE_WG, AB=block),
-                              {**caches, 3: b["ml"], 4: b["part"]}, (-(-t // block), s.heads)),
+        blocks, parts = -(-t // block), {**caches, 3: b["ml"], 4: b["part"]}
+        part, out = self._gate_up_ahead(layer) if block < DECODE_WG else (None, None)
+        if part is None:
+            attend = self.ctx.step(self._p("attn_part" if block < DECODE_WG else
+                                           "attn_part_wide", WG=DECODE_WG, AB=block),
+                                   parts, (blocks, s.heads))
+        else:  # its workgroups that load ahead: rows of the grid past the heads
+            more, loads = _ahead_constants(part, DECODE_WG)
+            rows = -(-more // blocks)
+            loads["AHEAD_WG"] = rows * blocks
+            attend = self.ctx.step(self._p("attn_part_ahead", WG=DECODE_WG, AB=block, **loads),
+                                   {**parts, 12: part[0]}, (blocks, s.heads + rows))
+        return [attend,
                 self._mv("attn_out", {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"]}, h,
-                         q, least=DECODE_WG)]
+                         q, least=DECODE_WG, ahead=out)]
 
 
 def argmax_steps(ctx: Context, logits: Any, token: Any, vocab: int) -> list[Step]:
@@ -359,6 +399,17 @@ def subgroup_context(ctx: Context) -> Context | None:
     head = "enable subgroups;\n" if SUBGROUP_FEATURES[found[0]] else ""
     return ctx.with_kernel(replace(ctx.kernel, name=f"{ctx.kernel.name}_sg",
                                    source=f"{head}{ctx.kernel.source}\n{extra}"))
+
+
+def _ahead_constants(ahead: tuple | None, wg: int) -> tuple[int, dict[str, int]]:
+    """Workgroups of `wg` threads that load `ahead` (a buffer, its first vec4, vec4 a range,
+    the second range's offset: fusion_decode.wgsl's load_ahead), eight vec4 a thread in
+    flight, at most AHEAD_MOST_WG; and its constants. None: none."""
+    if ahead is None:
+        return 0, {}
+    _, first, n, gap = ahead
+    more = min(AHEAD_MOST_WG, -(-2 * n // (8 * wg)))
+    return more, {"AHEAD_WG": more, "AHEAD_AT": first, "AHEAD_N": n, "AHEAD_GAP": gap}
 
 
 def _flat(invocations: int) -> tuple[int, int]:

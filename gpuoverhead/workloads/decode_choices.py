@@ -71,6 +71,33 @@ ALL_MATVECS = {**MATVECS, **{plain: replace(MATVECS[sg], subgroups=False)
 
 
 @dataclass(frozen=True)
+class Ahead:
+    """What the fused step's latency-bound kernels load ahead, by workgroups of their own
+    past theirs (the `_ahead` entry points: fusion_decode.wgsl's load_ahead), so that it
+    sits in the L2 cache (50 MB on the H100 SXM's and the H200's GH100) when the kernel it
+    belongs to reads it: gate/up's first `part_kb` KiB (its gate rows and their up rows
+    alike) by attn_part's, the next `out_kb` by attn_out's (capped at all of gate/up), and,
+    where `qkv`, the next layer's Q/K/V by down's (matvec_add). Under the split attention
+    alone (attn_part's blocks under DECODE_WG positions): the head attention and the wide
+    blocks load nothing ahead."""
+
+    part_kb: int = 0
+    out_kb: int = 0
+    qkv: bool = False
+
+
+#: The loads ahead by name (Kernels.ahead; "": none; `gu8+8`: 8 MiB by attn_part, 8 more
+#: by attn_out). At 0.5B gate/up is 33.3 MiB in f32 (`gu18+18` loads all of it), at 1.5B
+#: 105 MiB.
+MB = 1024
+AHEADS = {"": Ahead(), "gu8": Ahead(8 * MB), "gu16": Ahead(16 * MB),
+          "gu8+8": Ahead(8 * MB, 8 * MB), "gu18+18": Ahead(18 * MB, 18 * MB),
+          "qkv": Ahead(qkv=True), "gu8+8,qkv": Ahead(8 * MB, 8 * MB, True)}
+#: Workgroups that load ahead in one kernel at most (each thread's loads in a loop past it).
+AHEAD_MOST_WG = 1024
+
+
+@dataclass(frozen=True)
 class Kernels:
     """The fused step's kernel choices: the attention's workgroups over all heads
     (decode_model.attention_block: its blocks of the cache halved while heads x blocks
@@ -82,7 +109,8 @@ class Kernels:
     ATTENTIONS); `early`: Q/K/V and the projections with a residual add load what their
     rows' sums are added to (biases, RoPE angles, the residual) before their dot products,
     so that wait overlaps the weights' (after the sums, a round trip to memory of its
-    own)."""
+    own); `ahead`: what the attention and down load ahead for the kernels after them
+    (AHEADS)."""
 
     attention_workgroups: int = ATTENTION_WORKGROUPS
     head4: bool = False
@@ -92,6 +120,7 @@ class Kernels:
     attention: str = "split"
     out: str = "main"
     early: bool = False
+    ahead: str = ""
 
 
 #: The suite's fused step (run.json's `kernels`: kernels_note), each model's fastest whole
