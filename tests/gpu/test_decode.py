@@ -4,7 +4,8 @@ suite's step through its subgroup entry points, a broken LM head caught; the
 matrix-vector parts' alternatives (MATVECS) against numpy with subgroups and without (the
 same lanes through workgroup memory), and a broken subgroup sum caught; the head attention
 (attn_head, o_proj) with subgroups and without, its fallback to blocks past HEAD_POSITIONS,
-and a broken attn_head caught."""
+and a broken attn_head caught; the loads ahead (Kernels.ahead) against numpy, their ranges
+read, and a broken split between a kernel's own workgroups and those loading caught."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ from gpuoverhead.suite.shaders import fusion_kernel
 from gpuoverhead.workloads import decode
 from gpuoverhead.workloads.decode import SUBGROUP_FEATURES, Engine, Kernels
 from gpuoverhead.workloads.decode_choices import (
+    AHEADS,
     BY_MODEL,
+    Ahead,
     HEAD_DIMS,
     MATVEC_PARTS,
     MATVECS,
@@ -255,4 +258,67 @@ def test_a_head_attention_that_drops_a_share_fails(ctx, shape, kernels, broken, 
     assert source != ctx.kernel.source
     weights = Weights.of(*SHAPES[shape])
     engine = Engine(ctx.with_kernel(replace(ctx.kernel, source=source)), weights).tuned(kernels)
+    assert not _agrees(_step(engine.ctx, engine), reference(weights))
+
+
+#: The tiny model's loads ahead in part: gate/up's first 64 of 256 row pairs (a KiB each)
+#: by attn_part, the next 64 by attn_out, and the next layer's Q/K/V by down.
+PART_AHEAD = Ahead(64, 64, qkv=True)
+
+
+@pytest.mark.parametrize("device", ["sg_ctx", "ctx"])
+def test_the_loads_ahead_leave_numpy_s_logits(request, device, monkeypatch):
+    """attn_part, attn_out and down with workgroups that load gate/up's rows and the next
+    layer's Q/K/V ahead (the last layer's down none), through subgroups and without, leave
+    numpy's logits, two steps running."""
+    ctx = request.getfixturevalue(device)
+    monkeypatch.setitem(AHEADS, "part", PART_AHEAD)
+    weights = Weights.of(*SHAPES["tiny"])
+    engine = Engine(ctx, weights).tuned(replace(as_run(default(weights.shape),
+                                                       device == "sg_ctx"), ahead="part"))
+    segments = engine.steps("fused", ctx.buffer(np.zeros(1, np.uint32)))[0]
+    first, last = ([d[0].label.split(":")[-1] for d in layer] for layer in segments[:2])
+    down = "matvec_add_ahead_sg" if device == "sg_ctx" else "matvec_add_ahead"
+    assert first[2:] == ["attn_part_ahead", "attn_out_ahead", first[4], down]
+    assert last[1:3] == ["attn_part_ahead", "attn_out_ahead"] and down not in last
+    # 64 rows x 32 vec4 twice, 8 vec4 a thread: two workgroups of 256 threads, in rows of
+    # the grid past the heads
+    blocks = -(-(weights.cache + 1) // attention_block(weights.shape, weights.cache))
+    assert segments[1][1][2:] == (blocks, weights.shape.heads + -(-2 // blocks))
+    assert _agrees(_step(ctx, engine), reference(weights))
+
+
+@pytest.mark.parametrize(("at", "loaded"), [(4, True), (12, True), (34, True), (42, True),
+                                            (3, False), (14, False), (33, False),
+                                            (44, False)])
+def test_load_ahead_reads_its_two_ranges(ctx, at, loaded):
+    """load_ahead's workgroups (two of matvec_add_ahead's four, past its two of rows) read
+    vec4 4-13 and 34-43 of `ahead` (AHEAD_AT 4, AHEAD_N 10, AHEAD_GAP 30), and nothing
+    else: a 3e38 there (the sum it writes out) reaches out0[0]; elsewhere out0 keeps its
+    zeros (zero weights)."""
+    ahead = np.zeros((64, 4), np.float32)
+    ahead[at, 0] = 3.0e38
+    out = ctx.buffer(np.zeros(4, np.float32))
+    pipeline = ctx.pipeline("matvec_add_ahead", ROWS=4, COLS=4, LANES=32, WG=64, AHEAD_WG=2,
+                            AHEAD_AT=4, AHEAD_N=10, AHEAD_GAP=30)
+    ctx.submit([ctx.step(pipeline, {7: ctx.buffer(np.zeros(16, np.float32)),
+                                    8: ctx.buffer(np.zeros(4, np.float32)), 3: out,
+                                    12: ctx.buffer(ahead)}, (4, 1))])
+    assert list(ctx.reader(out, np.float32)()) == [3.0e38 if loaded else 0.0, 0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize(("broken", "instead"), [
+    ("let own = (ROWS + WG / LANES - 1u) / (WG / LANES);",  # a workgroup of rows loads
+     "let own = (ROWS + WG / LANES - 1u) / (WG / LANES) - 1u;"),
+    ("    if (wid.y >= NH) {\n", "    if (wid.y + 1u >= NH) {\n")])  # a head loads
+def test_a_kernel_that_loads_ahead_in_its_own_workgroups_fails(ctx, monkeypatch, broken,
+                                                               instead):
+    """A workgroup of down's or attn_out's rows, or the attention's last head, taken for
+    one that loads ahead changes the logits past the check."""
+    monkeypatch.setitem(AHEADS, "part", PART_AHEAD)
+    source = ctx.kernel.source.replace(broken, instead)
+    assert source != ctx.kernel.source
+    weights = Weights.of(*SHAPES["tiny"])
+    engine = Engine(ctx.with_kernel(replace(ctx.kernel, source=source)), weights).tuned(
+        Kernels(head4=True, ahead="part"))
     assert not _agrees(_step(engine.ctx, engine), reference(weights))
