@@ -69,6 +69,7 @@ alias W = f32;
 @group(0) @binding(10) var<storage, read> z4: array<vec4<f32>>;
 @group(0) @binding(11) var<storage, read_write> token: array<u32>;
 @group(0) @binding(12) var<storage, read> ahead: array<vec4<W>>;
+@group(0) @binding(13) var<storage, read_write> tickets: array<atomic<u32>>;
 
 var<workgroup> red: array<vec4<f32>, 256>;
 var<workgroup> redm: array<f32, 256>;
@@ -609,6 +610,61 @@ fn attn_part_ahead(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroup
     attn_block(wid, lid);
 }
 
+// attn_part whose last workgroup of a head to finish (by an atomic ticket a head, tickets[h],
+// which it sets back to 0 for the next dispatch) combines the head's blocks, normed, into
+// out2[h * D ..], so the output projection after it is a plain matrix-vector product
+// (o_proj), where attn_out combines every block in each of its workgroups. Each block's
+// partial results are written before a storageBarrier (naga: device-scope acquire-release)
+// and its ticket taken after; the last reads them after another, and no workgroup of the
+// dispatch reads them before, so no cache can hold a stale copy. Its AHEAD_WG workgroups
+// past the heads load ahead as attn_part_ahead's (none where 0).
+@compute @workgroup_size(WG)
+fn attn_part_ticket(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                    @builtin(local_invocation_index) lid: u32) {
+    if (wid.y >= NH) {
+        load_ahead((wid.y - NH) * nwg.x + wid.x, lid);
+        return;
+    }
+    attn_block(wid, lid);
+    storageBarrier();
+    if (lid == 0u) {
+        last_block = atomicAdd(&tickets[wid.y], 1u);
+    }
+    if (workgroupUniformLoad(&last_block) == NB - 1u) {
+        storageBarrier();
+        combine_head(wid.y, lid);
+        if (lid == 0u) {
+            atomicStore(&tickets[wid.y], 0u);
+        }
+    }
+}
+
+var<workgroup> last_block: u32;
+
+// Head h's NB blocks (out0: their largest scores and sums, out1: their weighted values)
+// combined and normed into out2[h * D ..], a thread a dimension.
+fn combine_head(h: u32, lid: u32) {
+    for (var i = lid; i < NB; i = i + WG) {
+        hw[i] = out0[2u * (h * NB + i)];
+        lw[i] = out0[2u * (h * NB + i) + 1u];
+    }
+    workgroupBarrier();
+    if (lid < D) {
+        var top = -3.0e38;
+        for (var b = 0u; b < NB; b = b + 1u) {
+            top = max(top, hw[b]);
+        }
+        var sum = 0.0;
+        var o = 0.0;
+        for (var b = 0u; b < NB; b = b + 1u) {
+            let e = exp(hw[b] - top);
+            sum = sum + lw[b] * e;
+            o = o + e * out1[(h * NB + b) * D + lid];
+        }
+        out2[h * D + lid] = o / sum;
+    }
+}
+
 fn attn_block(wid: vec3<u32>, lid: u32) {
     let b = wid.x;
     let h = wid.y;
@@ -1078,6 +1134,15 @@ fn load_ahead(i: u32, lid: u32) {
 fn o_proj(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
           @builtin(local_invocation_index) lid: u32) {
     project_add(wid, nwg, lid);
+}
+
+// o_proj with AHEAD_WG workgroups more, past its rows', that load `ahead` (load_ahead).
+@compute @workgroup_size(WG)
+fn o_proj_ahead(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) lid: u32) {
+    if (!ahead_role(row_of(wid, nwg), lid)) {
+        project_add(wid, nwg, lid);
+    }
 }
 
 fn project_add(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {

@@ -75,6 +75,7 @@ from gpuoverhead.workloads.decode_choices import (  # noqa: E402
     MATVEC_FIELDS,
     MATVEC_PARTS,
     MATVECS,
+    PROJECTED,
     Kernels,
 )
 from gpuoverhead.workloads.decode_model import (  # noqa: E402
@@ -106,15 +107,16 @@ def variants(tuned: Kernels, subgroups: bool = True, swaps: bool = False,
     attention is a `head` one)."""
     out = {"main": ("", Kernels()), DEFAULT_NAME: ("", tuned)} if swaps else \
         {DEFAULT_NAME: ("", tuned)}
-    parts = MATVEC_FIELDS if tuned.attention in HEAD_DIMS else MATVEC_PARTS
+    parts = MATVEC_FIELDS if tuned.attention in PROJECTED else MATVEC_PARTS
     for part in parts if swaps else ():
         out |= {f"{part}={name}": (part, replace(tuned, **{part: name})) for name in MATVECS
                 if name != getattr(tuned, part)}
     outs = [n for n in MATVECS if MATVECS[n].subgroups == subgroups]
-    for other in (a for a in ATTENTIONS if a != tuned.attention and heads):
+    for other in (a for a in ATTENTIONS if a != tuned.attention
+                  and (heads or a not in HEAD_DIMS)):
         out |= {f"{other}+out={name}": ("attention", replace(tuned, attention=other, out=name))
-                for name in (outs if other in HEAD_DIMS else [tuned.out])}
-    if tuned.attention not in HEAD_DIMS:  # the loads ahead ride on the split attention
+                for name in (outs if other in PROJECTED else [tuned.out])}
+    if tuned.attention not in HEAD_DIMS:  # the loads ahead ride on attn_part
         out |= {f"ahead={name}": ("ahead", replace(tuned, ahead=name)) for name in AHEADS
                 if name != tuned.ahead}
     out[f"early={not tuned.early}"] = ("early", replace(tuned, early=not tuned.early))
@@ -139,14 +141,15 @@ class Built:
     part: str = ""
     times: list[float] = field(default_factory=list)
     done: int = 0
+    warm: int = 2
 
     def median(self) -> float:
         return float(np.median(self.times))
 
     def checked(self, steps: int) -> bool:
         """Its logits matched numpy (or were not checked) and its counter holds every step
-        run: 2 to warm, then the timed ones."""
-        return self.logits_ok is not False and self.done == 2 + len(self.times) * steps
+        run: 2 to warm, one a check (build), then the timed ones."""
+        return self.logits_ok is not False and self.done == self.warm + len(self.times) * steps
 
 
 def picks(built: list[Built], steps: int) -> dict[str, Any]:
@@ -188,11 +191,15 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--heads", action="store_true",
                         help="also round 4's variants: the head attentions, each with its "
                              "output projection under each alternative")
+    parser.add_argument("--checks", type=int,
+                        help="steps after the warm-up whose logits are each checked against "
+                             "numpy (16; tiny: 4)")
     parser.add_argument("--implementations", default="wgpu-native,dawn")
     args = parser.parse_args()
     args.shapes = [128] if args.tiny else [896, 1536]
     args.steps = args.steps or (4 if args.tiny else 48)
     args.rounds = args.rounds or (2 if args.tiny else 8)
+    args.checks = args.checks or (4 if args.tiny else 16)
     return args
 
 
@@ -250,9 +257,15 @@ def kernel_split(names: list[str], times: np.ndarray, floor_bytes: dict[str, int
         less = us - len(mine) * stamp_ns / 1e3
         out[name] = {"dispatches": len(mine), "us_per_token": us,
                      "us_less_stamps": less if stamp_ns > 0 and less > 0 else None,
-                     "floor_us": floor_bytes[name.removesuffix("_sg").removesuffix("_ahead")]
-                     / read_gb_s / 1e3}
+                     "floor_us": floor_bytes[kernel_of(name)] / read_gb_s / 1e3}
     return out
+
+
+def kernel_of(entry_point: str) -> str:
+    """The kernel an entry point runs (kernel_bytes' key): less `_sg` (its sums by
+    subgroups), `_ahead` (with workgroups that load ahead) and `_ticket` (attn_part with its
+    combine)."""
+    return entry_point.removesuffix("_sg").removesuffix("_ahead").removesuffix("_ticket")
 
 
 def entry(dispatch: tuple) -> str:
@@ -260,13 +273,19 @@ def entry(dispatch: tuple) -> str:
 
 
 def build(ctx: Context, engine: Engine, name: str, kernels: Kernels, expected: np.ndarray,
-          tick: float, wait: Any, phase: int = 1, part: str = "") -> Built:
-    """The step with `kernels` on the engine's device, run twice and its logits checked."""
+          tick: float, wait: Any, checks: int, phase: int = 1, part: str = "") -> Built:
+    """The step with `kernels` on the engine's device, run twice, then `checks` times more
+    in a pass of its own with its logits checked after each (a race between workgroups,
+    attn_part_ticket's, would show in some of them)."""
     count = ctx.buffer(np.zeros(1, np.uint32))
     segments, logits = engine.tuned(kernels).steps("fused", count)
     sequence = sum(segments, ())
     timed_pass(ctx.device, sequence, 2, None, tick, wait)  # warm: pipelines, caches
-    return Built(name, kernels, sequence, count, check(ctx, logits, expected), phase, part)
+    ok = True
+    for _ in range(checks):
+        timed_pass(ctx.device, sequence, 1, None, tick, wait)
+        ok = check(ctx, logits, expected) and ok
+    return Built(name, kernels, sequence, count, ok, phase, part, warm=2 + checks)
 
 
 def time_rounds(device: Any, built: list[Built], args: argparse.Namespace, timer: Any,
@@ -303,7 +322,7 @@ def run_shape(binding_name: str, device: Any, timer: Any, tick: float, software:
         else:
             try:
                 built.append(build(ctx, engine, name, kernels, expected, tick, wait,
-                                   part=part))
+                                   args.checks, part=part))
             except UserError as exc:  # a pipeline this device's compiler refused
                 notes.append(f"{where}: {name} left out ({exc})")
                 print(notes[-1], flush=True)
@@ -318,9 +337,10 @@ def run_shape(binding_name: str, device: Any, timer: Any, tick: float, software:
     chosen = picks(built, args.steps)
     if chosen and perf_counter() <= deadline:
         tuned = engine.kernels
-        confirm = [build(ctx, engine, DEFAULT_NAME, tuned, expected, tick, wait, 2),
+        confirm = [build(ctx, engine, DEFAULT_NAME, tuned, expected, tick, wait, args.checks,
+                         2),
                    build(ctx, engine, "best", replace(tuned, **chosen), expected, tick, wait,
-                         2)]
+                         args.checks, 2)]
         time_rounds(device, confirm, args, timer, tick, wait)
         built += confirm
     elif chosen:
@@ -353,7 +373,8 @@ def record(base: dict, weights: Weights, b: Built, args: argparse.Namespace) -> 
             "floor_multiple_read": gpu / floor_ns, "dispatch_ms": dispatches * empty_ns / 1e6,
             "excess_ms": (gpu - floor_ns - dispatches * empty_ns) / 1e6,
             "logits_match_numpy": b.logits_ok,
-            "steps_counted": b.done == 2 + len(b.times) * args.steps}
+            "steps_counted": b.done == b.warm + len(b.times) * args.steps,
+            "steps_checked": b.warm - 2}
 
 
 def stamped(device: Any, b: Built, weights: Weights, base: dict, read_gb_s: float,

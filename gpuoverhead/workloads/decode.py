@@ -225,6 +225,7 @@ class Engine:
                 ("g", f), ("u", f), ("a", f), ("p", s.heads * t), ("ml", 2 * blocks),
                 ("part", blocks * s.head_dim))}
         buf["rope"] = ctx.buffer(rope_table(s.head_dim, self.cache))
+        buf["tickets"] = ctx.buffer(np.zeros(s.heads, np.uint32))  # attn_part_ticket's
         logits = ctx.buffer(np.zeros(s.vocab, np.float32))
         if form == "fused":
             segments = [self._fused_layer(layer, buf, following)
@@ -336,7 +337,10 @@ class Engine:
         """The attention and its output projection with the residual add: under a `head`
         attention (where the cache allows: HEAD_POSITIONS) each query head's whole cache at
         once, normed, over head_dim / HEAD_DIMS workgroups a head, then o_proj (Kernels.out's
-        lanes); else its blocks, then their combine inside the projection."""
+        lanes); else its blocks, then their combine inside the projection, or (`ticket`,
+        where the blocks are under DECODE_WG positions) inside attn_part by the last block of
+        each head (attn_part_ticket), then o_proj. The split attention and `ticket` take
+        Kernels.ahead's loads ahead of gate/up (_gate_up_ahead)."""
         s, h, q, t = self.w.shape, self.w.shape.hidden, self.w.shape.q_size, self.cache + 1
         caches = {8: b["q"], 9: layer["kcache"], 10: layer["vcache"]}
         if self.kernels.attention in HEAD_DIMS and t <= HEAD_POSITIONS:
@@ -350,16 +354,26 @@ class Engine:
         block = self._block()
         blocks, parts = -(-t // block), {**caches, 3: b["ml"], 4: b["part"]}
         part, out = self._gate_up_ahead(layer) if block < DECODE_WG else (None, None)
-        if part is None:
+        ticket = self.kernels.attention == "ticket" and block < DECODE_WG
+        more, loads = _ahead_constants(part, DECODE_WG)
+        rows = -(-more // blocks)  # its workgroups that load ahead: rows past the heads
+        loads |= {"AHEAD_WG": rows * blocks} if part else {}
+        if ticket:  # no load ahead: `ahead` bound all the same, to a buffer it never writes
+            attend = self.ctx.step(self._p("attn_part_ticket", WG=DECODE_WG, AB=block,
+                                           **loads),
+                                   {**parts, 5: b["o"], 12: (part or (layer["wgu"],))[0],
+                                    13: b["tickets"]}, (blocks, s.heads + rows))
+        elif part is None:
             attend = self.ctx.step(self._p("attn_part" if block < DECODE_WG else
                                            "attn_part_wide", WG=DECODE_WG, AB=block),
                                    parts, (blocks, s.heads))
-        else:  # its workgroups that load ahead: rows of the grid past the heads
-            more, loads = _ahead_constants(part, DECODE_WG)
-            rows = -(-more // blocks)
-            loads["AHEAD_WG"] = rows * blocks
+        else:
             attend = self.ctx.step(self._p("attn_part_ahead", WG=DECODE_WG, AB=block, **loads),
                                    {**parts, 12: part[0]}, (blocks, s.heads + rows))
+        if ticket:
+            return [attend, self._mv("o_proj", {W: layer["wo"], 8: b["o"], 3: b["x"]}, h, q,
+                                     matvec=ALL_MATVECS[self.kernels.out],
+                                     EARLY=int(self.kernels.early), ahead=out)]
         return [attend,
                 self._mv("attn_out", {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"]}, h,
                          q, least=DECODE_WG, ahead=out)]

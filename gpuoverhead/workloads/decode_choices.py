@@ -60,7 +60,14 @@ MATVEC_FIELDS = (*MATVEC_PARTS, "out")
 #: head): `head-d16` splits each head's values over head_dim / 16 workgroups, each taking
 #: its softmax whole (56 workgroups at 0.5B, 96 at 1.5B), `head-d8` over head_dim / 8.
 HEAD_DIMS = {"head": 0, "head-d16": 16, "head-d8": 8}
-ATTENTIONS = ("split", *HEAD_DIMS)
+#: ticket (round 5): split's blocks, their combine once a head by its last block to finish
+#: (attn_part_ticket, by an atomic ticket), then o_proj as under `head` (Kernels.out).
+#: attn_part_ticket needs every block's writes seen by the head's last workgroup within one
+#: dispatch: the device-scope barrier naga emits for storageBarrier (decode_kernels.py and
+#: tests/gpu/test_decode.py check the logits over many steps).
+ATTENTIONS = ("split", *HEAD_DIMS, "ticket")
+#: The attentions after which o_proj runs (Kernels.out is a part of its own).
+PROJECTED = (*HEAD_DIMS, "ticket")
 #: Each subgroup alternative as a device without subgroups runs it: the same lanes, summed
 #: through workgroup memory (decode.Engine), named so that run.json never names a subgroup
 #: sum that did not run.
@@ -76,10 +83,11 @@ class Ahead:
     past theirs (the `_ahead` entry points: fusion_decode.wgsl's load_ahead), so that it
     sits in the L2 cache (50 MB on the H100 SXM's and the H200's GH100) when the kernel it
     belongs to reads it: gate/up's first `part_kb` KiB (its gate rows and their up rows
-    alike) by attn_part's, the next `out_kb` by attn_out's (capped at all of gate/up), and,
-    where `qkv`, the next layer's Q/K/V by down's (matvec_add). Under the split attention
-    alone (attn_part's blocks under DECODE_WG positions): the head attention and the wide
-    blocks load nothing ahead."""
+    alike) by attn_part's, the next `out_kb` by attn_out's or o_proj's (capped at all of
+    gate/up), and,
+    where `qkv`, the next layer's Q/K/V by down's (matvec_add). Under the split and
+    `ticket` attentions alone (attn_part's blocks under DECODE_WG positions): the head
+    attention and the wide blocks load nothing ahead."""
 
     part_kb: int = 0
     out_kb: int = 0
