@@ -5,7 +5,9 @@ matrix-vector parts' alternatives (MATVECS) against numpy with subgroups and wit
 same lanes through workgroup memory), and a broken subgroup sum caught; the head attention
 (attn_head, o_proj) with subgroups and without, its fallback to blocks past HEAD_POSITIONS,
 and a broken attn_head caught; the loads ahead (Kernels.ahead) against numpy, their ranges
-read, and a broken split between a kernel's own workgroups and those loading caught."""
+read, and a broken split between a kernel's own workgroups and those loading caught; the
+attention combined once a head by its last block (`ticket`) over several steps, and its
+ticket broken caught."""
 
 from __future__ import annotations
 
@@ -24,10 +26,10 @@ from gpuoverhead.workloads.decode import SUBGROUP_FEATURES, Engine, Kernels
 from gpuoverhead.workloads.decode_choices import (
     AHEADS,
     BY_MODEL,
-    Ahead,
     HEAD_DIMS,
     MATVEC_PARTS,
     MATVECS,
+    Ahead,
     as_run,
     default,
 )
@@ -322,3 +324,48 @@ def test_a_kernel_that_loads_ahead_in_its_own_workgroups_fails(ctx, monkeypatch,
     engine = Engine(ctx.with_kernel(replace(ctx.kernel, source=source)), weights).tuned(
         Kernels(head4=True, ahead="part"))
     assert not _agrees(_step(engine.ctx, engine), reference(weights))
+
+
+def _each_step_agrees(ctx: Context, engine: Engine, steps: int) -> list[bool]:
+    """Whether each of `steps` steps, each submitted and read on its own, leaves numpy's
+    logits (a race between workgroups may spoil some steps and not others)."""
+    count = ctx.buffer(np.zeros(1, np.uint32))
+    segments, logits = engine.steps("fused", count)
+    want, out = reference(engine.w), []
+    for _ in range(steps):
+        ctx.submit(sum(segments, ()))
+        out.append(_agrees(ctx.reader(logits, np.float32)(), want))
+    assert ctx.reader(count, np.uint32)()[0] == steps
+    return out
+
+
+@pytest.mark.parametrize(("device", "out", "shape"), [("ctx", "main", "tiny"),
+                                                      ("sg_ctx", "sg-l16", "wide")])
+def test_the_attention_combined_by_each_head_s_last_block_matches_numpy(request, device, out,
+                                                                        shape):
+    """attn_part_ticket (the tiny model's 2 blocks a head, the wide model's 19 over 4
+    heads, their workgroups on lavapipe's threads at once) and o_proj after it, through
+    workgroup memory and subgroups, leave numpy's logits in each of 4 steps: the tickets
+    go back to 0 for the next layer and step."""
+    ctx = request.getfixturevalue(device)
+    engine = Engine(ctx, Weights.of(*SHAPES[shape])).tuned(
+        Kernels(head4=True, attention="ticket", out=out))
+    names = _entries(engine)
+    assert "attn_part_ticket" in names and not {"attn_part", "attn_out"} & set(names)
+    assert all(_each_step_agrees(ctx, engine, 4))
+
+
+@pytest.mark.parametrize(("broken", "instead"), [
+    ("workgroupUniformLoad(&last_block) == NB - 1u",
+     "workgroupUniformLoad(&last_block) == NB - 2u"),
+    ("            atomicStore(&tickets[wid.y], 0u);\n", "")])
+def test_an_attention_combined_before_its_last_block_fails(ctx, broken, instead):
+    """The last block but one of a head combining (before the last wrote its partial
+    results: it reads those the layer before left), or the tickets never set back to 0 (no
+    block of a later layer combines): some step's logits past the check."""
+    source = ctx.kernel.source.replace(broken, instead)
+    assert source != ctx.kernel.source
+    weights = Weights.of(*SHAPES["wide"])
+    engine = Engine(ctx.with_kernel(replace(ctx.kernel, source=source)), weights).tuned(
+        Kernels(head4=True, attention="ticket"))
+    assert not all(_each_step_agrees(engine.ctx, engine, 2))
