@@ -1272,6 +1272,72 @@ fn norm_matvec4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
     }
 }
 
+// ---- a grid-wide barrier (decode_kernels.py: what one costs against a kernel boundary) -----
+
+override ROUNDS: u32 = 0;     // grid_sync: barriers a dispatch
+override SPIN: u32 = 65536;   // grid_barrier: loads of the counter a workgroup makes at most
+                              // before it gives up (a workgroup not resident: counted)
+override BARRIERS: u32 = 1;   // grid_sync: 0 leaves its barriers out (a dispatch a round: the
+                              // boundary between dispatches is the barrier)
+
+// No workgroup of the dispatch's `workgroups` (all resident at once) passes until every one
+// has reached it: tickets[0] only grows, each workgroup adds 1 and waits until it reaches
+// the next multiple of `workgroups` past its ticket (so it needs no reset between
+// dispatches of one count); a storageBarrier (naga: device-scope acquire-release) before,
+// for the workgroup's writes, and after, for the others'. A workgroup that waits SPIN loads
+// gives up and adds 1 to tickets[1] (a grid whose workgroups are not all resident would
+// otherwise never finish).
+fn grid_barrier(lid: u32, workgroups: u32) {
+    if (BARRIERS == 0u) {
+        return;
+    }
+    storageBarrier();
+    if (lid == 0u) {
+        let ticket = atomicAdd(&tickets[0], 1u);
+        let goal = (ticket / workgroups + 1u) * workgroups;
+        var tries = 0u;
+        loop {
+            if (atomicLoad(&tickets[0]) >= goal) {
+                break;
+            }
+            tries = tries + 1u;
+            if (tries >= SPIN) {
+                atomicAdd(&tickets[1], 1u);
+                break;
+            }
+        }
+    }
+    storageBarrier();
+}
+
+// ROUNDS grid barriers, each after a value written for the next workgroup to read after it:
+// at an address written once a dispatch (out0[k * workgroups + i]: no cache can hold it
+// before) and at one written every round (out1[i]: a cache may hold the last round's); each
+// value read that is not the round's adds 1 to tickets[2] and tickets[3].
+@compute @workgroup_size(WG)
+fn grid_sync(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) lid: u32) {
+    let n = nwg.x * nwg.y;
+    let i = row_of(wid, nwg);
+    let next = (i + 1u) % n;
+    for (var k = 0u; k < ROUNDS; k = k + 1u) {
+        if (lid == 0u) {
+            out0[k * n + i] = f32(k + 1u);
+            out1[i] = f32(k + 1u);
+        }
+        grid_barrier(lid, n);
+        if (lid == 0u) {
+            if (out0[k * n + next] != f32(k + 1u)) {
+                atomicAdd(&tickets[2], 1u);
+            }
+            if (out1[next] != f32(k + 1u)) {
+                atomicAdd(&tickets[3], 1u);
+            }
+        }
+        grid_barrier(lid, n);  // no round's write before every workgroup read the last's
+    }
+}
+
 // The memory floor measured (workloads/read_floor.py): stream_fill gives every f32 of out0
 // a hashed value in [0, 1) (no zero pages that a memory could compress); stream_read reads
 // x4 once, each thread ROWS vec4, four loads in flight, and writes only where the sum is

@@ -61,7 +61,7 @@ from decode_floor import Group, check, open_device  # noqa: E402
 from gpuoverhead.drivers.webgpu import BINDINGS  # noqa: E402
 from gpuoverhead.errors import UserError  # noqa: E402
 from gpuoverhead.gpu.pass_timer import timed_pass  # noqa: E402
-from gpuoverhead.gpu.targets import binding_of  # noqa: E402
+from gpuoverhead.gpu.targets import binding_of, grid_for  # noqa: E402
 from gpuoverhead.gpu.wait import waiter  # noqa: E402
 from gpuoverhead.suite.shaders import fusion_kernel  # noqa: E402
 from gpuoverhead.workloads import read_floor  # noqa: E402
@@ -88,6 +88,9 @@ from gpuoverhead.workloads.decode_model import (  # noqa: E402
 from gpuoverhead.workloads.work import Context  # noqa: E402
 
 INSIDE = "timestamp-query-inside-passes"
+#: The grid-barrier probe: rounds of grid_sync a dispatch (two barriers each), threads a
+#: workgroup, and passes of each form timed.
+PROBE_ROUNDS, PROBE_WG, PROBE_PASSES = 32, 64, 7
 #: Timestamps a query set holds at most (WebGPU's limit).
 MOST_QUERIES = 4096
 
@@ -194,12 +197,19 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--checks", type=int,
                         help="steps after the warm-up whose logits are each checked against "
                              "numpy (16; tiny: 4)")
+    parser.add_argument("--resident", default="",
+                        help="workgroup counts (comma-separated) that the device runs at "
+                             "once, for the grid-barrier probe (barrier_probe) on the first "
+                             "model's device (132,264: the H200's SMs, once and twice; tiny: "
+                             "1); 0: no probe")
     parser.add_argument("--implementations", default="wgpu-native,dawn")
     args = parser.parse_args()
     args.shapes = [128] if args.tiny else [896, 1536]
     args.steps = args.steps or (4 if args.tiny else 48)
     args.rounds = args.rounds or (2 if args.tiny else 8)
     args.checks = args.checks or (4 if args.tiny else 16)
+    args.resident = [int(n) for n in (args.resident or ("1" if args.tiny else "132,264"))
+                     .split(",") if int(n) > 0]
     return args
 
 
@@ -261,6 +271,66 @@ def kernel_split(names: list[str], times: np.ndarray, floor_bytes: dict[str, int
     return out
 
 
+def barrier_probe(ctx: Context, counts: list[int], timer: Any, tick: float, wait: Any
+                  ) -> list[dict]:
+    """Per workgroup count (`counts`: each one the device is taken to run at once), what a
+    grid-wide barrier (fusion_decode.wgsl's grid_barrier) costs against a boundary between
+    dispatches: one dispatch of grid_sync's PROBE_ROUNDS rounds (two barriers each, each
+    after a value written for the next workgroup) against a pass of as many dispatches of
+    a round without barriers, one after another as the step's kernels, GPU µs a barrier and
+    a boundary, the median of PROBE_PASSES passes of each, taken in turn. First one
+    dispatch whose counters say whether every workgroup passed every barrier (none gave up
+    waiting: all resident) and read the values written before it, at fresh addresses and at
+    one written every round; the barrier is timed only where that one passed, and its
+    counters are read again after the timed passes. A deadlock cannot hang the device: a
+    workgroup gives up after SPIN loads and counts it."""
+    out = []
+    for n in counts:
+        tickets = ctx.buffer(np.zeros(4, np.uint32))
+        buffers = {3: ctx.buffer(np.zeros(PROBE_ROUNDS * n, np.float32)),
+                   4: ctx.buffer(np.zeros(n, np.float32)), 13: tickets}
+        sync = ctx.step(ctx.pipeline("grid_sync", WG=PROBE_WG, ROUNDS=PROBE_ROUNDS), buffers,
+                        grid_for(n, 1))
+        bare = ctx.step(ctx.pipeline("grid_sync", WG=PROBE_WG, ROUNDS=1, BARRIERS=0),
+                        {**buffers, 13: ctx.buffer(np.zeros(4, np.uint32))}, grid_for(n, 1))
+        timed_pass(ctx.device, (sync,), 1, None, tick, wait)
+        first = np.frombuffer(ctx.device.queue.read_buffer(tickets), np.uint32).tolist()
+        barriers = 2 * PROBE_ROUNDS
+        row = {"workgroups": n, "threads": PROBE_WG, "barriers_a_dispatch": barriers,
+               "passed": first[0] == barriers * n and first[1:] == [0, 0, 0],
+               "counters_first": first}
+        times: dict[str, list[float]] = {"barrier": [], "boundary": []}
+        for _ in range(PROBE_PASSES if row["passed"] else 0):
+            times["barrier"].append(timed_pass(ctx.device, (sync,), 1, timer, tick, wait)[0]
+                                    / barriers)
+            times["boundary"].append(timed_pass(ctx.device, (bare,), barriers, timer, tick,
+                                                wait)[0] / barriers)
+        if times["barrier"]:
+            row |= {f"{k}_us": float(np.median(v)) / 1e3 for k, v in times.items()}
+            row |= {f"{k}_us_rounds": [t / 1e3 for t in v] for k, v in times.items()}
+            row["counters_after"] = np.frombuffer(ctx.device.queue.read_buffer(tickets),
+                                                  np.uint32).tolist()
+        out.append(row)
+    return out
+
+
+def probe_line(r: dict) -> str:
+    """A probe record as a line: its counters, and µs a barrier against a boundary."""
+    c = r["counters_first"]
+    head = (f"grid barrier, {r['workgroups']} workgroups of {r['threads']}: "
+            f"{'passed' if r['passed'] else 'FAILED'} (arrivals {c[0]} of "
+            f"{r['barriers_a_dispatch'] * r['workgroups']}, gave up {c[1]}, stale reads "
+            f"fresh {c[2]} same-address {c[3]})")
+    if "barrier_us" not in r:
+        return head + "; not timed"
+    a = r["counters_after"]
+    return (head + f"; a barrier {r['barrier_us']:.2f} µs [{min(r['barrier_us_rounds']):.2f}-"
+            f"{max(r['barrier_us_rounds']):.2f}], a boundary {r['boundary_us']:.2f} µs "
+            f"[{min(r['boundary_us_rounds']):.2f}-{max(r['boundary_us_rounds']):.2f}]; "
+            f"after the timed passes gave up {a[1]}, stale reads fresh {a[2]} same-address "
+            f"{a[3]}")
+
+
 def kernel_of(entry_point: str) -> str:
     """The kernel an entry point runs (kernel_bytes' key): less `_sg` (its sums by
     subgroups), `_ahead` (with workgroups that load ahead) and `_ticket` (attn_part with its
@@ -302,7 +372,8 @@ def time_rounds(device: Any, built: list[Built], args: argparse.Namespace, timer
 
 def run_shape(binding_name: str, device: Any, timer: Any, tick: float, software: bool,
               weights: Weights, expected: np.ndarray, info: dict, args: argparse.Namespace,
-              deadline: float, notes: list[str]) -> tuple[list[dict], list[dict]]:
+              deadline: float, notes: list[str], probes: list[dict]
+              ) -> tuple[list[dict], list[dict]]:
     """One shape on one device: every variant built and checked; the read floor and the
     GPU's time per dispatch; the variants timed in interleaved rounds (phase 1); then, where
     some part's alternative beat the suite's step, `best` (each part's fastest) built and
@@ -355,6 +426,10 @@ def run_shape(binding_name: str, device: Any, timer: Any, tick: float, software:
                                        wait))
             rows[-1]["stamped_ms_per_token"] = kernel_rows[-1]["stamped_ms_per_token"]
             print(f"    {kernel_cell(kernel_rows[-1])}", flush=True)
+    if weights.shape == MODELS[args.shapes[0]]:  # the probe once a device: the first model's
+        for r in barrier_probe(ctx, args.resident, timer, tick, wait):
+            probes.append({"implementation": binding_name, "adapter": info["adapter"], **r})
+            print(f"{binding_name}: {probe_line(probes[-1])}", flush=True)
     return rows, kernel_rows
 
 
@@ -478,7 +553,7 @@ def kernel_cell(k: dict) -> str:
 
 
 def run_device(binding: Any, weights: Weights, expected: np.ndarray, args: argparse.Namespace,
-               deadline: float, notes: list[str]) -> tuple[list, list]:
+               deadline: float, notes: list[str], probes: list[dict]) -> tuple[list, list]:
     """One shape on a device of its own from the binding's best adapter (run_shape)."""
     try:
         device, best, timer, tick, info = open_device(binding, (INSIDE, *SUBGROUP_FEATURES))
@@ -491,7 +566,7 @@ def run_device(binding: Any, weights: Weights, expected: np.ndarray, args: argpa
             notes.append(f"{binding.name}: no timestamp queries, nothing timed")
             return [], []
         return run_shape(binding.name, device, timer, tick, best.info.is_software, weights,
-                         expected, info, args, deadline, notes)
+                         expected, info, args, deadline, notes, probes)
     finally:
         device.destroy()
 
@@ -503,6 +578,7 @@ def main() -> None:
     rows: list[dict] = []
     kernel_rows: list[dict] = []
     notes: list[str] = []
+    probes: list[dict] = []
     with ThreadPoolExecutor() as pool:  # numpy draws and multiplies without the GIL
         weights = dict(zip(args.shapes, pool.map(lambda h: Weights.of(MODELS[h], args.cache),
                                                  args.shapes), strict=True))
@@ -522,25 +598,31 @@ def main() -> None:
                              f"{args.budget:.0f} s budget)")
                 continue
             more_rows, more_kernels = run_device(binding, *models[hidden], args, deadline,
-                                                 notes)
+                                                 notes, probes)
             rows += more_rows
             kernel_rows += more_kernels
-            write(args, rows, kernel_rows, notes, perf_counter() - start)  # kept if cut off
+            write(args, rows, kernel_rows, notes, probes, perf_counter() - start)  # if cut
             gc.collect()
-    text = write(args, rows, kernel_rows, notes, perf_counter() - start)
+    text = write(args, rows, kernel_rows, notes, probes, perf_counter() - start)
     print("\n" + text + "\n".join(notes))
     print(f"done in {perf_counter() - start:.1f} s")
 
 
 def write(args: argparse.Namespace, rows: list[dict], kernel_rows: list[dict],
-          notes: list[str], seconds: float) -> str:
+          notes: list[str], probes: list[dict], seconds: float) -> str:
     """table.txt and decode_kernels.json under OUT as they stand (after each device, so
     that a run cut off by its caller's timeout keeps what it finished); the table."""
     text = table(rows, kernel_rows)
+    if probes:
+        text += ("\nA grid-wide barrier against a boundary between dispatches (barrier_probe: "
+                 f"{PROBE_ROUNDS} rounds of two barriers in one dispatch against as many "
+                 f"dispatches, median of {PROBE_PASSES} passes [least-most]):\n\n"
+                 + "".join(f"- {p['implementation']}: {probe_line(p)}\n" for p in probes))
     (args.out / "table.txt").write_text(text + "".join(f"\n{n}" for n in notes) + "\n")
     (args.out / "decode_kernels.json").write_text(json.dumps(
         {"argv": sys.argv, "steps": args.steps, "rounds": args.rounds, "cache": args.cache,
-         "records": rows, "kernels": kernel_rows, "notes": notes, "seconds": seconds},
+         "records": rows, "kernels": kernel_rows, "probes": probes, "notes": notes,
+         "seconds": seconds},
         indent=1))
     return text
 

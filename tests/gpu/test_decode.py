@@ -369,3 +369,33 @@ def test_an_attention_combined_before_its_last_block_fails(ctx, broken, instead)
     engine = Engine(ctx.with_kernel(replace(ctx.kernel, source=source)), weights).tuned(
         Kernels(head4=True, attention="ticket"))
     assert not all(_each_step_agrees(engine.ctx, engine, 2))
+
+
+def _grid_sync(ctx: Context, dispatches: int, rounds: int = 4, spin: int = 65536
+               ) -> list[int]:
+    """grid_sync's counters (arrivals, gave up, stale reads at fresh addresses and at one
+    address) after `dispatches` dispatches of one workgroup, `rounds` rounds each."""
+    tickets = ctx.buffer(np.zeros(4, np.uint32))
+    step = ctx.step(ctx.pipeline("grid_sync", WG=64, ROUNDS=rounds, SPIN=spin),
+                    {3: ctx.buffer(np.zeros(rounds, np.float32)),
+                     4: ctx.buffer(np.zeros(1, np.float32)), 13: tickets}, (1, 1))
+    ctx.submit((step,) * dispatches)
+    return ctx.reader(tickets, np.uint32)().tolist()
+
+
+def test_a_grid_barrier_passes_with_its_counter_never_set_back(ctx):
+    """grid_sync's barriers (two a round) over one workgroup, in two dispatches on one
+    counter: every arrival counted, none gave up, every value read the round's (a grid of
+    more workgroups than lavapipe runs at once would give up: decode_kernels.py's probe
+    takes the H200's counts as an option)."""
+    assert _grid_sync(ctx, 2) == [16, 0, 0, 0]
+
+
+def test_a_grid_barrier_that_waits_for_too_many_gives_up_and_says_so(ctx):
+    """A barrier waiting for one more arrival than the grid has gives up after SPIN loads
+    of the counter, each time, and counts it: no hang, and the probe's verdict fails."""
+    source = ctx.kernel.source.replace("let goal = (ticket / workgroups + 1u) * workgroups;",
+                                       "let goal = (ticket / workgroups + 1u) * workgroups + 1u;")
+    assert source != ctx.kernel.source
+    assert _grid_sync(ctx.with_kernel(replace(ctx.kernel, source=source)), 1, spin=64)[:2] \
+        == [8, 8]
