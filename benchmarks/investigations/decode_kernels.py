@@ -4,17 +4,24 @@ a token's GPU time go? (issue 57)
 On the best adapter of wgpu-native (and of Dawn, where `wgpudawn` imports), for Qwen2.5-0.5B
 and 1.5B (f32, random weights, a KV cache of 128), the fused step under each of `variants`:
 the suite's own (workloads/decode_choices: `subgroups`, each model's, as the device runs it;
-`tuned` in the tables of rounds 2 and 3, the suite's step before; round 3's best), with
-`--swaps` (round 3's set) `main` (the first fused engine's kernels) and the suite's with one
-matrix-vector part (Q/K/V, gate/up, down) swapped for each of its other alternatives
+`tuned` in the tables of rounds 2 and 3, the suite's step before; round 3's best); (round 5)
+the suite's with its attention's blocks combined once a head by the head's last block to
+finish (decode_choices.ATTENTIONS `ticket`: attn_part_ticket, then o_proj as a plain
+matrix-vector product under each alternative that sums by subgroups: `ticket+out=sg`), with
+each load ahead (decode_choices.AHEADS: workgroups of attn_part, attn_out and down of their
+own that read gate/up's first rows or the next layer's Q/K/V into the L2 cache while the
+kernel they ride on leaves memory idle: `ahead=gu8+8`), and with `early=True` (the loads
+that a row's sums are added to issued before its dot products). With `--swaps` (round 3's
+set) also `main` (the first fused engine's kernels) and the suite's with one matrix-vector
+part (Q/K/V, gate/up, down) swapped for each of its other alternatives
 (decode_choices.MATVECS: `gate_up=sg-l16`; those summing by subgroup shuffles only where the
-device has subgroups, which the device is asked for), and (round 4) the suite's with each
-other attention (decode_choices.ATTENTIONS: `head`, a workgroup a query head, `head-d16` and
-`head-d8`, 16 or 8 of its dimensions a workgroup, each with its output projection under each
-alternative: `head+out=sg`; and `early=True`, the loads that a row's sums are added to
-issued before its dot products), each built, its logits and step count checked against
-numpy, then its GPU time a token from timestamps around a pass of `--steps` steps,
-`--rounds` rounds that time every variant once in a rotating order, the median (with the
+device has subgroups, which the device is asked for); with `--heads` (round 4's, which lost)
+the `head` attentions (`head`, a workgroup a query head, `head-d16` and `head-d8`, 16 or 8
+of its dimensions a workgroup, each with its output projection under each alternative:
+`head+out=sg`). Each built, its logits checked against numpy after each of `--checks`
+single steps (a race between the workgroups of attn_part_ticket would spoil some of them)
+and its step count, then its GPU time a token from timestamps around a pass of `--steps`
+steps, `--rounds` rounds that time every variant once in a rotating order, the median (with the
 least and the most): phase 1. Where a part's (or the attention's) fastest checked
 alternative beat the suite's step's median, `best` (every such part's fastest in one step)
 and a fresh build of the suite's step are timed in `--rounds` rounds of their own (phase 2:
@@ -32,6 +39,11 @@ device writes timestamps inside a pass (wgpu-native's timestamp-query-inside-pas
 more pass per variant with a timestamp after every dispatch gives each kernel's GPU time a
 token (a stamp costs each dispatch about 5 µs on the H200: compare kernels within a pass,
 not with the totals above).
+Once a device, with the first model (round 5, approach B's building block: a persistent
+kernel whose stages a grid-wide barrier separates): `barrier_probe`, for each workgroup count
+of `--resident` (those the device runs at once: nothing in WebGPU says how many), whether
+every workgroup passed grid_sync's barriers and read what the others wrote before them, and
+then a barrier's GPU µs against a boundary between dispatches.
 
 Starts no new shape or variant past `--budget` seconds, and says what it left out. Writes
 table.txt and decode_kernels.json under OUT. From the repository root:
@@ -187,7 +199,8 @@ def arguments() -> argparse.Namespace:
                         help="seconds after which no new shape or variant starts (180; what "
                              "has started still finishes: on an H200 round 3's 11 variants "
                              "and 2 a shape took 89 s in all; round 4's 12 and 2 about as "
-                             "long, with --swaps 21 and 2 about 160)")
+                             "long, with --swaps 21 and 2 about 160; round 5's 11 and 2 "
+                             "should take about as long as round 3's)")
     parser.add_argument("--swaps", action="store_true",
                         help="also round 3's variants: `main` and the suite's step with one "
                              "matrix-vector part swapped for each of its alternatives")

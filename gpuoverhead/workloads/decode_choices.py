@@ -1,8 +1,10 @@
 """The fused decode step's kernel choices (shaders/fusion_decode.wgsl): how many workgroups
-the attention aims at, which kernel takes the LM head, and how the matrix-vector parts (Q/K/V,
-gate/up, down) sum their rows. The suite's step uses each model's default (`default`);
-benchmarks/investigations/decode_kernels.py times it against `main` (the first fused
-engine's choices) and against each part's alternatives (MATVECS) on a GPU.
+the attention aims at and how its blocks are combined, which kernel takes the LM head, how
+the matrix-vector parts (Q/K/V, gate/up, down) sum their rows, and what the latency-bound
+kernels load ahead into the L2 cache (AHEADS). The suite's step uses each model's default
+(`default`); benchmarks/investigations/decode_kernels.py times it against the other choices
+on a GPU (round 5: the `ticket` attention and the loads ahead), so that a choice that wins
+there becomes a model's default by its name here.
 """
 
 from __future__ import annotations
