@@ -1338,6 +1338,80 @@ fn grid_sync(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
     }
 }
 
+// ---- fused, the MLP in one dispatch of resident workgroups (decode_choices.Kernels.grid) ----
+
+override LANES2: u32 = 32;    // mlp_grid: threads a row of down (LANES: of gate/up)
+override GU_WG: u32 = 1;      // mlp_grid: gate/up's workgroups (gate_up's grid)
+override DOWN_WG: u32 = 1;    // mlp_grid: down's workgroups (matvec_add's grid)
+
+// gate_up then matvec_add in one dispatch whose workgroups (all resident at once: a grid
+// barrier between the two, grid_barrier on tickets[0]) each take every n-th of gate_up's
+// workgroups (GU_WG), then of down's (DOWN_WG): out0 = silu(gate) * up as gate_up's, then
+// out1[r] = x4[r] + w_r . out0 with down's weights at `ahead` (binding 7 holds gate/up's).
+// The residual stream goes to out1, not back to x4 (read-only here): the engine alternates
+// two streams from layer to layer. out0 is written before the barrier and read only after
+// it, so no cache holds a copy from before. Sums through workgroup memory.
+@compute @workgroup_size(WG)
+fn mlp_grid(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) lid: u32) {
+    let n = nwg.x * nwg.y;
+    for (var v = row_of(wid, nwg); v < GU_WG; v = v + n) {
+        let r = v * (WG / LANES) + lid / LANES;
+        var s = vec4<f32>(0.0);
+        if (r < F) {
+            s = norm_dot2(r, F + r, lid % LANES);
+        }
+        red[lid] = s;
+        reduce_runs(lid, LANES);
+        if (lid % LANES == 0u && r < F) {
+            swiglu_out(r, red[lid]);
+        }
+        workgroupBarrier();
+    }
+    grid_barrier(lid, n);
+    for (var v = row_of(wid, nwg); v < DOWN_WG; v = v + n) {
+        let r = v * (WG / LANES2) + lid / LANES2;
+        var s = 0.0;
+        if (r < H) {
+            s = down_share(r, lid % LANES2);
+        }
+        red[lid] = vec4<f32>(s, 0.0, 0.0, 0.0);
+        reduce_runs(lid, LANES2);
+        if (lid % LANES2 == 0u && r < H) {
+            out1[r] = x4[r / 4u][r % 4u] + red[lid].x;
+        }
+        workgroupBarrier();
+    }
+}
+
+// dot_share for mlp_grid's down: row `row` of `ahead` (F columns) against out0, a lane's
+// share (lane, lane + LANES2, ...), four vec4 columns a batch.
+fn down_share(row: u32, lane: u32) -> f32 {
+    let cols4 = F / 4u;
+    let base = row * cols4;
+    let last = cols4 - 1u;
+    var a = vec4<f32>(0.0);
+    var b = vec4<f32>(0.0);
+    for (var c = lane; c < cols4; c = c + 4u * LANES2) {
+        let c1 = min(c + LANES2, last);
+        let c2 = min(c + 2u * LANES2, last);
+        let c3 = min(c + 3u * LANES2, last);
+        let w0 = vec4<f32>(ahead[base + c]);
+        let w1 = vec4<f32>(ahead[base + c1]);
+        let w2 = vec4<f32>(ahead[base + c2]);
+        let w3 = vec4<f32>(ahead[base + c3]);
+        a = fma(w0, a_at(c), a);
+        b = fma(w1, select(vec4<f32>(0.0), a_at(c1), c + LANES2 < cols4), b);
+        a = fma(w2, select(vec4<f32>(0.0), a_at(c2), c + 2u * LANES2 < cols4), a);
+        b = fma(w3, select(vec4<f32>(0.0), a_at(c3), c + 3u * LANES2 < cols4), b);
+    }
+    return total(a + b);
+}
+
+fn a_at(c: u32) -> vec4<f32> {
+    return vec4<f32>(out0[4u * c], out0[4u * c + 1u], out0[4u * c + 2u], out0[4u * c + 3u]);
+}
+
 // The memory floor measured (workloads/read_floor.py): stream_fill gives every f32 of out0
 // a hashed value in [0, 1) (no zero pages that a memory could compress); stream_read reads
 // x4 once, each thread ROWS vec4, four loads in flight, and writes only where the sum is

@@ -108,7 +108,8 @@ MOST_QUERIES = 4096
 
 
 def variants(tuned: Kernels, subgroups: bool = True, swaps: bool = False,
-             heads: bool = False) -> dict[str, tuple[str, Kernels]]:
+             heads: bool = False, grids: tuple[int, ...] = ()
+             ) -> dict[str, tuple[str, Kernels]]:
     """The whole steps timed, by name, each with the part it swaps (picks): the suite's
     (DEFAULT_NAME: the engine's, as its device runs them); (round 5) the suite's with each
     other load ahead (decode_choices.AHEADS: `ahead=gu8+8`), the part `ahead`; and with
@@ -119,7 +120,8 @@ def variants(tuned: Kernels, subgroups: bool = True, swaps: bool = False,
     alternative that sums by subgroups where the device has them (`head+out=sg`: `main` is
     `sg` through workgroup memory; without subgroups `main` alone), all the part
     `attention` (the output projection `out` is a part of its own where the suite's
-    attention is a `head` one)."""
+    attention is a `head` one); and (approach B) the MLP in one dispatch of each of `grids`
+    workgroups (Kernels.grid: mlp_grid, `grid=132`), the part `grid`."""
     out = {"main": ("", Kernels()), DEFAULT_NAME: ("", tuned)} if swaps else \
         {DEFAULT_NAME: ("", tuned)}
     parts = MATVEC_FIELDS if tuned.attention in PROJECTED else MATVEC_PARTS
@@ -134,6 +136,7 @@ def variants(tuned: Kernels, subgroups: bool = True, swaps: bool = False,
     if tuned.attention not in HEAD_DIMS:  # the loads ahead ride on attn_part
         out |= {f"ahead={name}": ("ahead", replace(tuned, ahead=name)) for name in AHEADS
                 if name != tuned.ahead}
+    out |= {f"grid={n}": ("grid", replace(tuned, grid=n)) for n in grids}
     out[f"early={not tuned.early}"] = ("early", replace(tuned, early=not tuned.early))
     return out
 
@@ -212,9 +215,9 @@ def arguments() -> argparse.Namespace:
                              "numpy (16; tiny: 4)")
     parser.add_argument("--resident", default="",
                         help="workgroup counts (comma-separated) that the device runs at "
-                             "once, for the grid-barrier probe (barrier_probe) on the first "
-                             "model's device (132,264: the H200's SMs, once and twice; tiny: "
-                             "1); 0: no probe")
+                             "once: the grid-barrier probe's (barrier_probe, on the first "
+                             "model's device) and the MLP's in one dispatch (`grid=N`) "
+                             "(132,264: the H200's SMs, once and twice; tiny: 1); 0: neither")
     parser.add_argument("--implementations", default="wgpu-native,dawn")
     args = parser.parse_args()
     args.shapes = [128] if args.tiny else [896, 1536]
@@ -264,6 +267,7 @@ def kernel_bytes(s: Shape, cache: int) -> dict[str, int]:
             "attn_part": cached, "attn_head": cached, "attn_out": 4 * n * h * q,
             "o_proj": 4 * n * h * q,
             "gate_up": 4 * n * (2 * f * h + h), "matvec_add": 4 * n * f * h,
+            "mlp_grid": 4 * n * (3 * f * h + h),
             "norm_matvec": head, "norm_matvec4": head, "count": 0}
 
 
@@ -398,7 +402,7 @@ def run_shape(binding_name: str, device: Any, timer: Any, tick: float, software:
     engine = Engine(ctx, weights)
     built = []
     for name, (part, kernels) in variants(engine.kernels, engine.sg_ctx is not None,
-                                          args.swaps, args.heads).items():
+                                          args.swaps, args.heads, args.resident).items():
         if perf_counter() > deadline:
             notes.append(f"{where}: {name} left out (past the {args.budget:.0f} s budget)")
         elif needs_subgroups(kernels) and engine.sg_ctx is None:

@@ -227,13 +227,20 @@ class Engine:
         buf["rope"] = ctx.buffer(rope_table(s.head_dim, self.cache))
         buf["tickets"] = ctx.buffer(np.zeros(s.heads, np.uint32))  # attn_part_ticket's
         logits = ctx.buffer(np.zeros(s.vocab, np.float32))
-        if form == "fused":
-            segments = [self._fused_layer(layer, buf, following)
-                        for layer, following in zip(self.layers, [*self.layers[1:], None],
-                                                    strict=True)]
+        if form == "fused":  # under Kernels.grid the residual stream alternates two buffers
+            streams = [buf["x"], ctx.buffer(np.zeros(h, np.float32)) if self.kernels.grid
+                       else buf["x"]]
+            if self.kernels.grid:  # mlp_grid's barrier counter (a count of workgroups its own)
+                buf["grid"] = ctx.buffer(np.zeros(2, np.uint32))
+            segments = [self._fused_layer(layer, {**buf, "x": streams[i % 2],
+                                                  "x_next": streams[(i + 1) % 2]}, following)
+                        for i, (layer, following) in enumerate(zip(
+                            self.layers, [*self.layers[1:], None], strict=True))]
+            last = streams[len(self.layers) % 2]
         else:
             segments = [self._unfused_layer(layer, split, buf)
                         for layer, split in zip(self.layers, self.split, strict=True)]
+            last = buf["x"]
         segments[0][:0] = self._input(buf["x"], token)
         steps: list[Any] = []
         if form != "fused":
@@ -241,11 +248,11 @@ class Engine:
                                   {0: self.final_norm, 1: buf["x"], 3: buf["n"]}, (1, 1)))
         for (a, b), weights in zip(self.chunks, self.head, strict=True):
             if form == "fused" and self.kernels.head4:
-                steps.append(self._shared("norm_matvec4", {W: weights, 8: buf["x"],
+                steps.append(self._shared("norm_matvec4", {W: weights, 8: last,
                                                            9: self.final_norm, 3: logits},
                                           -(-(b - a) // 4), ROWS=b - a, BASE=a))
             elif form == "fused":
-                steps.append(self._mv("norm_matvec", {W: weights, 8: buf["x"],
+                steps.append(self._mv("norm_matvec", {W: weights, 8: last,
                                                       9: self.final_norm, 3: logits}, b - a, h,
                                       BASE=a))
             else:
@@ -312,14 +319,30 @@ class Engine:
         whole = (q + 2 * s.kv_size) * h // 4  # the next Q/K/V in vec4, in two ranges
         loads = (following["wqkv"], 0, -(-whole // 2), whole // 2) \
             if AHEADS[k.ahead].qkv and following is not None else None
-        return [
-            self._mv("qkv_rope", qkv, (q + 2 * s.kv_size) // 2, h, matvec=ALL_MATVECS[k.qkv],
-                     EARLY=early),
-            *self._attention(layer, b),
-            self._mv("gate_up", {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]}, f,
-                     h, matvec=ALL_MATVECS[k.gate_up]),
-            self._mv("matvec_add", down, h, f, matvec=ALL_MATVECS[k.down], EARLY=early,
-                     ahead=loads)]
+        first = [self._mv("qkv_rope", qkv, (q + 2 * s.kv_size) // 2, h,
+                          matvec=ALL_MATVECS[k.qkv], EARLY=early),
+                 *self._attention(layer, b)]
+        if k.grid:
+            return [*first, self._mlp_grid(layer, b)]
+        return [*first,
+                self._mv("gate_up", {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]},
+                         f, h, matvec=ALL_MATVECS[k.gate_up]),
+                self._mv("matvec_add", down, h, f, matvec=ALL_MATVECS[k.down], EARLY=early,
+                         ahead=loads)]
+
+    def _mlp_grid(self, layer: dict, b: dict) -> Any:
+        """gate/up and down in one dispatch of Kernels.grid workgroups (mlp_grid), each
+        stage's lanes as its Kernels names them, DECODE_WG threads a workgroup: the residual
+        stream from b["x"] into b["x_next"]."""
+        s, grid = self.w.shape, self.kernels.grid
+        lanes = ALL_MATVECS[self.kernels.gate_up].lanes(s.hidden, DECODE_WG)
+        lanes2 = ALL_MATVECS[self.kernels.down].lanes(s.mlp, DECODE_WG)
+        return self.ctx.step(
+            self._p("mlp_grid", WG=DECODE_WG, LANES=lanes, LANES2=lanes2,
+                    GU_WG=-(-s.mlp // (DECODE_WG // lanes)),
+                    DOWN_WG=-(-s.hidden // (DECODE_WG // lanes2))),
+            {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"], 12: layer["wdown"],
+             4: b["x_next"], 13: b["grid"]}, grid_for(grid, 1))
 
     def _gate_up_ahead(self, layer: dict) -> tuple[tuple | None, tuple | None]:
         """What attn_part and attn_out load ahead of gate/up (Kernels.ahead: its first

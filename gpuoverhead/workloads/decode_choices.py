@@ -120,7 +120,10 @@ class Kernels:
     rows' sums are added to (biases, RoPE angles, the residual) before their dot products,
     so that wait overlaps the weights' (after the sums, a round trip to memory of its
     own); `ahead`: what the attention and down load ahead for the kernels after them
-    (AHEADS)."""
+    (AHEADS); `grid`: where not 0, the MLP (gate/up, then down) in one dispatch of that many
+    workgroups with a grid-wide barrier between (mlp_grid: an investigation's, for a device
+    known to run that many at once; WebGPU cannot say how many), its sums through workgroup
+    memory, gate/up's lanes and down's as named."""
 
     attention_workgroups: int = ATTENTION_WORKGROUPS
     head4: bool = False
@@ -131,6 +134,7 @@ class Kernels:
     out: str = "main"
     early: bool = False
     ahead: str = ""
+    grid: int = 0
 
 
 #: The suite's fused step (run.json's `kernels`: kernels_note), each model's fastest whole

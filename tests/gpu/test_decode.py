@@ -399,3 +399,30 @@ def test_a_grid_barrier_that_waits_for_too_many_gives_up_and_says_so(ctx):
     assert source != ctx.kernel.source
     assert _grid_sync(ctx.with_kernel(replace(ctx.kernel, source=source)), 1, spin=64)[:2] \
         == [8, 8]
+
+
+@pytest.mark.parametrize(("shape", "layers"), [("tiny", 2), ("wide", 3)])
+def test_the_mlp_in_one_dispatch_of_one_workgroup_matches_numpy(ctx, shape, layers):
+    """mlp_grid (gate/up, a grid barrier, down) in one workgroup, all of both stages' rows
+    in turn, its residual stream alternating two buffers (three layers: the head reads the
+    second), leaves numpy's logits in each of 3 steps. More workgroups than one are left to
+    a GPU: on this lavapipe two workgroups pass the barrier's count yet read each other's
+    rows wrong (decode_kernels.py's probe and its checks judge them on the H200)."""
+    model, cache = SHAPES[shape]
+    weights = Weights.of(replace(model, layers=layers), cache)
+    engine = Engine(ctx, weights).tuned(Kernels(head4=True, grid=1))
+    names = _entries(engine)
+    assert names.count("mlp_grid") == layers and not {"gate_up", "matvec_add"} & set(names)
+    assert all(_each_step_agrees(ctx, engine, 3))
+
+
+def test_an_mlp_in_one_dispatch_that_drops_the_residual_fails(ctx):
+    """mlp_grid's down writing its sums without the residual stream: logits past the
+    check."""
+    source = ctx.kernel.source.replace("out1[r] = x4[r / 4u][r % 4u] + red[lid].x;",
+                                       "out1[r] = red[lid].x;")
+    assert source != ctx.kernel.source
+    weights = Weights.of(*SHAPES["tiny"])
+    engine = Engine(ctx.with_kernel(replace(ctx.kernel, source=source)), weights).tuned(
+        Kernels(head4=True, grid=1))
+    assert not any(_each_step_agrees(engine.ctx, engine, 1))
