@@ -20,9 +20,8 @@ import numpy as np
 from gpuoverhead.cases import TIMESTAMPS, TOKEN_LOOPS, Case, Group
 from gpuoverhead.gpu.targets import grid_for
 from gpuoverhead.resources import SHADERS_DIR
+from gpuoverhead.workloads.decode_blocks import ahead_constants, attention_blocks, fused_layers, mlp
 from gpuoverhead.workloads.decode_choices import (
-    AHEAD_MOST_WG,
-    AHEADS,
     ALL_MATVECS,
     HEAD_DIMS,
     SHARED_LANES,
@@ -190,14 +189,14 @@ class Engine:
         per lane group, enough lanes that each reads at most `matvec.lane_loads` vec4s of
         each row; workgroups of MATVEC_WG threads, or `least`; the sums by subgroup shuffles
         (entry point `<entry>_sg`) where `matvec` asks and the device has subgroups (without
-        them, the same lanes through workgroup memory); None: main's. With `ahead`
-        (_ahead_constants' buffer and ranges), entry point `<entry>_ahead` and workgroups
-        past its rows' that load them."""
+        them, the same lanes through workgroup memory); None: main's. With `ahead` (a
+        buffer and ranges: decode_blocks.ahead_constants), entry point `<entry>_ahead` and
+        workgroups past its rows' that load them."""
         matvec = matvec or ALL_MATVECS["main"]
         lanes = matvec.lanes(cols, DECODE_WG)
         wg = max(lanes, MATVEC_WG, least)
         sg = self.sg_ctx if matvec.subgroups else None
-        more, loads = _ahead_constants(ahead, wg)
+        more, loads = ahead_constants(ahead, wg)
         name = entry if ahead is None else f"{entry}_ahead"
         pipeline = self._p(name if sg is None else f"{name}_sg", sg, ROWS=rows, COLS=cols,
                            LANES=lanes, WG=wg, **loads, **extra)
@@ -225,18 +224,9 @@ class Engine:
                 ("g", f), ("u", f), ("a", f), ("p", s.heads * t), ("ml", 2 * blocks),
                 ("part", blocks * s.head_dim))}
         buf["rope"] = ctx.buffer(rope_table(s.head_dim, self.cache))
-        buf["tickets"] = ctx.buffer(np.zeros(s.heads, np.uint32))  # attn_part_ticket's
         logits = ctx.buffer(np.zeros(s.vocab, np.float32))
-        if form == "fused":  # under Kernels.grid the residual stream alternates two buffers
-            streams = [buf["x"], ctx.buffer(np.zeros(h, np.float32)) if self.kernels.grid
-                       else buf["x"]]
-            if self.kernels.grid:  # mlp_grid's barrier counter (a count of workgroups its own)
-                buf["grid"] = ctx.buffer(np.zeros(2, np.uint32))
-            segments = [self._fused_layer(layer, {**buf, "x": streams[i % 2],
-                                                  "x_next": streams[(i + 1) % 2]}, following)
-                        for i, (layer, following) in enumerate(zip(
-                            self.layers, [*self.layers[1:], None], strict=True))]
-            last = streams[len(self.layers) % 2]
+        if form == "fused":
+            segments, last = fused_layers(self, buf)
         else:
             segments = [self._unfused_layer(layer, split, buf)
                         for layer, split in zip(self.layers, self.split, strict=True)]
@@ -308,98 +298,32 @@ class Engine:
         ]
 
     def _fused_layer(self, layer: dict, b: dict, following: dict | None) -> list[Any]:
-        """Q/K/V, the attention (_attention: 2 dispatches), the MLP: 5 dispatches; down
-        loading the `following` layer's Q/K/V ahead where Kernels.ahead asks (none after
-        the last)."""
-        s, h, q, f = self.w.shape, self.w.shape.hidden, self.w.shape.q_size, self.w.shape.mlp
-        k, early = self.kernels, int(self.kernels.early)
+        """Q/K/V, the attention (_attention: 2 dispatches), the MLP (decode_blocks.mlp: 2,
+        or 1 under Kernels.grid): 5 dispatches."""
+        s, h, q = self.w.shape, self.w.shape.hidden, self.w.shape.q_size
         qkv = {W: layer["wqkv"], 8: b["x"], 9: layer["norm1"], 1: b["rope"], 2: layer["bqkv"],
                3: b["q"], 4: layer["kcache"], 5: layer["vcache"]}
-        down = {W: layer["wdown"], 8: b["a"], 3: b["x"]}
-        whole = (q + 2 * s.kv_size) * h // 4  # the next Q/K/V in vec4, in two ranges
-        loads = (following["wqkv"], 0, -(-whole // 2), whole // 2) \
-            if AHEADS[k.ahead].qkv and following is not None else None
-        first = [self._mv("qkv_rope", qkv, (q + 2 * s.kv_size) // 2, h,
-                          matvec=ALL_MATVECS[k.qkv], EARLY=early),
-                 *self._attention(layer, b)]
-        if k.grid:
-            return [*first, self._mlp_grid(layer, b)]
-        return [*first,
-                self._mv("gate_up", {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]},
-                         f, h, matvec=ALL_MATVECS[k.gate_up]),
-                self._mv("matvec_add", down, h, f, matvec=ALL_MATVECS[k.down], EARLY=early,
-                         ahead=loads)]
-
-    def _mlp_grid(self, layer: dict, b: dict) -> Any:
-        """gate/up and down in one dispatch of Kernels.grid workgroups (mlp_grid), each
-        stage's lanes as its Kernels names them, DECODE_WG threads a workgroup: the residual
-        stream from b["x"] into b["x_next"]."""
-        s, grid = self.w.shape, self.kernels.grid
-        lanes = ALL_MATVECS[self.kernels.gate_up].lanes(s.hidden, DECODE_WG)
-        lanes2 = ALL_MATVECS[self.kernels.down].lanes(s.mlp, DECODE_WG)
-        return self.ctx.step(
-            self._p("mlp_grid", WG=DECODE_WG, LANES=lanes, LANES2=lanes2,
-                    GU_WG=-(-s.mlp // (DECODE_WG // lanes)),
-                    DOWN_WG=-(-s.hidden // (DECODE_WG // lanes2))),
-            {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"], 12: layer["wdown"],
-             4: b["x_next"], 13: b["grid"]}, grid_for(grid, 1))
-
-    def _gate_up_ahead(self, layer: dict) -> tuple[tuple | None, tuple | None]:
-        """What attn_part and attn_out load ahead of gate/up (Kernels.ahead: its first
-        part_kb KiB of gate rows and their up rows, then out_kb more), as load_ahead's
-        (buffer, first vec4, vec4 a range, the second range's offset); None: nothing."""
-        s, plan = self.w.shape, AHEADS[self.kernels.ahead]
-        row = s.hidden * np.dtype(self.dtype).itemsize * 2  # a gate row and its up row
-        first = min(s.mlp, plan.part_kb * 1024 // row)
-        second = min(s.mlp, first + plan.out_kb * 1024 // row)
-        h4, gap = s.hidden // 4, s.mlp * s.hidden // 4
-        return tuple(None if b <= a else (layer["wgu"], a * h4, (b - a) * h4, gap)
-                     for a, b in ((0, first), (first, second)))
+        return [self._mv("qkv_rope", qkv, (q + 2 * s.kv_size) // 2, h,
+                         matvec=ALL_MATVECS[self.kernels.qkv], EARLY=int(self.kernels.early)),
+                *self._attention(layer, b), *mlp(self, layer, b, following)]
 
     def _attention(self, layer: dict, b: dict) -> list[Any]:
         """The attention and its output projection with the residual add: under a `head`
         attention (where the cache allows: HEAD_POSITIONS) each query head's whole cache at
         once, normed, over head_dim / HEAD_DIMS workgroups a head, then o_proj (Kernels.out's
-        lanes); else its blocks, then their combine inside the projection, or (`ticket`,
-        where the blocks are under DECODE_WG positions) inside attn_part by the last block of
-        each head (attn_part_ticket), then o_proj. The split attention and `ticket` take
-        Kernels.ahead's loads ahead of gate/up (_gate_up_ahead)."""
+        lanes); else its blocks (decode_blocks.attention_blocks: `split` or `ticket`, with
+        Kernels.ahead's loads ahead)."""
         s, h, q, t = self.w.shape, self.w.shape.hidden, self.w.shape.q_size, self.cache + 1
-        caches = {8: b["q"], 9: layer["kcache"], 10: layer["vcache"]}
         if self.kernels.attention in HEAD_DIMS and t <= HEAD_POSITIONS:
             slices = s.head_dim // (HEAD_DIMS[self.kernels.attention] or s.head_dim)
             return [self.ctx.step(self._p("attn_head", WG=DECODE_WG, DS=slices,
                                           SPLIT=head_split(t, s.head_dim)),
-                                  {**caches, 3: b["o"]}, (s.heads, slices)),
+                                  {8: b["q"], 9: layer["kcache"], 10: layer["vcache"],
+                                   3: b["o"]}, (s.heads, slices)),
                     self._mv("o_proj", {W: layer["wo"], 8: b["o"], 3: b["x"]}, h, q,
                              matvec=ALL_MATVECS[self.kernels.out],
                              EARLY=int(self.kernels.early))]
-        block = self._block()
-        blocks, parts = -(-t // block), {**caches, 3: b["ml"], 4: b["part"]}
-        part, out = self._gate_up_ahead(layer) if block < DECODE_WG else (None, None)
-        ticket = self.kernels.attention == "ticket" and block < DECODE_WG
-        more, loads = _ahead_constants(part, DECODE_WG)
-        rows = -(-more // blocks)  # its workgroups that load ahead: rows past the heads
-        loads |= {"AHEAD_WG": rows * blocks} if part else {}
-        if ticket:  # no load ahead: `ahead` bound all the same, to a buffer it never writes
-            attend = self.ctx.step(self._p("attn_part_ticket", WG=DECODE_WG, AB=block,
-                                           **loads),
-                                   {**parts, 5: b["o"], 12: (part or (layer["wgu"],))[0],
-                                    13: b["tickets"]}, (blocks, s.heads + rows))
-        elif part is None:
-            attend = self.ctx.step(self._p("attn_part" if block < DECODE_WG else
-                                           "attn_part_wide", WG=DECODE_WG, AB=block),
-                                   parts, (blocks, s.heads))
-        else:
-            attend = self.ctx.step(self._p("attn_part_ahead", WG=DECODE_WG, AB=block, **loads),
-                                   {**parts, 12: part[0]}, (blocks, s.heads + rows))
-        if ticket:
-            return [attend, self._mv("o_proj", {W: layer["wo"], 8: b["o"], 3: b["x"]}, h, q,
-                                     matvec=ALL_MATVECS[self.kernels.out],
-                                     EARLY=int(self.kernels.early), ahead=out)]
-        return [attend,
-                self._mv("attn_out", {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"]}, h,
-                         q, least=DECODE_WG, ahead=out)]
+        return attention_blocks(self, layer, b)
 
 
 def argmax_steps(ctx: Context, logits: Any, token: Any, vocab: int) -> list[Step]:
@@ -436,17 +360,6 @@ def subgroup_context(ctx: Context) -> Context | None:
     head = "enable subgroups;\n" if SUBGROUP_FEATURES[found[0]] else ""
     return ctx.with_kernel(replace(ctx.kernel, name=f"{ctx.kernel.name}_sg",
                                    source=f"{head}{ctx.kernel.source}\n{extra}"))
-
-
-def _ahead_constants(ahead: tuple | None, wg: int) -> tuple[int, dict[str, int]]:
-    """Workgroups of `wg` threads that load `ahead` (a buffer, its first vec4, vec4 a range,
-    the second range's offset: fusion_decode.wgsl's load_ahead), eight vec4 a thread in
-    flight, at most AHEAD_MOST_WG; and its constants. None: none."""
-    if ahead is None:
-        return 0, {}
-    _, first, n, gap = ahead
-    more = min(AHEAD_MOST_WG, -(-2 * n // (8 * wg)))
-    return more, {"AHEAD_WG": more, "AHEAD_AT": first, "AHEAD_N": n, "AHEAD_GAP": gap}
 
 
 def _flat(invocations: int) -> tuple[int, int]:
