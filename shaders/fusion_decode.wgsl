@@ -1275,7 +1275,7 @@ fn norm_matvec4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
 // ---- a grid-wide barrier (decode_kernels.py: what one costs against a kernel boundary) -----
 
 override ROUNDS: u32 = 0;     // grid_sync: barriers a dispatch
-override SPIN: u32 = 65536;   // grid_barrier: loads of the counter a workgroup makes at most
+override SPIN: u32 = 4096;    // grid_barrier: loads of the counter a workgroup makes at most
                               // before it gives up (a workgroup not resident: counted)
 override BARRIERS: u32 = 1;   // grid_sync: 0 leaves its barriers out (a dispatch a round: the
                               // boundary between dispatches is the barrier)

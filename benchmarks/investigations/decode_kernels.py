@@ -91,6 +91,7 @@ from gpuoverhead.workloads.decode_choices import (  # noqa: E402
     Kernels,
 )
 from gpuoverhead.workloads.decode_model import (  # noqa: E402
+    DECODE_WG,
     MODELS,
     Shape,
     Weights,
@@ -101,15 +102,15 @@ from gpuoverhead.workloads.work import Context  # noqa: E402
 
 INSIDE = "timestamp-query-inside-passes"
 #: The grid-barrier probe: rounds of grid_sync a dispatch (two barriers each), threads a
-#: workgroup, and passes of each form timed.
-PROBE_ROUNDS, PROBE_WG, PROBE_PASSES = 32, 64, 7
+#: workgroup (mlp_grid's, DECODE_WG: its verdict decides which `grid=N` are built), and
+#: passes of each form timed.
+PROBE_ROUNDS, PROBE_WG, PROBE_PASSES = 32, DECODE_WG, 7
 #: Timestamps a query set holds at most (WebGPU's limit).
 MOST_QUERIES = 4096
 
 
 def variants(tuned: Kernels, subgroups: bool = True, swaps: bool = False,
-             heads: bool = False, grids: tuple[int, ...] = ()
-             ) -> dict[str, tuple[str, Kernels]]:
+             heads: bool = False) -> dict[str, tuple[str, Kernels]]:
     """The whole steps timed, by name, each with the part it swaps (picks): the suite's
     (DEFAULT_NAME: the engine's, as its device runs them); (round 5) the suite's with each
     other load ahead (decode_choices.AHEADS: `ahead=gu8+8`), the part `ahead`; and with
@@ -120,8 +121,7 @@ def variants(tuned: Kernels, subgroups: bool = True, swaps: bool = False,
     alternative that sums by subgroups where the device has them (`head+out=sg`: `main` is
     `sg` through workgroup memory; without subgroups `main` alone), all the part
     `attention` (the output projection `out` is a part of its own where the suite's
-    attention is a `head` one); and (approach B) the MLP in one dispatch of each of `grids`
-    workgroups (Kernels.grid: mlp_grid, `grid=132`), the part `grid`."""
+    attention is a `head` one). (The MLP in one dispatch: grid_variants.)"""
     out = {"main": ("", Kernels()), DEFAULT_NAME: ("", tuned)} if swaps else \
         {DEFAULT_NAME: ("", tuned)}
     parts = MATVEC_FIELDS if tuned.attention in PROJECTED else MATVEC_PARTS
@@ -136,9 +136,16 @@ def variants(tuned: Kernels, subgroups: bool = True, swaps: bool = False,
     if tuned.attention not in HEAD_DIMS:  # the loads ahead ride on attn_part
         out |= {f"ahead={name}": ("ahead", replace(tuned, ahead=name)) for name in AHEADS
                 if name != tuned.ahead}
-    out |= {f"grid={n}": ("grid", replace(tuned, grid=n)) for n in grids}
     out[f"early={not tuned.early}"] = ("early", replace(tuned, early=not tuned.early))
     return out
+
+
+def grid_variants(tuned: Kernels, counts: tuple[int, ...]) -> dict[str, tuple[str, Kernels]]:
+    """(Approach B) the suite's step with its MLP in one dispatch of each of `counts`
+    workgroups (Kernels.grid: mlp_grid, `grid=132`), the part `grid`: those the barrier probe
+    passed at on this device, so that a grid whose workgroups are not all resident (each of
+    its barriers then waits SPIN loads and gives up) is never timed."""
+    return {f"grid={n}": ("grid", replace(tuned, grid=n)) for n in counts}
 
 
 def needs_subgroups(kernels: Kernels) -> bool:
@@ -400,20 +407,9 @@ def run_shape(binding_name: str, device: Any, timer: Any, tick: float, software:
     wait, features, where = waiter(device), device.features, f"{binding_name} {weights.shape.name}"
     ctx = Context(device, Group(fusion_kernel("decode")))
     engine = Engine(ctx, weights)
-    built = []
-    for name, (part, kernels) in variants(engine.kernels, engine.sg_ctx is not None,
-                                          args.swaps, args.heads, args.resident).items():
-        if perf_counter() > deadline:
-            notes.append(f"{where}: {name} left out (past the {args.budget:.0f} s budget)")
-        elif needs_subgroups(kernels) and engine.sg_ctx is None:
-            notes.append(f"{where}: {name} left out (the device has no subgroups)")
-        else:
-            try:
-                built.append(build(ctx, engine, name, kernels, expected, tick, wait,
-                                   args.checks, part=part))
-            except UserError as exc:  # a pipeline this device's compiler refused
-                notes.append(f"{where}: {name} left out ({exc})")
-                print(notes[-1], flush=True)
+    built = build_all(ctx, engine, variants(engine.kernels, engine.sg_ctx is not None,
+                                            args.swaps, args.heads),
+                      expected, tick, wait, args, deadline, notes, where)
     read_gb_s = read_floor.read_gb_s(ctx, tick, wait, software)
     empty_ns = read_floor.dispatch_gpu_ns(ctx, tick, wait)
     base = {"implementation": binding_name, **info, "read_gb_s": read_gb_s,
@@ -421,6 +417,21 @@ def run_shape(binding_name: str, device: Any, timer: Any, tick: float, software:
     print(f"{where}: {info['adapter']}, a stream reads {read_gb_s:.1f} GB/s, a dispatch "
           f"{empty_ns / 1e3:.2f} µs, timestamps inside passes: {INSIDE in features}, "
           f"subgroups: {engine.sg_ctx is not None}", flush=True)
+    if weights.shape == MODELS[args.shapes[0]]:  # the probe once a device: the first model's
+        for r in barrier_probe(ctx, args.resident, timer, tick, wait):
+            probes.append({"implementation": binding_name, "adapter": info["adapter"], **r})
+            print(f"{binding_name}: {probe_line(probes[-1])}", flush=True)
+    passed = tuple(p["workgroups"] for p in probes
+                   if p["implementation"] == binding_name and p["passed"])
+    notes += [f"{where}: grid={n} left out (the barrier probe did not pass at {n} workgroups)"
+              for n in args.resident if n not in passed]
+    built += build_all(ctx, engine, grid_variants(engine.kernels, passed), expected, tick, wait,
+                       args, deadline, notes, where)
+    for b in [b for b in built if b.logits_ok is False]:
+        built.remove(b)
+        notes.append(f"{where}: {b.name} not timed (its logits did not match numpy in every "
+                     f"one of {args.checks} steps)")
+        print(notes[-1], flush=True)
     time_rounds(device, built, args, timer, tick, wait)
     chosen = picks(built, args.steps)
     if chosen and perf_counter() <= deadline:
@@ -443,11 +454,28 @@ def run_shape(binding_name: str, device: Any, timer: Any, tick: float, software:
                                        wait))
             rows[-1]["stamped_ms_per_token"] = kernel_rows[-1]["stamped_ms_per_token"]
             print(f"    {kernel_cell(kernel_rows[-1])}", flush=True)
-    if weights.shape == MODELS[args.shapes[0]]:  # the probe once a device: the first model's
-        for r in barrier_probe(ctx, args.resident, timer, tick, wait):
-            probes.append({"implementation": binding_name, "adapter": info["adapter"], **r})
-            print(f"{binding_name}: {probe_line(probes[-1])}", flush=True)
     return rows, kernel_rows
+
+
+def build_all(ctx: Context, engine: Engine, named: dict[str, tuple[str, Kernels]],
+              expected: np.ndarray, tick: float, wait: Any, args: argparse.Namespace,
+              deadline: float, notes: list[str], where: str) -> list[Built]:
+    """Each of `named` built and checked (build), or a note why not: past the budget, no
+    subgroups, a pipeline the device's compiler refused."""
+    built = []
+    for name, (part, kernels) in named.items():
+        if perf_counter() > deadline:
+            notes.append(f"{where}: {name} left out (past the {args.budget:.0f} s budget)")
+        elif needs_subgroups(kernels) and engine.sg_ctx is None:
+            notes.append(f"{where}: {name} left out (the device has no subgroups)")
+        else:
+            try:
+                built.append(build(ctx, engine, name, kernels, expected, tick, wait,
+                                   args.checks, part=part))
+            except UserError as exc:  # a pipeline this device's compiler refused
+                notes.append(f"{where}: {name} left out ({exc})")
+                print(notes[-1], flush=True)
+    return built
 
 
 def record(base: dict, weights: Weights, b: Built, args: argparse.Namespace) -> dict:

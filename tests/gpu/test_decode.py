@@ -371,7 +371,7 @@ def test_an_attention_combined_before_its_last_block_fails(ctx, broken, instead)
     assert not all(_each_step_agrees(engine.ctx, engine, 2))
 
 
-def _grid_sync(ctx: Context, dispatches: int, rounds: int = 4, spin: int = 65536
+def _grid_sync(ctx: Context, dispatches: int, rounds: int = 4, spin: int = 4096
                ) -> list[int]:
     """grid_sync's counters (arrivals, gave up, stale reads at fresh addresses and at one
     address) after `dispatches` dispatches of one workgroup, `rounds` rounds each."""
