@@ -89,7 +89,8 @@ class Ahead:
     gate/up), and,
     where `qkv`, the next layer's Q/K/V by down's (matvec_add). Under the split and
     `ticket` attentions alone (attn_part's blocks under DECODE_WG positions): the head
-    attention and the wide blocks load nothing ahead."""
+    attention and the wide blocks load nothing ahead, and under Kernels.grid down loads
+    nothing (it runs inside mlp_grid)."""
 
     part_kb: int = 0
     out_kb: int = 0
