@@ -43,6 +43,12 @@ override BASE: u32 = 0;       // matvec, norm_matvec, embed: the chunk's first r
 override EARLY: u32 = 0;      // qkv_rope, matvec_add, o_proj: 1 loads what a row's sums are
                               // added to (biases, RoPE angles, the residual) before its dot
                               // products, their wait overlapping the weights'; 0 after
+override AHEAD_WG: u32 = 0;   // the `_ahead` entry points: workgroups past the kernel's own
+                              // that load `ahead` (load_ahead), none where 0
+override AHEAD_AT: u32 = 0;   // load_ahead: its first range's first vec4 in `ahead`
+override AHEAD_N: u32 = 0;    // load_ahead: vec4 in each of its two ranges
+override AHEAD_GAP: u32 = 0;  // load_ahead: the second range starts AHEAD_GAP vec4 after the
+                              // first
 const EPS: f32 = 1e-6;
 const MAX_D4: u32 = 32u;      // D / 4 at most
 const MAX_Q4: u32 = 384u;     // NH * D / 4 and H / 4 at most (os: the attention's output or a
@@ -62,6 +68,8 @@ alias W = f32;
 @group(0) @binding(9) var<storage, read> y4: array<vec4<f32>>;
 @group(0) @binding(10) var<storage, read> z4: array<vec4<f32>>;
 @group(0) @binding(11) var<storage, read_write> token: array<u32>;
+@group(0) @binding(12) var<storage, read> ahead: array<vec4<W>>;
+@group(0) @binding(13) var<storage, read_write> tickets: array<atomic<u32>>;
 
 var<workgroup> red: array<vec4<f32>, 256>;
 var<workgroup> redm: array<f32, 256>;
@@ -586,6 +594,78 @@ fn qkv_store(block: u32, j: u32, dot0: f32, dot1: f32, extra: vec4<f32>) {
 // out1[i * D ..]: its values weighted by exp(score - largest), i = head * NB + block.
 @compute @workgroup_size(WG)
 fn attn_part(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    attn_block(wid, lid);
+}
+
+// attn_part with AHEAD_WG workgroups more (rows of the grid past the heads) that load the
+// next kernels' weights (load_ahead) while the attention's short chains of loads leave the
+// memory idle.
+@compute @workgroup_size(WG)
+fn attn_part_ahead(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                   @builtin(local_invocation_index) lid: u32) {
+    if (wid.y >= NH) {
+        load_ahead((wid.y - NH) * nwg.x + wid.x, lid);
+        return;
+    }
+    attn_block(wid, lid);
+}
+
+// attn_part whose last workgroup of a head to finish (by an atomic ticket a head, tickets[h],
+// which it sets back to 0 for the next dispatch) combines the head's blocks, normed, into
+// out2[h * D ..], so the output projection after it is a plain matrix-vector product
+// (o_proj), where attn_out combines every block in each of its workgroups. Each block's
+// partial results are written before a storageBarrier (naga: device-scope acquire-release)
+// and its ticket taken after; the last reads them after another, and no workgroup of the
+// dispatch reads them before, so no cache can hold a stale copy. Its AHEAD_WG workgroups
+// past the heads load ahead as attn_part_ahead's (none where 0).
+@compute @workgroup_size(WG)
+fn attn_part_ticket(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                    @builtin(local_invocation_index) lid: u32) {
+    if (wid.y >= NH) {
+        load_ahead((wid.y - NH) * nwg.x + wid.x, lid);
+        return;
+    }
+    attn_block(wid, lid);
+    storageBarrier();
+    if (lid == 0u) {
+        last_block = atomicAdd(&tickets[wid.y], 1u);
+    }
+    if (workgroupUniformLoad(&last_block) == NB - 1u) {
+        storageBarrier();
+        combine_head(wid.y, lid);
+        if (lid == 0u) {
+            atomicStore(&tickets[wid.y], 0u);
+        }
+    }
+}
+
+var<workgroup> last_block: u32;
+
+// Head h's NB blocks (out0: their largest scores and sums, out1: their weighted values)
+// combined and normed into out2[h * D ..], a thread a dimension.
+fn combine_head(h: u32, lid: u32) {
+    for (var i = lid; i < NB; i = i + WG) {
+        hw[i] = out0[2u * (h * NB + i)];
+        lw[i] = out0[2u * (h * NB + i) + 1u];
+    }
+    workgroupBarrier();
+    if (lid < D) {
+        var top = -3.0e38;
+        for (var b = 0u; b < NB; b = b + 1u) {
+            top = max(top, hw[b]);
+        }
+        var sum = 0.0;
+        var o = 0.0;
+        for (var b = 0u; b < NB; b = b + 1u) {
+            let e = exp(hw[b] - top);
+            sum = sum + lw[b] * e;
+            o = o + e * out1[(h * NB + b) * D + lid];
+        }
+        out2[h * D + lid] = o / sum;
+    }
+}
+
+fn attn_block(wid: vec3<u32>, lid: u32) {
     let b = wid.x;
     let h = wid.y;
     let g = h / (NH / NKV);
@@ -778,7 +858,20 @@ fn attn_values_wide(b: u32, h: u32, g: u32, lid: u32) {
 @compute @workgroup_size(WG)
 fn attn_out(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
             @builtin(local_invocation_index) lid: u32) {
-    let r = row_of(wid, nwg) * (WG / LANES) + lid / LANES;
+    attn_out_rows(row_of(wid, nwg), lid);
+}
+
+// attn_out with AHEAD_WG workgroups more, past its rows', that load `ahead` (load_ahead).
+@compute @workgroup_size(WG)
+fn attn_out_ahead(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                  @builtin(local_invocation_index) lid: u32) {
+    if (!ahead_role(row_of(wid, nwg), lid)) {
+        attn_out_rows(row_of(wid, nwg), lid);
+    }
+}
+
+fn attn_out_rows(v: u32, lid: u32) {
+    let r = v * (WG / LANES) + lid / LANES;
     let s = attn_out_dot(r, lid);
     if (lid % LANES == 0u && r < H) {
         out0[r] = out0[r] + s;
@@ -984,12 +1077,72 @@ fn matvec_add(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     project_add(wid, nwg, lid);
 }
 
+// matvec_add with AHEAD_WG workgroups more, past its rows', that load `ahead` (load_ahead).
+@compute @workgroup_size(WG)
+fn matvec_add_ahead(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                    @builtin(local_invocation_index) lid: u32) {
+    if (!ahead_role(row_of(wid, nwg), lid)) {
+        project_add(wid, nwg, lid);
+    }
+}
+
+// ---- loads ahead (decode_choices.AHEADS) --------------------------------------------------
+
+// Whether workgroup `v` (flat) of a ROWS-row matrix-vector kernel is one of the AHEAD_WG
+// past its rows' workgroups; those load `ahead` (load_ahead) and do nothing else.
+fn ahead_role(v: u32, lid: u32) -> bool {
+    let own = (ROWS + WG / LANES - 1u) / (WG / LANES);
+    if (v < own) {
+        return false;
+    }
+    load_ahead(v - own, lid);
+    return true;
+}
+
+// Workgroup i of AHEAD_WG reads its share of `ahead`'s two ranges (AHEAD_N vec4 each, from
+// AHEAD_AT and AHEAD_AT + AHEAD_GAP), eight loads in flight a thread, so that they sit in
+// the L2 cache when the kernel they belong to runs: their sum is written only where it is
+// 3e38, which weights never sum to but no compiler can rule out, so no load is left out.
+fn load_ahead(i: u32, lid: u32) {
+    let threads = AHEAD_WG * WG;
+    let last = AHEAD_N - 1u;
+    var s = vec4<f32>(0.0);
+    if (i < AHEAD_WG) {
+        for (var c = i * WG + lid; c < AHEAD_N; c = c + 4u * threads) {
+            let c1 = AHEAD_AT + min(c + threads, last);
+            let c2 = AHEAD_AT + min(c + 2u * threads, last);
+            let c3 = AHEAD_AT + min(c + 3u * threads, last);
+            let a0 = vec4<f32>(ahead[AHEAD_AT + c]);
+            let a1 = vec4<f32>(ahead[c1]);
+            let a2 = vec4<f32>(ahead[c2]);
+            let a3 = vec4<f32>(ahead[c3]);
+            let b0 = vec4<f32>(ahead[AHEAD_AT + AHEAD_GAP + c]);
+            let b1 = vec4<f32>(ahead[AHEAD_GAP + c1]);
+            let b2 = vec4<f32>(ahead[AHEAD_GAP + c2]);
+            let b3 = vec4<f32>(ahead[AHEAD_GAP + c3]);
+            s = s + (a0 + a1) + (a2 + a3) + (b0 + b1) + (b2 + b3);
+        }
+    }
+    if (total(s) == 3.0e38) {
+        out0[0] = total(s);
+    }
+}
+
 // matvec_add for the attention's output projection after attn_head (its own name, so that
 // timestamps tell it from the down projection).
 @compute @workgroup_size(WG)
 fn o_proj(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
           @builtin(local_invocation_index) lid: u32) {
     project_add(wid, nwg, lid);
+}
+
+// o_proj with AHEAD_WG workgroups more, past its rows', that load `ahead` (load_ahead).
+@compute @workgroup_size(WG)
+fn o_proj_ahead(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) lid: u32) {
+    if (!ahead_role(row_of(wid, nwg), lid)) {
+        project_add(wid, nwg, lid);
+    }
 }
 
 fn project_add(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
@@ -1117,6 +1270,146 @@ fn norm_matvec4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
             }
         }
     }
+}
+
+// ---- a grid-wide barrier (decode_kernels.py: what one costs against a kernel boundary) -----
+
+override ROUNDS: u32 = 0;     // grid_sync: barriers a dispatch
+override SPIN: u32 = 4096;    // grid_barrier: loads of the counter a workgroup makes at most
+                              // before it gives up (a workgroup not resident: counted)
+override BARRIERS: u32 = 1;   // grid_sync: 0 leaves its barriers out (a dispatch a round: the
+                              // boundary between dispatches is the barrier)
+
+// No workgroup of the dispatch's `workgroups` (all resident at once) passes until every one
+// has reached it: tickets[0] only grows, each workgroup adds 1 and waits until it reaches
+// the next multiple of `workgroups` past its ticket (so it needs no reset between
+// dispatches of one count); a storageBarrier (naga: device-scope acquire-release) before,
+// for the workgroup's writes, and after, for the others'. A workgroup that waits SPIN loads
+// gives up and adds 1 to tickets[1] (a grid whose workgroups are not all resident would
+// otherwise never finish).
+fn grid_barrier(lid: u32, workgroups: u32) {
+    if (BARRIERS == 0u) {
+        return;
+    }
+    storageBarrier();
+    if (lid == 0u) {
+        let ticket = atomicAdd(&tickets[0], 1u);
+        let goal = (ticket / workgroups + 1u) * workgroups;
+        var tries = 0u;
+        loop {
+            if (atomicLoad(&tickets[0]) >= goal) {
+                break;
+            }
+            tries = tries + 1u;
+            if (tries >= SPIN) {
+                atomicAdd(&tickets[1], 1u);
+                break;
+            }
+        }
+    }
+    storageBarrier();
+}
+
+// ROUNDS grid barriers, each after a value written for the next workgroup to read after it:
+// at an address written once a dispatch (out0[k * workgroups + i]: no cache can hold it
+// before) and at one written every round (out1[i]: a cache may hold the last round's); each
+// value read that is not the round's adds 1 to tickets[2] and tickets[3].
+@compute @workgroup_size(WG)
+fn grid_sync(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) lid: u32) {
+    let n = nwg.x * nwg.y;
+    let i = row_of(wid, nwg);
+    let next = (i + 1u) % n;
+    for (var k = 0u; k < ROUNDS; k = k + 1u) {
+        if (lid == 0u) {
+            out0[k * n + i] = f32(k + 1u);
+            out1[i] = f32(k + 1u);
+        }
+        grid_barrier(lid, n);
+        if (lid == 0u) {
+            if (out0[k * n + next] != f32(k + 1u)) {
+                atomicAdd(&tickets[2], 1u);
+            }
+            if (out1[next] != f32(k + 1u)) {
+                atomicAdd(&tickets[3], 1u);
+            }
+        }
+        grid_barrier(lid, n);  // no round's write before every workgroup read the last's
+    }
+}
+
+// ---- fused, the MLP in one dispatch of resident workgroups (decode_choices.Kernels.grid) ----
+
+override LANES2: u32 = 32;    // mlp_grid: threads a row of down (LANES: of gate/up)
+override GU_WG: u32 = 1;      // mlp_grid: gate/up's workgroups (gate_up's grid)
+override DOWN_WG: u32 = 1;    // mlp_grid: down's workgroups (matvec_add's grid)
+
+// gate_up then matvec_add in one dispatch whose workgroups (all resident at once: a grid
+// barrier between the two, grid_barrier on tickets[0]) each take every n-th of gate_up's
+// workgroups (GU_WG), then of down's (DOWN_WG): out0 = silu(gate) * up as gate_up's, then
+// out1[r] = x4[r] + w_r . out0 with down's weights at `ahead` (binding 7 holds gate/up's).
+// The residual stream goes to out1, not back to x4 (read-only here): the engine alternates
+// two streams from layer to layer. out0 is written before the barrier and read only after
+// it, so no cache holds a copy from before. Sums through workgroup memory.
+@compute @workgroup_size(WG)
+fn mlp_grid(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) lid: u32) {
+    let n = nwg.x * nwg.y;
+    for (var v = row_of(wid, nwg); v < GU_WG; v = v + n) {
+        let r = v * (WG / LANES) + lid / LANES;
+        var s = vec4<f32>(0.0);
+        if (r < F) {
+            s = norm_dot2(r, F + r, lid % LANES);
+        }
+        red[lid] = s;
+        reduce_runs(lid, LANES);
+        if (lid % LANES == 0u && r < F) {
+            swiglu_out(r, red[lid]);
+        }
+        workgroupBarrier();
+    }
+    grid_barrier(lid, n);
+    for (var v = row_of(wid, nwg); v < DOWN_WG; v = v + n) {
+        let r = v * (WG / LANES2) + lid / LANES2;
+        var s = 0.0;
+        if (r < H) {
+            s = down_share(r, lid % LANES2);
+        }
+        red[lid] = vec4<f32>(s, 0.0, 0.0, 0.0);
+        reduce_runs(lid, LANES2);
+        if (lid % LANES2 == 0u && r < H) {
+            out1[r] = x4[r / 4u][r % 4u] + red[lid].x;
+        }
+        workgroupBarrier();
+    }
+}
+
+// dot_share for mlp_grid's down: row `row` of `ahead` (F columns) against out0, a lane's
+// share (lane, lane + LANES2, ...), four vec4 columns a batch.
+fn down_share(row: u32, lane: u32) -> f32 {
+    let cols4 = F / 4u;
+    let base = row * cols4;
+    let last = cols4 - 1u;
+    var a = vec4<f32>(0.0);
+    var b = vec4<f32>(0.0);
+    for (var c = lane; c < cols4; c = c + 4u * LANES2) {
+        let c1 = min(c + LANES2, last);
+        let c2 = min(c + 2u * LANES2, last);
+        let c3 = min(c + 3u * LANES2, last);
+        let w0 = vec4<f32>(ahead[base + c]);
+        let w1 = vec4<f32>(ahead[base + c1]);
+        let w2 = vec4<f32>(ahead[base + c2]);
+        let w3 = vec4<f32>(ahead[base + c3]);
+        a = fma(w0, a_at(c), a);
+        b = fma(w1, select(vec4<f32>(0.0), a_at(c1), c + LANES2 < cols4), b);
+        a = fma(w2, select(vec4<f32>(0.0), a_at(c2), c + 2u * LANES2 < cols4), a);
+        b = fma(w3, select(vec4<f32>(0.0), a_at(c3), c + 3u * LANES2 < cols4), b);
+    }
+    return total(a + b);
+}
+
+fn a_at(c: u32) -> vec4<f32> {
+    return vec4<f32>(out0[4u * c], out0[4u * c + 1u], out0[4u * c + 2u], out0[4u * c + 3u]);
 }
 
 // The memory floor measured (workloads/read_floor.py): stream_fill gives every f32 of out0

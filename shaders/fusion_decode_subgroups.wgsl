@@ -69,6 +69,27 @@ fn matvec_add_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     project_add_sg(wid, nwg, lid, sg);
 }
 
+// matvec_add_sg with AHEAD_WG workgroups more that load `ahead` (fusion_decode.wgsl's
+// matvec_add_ahead).
+@compute @workgroup_size(WG)
+fn matvec_add_ahead_sg(@builtin(workgroup_id) wid: vec3<u32>,
+                       @builtin(num_workgroups) nwg: vec3<u32>,
+                       @builtin(local_invocation_index) lid: u32,
+                       @builtin(subgroup_size) sg: u32) {
+    if (!ahead_role(row_of(wid, nwg), lid)) {
+        project_add_sg(wid, nwg, lid, sg);
+    }
+}
+
+// o_proj_sg with AHEAD_WG workgroups more that load `ahead`.
+@compute @workgroup_size(WG)
+fn o_proj_ahead_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                   @builtin(local_invocation_index) lid: u32, @builtin(subgroup_size) sg: u32) {
+    if (!ahead_role(row_of(wid, nwg), lid)) {
+        project_add_sg(wid, nwg, lid, sg);
+    }
+}
+
 @compute @workgroup_size(WG)
 fn o_proj_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
              @builtin(local_invocation_index) lid: u32, @builtin(subgroup_size) sg: u32) {

@@ -4,17 +4,24 @@ a token's GPU time go? (issue 57)
 On the best adapter of wgpu-native (and of Dawn, where `wgpudawn` imports), for Qwen2.5-0.5B
 and 1.5B (f32, random weights, a KV cache of 128), the fused step under each of `variants`:
 the suite's own (workloads/decode_choices: `subgroups`, each model's, as the device runs it;
-`tuned` in the tables of rounds 2 and 3, the suite's step before; round 3's best), with
-`--swaps` (round 3's set) `main` (the first fused engine's kernels) and the suite's with one
-matrix-vector part (Q/K/V, gate/up, down) swapped for each of its other alternatives
+`tuned` in the tables of rounds 2 and 3, the suite's step before; round 3's best); (round 5)
+the suite's with its attention's blocks combined once a head by the head's last block to
+finish (decode_choices.ATTENTIONS `ticket`: attn_part_ticket, then o_proj as a plain
+matrix-vector product under each alternative that sums by subgroups: `ticket+out=sg`), with
+each load ahead (decode_choices.AHEADS: workgroups of attn_part, attn_out and down of their
+own that read gate/up's first rows or the next layer's Q/K/V into the L2 cache while the
+kernel they ride on leaves memory idle: `ahead=gu8+8`), and with `early=True` (the loads
+that a row's sums are added to issued before its dot products). With `--swaps` (round 3's
+set) also `main` (the first fused engine's kernels) and the suite's with one matrix-vector
+part (Q/K/V, gate/up, down) swapped for each of its other alternatives
 (decode_choices.MATVECS: `gate_up=sg-l16`; those summing by subgroup shuffles only where the
-device has subgroups, which the device is asked for), and (round 4) the suite's with each
-other attention (decode_choices.ATTENTIONS: `head`, a workgroup a query head, `head-d16` and
-`head-d8`, 16 or 8 of its dimensions a workgroup, each with its output projection under each
-alternative: `head+out=sg`; and `early=True`, the loads that a row's sums are added to
-issued before its dot products), each built, its logits and step count checked against
-numpy, then its GPU time a token from timestamps around a pass of `--steps` steps,
-`--rounds` rounds that time every variant once in a rotating order, the median (with the
+device has subgroups, which the device is asked for); with `--heads` (round 4's, which lost)
+the `head` attentions (`head`, a workgroup a query head, `head-d16` and `head-d8`, 16 or 8
+of its dimensions a workgroup, each with its output projection under each alternative:
+`head+out=sg`). Each built, its logits checked against numpy after each of `--checks`
+single steps (a race between the workgroups of attn_part_ticket would spoil some of them)
+and its step count, then its GPU time a token from timestamps around a pass of `--steps`
+steps, `--rounds` rounds that time every variant once in a rotating order, the median (with the
 least and the most): phase 1. Where a part's (or the attention's) fastest checked
 alternative beat the suite's step's median, `best` (every such part's fastest in one step)
 and a fresh build of the suite's step are timed in `--rounds` rounds of their own (phase 2:
@@ -32,6 +39,11 @@ device writes timestamps inside a pass (wgpu-native's timestamp-query-inside-pas
 more pass per variant with a timestamp after every dispatch gives each kernel's GPU time a
 token (a stamp costs each dispatch about 5 µs on the H200: compare kernels within a pass,
 not with the totals above).
+Once a device, with the first model (round 5, approach B's building block: a persistent
+kernel whose stages a grid-wide barrier separates): `barrier_probe`, for each workgroup count
+of `--resident` (those the device runs at once: nothing in WebGPU says how many), whether
+every workgroup passed grid_sync's barriers and read what the others wrote before them, and
+then a barrier's GPU µs against a boundary between dispatches.
 
 Starts no new shape or variant past `--budget` seconds, and says what it left out. Writes
 table.txt and decode_kernels.json under OUT. From the repository root:
@@ -61,12 +73,13 @@ from decode_floor import Group, check, open_device  # noqa: E402
 from gpuoverhead.drivers.webgpu import BINDINGS  # noqa: E402
 from gpuoverhead.errors import UserError  # noqa: E402
 from gpuoverhead.gpu.pass_timer import timed_pass  # noqa: E402
-from gpuoverhead.gpu.targets import binding_of  # noqa: E402
+from gpuoverhead.gpu.targets import binding_of, grid_for  # noqa: E402
 from gpuoverhead.gpu.wait import waiter  # noqa: E402
 from gpuoverhead.suite.shaders import fusion_kernel  # noqa: E402
 from gpuoverhead.workloads import read_floor  # noqa: E402
 from gpuoverhead.workloads.decode import SUBGROUP_FEATURES, Engine  # noqa: E402
 from gpuoverhead.workloads.decode_choices import (  # noqa: E402
+    AHEADS,
     ALL_MATVECS,
     ATTENTIONS,
     DEFAULT_NAME,
@@ -74,9 +87,11 @@ from gpuoverhead.workloads.decode_choices import (  # noqa: E402
     MATVEC_FIELDS,
     MATVEC_PARTS,
     MATVECS,
+    PROJECTED,
     Kernels,
 )
 from gpuoverhead.workloads.decode_model import (  # noqa: E402
+    DECODE_WG,
     MODELS,
     Shape,
     Weights,
@@ -86,33 +101,51 @@ from gpuoverhead.workloads.decode_model import (  # noqa: E402
 from gpuoverhead.workloads.work import Context  # noqa: E402
 
 INSIDE = "timestamp-query-inside-passes"
+#: The grid-barrier probe: rounds of grid_sync a dispatch (two barriers each), threads a
+#: workgroup (mlp_grid's, DECODE_WG: its verdict decides which `grid=N` are built), and
+#: passes of each form timed.
+PROBE_ROUNDS, PROBE_WG, PROBE_PASSES = 32, DECODE_WG, 7
 #: Timestamps a query set holds at most (WebGPU's limit).
 MOST_QUERIES = 4096
 
 
-def variants(tuned: Kernels, subgroups: bool = True, swaps: bool = True
-             ) -> dict[str, tuple[str, Kernels]]:
-    """The whole steps timed, by name, each with the part it swaps (picks): the first fused
-    engine's kernels (`main`), the suite's (DEFAULT_NAME: the engine's, as its device runs
-    them), the suite's with one matrix-vector part swapped for each of its other
-    alternatives (`gate_up=sg-l16`: decode_choices.MATVECS), and with the other attention
-    (ATTENTIONS), a `head` one with its output projection under each alternative that sums
-    by subgroups where the device has them (`head+out=sg`: `main` is `sg` through workgroup
-    memory; without subgroups `main` alone), all the part `attention` (the output
-    projection `out` is a part of its own where the suite's attention is a `head` one), and
-    with `early` the other way."""
+def variants(tuned: Kernels, subgroups: bool = True, swaps: bool = False,
+             heads: bool = False) -> dict[str, tuple[str, Kernels]]:
+    """The whole steps timed, by name, each with the part it swaps (picks): the suite's
+    (DEFAULT_NAME: the engine's, as its device runs them); (round 5) the suite's with each
+    other load ahead (decode_choices.AHEADS: `ahead=gu8+8`), the part `ahead`; and with
+    `early` the other way. With `swaps` (round 3) also the first fused engine's kernels
+    (`main`) and the suite's with one matrix-vector part swapped for each of its other
+    alternatives (`gate_up=sg-l16`: decode_choices.MATVECS); with `heads` (round 4) the
+    other attentions (ATTENTIONS), a `head` one with its output projection under each
+    alternative that sums by subgroups where the device has them (`head+out=sg`: `main` is
+    `sg` through workgroup memory; without subgroups `main` alone), all the part
+    `attention` (the output projection `out` is a part of its own where the suite's
+    attention is a `head` one). (The MLP in one dispatch: grid_variants.)"""
     out = {"main": ("", Kernels()), DEFAULT_NAME: ("", tuned)} if swaps else \
         {DEFAULT_NAME: ("", tuned)}
-    parts = MATVEC_FIELDS if tuned.attention in HEAD_DIMS else MATVEC_PARTS
+    parts = MATVEC_FIELDS if tuned.attention in PROJECTED else MATVEC_PARTS
     for part in parts if swaps else ():
         out |= {f"{part}={name}": (part, replace(tuned, **{part: name})) for name in MATVECS
                 if name != getattr(tuned, part)}
     outs = [n for n in MATVECS if MATVECS[n].subgroups == subgroups]
-    for other in (a for a in ATTENTIONS if a != tuned.attention):
+    for other in (a for a in ATTENTIONS if a != tuned.attention
+                  and (heads or a not in HEAD_DIMS)):
         out |= {f"{other}+out={name}": ("attention", replace(tuned, attention=other, out=name))
-                for name in (outs if other in HEAD_DIMS else [tuned.out])}
+                for name in (outs if other in PROJECTED else [tuned.out])}
+    if tuned.attention not in HEAD_DIMS:  # the loads ahead ride on attn_part
+        out |= {f"ahead={name}": ("ahead", replace(tuned, ahead=name)) for name in AHEADS
+                if name != tuned.ahead}
     out[f"early={not tuned.early}"] = ("early", replace(tuned, early=not tuned.early))
     return out
+
+
+def grid_variants(tuned: Kernels, counts: tuple[int, ...]) -> dict[str, tuple[str, Kernels]]:
+    """(Approach B) the suite's step with its MLP in one dispatch of each of `counts`
+    workgroups (Kernels.grid: mlp_grid, `grid=132`), the part `grid`: those the barrier probe
+    passed at on this device, so that a grid whose workgroups are not all resident (each of
+    its barriers then waits SPIN loads and gives up) is never timed."""
+    return {f"grid={n}": ("grid", replace(tuned, grid=n)) for n in counts}
 
 
 def needs_subgroups(kernels: Kernels) -> bool:
@@ -133,14 +166,15 @@ class Built:
     part: str = ""
     times: list[float] = field(default_factory=list)
     done: int = 0
+    warm: int = 2
 
     def median(self) -> float:
         return float(np.median(self.times))
 
     def checked(self, steps: int) -> bool:
         """Its logits matched numpy (or were not checked) and its counter holds every step
-        run: 2 to warm, then the timed ones."""
-        return self.logits_ok is not False and self.done == 2 + len(self.times) * steps
+        run: 2 to warm, one a check (build), then the timed ones."""
+        return self.logits_ok is not False and self.done == self.warm + len(self.times) * steps
 
 
 def picks(built: list[Built], steps: int) -> dict[str, Any]:
@@ -175,15 +209,30 @@ def arguments() -> argparse.Namespace:
                         help="seconds after which no new shape or variant starts (180; what "
                              "has started still finishes: on an H200 round 3's 11 variants "
                              "and 2 a shape took 89 s in all; round 4's 12 and 2 about as "
-                             "long, with --swaps 21 and 2 about 160)")
+                             "long, with --swaps 21 and 2 about 160; round 5's 11 and 2 "
+                             "should take about as long as round 3's)")
     parser.add_argument("--swaps", action="store_true",
                         help="also round 3's variants: `main` and the suite's step with one "
                              "matrix-vector part swapped for each of its alternatives")
+    parser.add_argument("--heads", action="store_true",
+                        help="also round 4's variants: the head attentions, each with its "
+                             "output projection under each alternative")
+    parser.add_argument("--checks", type=int,
+                        help="steps after the warm-up whose logits are each checked against "
+                             "numpy (16; tiny: 4)")
+    parser.add_argument("--resident", default="",
+                        help="workgroup counts (comma-separated) that the device runs at "
+                             "once: the grid-barrier probe's (barrier_probe, on the first "
+                             "model's device) and the MLP's in one dispatch (`grid=N`) "
+                             "(132,264: the H200's SMs, once and twice; tiny: 1); 0: neither")
     parser.add_argument("--implementations", default="wgpu-native,dawn")
     args = parser.parse_args()
     args.shapes = [128] if args.tiny else [896, 1536]
     args.steps = args.steps or (4 if args.tiny else 48)
     args.rounds = args.rounds or (2 if args.tiny else 8)
+    args.checks = args.checks or (4 if args.tiny else 16)
+    args.resident = [int(n) for n in (args.resident or ("1" if args.tiny else "132,264"))
+                     .split(",") if int(n) > 0]
     return args
 
 
@@ -225,6 +274,7 @@ def kernel_bytes(s: Shape, cache: int) -> dict[str, int]:
             "attn_part": cached, "attn_head": cached, "attn_out": 4 * n * h * q,
             "o_proj": 4 * n * h * q,
             "gate_up": 4 * n * (2 * f * h + h), "matvec_add": 4 * n * f * h,
+            "mlp_grid": 4 * n * (3 * f * h + h),
             "norm_matvec": head, "norm_matvec4": head, "count": 0}
 
 
@@ -241,8 +291,75 @@ def kernel_split(names: list[str], times: np.ndarray, floor_bytes: dict[str, int
         less = us - len(mine) * stamp_ns / 1e3
         out[name] = {"dispatches": len(mine), "us_per_token": us,
                      "us_less_stamps": less if stamp_ns > 0 and less > 0 else None,
-                     "floor_us": floor_bytes[name.removesuffix("_sg")] / read_gb_s / 1e3}
+                     "floor_us": floor_bytes[kernel_of(name)] / read_gb_s / 1e3}
     return out
+
+
+def barrier_probe(ctx: Context, counts: list[int], timer: Any, tick: float, wait: Any
+                  ) -> list[dict]:
+    """Per workgroup count (`counts`: each one the device is taken to run at once), what a
+    grid-wide barrier (fusion_decode.wgsl's grid_barrier) costs against a boundary between
+    dispatches: one dispatch of grid_sync's PROBE_ROUNDS rounds (two barriers each, each
+    after a value written for the next workgroup) against a pass of as many dispatches of
+    a round without barriers, one after another as the step's kernels, GPU µs a barrier and
+    a boundary, the median of PROBE_PASSES passes of each, taken in turn. First one
+    dispatch whose counters say whether every workgroup passed every barrier (none gave up
+    waiting: all resident) and read the values written before it, at fresh addresses and at
+    one written every round; the barrier is timed only where that one passed, and its
+    counters are read again after the timed passes. A deadlock cannot hang the device: a
+    workgroup gives up after SPIN loads and counts it."""
+    out = []
+    for n in counts:
+        tickets = ctx.buffer(np.zeros(4, np.uint32))
+        buffers = {3: ctx.buffer(np.zeros(PROBE_ROUNDS * n, np.float32)),
+                   4: ctx.buffer(np.zeros(n, np.float32)), 13: tickets}
+        sync = ctx.step(ctx.pipeline("grid_sync", WG=PROBE_WG, ROUNDS=PROBE_ROUNDS), buffers,
+                        grid_for(n, 1))
+        bare = ctx.step(ctx.pipeline("grid_sync", WG=PROBE_WG, ROUNDS=1, BARRIERS=0),
+                        {**buffers, 13: ctx.buffer(np.zeros(4, np.uint32))}, grid_for(n, 1))
+        timed_pass(ctx.device, (sync,), 1, None, tick, wait)
+        first = np.frombuffer(ctx.device.queue.read_buffer(tickets), np.uint32).tolist()
+        barriers = 2 * PROBE_ROUNDS
+        row = {"workgroups": n, "threads": PROBE_WG, "barriers_a_dispatch": barriers,
+               "passed": first[0] == barriers * n and first[1:] == [0, 0, 0],
+               "counters_first": first}
+        times: dict[str, list[float]] = {"barrier": [], "boundary": []}
+        for _ in range(PROBE_PASSES if row["passed"] else 0):
+            times["barrier"].append(timed_pass(ctx.device, (sync,), 1, timer, tick, wait)[0]
+                                    / barriers)
+            times["boundary"].append(timed_pass(ctx.device, (bare,), barriers, timer, tick,
+                                                wait)[0] / barriers)
+        if times["barrier"]:
+            row |= {f"{k}_us": float(np.median(v)) / 1e3 for k, v in times.items()}
+            row |= {f"{k}_us_rounds": [t / 1e3 for t in v] for k, v in times.items()}
+            row["counters_after"] = np.frombuffer(ctx.device.queue.read_buffer(tickets),
+                                                  np.uint32).tolist()
+        out.append(row)
+    return out
+
+
+def probe_line(r: dict) -> str:
+    """A probe record as a line: its counters, and µs a barrier against a boundary."""
+    c = r["counters_first"]
+    head = (f"grid barrier, {r['workgroups']} workgroups of {r['threads']}: "
+            f"{'passed' if r['passed'] else 'FAILED'} (arrivals {c[0]} of "
+            f"{r['barriers_a_dispatch'] * r['workgroups']}, gave up {c[1]}, stale reads "
+            f"fresh {c[2]} same-address {c[3]})")
+    if "barrier_us" not in r:
+        return head + "; not timed"
+    a = r["counters_after"]
+    return (head + f"; a barrier {r['barrier_us']:.2f} µs [{min(r['barrier_us_rounds']):.2f}-"
+            f"{max(r['barrier_us_rounds']):.2f}], a boundary {r['boundary_us']:.2f} µs "
+            f"[{min(r['boundary_us_rounds']):.2f}-{max(r['boundary_us_rounds']):.2f}]; "
+            f"after the timed passes gave up {a[1]}, stale reads fresh {a[2]} same-address "
+            f"{a[3]}")
+
+
+def kernel_of(entry_point: str) -> str:
+    """The kernel an entry point runs (kernel_bytes' key): less `_sg` (its sums by
+    subgroups), `_ahead` (with workgroups that load ahead) and `_ticket` (attn_part with its
+    combine)."""
+    return entry_point.removesuffix("_sg").removesuffix("_ahead").removesuffix("_ticket")
 
 
 def entry(dispatch: tuple) -> str:
@@ -250,13 +367,19 @@ def entry(dispatch: tuple) -> str:
 
 
 def build(ctx: Context, engine: Engine, name: str, kernels: Kernels, expected: np.ndarray,
-          tick: float, wait: Any, phase: int = 1, part: str = "") -> Built:
-    """The step with `kernels` on the engine's device, run twice and its logits checked."""
+          tick: float, wait: Any, checks: int, phase: int = 1, part: str = "") -> Built:
+    """The step with `kernels` on the engine's device, run twice, then `checks` times more
+    in a pass of its own with its logits checked after each (a race between workgroups,
+    attn_part_ticket's, would show in some of them)."""
     count = ctx.buffer(np.zeros(1, np.uint32))
     segments, logits = engine.tuned(kernels).steps("fused", count)
     sequence = sum(segments, ())
     timed_pass(ctx.device, sequence, 2, None, tick, wait)  # warm: pipelines, caches
-    return Built(name, kernels, sequence, count, check(ctx, logits, expected), phase, part)
+    ok = True
+    for _ in range(checks):
+        timed_pass(ctx.device, sequence, 1, None, tick, wait)
+        ok = check(ctx, logits, expected) and ok
+    return Built(name, kernels, sequence, count, ok, phase, part, warm=2 + checks)
 
 
 def time_rounds(device: Any, built: list[Built], args: argparse.Namespace, timer: Any,
@@ -273,7 +396,8 @@ def time_rounds(device: Any, built: list[Built], args: argparse.Namespace, timer
 
 def run_shape(binding_name: str, device: Any, timer: Any, tick: float, software: bool,
               weights: Weights, expected: np.ndarray, info: dict, args: argparse.Namespace,
-              deadline: float, notes: list[str]) -> tuple[list[dict], list[dict]]:
+              deadline: float, notes: list[str], probes: list[dict]
+              ) -> tuple[list[dict], list[dict]]:
     """One shape on one device: every variant built and checked; the read floor and the
     GPU's time per dispatch; the variants timed in interleaved rounds (phase 1); then, where
     some part's alternative beat the suite's step, `best` (each part's fastest) built and
@@ -283,20 +407,9 @@ def run_shape(binding_name: str, device: Any, timer: Any, tick: float, software:
     wait, features, where = waiter(device), device.features, f"{binding_name} {weights.shape.name}"
     ctx = Context(device, Group(fusion_kernel("decode")))
     engine = Engine(ctx, weights)
-    built = []
-    for name, (part, kernels) in variants(engine.kernels, engine.sg_ctx is not None,
-                                          args.swaps).items():
-        if perf_counter() > deadline:
-            notes.append(f"{where}: {name} left out (past the {args.budget:.0f} s budget)")
-        elif needs_subgroups(kernels) and engine.sg_ctx is None:
-            notes.append(f"{where}: {name} left out (the device has no subgroups)")
-        else:
-            try:
-                built.append(build(ctx, engine, name, kernels, expected, tick, wait,
-                                   part=part))
-            except UserError as exc:  # a pipeline this device's compiler refused
-                notes.append(f"{where}: {name} left out ({exc})")
-                print(notes[-1], flush=True)
+    built = build_all(ctx, engine, variants(engine.kernels, engine.sg_ctx is not None,
+                                            args.swaps, args.heads),
+                      expected, tick, wait, args, deadline, notes, where)
     read_gb_s = read_floor.read_gb_s(ctx, tick, wait, software)
     empty_ns = read_floor.dispatch_gpu_ns(ctx, tick, wait)
     base = {"implementation": binding_name, **info, "read_gb_s": read_gb_s,
@@ -304,13 +417,29 @@ def run_shape(binding_name: str, device: Any, timer: Any, tick: float, software:
     print(f"{where}: {info['adapter']}, a stream reads {read_gb_s:.1f} GB/s, a dispatch "
           f"{empty_ns / 1e3:.2f} µs, timestamps inside passes: {INSIDE in features}, "
           f"subgroups: {engine.sg_ctx is not None}", flush=True)
+    if weights.shape == MODELS[args.shapes[0]]:  # the probe once a device: the first model's
+        for r in barrier_probe(ctx, args.resident, timer, tick, wait):
+            probes.append({"implementation": binding_name, "adapter": info["adapter"], **r})
+            print(f"{binding_name}: {probe_line(probes[-1])}", flush=True)
+    passed = tuple(p["workgroups"] for p in probes
+                   if p["implementation"] == binding_name and p["passed"])
+    notes += [f"{where}: grid={n} left out (the barrier probe did not pass at {n} workgroups)"
+              for n in args.resident if n not in passed]
+    built += build_all(ctx, engine, grid_variants(engine.kernels, passed), expected, tick, wait,
+                       args, deadline, notes, where)
+    for b in [b for b in built if b.logits_ok is False]:
+        built.remove(b)
+        notes.append(f"{where}: {b.name} not timed (its logits did not match numpy in every "
+                     f"one of {args.checks} steps)")
+        print(notes[-1], flush=True)
     time_rounds(device, built, args, timer, tick, wait)
     chosen = picks(built, args.steps)
     if chosen and perf_counter() <= deadline:
         tuned = engine.kernels
-        confirm = [build(ctx, engine, DEFAULT_NAME, tuned, expected, tick, wait, 2),
+        confirm = [build(ctx, engine, DEFAULT_NAME, tuned, expected, tick, wait, args.checks,
+                         2),
                    build(ctx, engine, "best", replace(tuned, **chosen), expected, tick, wait,
-                         2)]
+                         args.checks, 2)]
         time_rounds(device, confirm, args, timer, tick, wait)
         built += confirm
     elif chosen:
@@ -328,6 +457,27 @@ def run_shape(binding_name: str, device: Any, timer: Any, tick: float, software:
     return rows, kernel_rows
 
 
+def build_all(ctx: Context, engine: Engine, named: dict[str, tuple[str, Kernels]],
+              expected: np.ndarray, tick: float, wait: Any, args: argparse.Namespace,
+              deadline: float, notes: list[str], where: str) -> list[Built]:
+    """Each of `named` built and checked (build), or a note why not: past the budget, no
+    subgroups, a pipeline the device's compiler refused."""
+    built = []
+    for name, (part, kernels) in named.items():
+        if perf_counter() > deadline:
+            notes.append(f"{where}: {name} left out (past the {args.budget:.0f} s budget)")
+        elif needs_subgroups(kernels) and engine.sg_ctx is None:
+            notes.append(f"{where}: {name} left out (the device has no subgroups)")
+        else:
+            try:
+                built.append(build(ctx, engine, name, kernels, expected, tick, wait,
+                                   args.checks, part=part))
+            except UserError as exc:  # a pipeline this device's compiler refused
+                notes.append(f"{where}: {name} left out ({exc})")
+                print(notes[-1], flush=True)
+    return built
+
+
 def record(base: dict, weights: Weights, b: Built, args: argparse.Namespace) -> dict:
     """One timed step's record: its GPU time a token, the read floor, its dispatches times
     the GPU's time per dispatch, and the rest."""
@@ -343,7 +493,8 @@ def record(base: dict, weights: Weights, b: Built, args: argparse.Namespace) -> 
             "floor_multiple_read": gpu / floor_ns, "dispatch_ms": dispatches * empty_ns / 1e6,
             "excess_ms": (gpu - floor_ns - dispatches * empty_ns) / 1e6,
             "logits_match_numpy": b.logits_ok,
-            "steps_counted": b.done == 2 + len(b.times) * args.steps}
+            "steps_counted": b.done == b.warm + len(b.times) * args.steps,
+            "steps_checked": b.warm - 2}
 
 
 def stamped(device: Any, b: Built, weights: Weights, base: dict, read_gb_s: float,
@@ -447,7 +598,7 @@ def kernel_cell(k: dict) -> str:
 
 
 def run_device(binding: Any, weights: Weights, expected: np.ndarray, args: argparse.Namespace,
-               deadline: float, notes: list[str]) -> tuple[list, list]:
+               deadline: float, notes: list[str], probes: list[dict]) -> tuple[list, list]:
     """One shape on a device of its own from the binding's best adapter (run_shape)."""
     try:
         device, best, timer, tick, info = open_device(binding, (INSIDE, *SUBGROUP_FEATURES))
@@ -460,7 +611,7 @@ def run_device(binding: Any, weights: Weights, expected: np.ndarray, args: argpa
             notes.append(f"{binding.name}: no timestamp queries, nothing timed")
             return [], []
         return run_shape(binding.name, device, timer, tick, best.info.is_software, weights,
-                         expected, info, args, deadline, notes)
+                         expected, info, args, deadline, notes, probes)
     finally:
         device.destroy()
 
@@ -472,6 +623,7 @@ def main() -> None:
     rows: list[dict] = []
     kernel_rows: list[dict] = []
     notes: list[str] = []
+    probes: list[dict] = []
     with ThreadPoolExecutor() as pool:  # numpy draws and multiplies without the GIL
         weights = dict(zip(args.shapes, pool.map(lambda h: Weights.of(MODELS[h], args.cache),
                                                  args.shapes), strict=True))
@@ -491,25 +643,31 @@ def main() -> None:
                              f"{args.budget:.0f} s budget)")
                 continue
             more_rows, more_kernels = run_device(binding, *models[hidden], args, deadline,
-                                                 notes)
+                                                 notes, probes)
             rows += more_rows
             kernel_rows += more_kernels
-            write(args, rows, kernel_rows, notes, perf_counter() - start)  # kept if cut off
+            write(args, rows, kernel_rows, notes, probes, perf_counter() - start)  # if cut
             gc.collect()
-    text = write(args, rows, kernel_rows, notes, perf_counter() - start)
+    text = write(args, rows, kernel_rows, notes, probes, perf_counter() - start)
     print("\n" + text + "\n".join(notes))
     print(f"done in {perf_counter() - start:.1f} s")
 
 
 def write(args: argparse.Namespace, rows: list[dict], kernel_rows: list[dict],
-          notes: list[str], seconds: float) -> str:
+          notes: list[str], probes: list[dict], seconds: float) -> str:
     """table.txt and decode_kernels.json under OUT as they stand (after each device, so
     that a run cut off by its caller's timeout keeps what it finished); the table."""
     text = table(rows, kernel_rows)
+    if probes:
+        text += ("\nA grid-wide barrier against a boundary between dispatches (barrier_probe: "
+                 f"{PROBE_ROUNDS} rounds of two barriers in one dispatch against as many "
+                 f"dispatches, median of {PROBE_PASSES} passes [least-most]):\n\n"
+                 + "".join(f"- {p['implementation']}: {probe_line(p)}\n" for p in probes))
     (args.out / "table.txt").write_text(text + "".join(f"\n{n}" for n in notes) + "\n")
     (args.out / "decode_kernels.json").write_text(json.dumps(
         {"argv": sys.argv, "steps": args.steps, "rounds": args.rounds, "cache": args.cache,
-         "records": rows, "kernels": kernel_rows, "notes": notes, "seconds": seconds},
+         "records": rows, "kernels": kernel_rows, "probes": probes, "notes": notes,
+         "seconds": seconds},
         indent=1))
     return text
 

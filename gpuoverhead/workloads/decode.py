@@ -20,6 +20,7 @@ import numpy as np
 from gpuoverhead.cases import TIMESTAMPS, TOKEN_LOOPS, Case, Group
 from gpuoverhead.gpu.targets import grid_for
 from gpuoverhead.resources import SHADERS_DIR
+from gpuoverhead.workloads.decode_blocks import ahead_constants, attention_blocks, fused_layers, mlp
 from gpuoverhead.workloads.decode_choices import (
     ALL_MATVECS,
     HEAD_DIMS,
@@ -182,19 +183,25 @@ class Engine:
                                                     **extra})
 
     def _mv(self, entry: str, buffers: dict[int, Any], rows: int, cols: int,
-            least: int = 0, matvec: Matvec | None = None, **extra: int) -> Any:
+            least: int = 0, matvec: Matvec | None = None, ahead: tuple | None = None,
+            **extra: int) -> Any:
         """A dispatch of a matrix-vector kernel: `rows` rows (or pairs) of `cols` columns, one
         per lane group, enough lanes that each reads at most `matvec.lane_loads` vec4s of
         each row; workgroups of MATVEC_WG threads, or `least`; the sums by subgroup shuffles
         (entry point `<entry>_sg`) where `matvec` asks and the device has subgroups (without
-        them, the same lanes through workgroup memory); None: main's."""
+        them, the same lanes through workgroup memory); None: main's. With `ahead` (a
+        buffer and ranges: decode_blocks.ahead_constants), entry point `<entry>_ahead` and
+        workgroups past its rows' that load them."""
         matvec = matvec or ALL_MATVECS["main"]
         lanes = matvec.lanes(cols, DECODE_WG)
         wg = max(lanes, MATVEC_WG, least)
         sg = self.sg_ctx if matvec.subgroups else None
-        pipeline = self._p(entry if sg is None else f"{entry}_sg", sg, ROWS=rows, COLS=cols,
-                           LANES=lanes, WG=wg, **extra)
-        return self.ctx.step(pipeline, buffers, grid_for(rows, wg // lanes))
+        more, loads = ahead_constants(ahead, wg)
+        name = entry if ahead is None else f"{entry}_ahead"
+        pipeline = self._p(name if sg is None else f"{name}_sg", sg, ROWS=rows, COLS=cols,
+                           LANES=lanes, WG=wg, **loads, **extra)
+        return self.ctx.step(pipeline, {**buffers, **({12: ahead[0]} if ahead else {})},
+                             grid_for(rows + more * (wg // lanes), wg // lanes))
 
     def _shared(self, entry: str, buffers: dict[int, Any], groups: int, **extra: int) -> Any:
         """A dispatch of a kernel of `groups` lane groups of SHARED_LANES threads,
@@ -218,9 +225,12 @@ class Engine:
                 ("part", blocks * s.head_dim))}
         buf["rope"] = ctx.buffer(rope_table(s.head_dim, self.cache))
         logits = ctx.buffer(np.zeros(s.vocab, np.float32))
-        layer_of = self._fused_layer if form == "fused" else self._unfused_layer
-        segments = [layer_of(layer, split, buf)
-                    for layer, split in zip(self.layers, self.split, strict=True)]
+        if form == "fused":
+            segments, last = fused_layers(self, buf)
+        else:
+            segments = [self._unfused_layer(layer, split, buf)
+                        for layer, split in zip(self.layers, self.split, strict=True)]
+            last = buf["x"]
         segments[0][:0] = self._input(buf["x"], token)
         steps: list[Any] = []
         if form != "fused":
@@ -228,11 +238,11 @@ class Engine:
                                   {0: self.final_norm, 1: buf["x"], 3: buf["n"]}, (1, 1)))
         for (a, b), weights in zip(self.chunks, self.head, strict=True):
             if form == "fused" and self.kernels.head4:
-                steps.append(self._shared("norm_matvec4", {W: weights, 8: buf["x"],
+                steps.append(self._shared("norm_matvec4", {W: weights, 8: last,
                                                            9: self.final_norm, 3: logits},
                                           -(-(b - a) // 4), ROWS=b - a, BASE=a))
             elif form == "fused":
-                steps.append(self._mv("norm_matvec", {W: weights, 8: buf["x"],
+                steps.append(self._mv("norm_matvec", {W: weights, 8: last,
                                                       9: self.final_norm, 3: logits}, b - a, h,
                                       BASE=a))
             else:
@@ -287,42 +297,33 @@ class Engine:
             step(p("add", ROWS=h), {0: b["y"], 3: b["x"]}, _flat(h)),
         ]
 
-    def _fused_layer(self, layer: dict, split: dict, b: dict) -> list[Any]:
-        """Q/K/V, the attention (_attention: 2 dispatches), the MLP: 5 dispatches."""
-        s, h, q, f = self.w.shape, self.w.shape.hidden, self.w.shape.q_size, self.w.shape.mlp
-        k, early = self.kernels, int(self.kernels.early)
+    def _fused_layer(self, layer: dict, b: dict, following: dict | None) -> list[Any]:
+        """Q/K/V, the attention (_attention: 2 dispatches), the MLP (decode_blocks.mlp: 2,
+        or 1 under Kernels.grid): 5 dispatches."""
+        s, h, q = self.w.shape, self.w.shape.hidden, self.w.shape.q_size
         qkv = {W: layer["wqkv"], 8: b["x"], 9: layer["norm1"], 1: b["rope"], 2: layer["bqkv"],
                3: b["q"], 4: layer["kcache"], 5: layer["vcache"]}
-        return [
-            self._mv("qkv_rope", qkv, (q + 2 * s.kv_size) // 2, h, matvec=ALL_MATVECS[k.qkv],
-                     EARLY=early),
-            *self._attention(layer, b),
-            self._mv("gate_up", {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"]}, f,
-                     h, matvec=ALL_MATVECS[k.gate_up]),
-            self._mv("matvec_add", {W: layer["wdown"], 8: b["a"], 3: b["x"]}, h, f,
-                     matvec=ALL_MATVECS[k.down], EARLY=early)]
+        return [self._mv("qkv_rope", qkv, (q + 2 * s.kv_size) // 2, h,
+                         matvec=ALL_MATVECS[self.kernels.qkv], EARLY=int(self.kernels.early)),
+                *self._attention(layer, b), *mlp(self, layer, b, following)]
 
     def _attention(self, layer: dict, b: dict) -> list[Any]:
         """The attention and its output projection with the residual add: under a `head`
         attention (where the cache allows: HEAD_POSITIONS) each query head's whole cache at
         once, normed, over head_dim / HEAD_DIMS workgroups a head, then o_proj (Kernels.out's
-        lanes); else its blocks, then their combine inside the projection."""
+        lanes); else its blocks (decode_blocks.attention_blocks: `split` or `ticket`, with
+        Kernels.ahead's loads ahead)."""
         s, h, q, t = self.w.shape, self.w.shape.hidden, self.w.shape.q_size, self.cache + 1
-        caches = {8: b["q"], 9: layer["kcache"], 10: layer["vcache"]}
         if self.kernels.attention in HEAD_DIMS and t <= HEAD_POSITIONS:
             slices = s.head_dim // (HEAD_DIMS[self.kernels.attention] or s.head_dim)
             return [self.ctx.step(self._p("attn_head", WG=DECODE_WG, DS=slices,
                                           SPLIT=head_split(t, s.head_dim)),
-                                  {**caches, 3: b["o"]}, (s.heads, slices)),
+                                  {8: b["q"], 9: layer["kcache"], 10: layer["vcache"],
+                                   3: b["o"]}, (s.heads, slices)),
                     self._mv("o_proj", {W: layer["wo"], 8: b["o"], 3: b["x"]}, h, q,
                              matvec=ALL_MATVECS[self.kernels.out],
                              EARLY=int(self.kernels.early))]
-        block = self._block()
-        return [self.ctx.step(self._p("attn_part" if block < DECODE_WG else "attn_part_wide",
-                                      WG=DECODE_WG, AB=block),
-                              {**caches, 3: b["ml"], 4: b["part"]}, (-(-t // block), s.heads)),
-                self._mv("attn_out", {W: layer["wo"], 0: b["ml"], 10: b["part"], 3: b["x"]}, h,
-                         q, least=DECODE_WG)]
+        return attention_blocks(self, layer, b)
 
 
 def argmax_steps(ctx: Context, logits: Any, token: Any, vocab: int) -> list[Step]:

@@ -1,8 +1,10 @@
 """The fused decode step's kernel choices (shaders/fusion_decode.wgsl): how many workgroups
-the attention aims at, which kernel takes the LM head, and how the matrix-vector parts (Q/K/V,
-gate/up, down) sum their rows. The suite's step uses each model's default (`default`);
-benchmarks/investigations/decode_kernels.py times it against `main` (the first fused
-engine's choices) and against each part's alternatives (MATVECS) on a GPU.
+the attention aims at and how its blocks are combined, which kernel takes the LM head, how
+the matrix-vector parts (Q/K/V, gate/up, down) sum their rows, and what the latency-bound
+kernels load ahead into the L2 cache (AHEADS). The suite's step uses each model's default
+(`default`); benchmarks/investigations/decode_kernels.py times it against the other choices
+on a GPU (round 5: the `ticket` attention and the loads ahead), so that a choice that wins
+there becomes a model's default by its name here.
 """
 
 from __future__ import annotations
@@ -60,7 +62,14 @@ MATVEC_FIELDS = (*MATVEC_PARTS, "out")
 #: head): `head-d16` splits each head's values over head_dim / 16 workgroups, each taking
 #: its softmax whole (56 workgroups at 0.5B, 96 at 1.5B), `head-d8` over head_dim / 8.
 HEAD_DIMS = {"head": 0, "head-d16": 16, "head-d8": 8}
-ATTENTIONS = ("split", *HEAD_DIMS)
+#: ticket (round 5): split's blocks, their combine once a head by its last block to finish
+#: (attn_part_ticket, by an atomic ticket), then o_proj as under `head` (Kernels.out).
+#: attn_part_ticket needs every block's writes seen by the head's last workgroup within one
+#: dispatch: the device-scope barrier naga emits for storageBarrier (decode_kernels.py and
+#: tests/gpu/test_decode.py check the logits over many steps).
+ATTENTIONS = ("split", *HEAD_DIMS, "ticket")
+#: The attentions after which o_proj runs (Kernels.out is a part of its own).
+PROJECTED = (*HEAD_DIMS, "ticket")
 #: Each subgroup alternative as a device without subgroups runs it: the same lanes, summed
 #: through workgroup memory (decode.Engine), named so that run.json never names a subgroup
 #: sum that did not run.
@@ -68,6 +77,35 @@ WITHOUT_SUBGROUPS = {"sg": "main", "sg-l8": "l8", "sg-l16": "l16"}
 #: Every matrix-vector kernel a step may run, by name: the alternatives and those.
 ALL_MATVECS = {**MATVECS, **{plain: replace(MATVECS[sg], subgroups=False)
                              for sg, plain in WITHOUT_SUBGROUPS.items()}}
+
+
+@dataclass(frozen=True)
+class Ahead:
+    """What the fused step's latency-bound kernels load ahead, by workgroups of their own
+    past theirs (the `_ahead` entry points: fusion_decode.wgsl's load_ahead), so that it
+    sits in the L2 cache (50 MB on the H100 SXM's and the H200's GH100) when the kernel it
+    belongs to reads it: gate/up's first `part_kb` KiB (its gate rows and their up rows
+    alike) by attn_part's, the next `out_kb` by attn_out's or o_proj's (capped at all of
+    gate/up), and,
+    where `qkv`, the next layer's Q/K/V by down's (matvec_add). Under the split and
+    `ticket` attentions alone (attn_part's blocks under DECODE_WG positions): the head
+    attention and the wide blocks load nothing ahead, and under Kernels.grid down loads
+    nothing (it runs inside mlp_grid)."""
+
+    part_kb: int = 0
+    out_kb: int = 0
+    qkv: bool = False
+
+
+#: The loads ahead by name (Kernels.ahead; "": none; `gu8+8`: 8 MiB by attn_part, 8 more
+#: by attn_out). At 0.5B gate/up is 33.3 MiB in f32 (`gu18+18` loads all of it), at 1.5B
+#: 105 MiB.
+MB = 1024
+AHEADS = {"": Ahead(), "gu8": Ahead(8 * MB), "gu16": Ahead(16 * MB),
+          "gu8+8": Ahead(8 * MB, 8 * MB), "gu18+18": Ahead(18 * MB, 18 * MB),
+          "qkv": Ahead(qkv=True), "gu8+8,qkv": Ahead(8 * MB, 8 * MB, True)}
+#: Workgroups that load ahead in one kernel at most (each thread's loads in a loop past it).
+AHEAD_MOST_WG = 1024
 
 
 @dataclass(frozen=True)
@@ -82,7 +120,11 @@ class Kernels:
     ATTENTIONS); `early`: Q/K/V and the projections with a residual add load what their
     rows' sums are added to (biases, RoPE angles, the residual) before their dot products,
     so that wait overlaps the weights' (after the sums, a round trip to memory of its
-    own)."""
+    own); `ahead`: what the attention and down load ahead for the kernels after them
+    (AHEADS); `grid`: where not 0, the MLP (gate/up, then down) in one dispatch of that many
+    workgroups with a grid-wide barrier between (mlp_grid: an investigation's, for a device
+    known to run that many at once; WebGPU cannot say how many), its sums through workgroup
+    memory, gate/up's lanes and down's as named."""
 
     attention_workgroups: int = ATTENTION_WORKGROUPS
     head4: bool = False
@@ -92,6 +134,8 @@ class Kernels:
     attention: str = "split"
     out: str = "main"
     early: bool = False
+    ahead: str = ""
+    grid: int = 0
 
 
 #: The suite's fused step (run.json's `kernels`: kernels_note), each model's fastest whole

@@ -4,7 +4,10 @@ suite's step through its subgroup entry points, a broken LM head caught; the
 matrix-vector parts' alternatives (MATVECS) against numpy with subgroups and without (the
 same lanes through workgroup memory), and a broken subgroup sum caught; the head attention
 (attn_head, o_proj) with subgroups and without, its fallback to blocks past HEAD_POSITIONS,
-and a broken attn_head caught."""
+and a broken attn_head caught; the loads ahead (Kernels.ahead) against numpy, their ranges
+read, and a broken split between a kernel's own workgroups and those loading caught; the
+attention combined once a head by its last block (`ticket`) over several steps, and its
+ticket broken caught."""
 
 from __future__ import annotations
 
@@ -21,10 +24,12 @@ from gpuoverhead.suite.shaders import fusion_kernel
 from gpuoverhead.workloads import decode
 from gpuoverhead.workloads.decode import SUBGROUP_FEATURES, Engine, Kernels
 from gpuoverhead.workloads.decode_choices import (
+    AHEADS,
     BY_MODEL,
     HEAD_DIMS,
     MATVEC_PARTS,
     MATVECS,
+    Ahead,
     as_run,
     default,
 )
@@ -256,3 +261,168 @@ def test_a_head_attention_that_drops_a_share_fails(ctx, shape, kernels, broken, 
     weights = Weights.of(*SHAPES[shape])
     engine = Engine(ctx.with_kernel(replace(ctx.kernel, source=source)), weights).tuned(kernels)
     assert not _agrees(_step(engine.ctx, engine), reference(weights))
+
+
+#: The tiny model's loads ahead in part: gate/up's first 64 of 256 row pairs (a KiB each)
+#: by attn_part, the next 64 by attn_out, and the next layer's Q/K/V by down.
+PART_AHEAD = Ahead(64, 64, qkv=True)
+
+
+@pytest.mark.parametrize("device", ["sg_ctx", "ctx"])
+def test_the_loads_ahead_leave_numpy_s_logits(request, device, monkeypatch):
+    """attn_part, attn_out and down with workgroups that load gate/up's rows and the next
+    layer's Q/K/V ahead (the last layer's down none), through subgroups and without, leave
+    numpy's logits, two steps running."""
+    ctx = request.getfixturevalue(device)
+    monkeypatch.setitem(AHEADS, "part", PART_AHEAD)
+    weights = Weights.of(*SHAPES["tiny"])
+    engine = Engine(ctx, weights).tuned(replace(as_run(default(weights.shape),
+                                                       device == "sg_ctx"), ahead="part"))
+    segments = engine.steps("fused", ctx.buffer(np.zeros(1, np.uint32)))[0]
+    first, last = ([d[0].label.split(":")[-1] for d in layer] for layer in segments[:2])
+    down = "matvec_add_ahead_sg" if device == "sg_ctx" else "matvec_add_ahead"
+    assert first[2:] == ["attn_part_ahead", "attn_out_ahead", first[4], down]
+    assert last[1:3] == ["attn_part_ahead", "attn_out_ahead"] and down not in last
+    # 64 rows x 32 vec4 twice, 8 vec4 a thread: two workgroups of 256 threads, in rows of
+    # the grid past the heads
+    blocks = -(-(weights.cache + 1) // attention_block(weights.shape, weights.cache))
+    assert segments[1][1][2:] == (blocks, weights.shape.heads + -(-2 // blocks))
+    assert _agrees(_step(ctx, engine), reference(weights))
+
+
+@pytest.mark.parametrize(("at", "loaded"), [(4, True), (12, True), (34, True), (42, True),
+                                            (3, False), (14, False), (33, False),
+                                            (44, False)])
+def test_load_ahead_reads_its_two_ranges(ctx, at, loaded):
+    """load_ahead's workgroups (two of matvec_add_ahead's four, past its two of rows) read
+    vec4 4-13 and 34-43 of `ahead` (AHEAD_AT 4, AHEAD_N 10, AHEAD_GAP 30), and nothing
+    else: a 3e38 there (the sum it writes out) reaches out0[0]; elsewhere out0 keeps its
+    zeros (zero weights)."""
+    ahead = np.zeros((64, 4), np.float32)
+    ahead[at, 0] = 3.0e38
+    out = ctx.buffer(np.zeros(4, np.float32))
+    pipeline = ctx.pipeline("matvec_add_ahead", ROWS=4, COLS=4, LANES=32, WG=64, AHEAD_WG=2,
+                            AHEAD_AT=4, AHEAD_N=10, AHEAD_GAP=30)
+    ctx.submit([ctx.step(pipeline, {7: ctx.buffer(np.zeros(16, np.float32)),
+                                    8: ctx.buffer(np.zeros(4, np.float32)), 3: out,
+                                    12: ctx.buffer(ahead)}, (4, 1))])
+    assert list(ctx.reader(out, np.float32)()) == [3.0e38 if loaded else 0.0, 0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize(("broken", "instead"), [
+    ("let own = (ROWS + WG / LANES - 1u) / (WG / LANES);",  # a workgroup of rows loads
+     "let own = (ROWS + WG / LANES - 1u) / (WG / LANES) - 1u;"),
+    ("    if (wid.y >= NH) {\n", "    if (wid.y + 1u >= NH) {\n")])  # a head loads
+def test_a_kernel_that_loads_ahead_in_its_own_workgroups_fails(ctx, monkeypatch, broken,
+                                                               instead):
+    """A workgroup of down's or attn_out's rows, or the attention's last head, taken for
+    one that loads ahead changes the logits past the check."""
+    monkeypatch.setitem(AHEADS, "part", PART_AHEAD)
+    source = ctx.kernel.source.replace(broken, instead)
+    assert source != ctx.kernel.source
+    weights = Weights.of(*SHAPES["tiny"])
+    engine = Engine(ctx.with_kernel(replace(ctx.kernel, source=source)), weights).tuned(
+        Kernels(head4=True, ahead="part"))
+    assert not _agrees(_step(engine.ctx, engine), reference(weights))
+
+
+def _each_step_agrees(ctx: Context, engine: Engine, steps: int) -> list[bool]:
+    """Whether each of `steps` steps, each submitted and read on its own, leaves numpy's
+    logits (a race between workgroups may spoil some steps and not others)."""
+    count = ctx.buffer(np.zeros(1, np.uint32))
+    segments, logits = engine.steps("fused", count)
+    want, out = reference(engine.w), []
+    for _ in range(steps):
+        ctx.submit(sum(segments, ()))
+        out.append(_agrees(ctx.reader(logits, np.float32)(), want))
+    assert ctx.reader(count, np.uint32)()[0] == steps
+    return out
+
+
+@pytest.mark.parametrize(("device", "out", "shape"), [("ctx", "main", "tiny"),
+                                                      ("sg_ctx", "sg-l16", "wide")])
+def test_the_attention_combined_by_each_head_s_last_block_matches_numpy(request, device, out,
+                                                                        shape):
+    """attn_part_ticket (the tiny model's 2 blocks a head, the wide model's 19 over 4
+    heads, their workgroups on lavapipe's threads at once) and o_proj after it, through
+    workgroup memory and subgroups, leave numpy's logits in each of 4 steps: the tickets
+    go back to 0 for the next layer and step."""
+    ctx = request.getfixturevalue(device)
+    engine = Engine(ctx, Weights.of(*SHAPES[shape])).tuned(
+        Kernels(head4=True, attention="ticket", out=out))
+    names = _entries(engine)
+    assert "attn_part_ticket" in names and not {"attn_part", "attn_out"} & set(names)
+    assert all(_each_step_agrees(ctx, engine, 4))
+
+
+@pytest.mark.parametrize(("broken", "instead"), [
+    ("workgroupUniformLoad(&last_block) == NB - 1u",
+     "workgroupUniformLoad(&last_block) == NB - 2u"),
+    ("            atomicStore(&tickets[wid.y], 0u);\n", "")])
+def test_an_attention_combined_before_its_last_block_fails(ctx, broken, instead):
+    """The last block but one of a head combining (before the last wrote its partial
+    results: it reads those the layer before left), or the tickets never set back to 0 (no
+    block of a later layer combines): some step's logits past the check."""
+    source = ctx.kernel.source.replace(broken, instead)
+    assert source != ctx.kernel.source
+    weights = Weights.of(*SHAPES["wide"])
+    engine = Engine(ctx.with_kernel(replace(ctx.kernel, source=source)), weights).tuned(
+        Kernels(head4=True, attention="ticket"))
+    assert not all(_each_step_agrees(engine.ctx, engine, 2))
+
+
+def _grid_sync(ctx: Context, dispatches: int, rounds: int = 4, spin: int = 4096
+               ) -> list[int]:
+    """grid_sync's counters (arrivals, gave up, stale reads at fresh addresses and at one
+    address) after `dispatches` dispatches of one workgroup, `rounds` rounds each."""
+    tickets = ctx.buffer(np.zeros(4, np.uint32))
+    step = ctx.step(ctx.pipeline("grid_sync", WG=64, ROUNDS=rounds, SPIN=spin),
+                    {3: ctx.buffer(np.zeros(rounds, np.float32)),
+                     4: ctx.buffer(np.zeros(1, np.float32)), 13: tickets}, (1, 1))
+    ctx.submit((step,) * dispatches)
+    return ctx.reader(tickets, np.uint32)().tolist()
+
+
+def test_a_grid_barrier_passes_with_its_counter_never_set_back(ctx):
+    """grid_sync's barriers (two a round) over one workgroup, in two dispatches on one
+    counter: every arrival counted, none gave up, every value read the round's (a grid of
+    more workgroups than lavapipe runs at once would give up: decode_kernels.py's probe
+    takes the H200's counts as an option)."""
+    assert _grid_sync(ctx, 2) == [16, 0, 0, 0]
+
+
+def test_a_grid_barrier_that_waits_for_too_many_gives_up_and_says_so(ctx):
+    """A barrier waiting for one more arrival than the grid has gives up after SPIN loads
+    of the counter, each time, and counts it: no hang, and the probe's verdict fails."""
+    source = ctx.kernel.source.replace("let goal = (ticket / workgroups + 1u) * workgroups;",
+                                       "let goal = (ticket / workgroups + 1u) * workgroups + 1u;")
+    assert source != ctx.kernel.source
+    assert _grid_sync(ctx.with_kernel(replace(ctx.kernel, source=source)), 1, spin=64)[:2] \
+        == [8, 8]
+
+
+@pytest.mark.parametrize(("shape", "layers"), [("tiny", 2), ("wide", 3)])
+def test_the_mlp_in_one_dispatch_of_one_workgroup_matches_numpy(ctx, shape, layers):
+    """mlp_grid (gate/up, a grid barrier, down) in one workgroup, all of both stages' rows
+    in turn, its residual stream alternating two buffers (three layers: the head reads the
+    second), leaves numpy's logits in each of 3 steps. More workgroups than one are left to
+    a GPU: on this lavapipe two workgroups pass the barrier's count yet read each other's
+    rows wrong (decode_kernels.py's probe and its checks judge them on the H200)."""
+    model, cache = SHAPES[shape]
+    weights = Weights.of(replace(model, layers=layers), cache)
+    engine = Engine(ctx, weights).tuned(Kernels(head4=True, grid=1))
+    names = _entries(engine)
+    assert names.count("mlp_grid") == layers and not {"gate_up", "matvec_add"} & set(names)
+    assert all(_each_step_agrees(ctx, engine, 3))
+
+
+def test_an_mlp_in_one_dispatch_that_drops_the_residual_fails(ctx):
+    """mlp_grid's down writing its sums without the residual stream: logits past the
+    check."""
+    source = ctx.kernel.source.replace("out1[r] = x4[r / 4u][r % 4u] + red[lid].x;",
+                                       "out1[r] = red[lid].x;")
+    assert source != ctx.kernel.source
+    weights = Weights.of(*SHAPES["tiny"])
+    engine = Engine(ctx.with_kernel(replace(ctx.kernel, source=source)), weights).tuned(
+        Kernels(head4=True, grid=1))
+    assert not any(_each_step_agrees(engine.ctx, engine, 1))
