@@ -11,6 +11,8 @@ from gpuoverhead.results import read
 
 #: An H200 run of the default suite: every layer, GPU times, PyTorch beside WebGPU.
 RUN = ROOT / "results/h200/default"
+#: An H200 A/A test's halves.
+AA = ROOT / "results/h200/regimes-check/selftest"
 #: Terms a newcomer met and could not place (issue 56).
 UNPLACED = ("naive readback", "api/ref.", "fixed wait", "naive/submit", "bound")
 
@@ -34,8 +36,7 @@ def test_a_report_and_compare_caption_the_terms_they_show(tmp_path):
     assert render.words(table).splitlines()[-1].startswith("inflation: naive over the wall")
     assert render.words(table) in str(render.terminal(table).caption)
     assert "\n- inflation: naive over" in render.markdown(table)
-    compared = in_process("compare", "--markdown", *(str(ROOT / f"results/h200/selftest-again/"
-                                                                 f"{half}") for half in "ab"))
+    compared = in_process("compare", "--markdown", *(str(AA / half) for half in "ab"))
     assert compared.returncode == 0, compared.stderr
     assert "\n\n- latency_ns: one op submitted" in compared.stdout
     assert "\n- first_round_ns: " in compared.stdout and "\n- every metric: docs/schema.md\n" \

@@ -524,13 +524,13 @@ def _child(*args: str, read: int = 0) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(args, proc.wait(timeout=120), "", err)
 
 
-SELFTEST = ROOT / "results" / "h200" / "selftest-again"
+SELFTEST = ROOT / "results" / "h200" / "regimes-check" / "selftest"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("args", "read"), [
-    (("compare", str(SELFTEST / "a"), str(SELFTEST / "b"), "--json"), 100),  # 128 KB
-    (("show", str(ROOT / "results" / "h200" / "limit300")), 0),
+    (("compare", str(SELFTEST / "a"), str(SELFTEST / "b"), "--json"), 100),  # 133 KB
+    (("show", str(ROOT / "results" / "h200" / "processes-10")), 0),
 ], ids=["compare --json, 100 bytes read", "show"])
 def test_hostile_reader_that_leaves_is_one_line(args, read):
     """`compare --json | head -c 100` printed part of its output and exited 0, without a
@@ -567,7 +567,7 @@ def test_hostile_system_error_is_out_of_memory_under_a_limit(limited):
 
 _NUMBERS = re.compile(r"\d[\d,.]*(?:x|%)?(?:[–-]\d[\d,.]*x?)?")
 NARROW = {
-    "show": ("show", str(ROOT / "results" / "h200" / "limit300")),
+    "show": ("show", str(ROOT / "results" / "h200" / "regimes-check" / "selftest-b2b" / "a")),
     "show fusion": ("show", str(ROOT / "results" / "h100" / "engine")),
     "report": ("report", str(DEFAULT), str(H200)),
     "history": ("history", str(ROOT / "results" / "h200")),

@@ -26,7 +26,7 @@ SCHEMAS = ROOT / "docs" / "schemas"
 NEGATIVE = ROOT / "tests/data/h100-negative-python"  # an H100 A/A half (run.json, summary)
 #: A decode run: its figures are speedups, better when higher.
 DECODE = ROOT / "results/h100/decode"
-PAIR = [ROOT / f"results/h200/selftest-again/{s}" for s in "ab"]
+PAIR = [ROOT / f"results/h200/regimes-check/selftest/{s}" for s in "ab"]
 
 
 def _schema(name: str) -> dict:

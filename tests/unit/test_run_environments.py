@@ -14,7 +14,7 @@ from gpuoverhead.results import read
 
 #: Chromium, wgpu-native and PyTorch on the 2-core machine's software adapters.
 RUN = ROOT / "results/swiftshader/default"
-PAIR = [ROOT / f"results/h200/selftest-again/{s}" for s in "ab"]
+PAIR = [ROOT / f"results/h200/regimes-check/selftest/{s}" for s in "ab"]
 
 
 def _elsewhere(base: read.ResultSet) -> read.ResultSet:
