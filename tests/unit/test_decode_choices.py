@@ -36,6 +36,19 @@ def test_each_model_s_default_is_its_measured_choice():
     assert parts["qwen2.5-1.5b"] == ("sg-l8", "sg-l8", "sg-l16")
 
 
+def test_1_5b_s_attention_is_round_5_s_ticket_with_its_projection_by_sg_l16():
+    """At 1.5B the attention's blocks combined once a head (`ticket`, the fastest attention
+    in both implementations in round 5), then o_proj with sg-l16's lanes; loads early and
+    ahead off (wgpu-native's best loaded early, Dawn's did not); 0.5B keeps `split`, where
+    the ticket lost."""
+    big, small = default(MODELS[1536]), default(MODELS[896])
+    assert (big.attention, big.out, big.early, big.ahead, big.grid) == \
+        ("ticket", "sg-l16", False, "", 0)
+    assert (small.attention, small.early, small.ahead, small.grid) == ("split", False, "", 0)
+    assert kernels_note(True)["by_model"]["qwen2.5-1.5b"]["attention"] == "ticket"
+    assert kernels_note(False)["by_model"]["qwen2.5-1.5b"]["out"] == "l16"
+
+
 def test_run_json_s_note_names_the_kernels_that_ran():
     """With subgroups the note names the suite's choices; without, each part's
     workgroup-memory twin (the same lanes), never a subgroup alternative, and says so."""
