@@ -36,6 +36,8 @@ override T: u32 = 129;        // positions attended: the cache and the new token
 override AB: u32 = 256;       // attention: positions per block, a power of two from
                               // WG / (D / 4) up to WG
 override NB: u32 = 1;         // attention blocks: ceil(T / AB)
+override MLS: u32 = 64;       // attention: f32 between two heads' blocks' largest scores and
+                              // sums (ml_at), at least 2 * NB, whole cache lines
 override ROWS: u32 = 896;     // matvec: output rows (rope: heads; elementwise: length)
 override COLS: u32 = 896;     // matvec: input length, a multiple of 4
 override TOKEN: u32 = 0;      // copy: the token's row in the first chunk of the LM head
@@ -641,12 +643,20 @@ fn attn_part_ticket(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
 
 var<workgroup> last_block: u32;
 
+// Where block b of head h keeps its largest score (and its sum after it). Each head's start
+// on a line of its own (MLS: decode_model.ml_stride), so that attn_part_ticket's combine
+// of one head never caches a line of another's that is still being written: no SM's L1 is
+// kept coherent with another's within a dispatch (the grid-barrier probe, round 5).
+fn ml_at(h: u32, b: u32) -> u32 {
+    return h * MLS + 2u * b;
+}
+
 // Head h's NB blocks (out0: their largest scores and sums, out1: their weighted values)
 // combined and normed into out2[h * D ..], a thread a dimension.
 fn combine_head(h: u32, lid: u32) {
     for (var i = lid; i < NB; i = i + WG) {
-        hw[i] = out0[2u * (h * NB + i)];
-        lw[i] = out0[2u * (h * NB + i) + 1u];
+        hw[i] = out0[ml_at(h, i)];
+        lw[i] = out0[ml_at(h, i) + 1u];
     }
     workgroupBarrier();
     if (lid < D) {
@@ -716,8 +726,8 @@ fn attn_block(wid: vec3<u32>, lid: u32) {
         for (var r = 0u; r < runs; r = r + 1u) {
             sum = sum + redm[r];
         }
-        out0[2u * (h * NB + b)] = top;
-        out0[2u * (h * NB + b) + 1u] = sum;
+        out0[ml_at(h, b)] = top;
+        out0[ml_at(h, b) + 1u] = sum;
     }
 }
 
@@ -803,8 +813,8 @@ fn attn_part_wide(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
     workgroupBarrier();
     attn_values_wide(b, h, g, lid);
     if (lid == 0u) {
-        out0[2u * (h * NB + b)] = top;
-        out0[2u * (h * NB + b) + 1u] = redm[0];
+        out0[ml_at(h, b)] = top;
+        out0[ml_at(h, b) + 1u] = redm[0];
     }
 }
 
@@ -898,8 +908,8 @@ fn attn_out_dot(r: u32, lid: u32) -> f32 {
 // batch (a block past the last reads the last, weighted 0).
 fn combine(lid: u32) {
     for (var i = lid; i < NH * NB; i = i + WG) {
-        hw[i] = in0[2u * i];
-        lw[i] = in0[2u * i + 1u];
+        hw[i] = in0[ml_at(i / NB, i % NB)];
+        lw[i] = in0[ml_at(i / NB, i % NB) + 1u];
     }
     workgroupBarrier();
     if (lid < NH) {

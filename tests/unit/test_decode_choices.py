@@ -15,8 +15,10 @@ from gpuoverhead.workloads.decode_choices import (
 from gpuoverhead.workloads.decode_model import (
     DECODE_WG,
     HEAD_POSITIONS,
+    ML_LINE,
     MODELS,
     attention_block,
+    ml_stride,
 )
 
 
@@ -98,3 +100,11 @@ def test_the_head_attention_holds_as_many_positions_as_its_shader():
     """HEAD_POSITIONS is the shader's MAX_T: a longer cache would overrun its scores."""
     source = (SHADERS_DIR / "fusion_decode.wgsl").read_text()
     assert f"const MAX_T: u32 = {HEAD_POSITIONS}u;" in source
+
+
+def test_each_head_s_largest_scores_and_sums_start_a_line_of_their_own():
+    """ml_stride (the shader's MLS): room for a head's 2 f32 a block, rounded up to whole
+    256-byte lines, so the ticket's combine of one head never caches another's line."""
+    assert [ml_stride(nb) for nb in (1, 5, 9, 32, 33)] == [64, 64, 64, 64, 128]
+    assert all(ml_stride(nb) >= 2 * nb and ml_stride(nb) % ML_LINE == 0 and 4 * ML_LINE == 256
+               for nb in range(1, 513))
