@@ -152,10 +152,13 @@ def variants(tuned: Kernels, subgroups: bool = True, swaps: bool = False,
 
 def grid_variants(tuned: Kernels, counts: tuple[int, ...]) -> dict[str, tuple[str, Kernels]]:
     """(Approach B) the suite's step with its MLP in one dispatch of each of `counts`
-    workgroups (Kernels.grid: mlp_grid, `grid=132`), the part `grid`: those the barrier probe
+    workgroups (Kernels.grid: mlp_grid, `grid=132`), and with each whole layer in one
+    (Kernels.layer_grid: layer_grid, `layer_grid=132`: 24 or 28 boundaries a token where
+    the suite's step has 123 or 143), all the part `grid`: at the counts the barrier probe
     passed at on this device, so that a grid whose workgroups are not all resident (each of
     its barriers then waits SPIN loads and gives up) is never timed."""
-    return {f"grid={n}": ("grid", replace(tuned, grid=n)) for n in counts}
+    return {f"{name}={n}": ("grid", replace(tuned, **{name: n}))
+            for name in ("grid", "layer_grid") for n in counts}
 
 
 def needs_subgroups(kernels: Kernels) -> bool:
@@ -288,6 +291,8 @@ def kernel_bytes(s: Shape, cache: int) -> dict[str, int]:
             "o_proj": 4 * n * h * q,
             "gate_up": 4 * n * (2 * f * h + h), "matvec_add": 4 * n * f * h,
             "mlp_grid": 4 * n * (3 * f * h + h),
+            "layer_grid": 4 * n * ((q + 2 * kv) * h + 3 * h + q + 2 * kv + h * q + 3 * f * h)
+            + cached,
             "norm_matvec": head, "norm_matvec4": head, "count": 0}
 
 
