@@ -4,14 +4,18 @@ a token's GPU time go? (issue 57)
 On the best adapter of wgpu-native (and of Dawn, where `wgpudawn` imports), for Qwen2.5-0.5B
 and 1.5B (f32, random weights, a KV cache of 128), the fused step under each of `variants`:
 the suite's own (workloads/decode_choices: `subgroups`, each model's, as the device runs it;
-`tuned` in the tables of rounds 2 and 3, the suite's step before; round 3's best); (round 5)
-the suite's with its attention's blocks combined once a head by the head's last block to
-finish (decode_choices.ATTENTIONS `ticket`: attn_part_ticket, then o_proj as a plain
-matrix-vector product under each alternative that sums by subgroups: `ticket+out=sg`), with
-each load ahead (decode_choices.AHEADS: workgroups of attn_part, attn_out and down of their
-own that read gate/up's first rows or the next layer's Q/K/V into the L2 cache while the
-kernel they ride on leaves memory idle: `ahead=gu8+8`), and with `early=True` (the loads
-that a row's sums are added to issued before its dot products). With `--swaps` (round 3's
+`tuned` in the tables of rounds 2 and 3, the suite's step before; round 3's best; at 1.5B
+since round 6 the `ticket` attention); the suite's with the other of its attention's blocks
+combined once a head by the head's last block to finish (decode_choices.ATTENTIONS
+`ticket`: attn_part_ticket, then o_proj as a plain matrix-vector product with 1.5B's lanes:
+`ticket+out=sg-l16`) and inside the output projection (`split`); with `early=True` (the
+loads that a row's sums are added to issued before its dot products); and (round 6,
+grid_variants) with the MLP or each whole layer in one dispatch of resident workgroups
+(`grid=132`, `layer_grid=132`) at the counts the barrier probe passed at. With `--aheads`
+(round 5's, which lost) also `ticket` under each o_proj that sums by subgroups and each
+load ahead (decode_choices.AHEADS: workgroups of attn_part, attn_out and down of their own
+that read gate/up's first rows or the next layer's Q/K/V into the L2 cache while the kernel
+they ride on leaves memory idle: `ahead=gu8+8`). With `--swaps` (round 3's
 set) also `main` (the first fused engine's kernels) and the suite's with one matrix-vector
 part (Q/K/V, gate/up, down) swapped for each of its other alternatives
 (decode_choices.MATVECS: `gate_up=sg-l16`; those summing by subgroup shuffles only where the
@@ -42,8 +46,10 @@ not with the totals above).
 Once a device, with the first model (round 5, approach B's building block: a persistent
 kernel whose stages a grid-wide barrier separates): `barrier_probe`, for each workgroup count
 of `--resident` (those the device runs at once: nothing in WebGPU says how many), whether
-every workgroup passed grid_sync's barriers and read what the others wrote before them, and
-then a barrier's GPU µs against a boundary between dispatches.
+every workgroup passed grid_sync's barriers and read what the others wrote before them at
+fresh addresses (stale reads at an address written every round said apart: round 5's H200
+had them, L1 not coherent between SMs), and then a barrier's GPU µs against a boundary
+between dispatches.
 
 Starts no new shape or variant past `--budget` seconds, and says what it left out. Writes
 table.txt and decode_kernels.json under OUT. From the repository root:
@@ -223,7 +229,7 @@ def arguments() -> argparse.Namespace:
                              "has started still finishes: on an H200 round 3's 11 variants "
                              "and 2 a shape took 89 s in all; round 4's 12 and 2 about as "
                              "long, with --swaps 21 and 2 about 160; round 5's 11 and 2 "
-                             "should take about as long as round 3's)")
+                             "89 s; round 6's 7 and 2 should take less)")
     parser.add_argument("--swaps", action="store_true",
                         help="also round 3's variants: `main` and the suite's step with one "
                              "matrix-vector part swapped for each of its alternatives")
