@@ -36,6 +36,8 @@ override T: u32 = 129;        // positions attended: the cache and the new token
 override AB: u32 = 256;       // attention: positions per block, a power of two from
                               // WG / (D / 4) up to WG
 override NB: u32 = 1;         // attention blocks: ceil(T / AB)
+override MLS: u32 = 64;       // attention: f32 between two heads' blocks' largest scores and
+                              // sums (ml_at), at least 2 * NB, whole cache lines
 override ROWS: u32 = 896;     // matvec: output rows (rope: heads; elementwise: length)
 override COLS: u32 = 896;     // matvec: input length, a multiple of 4
 override TOKEN: u32 = 0;      // copy: the token's row in the first chunk of the LM head
@@ -641,12 +643,20 @@ fn attn_part_ticket(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
 
 var<workgroup> last_block: u32;
 
+// Where block b of head h keeps its largest score (and its sum after it). Each head's start
+// on a line of its own (MLS: decode_model.ml_stride), so that attn_part_ticket's combine
+// of one head never caches a line of another's that is still being written: no SM's L1 is
+// kept coherent with another's within a dispatch (the grid-barrier probe, round 5).
+fn ml_at(h: u32, b: u32) -> u32 {
+    return h * MLS + 2u * b;
+}
+
 // Head h's NB blocks (out0: their largest scores and sums, out1: their weighted values)
 // combined and normed into out2[h * D ..], a thread a dimension.
 fn combine_head(h: u32, lid: u32) {
     for (var i = lid; i < NB; i = i + WG) {
-        hw[i] = out0[2u * (h * NB + i)];
-        lw[i] = out0[2u * (h * NB + i) + 1u];
+        hw[i] = out0[ml_at(h, i)];
+        lw[i] = out0[ml_at(h, i) + 1u];
     }
     workgroupBarrier();
     if (lid < D) {
@@ -716,8 +726,8 @@ fn attn_block(wid: vec3<u32>, lid: u32) {
         for (var r = 0u; r < runs; r = r + 1u) {
             sum = sum + redm[r];
         }
-        out0[2u * (h * NB + b)] = top;
-        out0[2u * (h * NB + b) + 1u] = sum;
+        out0[ml_at(h, b)] = top;
+        out0[ml_at(h, b) + 1u] = sum;
     }
 }
 
@@ -803,8 +813,8 @@ fn attn_part_wide(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
     workgroupBarrier();
     attn_values_wide(b, h, g, lid);
     if (lid == 0u) {
-        out0[2u * (h * NB + b)] = top;
-        out0[2u * (h * NB + b) + 1u] = redm[0];
+        out0[ml_at(h, b)] = top;
+        out0[ml_at(h, b) + 1u] = redm[0];
     }
 }
 
@@ -898,8 +908,8 @@ fn attn_out_dot(r: u32, lid: u32) -> f32 {
 // batch (a block past the last reads the last, weighted 0).
 fn combine(lid: u32) {
     for (var i = lid; i < NH * NB; i = i + WG) {
-        hw[i] = in0[2u * i];
-        lw[i] = in0[2u * i + 1u];
+        hw[i] = in0[ml_at(i / NB, i % NB)];
+        lw[i] = in0[ml_at(i / NB, i % NB) + 1u];
     }
     workgroupBarrier();
     if (lid < NH) {
@@ -1410,6 +1420,275 @@ fn down_share(row: u32, lane: u32) -> f32 {
 
 fn a_at(c: u32) -> vec4<f32> {
     return vec4<f32>(out0[4u * c], out0[4u * c + 1u], out0[4u * c + 2u], out0[4u * c + 3u]);
+}
+
+// ---- fused, a whole layer in one dispatch of resident workgroups (Kernels.layer_grid) -----
+
+@group(0) @binding(14) var<storage, read> w_o: array<vec4<W>>;
+@group(0) @binding(15) var<storage, read> w_gu: array<vec4<W>>;
+
+override LANES_GU: u32 = 32;  // layer_grid: threads a row of gate/up (LANES: Q/K/V's and
+                              // the output projection's; LANES2: down's)
+override SXM: u32 = 0;        // layer_grid: where each stage's output starts in out0 (f32),
+override SA: u32 = 0;         // each on lines of its own: the stream after the attention,
+override SQ: u32 = 0;         // silu(gate) * up, q, the blocks' largest scores and sums,
+override SML: u32 = 0;        // their weighted values, and the layer's key and value caches
+override SP: u32 = 0;         // (the stream after the layer at 0, where the next layer and
+override SK: u32 = 0;         // the LM head read it)
+override SV: u32 = 0;
+
+// One layer in one dispatch whose workgroups (all resident at once) each take every n-th
+// of each stage's virtual workgroups, a grid barrier (grid_barrier on tickets[0]) between
+// stages: Q/K/V with the norm and RoPE, the new key and value into the caches; the
+// attention's blocks; their combine (by every workgroup with rows, into os) and the output
+// projection with the residual add; gate/up with the norm and SiLU; down with the residual
+// add. Every value a stage writes for a later one goes to an address of out0 (this layer's
+// own) that no workgroup reads before that stage's barrier, so that no L1 holds a stale
+// copy (NVIDIA's are not kept coherent between SMs within a dispatch: decode_kernels.py's
+// probe). x4: the stream before the layer (read only); in0: Q/K/V's biases, the two
+// norms' weights and RoPE's cos and sin; weights, w_o, w_gu, ahead: Q/K/V's, the output
+// projection's, gate/up's and down's matrices. Sums through workgroup memory.
+@compute @workgroup_size(WG)
+fn layer_grid(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+              @builtin(local_invocation_index) lid: u32) {
+    let n = nwg.x * nwg.y;
+    let wg = row_of(wid, nwg);
+    let qkv = (NH + 2u * NKV) * D;
+    layer_qkv(wg, n, lid, qkv);
+    grid_barrier(lid, n);
+    for (var v = wg; v < NH * NB; v = v + n) {
+        layer_block(v / NB, v % NB, lid);
+    }
+    grid_barrier(lid, n);
+    layer_out(wg, n, lid);
+    grid_barrier(lid, n);
+    if (wg * (WG / LANES_GU) < F) {
+        normed_os(lid, true, qkv + H);
+        for (var v = wg; v * (WG / LANES_GU) < F; v = v + n) {
+            let r = v * (WG / LANES_GU) + lid / LANES_GU;
+            let lane = lid % LANES_GU;
+            var s = vec4<f32>(0.0);
+            if (r < F) {
+                s = vec4<f32>(os_share(2u, r, lane, LANES_GU),
+                              os_share(2u, F + r, lane, LANES_GU), 0.0, 0.0);
+            }
+            red[lid] = s;
+            reduce_runs(lid, LANES_GU);
+            if (lid % LANES_GU == 0u && r < F) {
+                let g = red[lid].x;
+                out0[SA + r] = g / (1.0 + exp(-g)) * red[lid].y;
+            }
+            workgroupBarrier();
+        }
+    }
+    grid_barrier(lid, n);
+    for (var v = wg; v * (WG / LANES2) < H; v = v + n) {
+        let r = v * (WG / LANES2) + lid / LANES2;
+        var s = 0.0;
+        if (r < H) {
+            s = layer_down_share(r, lid % LANES2);
+        }
+        red[lid] = vec4<f32>(s, 0.0, 0.0, 0.0);
+        reduce_runs(lid, LANES2);
+        if (lid % LANES2 == 0u && r < H) {
+            out0[r] = out0[SXM + r] + red[lid].x;
+        }
+        workgroupBarrier();
+    }
+}
+
+// os = the stream normed (x4, or out0[SXM ..] where `mid`) times the norm's weight at
+// in0[at ..], by the whole workgroup.
+fn normed_os(lid: u32, mid: bool, at: u32) {
+    var q = 0.0;
+    for (var c = lid; c < H / 4u; c = c + WG) {
+        var x = x4[c];
+        if (mid) {
+            x = vec4<f32>(out0[SXM + 4u * c], out0[SXM + 4u * c + 1u], out0[SXM + 4u * c + 2u],
+                          out0[SXM + 4u * c + 3u]);
+        }
+        os[c] = x;
+        q = q + dot(x, x);
+    }
+    redm[lid] = q;
+    reduce_sum(lid);
+    let inv = inv_rms(redm[0]);
+    for (var c = lid; c < H / 4u; c = c + WG) {
+        os[c] = os[c] * vec4<f32>(in0[at + 4u * c], in0[at + 4u * c + 1u],
+                                  in0[at + 4u * c + 2u], in0[at + 4u * c + 3u]) * inv;
+    }
+    workgroupBarrier();
+}
+
+// A lane's share of row `row` (H columns: Q/K/V's rows and the output projection's are as
+// long as the stream) of Q/K/V's matrix (which 0), the output projection's (1) or
+// gate/up's (2) against os, `lanes` lanes a row.
+fn os_share(which: u32, row: u32, lane: u32, lanes: u32) -> f32 {
+    let c4 = H / 4u;
+    var a = vec4<f32>(0.0);
+    for (var c = lane; c < c4; c = c + lanes) {
+        var w: vec4<f32>;
+        if (which == 0u) {
+            w = vec4<f32>(weights[row * c4 + c]);
+        } else if (which == 1u) {
+            w = vec4<f32>(w_o[row * c4 + c]);
+        } else {
+            w = vec4<f32>(w_gu[row * c4 + c]);
+        }
+        a = fma(w, os[c], a);
+    }
+    return total(a);
+}
+
+// Q/K/V's row pairs (j, j + D / 2) of each block (a query head, the key heads, the value
+// heads), LANES lanes a row, the normed stream in os: RoPE on the query and key rows; q
+// into out0[SQ ..], the key and value into the caches' position T - 1.
+fn layer_qkv(wg: u32, n: u32, lid: u32, qkv: u32) {
+    let per = WG / LANES;
+    let pairs = qkv / 2u;
+    if (wg * per >= pairs) {
+        return;
+    }
+    normed_os(lid, false, qkv);
+    let half = D / 2u;
+    for (var v = wg; v * per < pairs; v = v + n) {
+        let p = v * per + lid / LANES;
+        let lane = lid % LANES;
+        let r0 = (p / half) * D + p % half;
+        var s = vec4<f32>(0.0);
+        if (p < pairs) {
+            s = vec4<f32>(os_share(0u, r0, lane, LANES), os_share(0u, r0 + half, lane, LANES),
+                          0.0, 0.0);
+        }
+        red[lid] = s;
+        reduce_runs(lid, LANES);
+        if (lane == 0u && p < pairs) {
+            let block = p / half;
+            let j = p % half;
+            var y = vec2<f32>(red[lid].x + in0[r0], red[lid].y + in0[r0 + half]);
+            if (block < NH + NKV) {
+                y = turn(y.x, y.y, in0[qkv + 2u * H + j], in0[qkv + 2u * H + half + j]);
+            }
+            var at = SQ + block * D + j;
+            if (block >= NH + NKV) {
+                at = SV + ((T - 1u) * NKV + block - NH - NKV) * D + j;
+            } else if (block >= NH) {
+                at = SK + ((T - 1u) * NKV + block - NH) * D + j;
+            }
+            out0[at] = y.x;
+            out0[at + half] = y.y;
+        }
+        workgroupBarrier();
+    }
+}
+
+// Head h over cache block b (positions AB * b .., AB <= WG): its q in os, a thread a
+// position's score, a thread a dimension's weighted values into out0[SP + (h * NB + b) *
+// D ..], the block's largest score and sum at out0[SML + ml_at(h, b) ..].
+fn layer_block(h: u32, b: u32, lid: u32) {
+    let g = h / (NH / NKV);
+    if (lid < D / 4u) {
+        let p = SQ + h * D + 4u * lid;
+        os[lid] = vec4<f32>(out0[p], out0[p + 1u], out0[p + 2u], out0[p + 3u]);
+    }
+    workgroupBarrier();
+    let t = b * AB + lid;
+    let ok = lid < AB && t < T;
+    var s = -3.0e38;
+    if (ok) {
+        var acc = vec4<f32>(0.0);
+        for (var d = 0u; d < D / 4u; d = d + 1u) {
+            let k = SK + (t * NKV + g) * D + 4u * d;
+            acc = fma(os[d], vec4<f32>(out0[k], out0[k + 1u], out0[k + 2u], out0[k + 3u]), acc);
+        }
+        s = total(acc) / sqrt(f32(D));
+    }
+    redm[lid] = s;
+    reduce_max(lid);
+    let top = redm[0];
+    workgroupBarrier();
+    let e = select(0.0, exp(s - top), ok);
+    ps[lid] = e;
+    redm[lid] = e;
+    reduce_sum(lid);
+    if (lid < D) {
+        var o = 0.0;
+        for (var i = 0u; i < AB; i = i + 1u) {
+            o = fma(ps[i], out0[SV + (min(b * AB + i, T - 1u) * NKV + g) * D + lid], o);
+        }
+        out0[SP + (h * NB + b) * D + lid] = o;
+    }
+    if (lid == 0u) {
+        out0[SML + ml_at(h, b)] = top;
+        out0[SML + ml_at(h, b) + 1u] = redm[0];
+    }
+    workgroupBarrier();
+}
+
+// Every head's blocks combined into os (by each workgroup that has rows of the output
+// projection), then its rows, LANES lanes a row: out0[SXM + r] = x4[r] + w_o[r, :] . os.
+fn layer_out(wg: u32, n: u32, lid: u32) {
+    let per = WG / LANES;
+    if (wg * per >= H) {
+        return;
+    }
+    for (var i = lid; i < NH * NB; i = i + WG) {
+        hw[i] = out0[SML + ml_at(i / NB, i % NB)];
+        lw[i] = out0[SML + ml_at(i / NB, i % NB) + 1u];
+    }
+    workgroupBarrier();
+    if (lid < NH) {
+        var top = -3.0e38;
+        for (var b = 0u; b < NB; b = b + 1u) {
+            top = max(top, hw[lid * NB + b]);
+        }
+        var sum = 0.0;
+        for (var b = 0u; b < NB; b = b + 1u) {
+            sum = sum + lw[lid * NB + b] * exp(hw[lid * NB + b] - top);
+        }
+        for (var b = 0u; b < NB; b = b + 1u) {
+            hw[lid * NB + b] = exp(hw[lid * NB + b] - top) / sum;
+        }
+    }
+    workgroupBarrier();
+    let d4 = D / 4u;
+    for (var c = lid; c < NH * d4; c = c + WG) {
+        let at = (c / d4) * NB;
+        var o = vec4<f32>(0.0);
+        for (var b = 0u; b < NB; b = b + 1u) {
+            let p = SP + (at + b) * D + 4u * (c % d4);
+            o = fma(vec4<f32>(hw[at + b]), vec4<f32>(out0[p], out0[p + 1u], out0[p + 2u],
+                                                     out0[p + 3u]), o);
+        }
+        os[c] = o;
+    }
+    workgroupBarrier();
+    for (var v = wg; v * per < H; v = v + n) {
+        let r = v * per + lid / LANES;
+        var s = 0.0;
+        if (r < H) {
+            s = os_share(1u, r, lid % LANES, LANES);
+        }
+        red[lid] = vec4<f32>(s, 0.0, 0.0, 0.0);
+        reduce_runs(lid, LANES);
+        if (lid % LANES == 0u && r < H) {
+            out0[SXM + r] = x4[r / 4u][r % 4u] + red[lid].x;
+        }
+        workgroupBarrier();
+    }
+}
+
+// down's row `row` (F columns of `ahead`) against silu(gate) * up at out0[SA ..], a lane's
+// share (lane, lane + LANES2, ...).
+fn layer_down_share(row: u32, lane: u32) -> f32 {
+    let cols4 = F / 4u;
+    var a = vec4<f32>(0.0);
+    for (var c = lane; c < cols4; c = c + LANES2) {
+        let p = SA + 4u * c;
+        a = fma(vec4<f32>(ahead[row * cols4 + c]),
+                vec4<f32>(out0[p], out0[p + 1u], out0[p + 2u], out0[p + 3u]), a);
+    }
+    return total(a);
 }
 
 // The memory floor measured (workloads/read_floor.py): stream_fill gives every f32 of out0

@@ -4,14 +4,18 @@ a token's GPU time go? (issue 57)
 On the best adapter of wgpu-native (and of Dawn, where `wgpudawn` imports), for Qwen2.5-0.5B
 and 1.5B (f32, random weights, a KV cache of 128), the fused step under each of `variants`:
 the suite's own (workloads/decode_choices: `subgroups`, each model's, as the device runs it;
-`tuned` in the tables of rounds 2 and 3, the suite's step before; round 3's best); (round 5)
-the suite's with its attention's blocks combined once a head by the head's last block to
-finish (decode_choices.ATTENTIONS `ticket`: attn_part_ticket, then o_proj as a plain
-matrix-vector product under each alternative that sums by subgroups: `ticket+out=sg`), with
-each load ahead (decode_choices.AHEADS: workgroups of attn_part, attn_out and down of their
-own that read gate/up's first rows or the next layer's Q/K/V into the L2 cache while the
-kernel they ride on leaves memory idle: `ahead=gu8+8`), and with `early=True` (the loads
-that a row's sums are added to issued before its dot products). With `--swaps` (round 3's
+`tuned` in the tables of rounds 2 and 3, the suite's step before; round 3's best; at 1.5B
+since round 6 the `ticket` attention); the suite's with the other of its attention's blocks
+combined once a head by the head's last block to finish (decode_choices.ATTENTIONS
+`ticket`: attn_part_ticket, then o_proj as a plain matrix-vector product with 1.5B's lanes:
+`ticket+out=sg-l16`) and inside the output projection (`split`); with `early=True` (the
+loads that a row's sums are added to issued before its dot products); and (round 6,
+grid_variants) with the MLP or each whole layer in one dispatch of resident workgroups
+(`grid=132`, `layer_grid=132`) at the counts the barrier probe passed at. With `--aheads`
+(round 5's, which lost) also `ticket` under each o_proj that sums by subgroups and each
+load ahead (decode_choices.AHEADS: workgroups of attn_part, attn_out and down of their own
+that read gate/up's first rows or the next layer's Q/K/V into the L2 cache while the kernel
+they ride on leaves memory idle: `ahead=gu8+8`). With `--swaps` (round 3's
 set) also `main` (the first fused engine's kernels) and the suite's with one matrix-vector
 part (Q/K/V, gate/up, down) swapped for each of its other alternatives
 (decode_choices.MATVECS: `gate_up=sg-l16`; those summing by subgroup shuffles only where the
@@ -42,8 +46,10 @@ not with the totals above).
 Once a device, with the first model (round 5, approach B's building block: a persistent
 kernel whose stages a grid-wide barrier separates): `barrier_probe`, for each workgroup count
 of `--resident` (those the device runs at once: nothing in WebGPU says how many), whether
-every workgroup passed grid_sync's barriers and read what the others wrote before them, and
-then a barrier's GPU µs against a boundary between dispatches.
+every workgroup passed grid_sync's barriers and read what the others wrote before them at
+fresh addresses (stale reads at an address written every round said apart: round 5's H200
+had them, L1 not coherent between SMs), and then a barrier's GPU µs against a boundary
+between dispatches.
 
 Starts no new shape or variant past `--budget` seconds, and says what it left out. Writes
 table.txt and decode_kernels.json under OUT. From the repository root:
@@ -89,6 +95,8 @@ from gpuoverhead.workloads.decode_choices import (  # noqa: E402
     MATVECS,
     PROJECTED,
     Kernels,
+    as_run,
+    default,
 )
 from gpuoverhead.workloads.decode_model import (  # noqa: E402
     DECODE_WG,
@@ -110,30 +118,38 @@ MOST_QUERIES = 4096
 
 
 def variants(tuned: Kernels, subgroups: bool = True, swaps: bool = False,
-             heads: bool = False) -> dict[str, tuple[str, Kernels]]:
+             heads: bool = False, aheads: bool = False) -> dict[str, tuple[str, Kernels]]:
     """The whole steps timed, by name, each with the part it swaps (picks): the suite's
-    (DEFAULT_NAME: the engine's, as its device runs them); (round 5) the suite's with each
-    other load ahead (decode_choices.AHEADS: `ahead=gu8+8`), the part `ahead`; and with
-    `early` the other way. With `swaps` (round 3) also the first fused engine's kernels
-    (`main`) and the suite's with one matrix-vector part swapped for each of its other
-    alternatives (`gate_up=sg-l16`: decode_choices.MATVECS); with `heads` (round 4) the
-    other attentions (ATTENTIONS), a `head` one with its output projection under each
-    alternative that sums by subgroups where the device has them (`head+out=sg`: `main` is
-    `sg` through workgroup memory; without subgroups `main` alone), all the part
-    `attention` (the output projection `out` is a part of its own where the suite's
-    attention is a `head` one). (The MLP in one dispatch: grid_variants.)"""
+    (DEFAULT_NAME: the engine's, as its device runs them); the other attention of `split`
+    and `ticket` (the part `attention`), `ticket` with 1.5B's choice of o_proj's lanes
+    (`ticket+out=sg-l16`; at 1.5B, whose step it is, `split`); and with `early` the other
+    way. With `aheads` (round 5) also `ticket` with each other o_proj that sums by
+    subgroups where the device has them, and the suite's with each load ahead
+    (decode_choices.AHEADS: `ahead=gu8+8`), the part `ahead`. With `swaps` (round 3) also
+    the first fused engine's kernels (`main`) and the suite's with one matrix-vector part
+    swapped for each of its other alternatives (`gate_up=sg-l16`: decode_choices.MATVECS);
+    with `heads` (round 4) the `head` attentions (ATTENTIONS), each with its output
+    projection under each alternative (`head+out=sg`: `main` is `sg` through workgroup
+    memory; without subgroups `main` alone), all the part `attention` (the output
+    projection `out` is a part of its own where the suite's attention is a `head` one).
+    (The MLP in one dispatch: grid_variants.)"""
     out = {"main": ("", Kernels()), DEFAULT_NAME: ("", tuned)} if swaps else \
         {DEFAULT_NAME: ("", tuned)}
     parts = MATVEC_FIELDS if tuned.attention in PROJECTED else MATVEC_PARTS
     for part in parts if swaps else ():
         out |= {f"{part}={name}": (part, replace(tuned, **{part: name})) for name in MATVECS
                 if name != getattr(tuned, part)}
-    outs = [n for n in MATVECS if MATVECS[n].subgroups == subgroups]
+    every = [n for n in MATVECS if MATVECS[n].subgroups == subgroups]
+    chosen = as_run(default(MODELS[1536]), subgroups).out  # the ticket's o_proj at 1.5B
     for other in (a for a in ATTENTIONS if a != tuned.attention
                   and (heads or a not in HEAD_DIMS)):
+        if other not in PROJECTED:
+            out[other] = ("attention", replace(tuned, attention=other, out=Kernels().out))
+            continue
+        outs = every if (heads and other in HEAD_DIMS) or aheads else [chosen]
         out |= {f"{other}+out={name}": ("attention", replace(tuned, attention=other, out=name))
-                for name in (outs if other in PROJECTED else [tuned.out])}
-    if tuned.attention not in HEAD_DIMS:  # the loads ahead ride on attn_part
+                for name in outs}
+    if aheads and tuned.attention not in HEAD_DIMS:  # the loads ahead ride on attn_part
         out |= {f"ahead={name}": ("ahead", replace(tuned, ahead=name)) for name in AHEADS
                 if name != tuned.ahead}
     out[f"early={not tuned.early}"] = ("early", replace(tuned, early=not tuned.early))
@@ -142,10 +158,13 @@ def variants(tuned: Kernels, subgroups: bool = True, swaps: bool = False,
 
 def grid_variants(tuned: Kernels, counts: tuple[int, ...]) -> dict[str, tuple[str, Kernels]]:
     """(Approach B) the suite's step with its MLP in one dispatch of each of `counts`
-    workgroups (Kernels.grid: mlp_grid, `grid=132`), the part `grid`: those the barrier probe
+    workgroups (Kernels.grid: mlp_grid, `grid=132`), and with each whole layer in one
+    (Kernels.layer_grid: layer_grid, `layer_grid=132`: 24 or 28 boundaries a token where
+    the suite's step has 123 or 143), all the part `grid`: at the counts the barrier probe
     passed at on this device, so that a grid whose workgroups are not all resident (each of
     its barriers then waits SPIN loads and gives up) is never timed."""
-    return {f"grid={n}": ("grid", replace(tuned, grid=n)) for n in counts}
+    return {f"{name}={n}": ("grid", replace(tuned, **{name: n}))
+            for name in ("grid", "layer_grid") for n in counts}
 
 
 def needs_subgroups(kernels: Kernels) -> bool:
@@ -210,10 +229,13 @@ def arguments() -> argparse.Namespace:
                              "has started still finishes: on an H200 round 3's 11 variants "
                              "and 2 a shape took 89 s in all; round 4's 12 and 2 about as "
                              "long, with --swaps 21 and 2 about 160; round 5's 11 and 2 "
-                             "should take about as long as round 3's)")
+                             "89 s; round 6's 7 and 2 should take less)")
     parser.add_argument("--swaps", action="store_true",
                         help="also round 3's variants: `main` and the suite's step with one "
                              "matrix-vector part swapped for each of its alternatives")
+    parser.add_argument("--aheads", action="store_true",
+                        help="also round 5's variants: the loads ahead, and the ticket "
+                             "attention under each output projection")
     parser.add_argument("--heads", action="store_true",
                         help="also round 4's variants: the head attentions, each with its "
                              "output projection under each alternative")
@@ -275,6 +297,8 @@ def kernel_bytes(s: Shape, cache: int) -> dict[str, int]:
             "o_proj": 4 * n * h * q,
             "gate_up": 4 * n * (2 * f * h + h), "matvec_add": 4 * n * f * h,
             "mlp_grid": 4 * n * (3 * f * h + h),
+            "layer_grid": 4 * n * ((q + 2 * kv) * h + 3 * h + q + 2 * kv + h * q + 3 * f * h)
+            + cached,
             "norm_matvec": head, "norm_matvec4": head, "count": 0}
 
 
@@ -305,9 +329,14 @@ def barrier_probe(ctx: Context, counts: list[int], timer: Any, tick: float, wait
     a boundary, the median of PROBE_PASSES passes of each, taken in turn. First one
     dispatch whose counters say whether every workgroup passed every barrier (none gave up
     waiting: all resident) and read the values written before it, at fresh addresses and at
-    one written every round; the barrier is timed only where that one passed, and its
-    counters are read again after the timed passes. A deadlock cannot hang the device: a
-    workgroup gives up after SPIN loads and counts it."""
+    one written every round. It passes where every arrival came, none gave up and no read
+    at a fresh address was stale, and only then is timed (its counters read again after the
+    timed passes: one that gave up then fails it). Stale reads at the address written every
+    round (round 5 on the H200: NVIDIA's L1 is not kept coherent between SMs, so a
+    workgroup can read its own copy of a line it read before) are said apart: a grid kernel
+    must never read, after a barrier, a line that a workgroup could have cached earlier in
+    the dispatch (mlp_grid reads only such fresh addresses). A deadlock cannot hang the
+    device: a workgroup gives up after SPIN loads and counts it."""
     out = []
     for n in counts:
         tickets = ctx.buffer(np.zeros(4, np.uint32))
@@ -321,8 +350,8 @@ def barrier_probe(ctx: Context, counts: list[int], timer: Any, tick: float, wait
         first = np.frombuffer(ctx.device.queue.read_buffer(tickets), np.uint32).tolist()
         barriers = 2 * PROBE_ROUNDS
         row = {"workgroups": n, "threads": PROBE_WG, "barriers_a_dispatch": barriers,
-               "passed": first[0] == barriers * n and first[1:] == [0, 0, 0],
-               "counters_first": first}
+               "passed": first[0] == barriers * n and first[1:3] == [0, 0],
+               "same_address_coherent": first[3] == 0, "counters_first": first}
         times: dict[str, list[float]] = {"barrier": [], "boundary": []}
         for _ in range(PROBE_PASSES if row["passed"] else 0):
             times["barrier"].append(timed_pass(ctx.device, (sync,), 1, timer, tick, wait)[0]
@@ -332,27 +361,34 @@ def barrier_probe(ctx: Context, counts: list[int], timer: Any, tick: float, wait
         if times["barrier"]:
             row |= {f"{k}_us": float(np.median(v)) / 1e3 for k, v in times.items()}
             row |= {f"{k}_us_rounds": [t / 1e3 for t in v] for k, v in times.items()}
-            row["counters_after"] = np.frombuffer(ctx.device.queue.read_buffer(tickets),
-                                                  np.uint32).tolist()
+            after = np.frombuffer(ctx.device.queue.read_buffer(tickets), np.uint32).tolist()
+            row["counters_after"] = after
+            row["passed"] = after[1:3] == [0, 0]  # none gave up while timed: all resident
         out.append(row)
     return out
 
 
 def probe_line(r: dict) -> str:
-    """A probe record as a line: its counters, and µs a barrier against a boundary."""
+    """A probe record as a line: its counters (the verdict: every arrival, none gave up,
+    no stale read at a fresh address; stale reads at one address said apart, as what a
+    kernel must not do), and µs a barrier against a boundary."""
     c = r["counters_first"]
     head = (f"grid barrier, {r['workgroups']} workgroups of {r['threads']}: "
             f"{'passed' if r['passed'] else 'FAILED'} (arrivals {c[0]} of "
             f"{r['barriers_a_dispatch'] * r['workgroups']}, gave up {c[1]}, stale reads "
-            f"fresh {c[2]} same-address {c[3]})")
+            f"fresh {c[2]}); same-address reads stale {c[3]} of "
+            f"{r['barriers_a_dispatch'] // 2 * r['workgroups']}"
+            + (" (none)" if r["same_address_coherent"] else
+               " (a workgroup may read its own cached copy of an address another wrote in "
+               "the dispatch: a grid kernel reads only addresses fresh to the dispatch)"))
     if "barrier_us" not in r:
         return head + "; not timed"
     a = r["counters_after"]
     return (head + f"; a barrier {r['barrier_us']:.2f} µs [{min(r['barrier_us_rounds']):.2f}-"
-            f"{max(r['barrier_us_rounds']):.2f}], a boundary {r['boundary_us']:.2f} µs "
-            f"[{min(r['boundary_us_rounds']):.2f}-{max(r['boundary_us_rounds']):.2f}]; "
-            f"after the timed passes gave up {a[1]}, stale reads fresh {a[2]} same-address "
-            f"{a[3]}")
+            f"{max(r['barrier_us_rounds']):.2f}] against a boundary {r['boundary_us']:.2f} µs "
+            f"[{min(r['boundary_us_rounds']):.2f}-{max(r['boundary_us_rounds']):.2f}] "
+            f"({r['barrier_us'] / r['boundary_us']:.2f}x); after the timed passes gave up "
+            f"{a[1]}, stale reads fresh {a[2]} same-address {a[3]}")
 
 
 def kernel_of(entry_point: str) -> str:
@@ -408,7 +444,7 @@ def run_shape(binding_name: str, device: Any, timer: Any, tick: float, software:
     ctx = Context(device, Group(fusion_kernel("decode")))
     engine = Engine(ctx, weights)
     built = build_all(ctx, engine, variants(engine.kernels, engine.sg_ctx is not None,
-                                            args.swaps, args.heads),
+                                            args.swaps, args.heads, args.aheads),
                       expected, tick, wait, args, deadline, notes, where)
     read_gb_s = read_floor.read_gb_s(ctx, tick, wait, software)
     empty_ns = read_floor.dispatch_gpu_ns(ctx, tick, wait)

@@ -47,6 +47,7 @@ from gpuoverhead.workloads.decode_model import (
     Weights,
     attention_block,
     head_chunks,
+    ml_stride,
     reference,
     rope_table,
 )
@@ -178,9 +179,9 @@ class Engine:
 
     def _p(self, entry: str, ctx: Context | None = None, **extra: int) -> Any:
         t = self.cache + 1
-        return (ctx or self.ctx).pipeline(entry, **{**self.consts, "T": t,
-                                                    "NB": -(-t // self._block()), "WG": 64,
-                                                    **extra})
+        nb = -(-t // self._block())
+        return (ctx or self.ctx).pipeline(entry, **{**self.consts, "T": t, "NB": nb,
+                                                    "MLS": ml_stride(nb), "WG": 64, **extra})
 
     def _mv(self, entry: str, buffers: dict[int, Any], rows: int, cols: int,
             least: int = 0, matvec: Matvec | None = None, ahead: tuple | None = None,
@@ -221,8 +222,8 @@ class Engine:
         assert blocks <= MAX_HEAD_BLOCKS, (s, t)
         buf = {n: ctx.buffer(np.zeros(size, np.float32)) for n, size in
                (("x", h), ("n", h), ("q", q), ("k", kv), ("v", kv), ("o", q), ("y", h),
-                ("g", f), ("u", f), ("a", f), ("p", s.heads * t), ("ml", 2 * blocks),
-                ("part", blocks * s.head_dim))}
+                ("g", f), ("u", f), ("a", f), ("p", s.heads * t),
+                ("ml", s.heads * ml_stride(blocks // s.heads)), ("part", blocks * s.head_dim))}
         buf["rope"] = ctx.buffer(rope_table(s.head_dim, self.cache))
         logits = ctx.buffer(np.zeros(s.vocab, np.float32))
         if form == "fused":

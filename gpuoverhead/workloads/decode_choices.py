@@ -124,7 +124,9 @@ class Kernels:
     (AHEADS); `grid`: where not 0, the MLP (gate/up, then down) in one dispatch of that many
     workgroups with a grid-wide barrier between (mlp_grid: an investigation's, for a device
     known to run that many at once; WebGPU cannot say how many), its sums through workgroup
-    memory, gate/up's lanes and down's as named."""
+    memory, gate/up's lanes and down's as named; `layer_grid`: where not 0, each whole layer
+    in one dispatch of that many workgroups, grid barriers between its stages (layer_grid,
+    likewise an investigation's), Q/K/V's and the output projection's lanes Q/K/V's."""
 
     attention_workgroups: int = ATTENTION_WORKGROUPS
     head4: bool = False
@@ -136,6 +138,7 @@ class Kernels:
     early: bool = False
     ahead: str = ""
     grid: int = 0
+    layer_grid: int = 0
 
 
 #: The suite's fused step (run.json's `kernels`: kernels_note), each model's fastest whole
@@ -153,12 +156,19 @@ class Kernels:
 #: 1.5B best took gate_up sg-l16 and down sg (2.230 against 2.320); one choice serves both,
 #: since its phase-1 swaps put each of wgpu-native's within 0.8% of Dawn's own (gate_up
 #: sg-l8 2.284 ms against sg-l16's 2.267, down sg-l16 2.310 against sg's 2.295), under the
-#: about 1% that two builds of one step fall apart there (round 2).
+#: about 1% that two builds of one step fall apart there (round 2). Round 5
+#: (results/h200/decode-kernels/round5): at 1.5B the `ticket` attention with o_proj's lanes
+#: sg-l16 was the fastest attention in both implementations (phase 1: 2.313 ms a token
+#: against 2.402, wgpu-native; 2.149 against 2.239, Dawn), and each one's `best` with it
+#: 0.951x and 0.961x a fresh build of round 3's step, every round below. wgpu-native's best
+#: also loaded early and Dawn's did not, so `early` stays off (one choice for both). At
+#: 0.5B it lost (wgpu-native 1.033 against 1.005): 0.5B keeps `split`.
 DEFAULT_NAME = "subgroups"
 DEFAULT = Kernels(head4=True, qkv="sg", gate_up="sg-l16", down="sg-l16")
 #: Models whose default differs from DEFAULT, by name.
 BY_MODEL = {"qwen2.5-1.5b": Kernels(attention_workgroups=70, head4=True, qkv="sg-l8",
-                                    gate_up="sg-l8", down="sg-l16")}
+                                    gate_up="sg-l8", down="sg-l16", attention="ticket",
+                                    out="sg-l16")}
 #: The variant name of the suite's step where the device has no subgroups (the same lanes
 #: through workgroup memory: WITHOUT_SUBGROUPS).
 WITHOUT_NAME = "workgroup-memory"

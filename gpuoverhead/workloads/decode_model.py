@@ -68,6 +68,8 @@ ATTENTION_WORKGROUPS = 128
 #: Attention blocks of all heads the fused combine step holds in workgroup memory (16
 #: heads up to MAX_CACHE).
 MAX_HEAD_BLOCKS = 512
+#: f32 in a line of the attention's largest scores and sums (256 bytes: ml_stride).
+ML_LINE = 64
 #: Positions (the cache and the new token) the `head` attention holds at most: its scores
 #: in workgroup memory (shaders/fusion_decode.wgsl's MAX_T); a longer cache takes `split`.
 HEAD_POSITIONS = 1024
@@ -225,6 +227,13 @@ class Greedy:
         """The loop's output after `steps` steps as a Work's reference: the token id."""
         token = self.after(steps)
         return None if token is None else np.array([token], np.uint32)
+
+
+def ml_stride(blocks: int) -> int:
+    """f32 between two heads' blocks' largest scores and sums (the shader's MLS): 2 a block,
+    rounded up to whole ML_LINE, so that no two heads share a cache line (an SM's L1 may
+    hold a stale copy of a line that another SM writes within a dispatch)."""
+    return -(-2 * blocks // ML_LINE) * ML_LINE
 
 
 def attention_block(shape: Shape, cache: int, workgroups: int = ATTENTION_WORKGROUPS) -> int:

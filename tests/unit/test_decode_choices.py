@@ -15,8 +15,10 @@ from gpuoverhead.workloads.decode_choices import (
 from gpuoverhead.workloads.decode_model import (
     DECODE_WG,
     HEAD_POSITIONS,
+    ML_LINE,
     MODELS,
     attention_block,
+    ml_stride,
 )
 
 
@@ -34,6 +36,19 @@ def test_each_model_s_default_is_its_measured_choice():
              for shape in MODELS.values()}
     assert parts["qwen2.5-0.5b"] == ("sg", "sg-l16", "sg-l16")
     assert parts["qwen2.5-1.5b"] == ("sg-l8", "sg-l8", "sg-l16")
+
+
+def test_1_5b_s_attention_is_round_5_s_ticket_with_its_projection_by_sg_l16():
+    """At 1.5B the attention's blocks combined once a head (`ticket`, the fastest attention
+    in both implementations in round 5), then o_proj with sg-l16's lanes; loads early and
+    ahead off (wgpu-native's best loaded early, Dawn's did not); 0.5B keeps `split`, where
+    the ticket lost."""
+    big, small = default(MODELS[1536]), default(MODELS[896])
+    assert (big.attention, big.out, big.early, big.ahead, big.grid) == \
+        ("ticket", "sg-l16", False, "", 0)
+    assert (small.attention, small.early, small.ahead, small.grid) == ("split", False, "", 0)
+    assert kernels_note(True)["by_model"]["qwen2.5-1.5b"]["attention"] == "ticket"
+    assert kernels_note(False)["by_model"]["qwen2.5-1.5b"]["out"] == "l16"
 
 
 def test_run_json_s_note_names_the_kernels_that_ran():
@@ -85,3 +100,11 @@ def test_the_head_attention_holds_as_many_positions_as_its_shader():
     """HEAD_POSITIONS is the shader's MAX_T: a longer cache would overrun its scores."""
     source = (SHADERS_DIR / "fusion_decode.wgsl").read_text()
     assert f"const MAX_T: u32 = {HEAD_POSITIONS}u;" in source
+
+
+def test_each_head_s_largest_scores_and_sums_start_a_line_of_their_own():
+    """ml_stride (the shader's MLS): room for a head's 2 f32 a block, rounded up to whole
+    256-byte lines, so the ticket's combine of one head never caches another's line."""
+    assert [ml_stride(nb) for nb in (1, 5, 9, 32, 33)] == [64, 64, 64, 64, 128]
+    assert all(ml_stride(nb) >= 2 * nb and ml_stride(nb) % ML_LINE == 0 and 4 * ML_LINE == 256
+               for nb in range(1, 513))
