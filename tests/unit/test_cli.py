@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from conftest import ROOT, cli_commands, in_process
 
 RESULTS = ROOT / "results"
@@ -29,6 +30,7 @@ SAMPLE = [
 ]
 
 
+@pytest.mark.slow  # a child's start-up, pandas' and the renderers' imports: ~6 CPU-s alone
 def test_in_process_answers_as_the_console_script_does(tmp_path, monkeypatch):
     """Each sample command's exit code, stdout and stderr the same in this process as in a
     child; and the commands leave this process's folder, environment and priority as they
