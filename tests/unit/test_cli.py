@@ -14,8 +14,8 @@ RESULTS = ROOT / "results"
 DEFAULT = str(RESULTS / "h100" / "default")
 
 #: Commands of each kind the tests read in their process: answers on stdout and stderr, tables
-#: of committed sets, a suite, a user's error (one line, exit 2) and click's usage errors
-#: (exit 2).
+#: of committed sets, a suite, users' errors (one line, exit 2: a run's among them) and
+#: click's usage errors (exit 2).
 SAMPLE = [
     ["--version"],
     ["compare", "-h"],
@@ -25,6 +25,7 @@ SAMPLE = [
     ["report", DEFAULT, str(ROOT / "tests" / "data" / "h100-negative-python")],
     ["validate", str(ROOT / "configs" / "ci.yaml"), "--no-compile"],
     ["show", "no/such/run"],
+    ["run", "--backend", "glide", "--out", "no/such/folder"],
     ["compare", DEFAULT],
     ["report", DEFAULT, "--no-such-option"],
 ]
