@@ -4,12 +4,11 @@ a run that exits 0 (`partial` where a job was left out), not a failed one (issue
 import json
 
 import pytest
-from conftest import BACKEND, in_process, only_run_folder, write_suite
+from conftest import BACKEND, gpuoverhead, only_run_folder, write_suite
 
 
 @pytest.mark.slow
-def test_a_limit_too_short_for_every_job_names_them_at_the_start_and_exits_0(tmp_path,
-                                                                             monkeypatch):
+def test_a_limit_too_short_for_every_job_names_them_at_the_start_and_exits_0(tmp_path):
     # Six groups of the empty kernel and its reference loop: twelve first processes of about
     # 1 s each as the drivers' hints say (no earlier run in this cache) in a limit of 16 s.
     # One process a job: the plan holds the same first processes, and the run ends after
@@ -19,9 +18,9 @@ def test_a_limit_too_short_for_every_job_names_them_at_the_start_and_exits_0(tmp
                         "encodings: [dispatch]}\nbenchmarks:\n" + "".join(
                             f"  - {{name: e{i}, kernel: empty, elements: 1}}\n"
                             for i in range(6)))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    proc = in_process("run", "--suite", str(suite), "--backend", BACKEND, "--implementation",
-                      "wgpu-native", "--processes", "1", "--out", str(tmp_path / "out"))
+    proc = gpuoverhead("run", "--suite", str(suite), "--backend", BACKEND, "--implementation",
+                       "wgpu-native", "--processes", "1", "--out", str(tmp_path / "out"),
+                       env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
     plan = next(i for i, line in enumerate(lines) if line.startswith("the time limit holds"))
