@@ -261,13 +261,16 @@ def without_cpu_note(stderr: str) -> str:
 def in_process(*args: str) -> subprocess.CompletedProcess[str]:
     """The CLI called in this process (for commands whose test checks nothing of a process's
     own): the same answers as `gpuoverhead()` without an interpreter's start-up per call
-    (about 1 CPU-s). As its child: `app` as the console script calls it (click's own width of
-    help, not CliRunner's), stdout and stderr text in UTF-8 with errors replaced (cli.main);
-    first in line for the CPU (`measuring_first`); started now (a run's time limit counts from
-    its command's start) with no note said yet (each is said once a process); in the test's
-    folder (a relative path is the test's); what a command changes of this process (its
-    folder, environment, priority, signal handlers, CPUs, warnings filters, a stop it was
-    asked for) put back after it (tests/unit/test_cli.py)."""
+    (about 1 CPU-s). As in its child: `app` as the console script calls it (click's own
+    width of help, not CliRunner's), stdout and stderr text in UTF-8 with errors replaced
+    (cli.main), first in line for the CPU (`measuring_first`), started now (a run's time
+    limit counts from its command's start), no note said yet (each is said once a process)
+    and no stop asked for; in the test's folder (a relative path is the test's). What a
+    command changes of this process (its folder, environment, priority, signal handlers,
+    CPUs, warnings filters, notes said, a stop) is put back after it (tests/unit/test_cli.py).
+    Not as in a child: what the drivers' C code or a worker writes to file descriptor 2
+    itself is not in stderr, and the process is not fresh (its imports warm, its drivers
+    loaded): a test that reads the one or needs the other runs `gpuoverhead()`."""
     import io
     import warnings
 
@@ -276,7 +279,8 @@ def in_process(*args: str) -> subprocess.CompletedProcess[str]:
 
     handlers = {s: signal.getsignal(s) for s in interrupts.SIGNALS}
     priority = os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else None
-    said, cli.STARTED = cache_folder._said, time.monotonic()
+    said, stop = cache_folder._said, (interrupts.requested, interrupts.hung_up)
+    cli.STARTED = time.monotonic()
     cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     folder, environment, streams = os.getcwd(), dict(os.environ), (sys.stdout, sys.stderr)
     captured = [io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="replace",
@@ -284,7 +288,7 @@ def in_process(*args: str) -> subprocess.CompletedProcess[str]:
     sys.stdout, sys.stderr = captured
     code: int | str | None = 0
     try:
-        cache_folder._said = set()
+        cache_folder._said, interrupts.requested, interrupts.hung_up = set(), False, False
         measuring_first()
         with warnings.catch_warnings():
             cli.app(list(args), prog_name="gpuoverhead")
@@ -299,7 +303,7 @@ def in_process(*args: str) -> subprocess.CompletedProcess[str]:
         for name in os.environ.keys() - environment.keys():
             del os.environ[name]
         os.environ.update(environment)
-        interrupts.requested = interrupts.hung_up = False
+        interrupts.requested, interrupts.hung_up = stop
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
         if cpus is not None:  # a run pins the process that calls it (and its workers)
