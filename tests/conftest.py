@@ -289,7 +289,8 @@ def in_process(*args: str) -> subprocess.CompletedProcess[str]:
     code: int | str | None = 0
     try:
         cache_folder._said, interrupts.requested, interrupts.hung_up = set(), False, False
-        measuring_first()
+        if priority is not None:  # POSIX's: Windows has no nice value
+            measuring_first()
         with warnings.catch_warnings():
             cli.app(list(args), prog_name="gpuoverhead")
     except SystemExit as exc:
