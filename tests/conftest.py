@@ -259,26 +259,60 @@ def without_cpu_note(stderr: str) -> str:
 
 
 def in_process(*args: str) -> subprocess.CompletedProcess[str]:
-    """The CLI called in this process (for commands that end before measuring anything):
-    the same code as `gpuoverhead()` without an interpreter's start-up per call."""
-    from typer.testing import CliRunner
+    """The CLI called in this process (for commands whose test checks nothing of a process's
+    own): the same answers as `gpuoverhead()` without an interpreter's start-up per call
+    (about 1 CPU-s). As in its child: `app` as the console script calls it (click's own
+    width of help, not CliRunner's), stdout and stderr text in UTF-8 with errors replaced
+    (cli.main), first in line for the CPU (`measuring_first`), started now (a run's time
+    limit counts from its command's start), no note said yet (each is said once a process)
+    and no stop asked for; in the test's folder (a relative path is the test's). What a
+    command changes of this process (its folder, environment, priority, signal handlers,
+    CPUs, warnings filters, notes said, a stop) is put back after it (tests/unit/test_cli.py).
+    Not as in a child: what the drivers' C code or a worker writes to file descriptor 2
+    itself is not in stderr, and the process is not fresh (its imports warm, its drivers
+    loaded): a test that reads the one or needs the other runs `gpuoverhead()`."""
+    import io
+    import warnings
 
-    from gpuoverhead import interrupts
-    from gpuoverhead.cli import app
+    from gpuoverhead import cli, interrupts
+    from gpuoverhead.gpu import cache_folder
 
     handlers = {s: signal.getsignal(s) for s in interrupts.SIGNALS}
+    priority = os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else None
+    said, stop = cache_folder._said, (interrupts.requested, interrupts.hung_up)
+    cli.STARTED = time.monotonic()
     cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    folder, environment, streams = os.getcwd(), dict(os.environ), (sys.stdout, sys.stderr)
+    captured = [io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="replace",
+                                 write_through=True) for _ in streams]
+    sys.stdout, sys.stderr = captured
+    code: int | str | None = 0
     try:
-        result = CliRunner().invoke(app, list(args))
-    finally:  # a run pins the process that calls it (and so its workers) to its CPUs
+        cache_folder._said, interrupts.requested, interrupts.hung_up = set(), False, False
+        if priority is not None:  # POSIX's: Windows has no nice value
+            measuring_first()
+        with warnings.catch_warnings():
+            cli.app(list(args), prog_name="gpuoverhead")
+    except SystemExit as exc:
+        code = exc.code
+    finally:
+        sys.stdout, sys.stderr = streams
+        if priority is not None:
+            os.setpriority(os.PRIO_PROCESS, 0, priority)
+        cache_folder._said = said
+        os.chdir(folder)
+        for name in os.environ.keys() - environment.keys():
+            del os.environ[name]
+        os.environ.update(environment)
+        interrupts.requested, interrupts.hung_up = stop
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
-        if cpus is not None:
+        if cpus is not None:  # a run pins the process that calls it (and its workers)
             os.sched_setaffinity(0, cpus)
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout,
-                                       result.stderr)
+    out, err = (c.detach().getvalue().decode() for c in captured)
+    if not isinstance(code, int) and code is not None:  # sys.exit("message"), as Python ends
+        err, code = err + f"{code}\n", 1
+    return subprocess.CompletedProcess(list(args), code or 0, out, err)
 
 
 def process_centre(values) -> float:
@@ -341,18 +375,19 @@ def ci_run_suite(folder: Path, benchmarks: int | None = None,
 @pytest.fixture(scope="session")
 def ci_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path]:
     """One run of the CI suite (`ci_run_suite`) on the Vulkan adapter in two worker
-    processes, shared by every test that only reads results; under a time limit. On every
-    CPU the tests may use (`--affinity`): lavapipe runs the GPU's work on CPU threads, and
-    a run held to one CPU (the probe leaves out a CPU that another process keeps busy) runs
-    that work inside the issue time, which the readers' checks of issue against wait
-    time would take for a fault of the method (test_run.py)."""
+    processes (the parent in this process: its workers are fresh processes as ever), shared
+    by every test that only reads results; under a time limit. On every CPU the tests may
+    use (`--affinity`): lavapipe runs the GPU's work on CPU threads, and a run held to one
+    CPU (the probe leaves out a CPU that another process keeps busy) runs that work inside
+    the issue time, which the readers' checks of issue against wait time would take for a
+    fault of the method (test_run.py)."""
     out = tmp_path_factory.mktemp("ci-run")
     every = (["--affinity", ",".join(map(str, sorted(os.sched_getaffinity(0))))]
              if hasattr(os, "sched_getaffinity") else [])
-    proc = gpuoverhead("run", "--suite", str(ci_run_suite(out)), "--backend", BACKEND,
-                       "--out", str(out / "runs"), "--seed", "7", "--processes", "2",
-                       "--implementation", "wgpu-native", "--time-limit", str(CI_RUN_LIMIT_S),
-                       *every)
+    proc = in_process("run", "--suite", str(ci_run_suite(out)), "--backend", BACKEND,
+                      "--out", str(out / "runs"), "--seed", "7", "--processes", "2",
+                      "--implementation", "wgpu-native", "--time-limit", str(CI_RUN_LIMIT_S),
+                      *every)
     assert proc.returncode == 0, proc.stderr
     return proc, only_run_folder(out / "runs")
 

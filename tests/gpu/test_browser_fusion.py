@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import BACKEND, browser_found, gpuoverhead, only_run_folder, read_run, write_suite
+from conftest import BACKEND, browser_found, in_process, only_run_folder, read_run, write_suite
 
 from gpuoverhead.drivers import chromium as page
 from gpuoverhead.errors import IntegrityError
@@ -66,9 +66,9 @@ def test_fusion_patterns_in_the_browser_beside_wgpu_native_with_the_tax(suite_pa
     """Without a time limit: the tax's interval needs both process pairs, and a limit drops a
     pass where start-ups run long (a CI machine took 122 s of 150 with Chromium's and ran
     one pair of the population: no interval, as a time-limited run rightly says)."""
-    proc = gpuoverhead("run", "--suite", str(suite_path), "--implementation",
-                       "wgpu-native,chromium", "--backend", BACKEND, "--out", str(tmp_path),
-                       "--seed", "3", "--processes", "2")
+    proc = in_process("run", "--suite", str(suite_path), "--implementation",
+                      "wgpu-native,chromium", "--backend", BACKEND, "--out", str(tmp_path),
+                      "--seed", "3", "--processes", "2")
     assert proc.returncode == 0, proc.stderr
     _, summary, info = read_run(only_run_folder(tmp_path))
     assert info["status"] == "complete" and not info["errors"]

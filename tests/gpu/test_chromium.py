@@ -18,7 +18,6 @@ from conftest import (
     ROOT,
     browser_found,
     ci_run_suite,
-    gpuoverhead,
     in_process,
     only_run_folder,
     read_run,
@@ -105,9 +104,9 @@ def chromium_run(tmp_path_factory):
         if bench["name"] == "add_one":
             bench.update(ROWS_ONLY)
     suite.write_text(yaml.safe_dump(text, sort_keys=False))
-    proc = gpuoverhead("run", "--suite", str(suite),
-                       "--implementation", "chromium", "--out", str(out / "runs"), "--seed",
-                       "3", "--processes", "1", "--time-limit", "180")
+    proc = in_process("run", "--suite", str(suite),
+                      "--implementation", "chromium", "--out", str(out / "runs"), "--seed",
+                      "3", "--processes", "1", "--time-limit", "180")
     assert proc.returncode == 0, proc.stderr
     return proc, only_run_folder(out / "runs")
 

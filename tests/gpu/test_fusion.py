@@ -13,7 +13,7 @@ import pytest
 from conftest import (
     BACKEND,
     CONFIGS,
-    gpuoverhead,
+    in_process,
     only_run_folder,
     process_centre,
     read_run,
@@ -367,9 +367,9 @@ def torch_run(tmp_path_factory: pytest.TempPathFactory):
     folder = tmp_path_factory.mktemp("torch-fusion")
     suite = yaml.safe_load(TORCH_SUITE)
     suite["benchmarks"] = [b for b in suite["benchmarks"] if b["name"] in IN_A_RUN]
-    proc = gpuoverhead("run", "--suite", str(write_suite(folder, yaml.safe_dump(suite))),
-                       "--implementation", "torch", "--processes", "1",
-                       "--out", str(folder / "out"))
+    proc = in_process("run", "--suite", str(write_suite(folder, yaml.safe_dump(suite))),
+                      "--implementation", "torch", "--processes", "1",
+                      "--out", str(folder / "out"))
     assert proc.returncode == 0, proc.stderr
     return proc, read_run(only_run_folder(folder / "out"))
 

@@ -159,7 +159,7 @@ def test_raw_and_native_layers_make_the_dispatches_they_claim():
 
 
 @pytest.mark.slow
-def test_native_layer_is_skipped_with_a_note_without_a_compiler(tmp_path):
+def test_native_layer_is_skipped_with_a_note_without_a_compiler(tmp_path, monkeypatch):
     """Without the C loop, api is the raw issue slope less the FFI floor per native call.
     An N sweep to 32 (the floor's to 512 calls) makes both slopes precise enough to count
     the calls from them: with N of 1 and 2 the per-round raw slopes spread by several us,
@@ -170,9 +170,10 @@ def test_native_layer_is_skipped_with_a_note_without_a_compiler(tmp_path):
         "defaults: {n_sweep: [1, 8, 32], budget_s: 0.3, min_rounds: 3, warmup_max_rounds: 1,"
         " layers: [wrapper, raw, native], gpu_timestamps: false, methodologies: [sequential]}\n"
         "benchmarks:\n  - {name: a, kernel: empty}\n"))
-    proc = gpuoverhead("run", "--suite", str(suite), "--backend", BACKEND, "--out",
-                       str(tmp_path / "o"), "--processes", "1", "--implementation",
-                       "wgpu-native", env={"CC": str(tmp_path / "no-such-cc")})
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    proc = in_process("run", "--suite", str(suite), "--backend", BACKEND, "--out",
+                      str(tmp_path / "o"), "--processes", "1", "--implementation",
+                      "wgpu-native")
     assert proc.returncode == 0, proc.stderr
     assert "native layer skipped: no C compiler" in proc.stderr
     _, summary, info = read_run(only_run_folder(tmp_path / "o"))
@@ -222,9 +223,9 @@ def test_torch_baselines_run_beside_webgpu_with_ratios_to_the_fastest(tmp_path):
         " torch_compile_max_n: 2, naive_sync: [wait], encodings: [submit, dispatch],"
         " gpu_timestamps: false}\n"
         "benchmarks:\n  - {name: a, kernel: add_one, elements: 256}\n"))
-    proc = gpuoverhead("run", "--suite", str(suite), "--backend", BACKEND, "--out",
-                       str(tmp_path / "o"), "--processes", "1", "--implementation",
-                       "wgpu-native,torch", timeout=600)
+    proc = in_process("run", "--suite", str(suite), "--backend", BACKEND, "--out",
+                      str(tmp_path / "o"), "--processes", "1", "--implementation",
+                      "wgpu-native,torch")
     assert proc.returncode == 0, proc.stderr
     _, summary, info = read_run(only_run_folder(tmp_path / "o"))
     summary = summary[summary.process.isna()]

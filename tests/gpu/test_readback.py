@@ -12,7 +12,7 @@ from conftest import (
     BACKEND,
     CONFIGS,
     browser_found,
-    gpuoverhead,
+    in_process,
     only_run_folder,
     read_run,
     write_suite,
@@ -102,10 +102,9 @@ def test_the_readback_ci_suite_gives_each_size_and_form(tmp_path):
     suite's time limit (30 s): beside busy cores the start-ups ran past it, and the run, cut
     short, was partial."""
     names = ["wgpu-native"]
-    proc = gpuoverhead("run", "--suite", str(CONFIGS / "readback-ci.yaml"), "--backend",
-                       BACKEND, "--implementation", ",".join(names), "--processes", "1",
-                       "--seed", "3", "--out", str(tmp_path), "--time-limit", "0",
-                       timeout=120)
+    proc = in_process("run", "--suite", str(CONFIGS / "readback-ci.yaml"), "--backend",
+                      BACKEND, "--implementation", ",".join(names), "--processes", "1",
+                      "--seed", "3", "--out", str(tmp_path), "--time-limit", "0")
     assert proc.returncode == 0, proc.stderr
     _, summary, info = read_run(only_run_folder(tmp_path))
     assert info["status"] == "complete" and not info["errors"]

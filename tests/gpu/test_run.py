@@ -240,8 +240,8 @@ def test_a_kernel_that_does_not_write_fails_its_benchmark_loudly(tmp_path):
         "  - {name: lazy, kernel: lazy.wgsl, elements: 64}\n"
         "  - {name: honest, kernel: add_one, elements: 64}\n"))
     out = tmp_path / "out"
-    proc = gpuoverhead("run", "--suite", str(suite), "--backend", BACKEND, "--out", str(out),
-                       "--processes", "1", "--implementation", "wgpu-native")
+    proc = in_process("run", "--suite", str(suite), "--backend", BACKEND, "--out", str(out),
+                      "--processes", "1", "--implementation", "wgpu-native")
     assert proc.returncode == 1, proc.stderr
     assert "output check failed" in proc.stderr and "lazy/elements=64" in proc.stderr
     _, summary, info = read_run(only_run_folder(out))
@@ -325,9 +325,9 @@ def test_a_heavier_kernel_raises_wall_time_per_dispatch_but_not_cpu_time(tmp_pat
         "benchmarks:\n"
         "  - {name: light, kernel: empty, elements: 1}\n"
         "  - {name: heavy, kernel: add_one, elements: 65536, workgroup_size: 256}\n"))
-    proc = gpuoverhead("run", "--suite", str(suite), "--backend", BACKEND, "--out",
-                       str(tmp_path / "o"), "--processes", "3", "--time-limit", "120",
-                       "--implementation", "wgpu-native")
+    proc = in_process("run", "--suite", str(suite), "--backend", BACKEND, "--out",
+                      str(tmp_path / "o"), "--processes", "3", "--time-limit", "120",
+                      "--implementation", "wgpu-native")
     assert proc.returncode == 0, proc.stderr
     _, summary, _ = read_run(only_run_folder(tmp_path / "o"))
     rows = summary[(summary.variant == "") & summary.process.notna()

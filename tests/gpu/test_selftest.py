@@ -15,18 +15,19 @@ import os
 
 import pandas as pd
 import pytest
-from conftest import BACKEND, aa_suite, gpuoverhead, write_suite
+from conftest import BACKEND, aa_suite, in_process, write_suite
 
 from gpuoverhead.present import compare as comparing
 from gpuoverhead.results.read import load
 
-#: Loaded by every Python process of the run: in a worker process (spawned), from the call
-#: of `sample_group` on, each Python and C call of the process numbers in
-#: GPUOVERHEAD_TEST_SLOW ("process:ns,...") spins that many ns first, as a CPU slower at
-#: the timed calls would make them (lavapipe's own threads, the GPU's work, are not). The
-#: worker module's `sample_group` is wrapped as the module is imported: a profile function
-#: watching every call from the start for it made each of the run's 8 workers' start-up
-#: (imports, device, pipelines) about 0.7 CPU-s slower.
+#: Loaded by every worker process of the run (spawned with the environment its command, in
+#: the test's process, was given): in a worker, from the call of `sample_group` on, each
+#: Python and C call of the process numbers in GPUOVERHEAD_TEST_SLOW ("process:ns,...")
+#: spins that many ns first, as a CPU slower at the timed calls would make them (lavapipe's
+#: own threads, the GPU's work, are not). The worker module's `sample_group` is wrapped as
+#: the module is imported: a profile function watching every call from the start for it
+#: made each of the run's 8 workers' start-up (imports, device, pipelines) about 0.7 CPU-s
+#: slower.
 SLOWER = '''
 import importlib.abc
 import importlib.machinery
@@ -82,17 +83,18 @@ SLOW = {1: 1500, 2: 1500, 5: 1500, 6: 1500, 3: 10_000}
 
 
 @pytest.mark.slow
-def test_selftest_fails_halves_that_differ_and_measures_a_far_process_again(tmp_path):
+def test_selftest_fails_halves_that_differ_and_measures_a_far_process_again(tmp_path,
+                                                                           monkeypatch):
     suite = write_suite(tmp_path, aa_suite("aa", 40))
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(SLOWER)
-    env = {"PYTHONPATH": os.pathsep.join([str(site), *filter(None, [os.environ.get(
-               "PYTHONPATH")])]),
-           "GPUOVERHEAD_TEST_SLOW": ",".join(f"{p}:{ns}" for p, ns in SLOW.items())}
-    proc = gpuoverhead("selftest", "--suite", str(suite), "--backend", BACKEND,
-                       "--implementation", "wgpu-native", "--processes", "3",
-                       "--out", str(tmp_path / "out"), timeout=300, env=env)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), *filter(None, [
+        os.environ.get("PYTHONPATH")])]))
+    monkeypatch.setenv("GPUOVERHEAD_TEST_SLOW", ",".join(f"{p}:{ns}" for p, ns in SLOW.items()))
+    proc = in_process("selftest", "--suite", str(suite), "--backend", BACKEND,
+                      "--implementation", "wgpu-native", "--processes", "3",
+                      "--out", str(tmp_path / "out"))
     halves = sorted((tmp_path / "out").iterdir())
     assert [h.name[-2:] for h in halves] == ["-a", "-b"], proc.stderr
     # The verdict: exit 1, and the last thing said is compare's verdict on the halves.

@@ -8,7 +8,7 @@ import json
 
 import pandas as pd
 import pytest
-from conftest import BACKEND, aa_suite, gpuoverhead, in_process, write_suite
+from conftest import BACKEND, aa_suite, in_process, write_suite
 
 from gpuoverhead.present import compare as comparing
 from gpuoverhead.results import read
@@ -22,10 +22,8 @@ def test_two_runs_one_after_the_other_give_the_allowance_compare_uses(tmp_path, 
     # so it takes the suite's count, not the alternating form's six a half. (Two a job, as
     # before, cost two more workers' start-ups, ~3 CPU-s, and checked the same.)
     suite = write_suite(tmp_path, "processes: 1\n" + aa_suite("b2b", 20))
-    proc = gpuoverhead("selftest", "--back-to-back", "--suite", str(suite), "--backend",
-                       BACKEND, "--implementation", "wgpu-native",
-                       "--out", str(tmp_path / "out"), timeout=300,
-                       env={"XDG_CACHE_HOME": str(cache)})
+    proc = in_process("selftest", "--back-to-back", "--suite", str(suite), "--backend",
+                      BACKEND, "--implementation", "wgpu-native", "--out", str(tmp_path / "out"))
     runs = sorted((tmp_path / "out").iterdir())
     assert [r.name[-2:] for r in runs] == ["-a", "-b"], proc.stderr
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
