@@ -375,19 +375,18 @@ def ci_run_suite(folder: Path, benchmarks: int | None = None,
 @pytest.fixture(scope="session")
 def ci_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path]:
     """One run of the CI suite (`ci_run_suite`) on the Vulkan adapter in two worker
-    processes (the parent in this process: its workers are fresh processes as ever), shared
-    by every test that only reads results; under a time limit. On every CPU the tests may
-    use (`--affinity`): lavapipe runs the GPU's work on CPU threads, and a run held to one
-    CPU (the probe leaves out a CPU that another process keeps busy) runs that work inside
-    the issue time, which the readers' checks of issue against wait time would take for a
-    fault of the method (test_run.py)."""
+    processes, shared by every test that only reads results; under a time limit. On every
+    CPU the tests may use (`--affinity`): lavapipe runs the GPU's work on CPU threads, and
+    a run held to one CPU (the probe leaves out a CPU that another process keeps busy) runs
+    that work inside the issue time, which the readers' checks of issue against wait
+    time would take for a fault of the method (test_run.py)."""
     out = tmp_path_factory.mktemp("ci-run")
     every = (["--affinity", ",".join(map(str, sorted(os.sched_getaffinity(0))))]
              if hasattr(os, "sched_getaffinity") else [])
-    proc = in_process("run", "--suite", str(ci_run_suite(out)), "--backend", BACKEND,
-                      "--out", str(out / "runs"), "--seed", "7", "--processes", "2",
-                      "--implementation", "wgpu-native", "--time-limit", str(CI_RUN_LIMIT_S),
-                      *every)
+    proc = gpuoverhead("run", "--suite", str(ci_run_suite(out)), "--backend", BACKEND,
+                       "--out", str(out / "runs"), "--seed", "7", "--processes", "2",
+                       "--implementation", "wgpu-native", "--time-limit", str(CI_RUN_LIMIT_S),
+                       *every)
     assert proc.returncode == 0, proc.stderr
     return proc, only_run_folder(out / "runs")
 
