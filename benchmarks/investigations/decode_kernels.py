@@ -10,8 +10,10 @@ combined once a head by the head's last block to finish (decode_choices.ATTENTIO
 `ticket`: attn_part_ticket, then o_proj as a plain matrix-vector product with 1.5B's lanes:
 `ticket+out=sg-l16`) and inside the output projection (`split`); with `early=True` (the
 loads that a row's sums are added to issued before its dot products); and (round 6,
-grid_variants) with the MLP or each whole layer in one dispatch of resident workgroups
-(`grid=132`, `layer_grid=132`) at the counts the barrier probe passed at. With `--aheads`
+grid_variants) with the MLP in one dispatch of resident workgroups (`grid=132`) at the
+counts the barrier probe passed at. (Each whole layer in one dispatch, `layer_grid=N`, gave
+wrong logits on the H200 and was slower where right: removed, in the history at commit
+83d609a.) With `--aheads`
 (round 5's, which lost) also `ticket` under each o_proj that sums by subgroups and each
 load ahead (decode_choices.AHEADS: workgroups of attn_part, attn_out and down of their own
 that read gate/up's first rows or the next layer's Q/K/V into the L2 cache while the kernel
@@ -158,13 +160,10 @@ def variants(tuned: Kernels, subgroups: bool = True, swaps: bool = False,
 
 def grid_variants(tuned: Kernels, counts: tuple[int, ...]) -> dict[str, tuple[str, Kernels]]:
     """(Approach B) the suite's step with its MLP in one dispatch of each of `counts`
-    workgroups (Kernels.grid: mlp_grid, `grid=132`), and with each whole layer in one
-    (Kernels.layer_grid: layer_grid, `layer_grid=132`: 24 or 28 boundaries a token where
-    the suite's step has 123 or 143), all the part `grid`: at the counts the barrier probe
-    passed at on this device, so that a grid whose workgroups are not all resident (each of
-    its barriers then waits SPIN loads and gives up) is never timed."""
-    return {f"{name}={n}": ("grid", replace(tuned, **{name: n}))
-            for name in ("grid", "layer_grid") for n in counts}
+    workgroups (Kernels.grid: mlp_grid, `grid=132`), the part `grid`: at the counts the
+    barrier probe passed at on this device, so that a grid whose workgroups are not all
+    resident (each of its barriers then waits SPIN loads and gives up) is never timed."""
+    return {f"grid={n}": ("grid", replace(tuned, grid=n)) for n in counts}
 
 
 def needs_subgroups(kernels: Kernels) -> bool:
@@ -297,8 +296,6 @@ def kernel_bytes(s: Shape, cache: int) -> dict[str, int]:
             "o_proj": 4 * n * h * q,
             "gate_up": 4 * n * (2 * f * h + h), "matvec_add": 4 * n * f * h,
             "mlp_grid": 4 * n * (3 * f * h + h),
-            "layer_grid": 4 * n * ((q + 2 * kv) * h + 3 * h + q + 2 * kv + h * q + 3 * f * h)
-            + cached,
             "norm_matvec": head, "norm_matvec4": head, "count": 0}
 
 

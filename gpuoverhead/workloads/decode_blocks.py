@@ -13,7 +13,7 @@ import numpy as np
 
 from gpuoverhead.gpu.targets import grid_for
 from gpuoverhead.workloads.decode_choices import AHEAD_MOST_WG, AHEADS, ALL_MATVECS
-from gpuoverhead.workloads.decode_model import DECODE_WG, ML_LINE, W, ml_stride, rope_table
+from gpuoverhead.workloads.decode_model import DECODE_WG, W
 
 
 def fused_layers(engine: Any, buf: dict) -> tuple[list[list], Any]:
@@ -23,10 +23,8 @@ def fused_layers(engine: Any, buf: dict) -> tuple[list[list], Any]:
     `ticket` attention's tickets, a head each."""
     k, s, ctx = engine.kernels, engine.w.shape, engine.ctx
     streams = [buf["x"], ctx.buffer(np.zeros(s.hidden, np.float32)) if k.grid else buf["x"]]
-    if k.grid or k.layer_grid:
+    if k.grid:
         buf["grid"] = ctx.buffer(np.zeros(2, np.uint32))
-    if k.layer_grid:
-        return grid_layers(engine, buf)
     if k.attention == "ticket":
         buf["tickets"] = ctx.buffer(np.zeros(s.heads, np.uint32))
     layers = engine.layers
@@ -126,49 +124,3 @@ def mlp_grid(engine: Any, layer: dict, b: dict) -> Any:
         {W: layer["wgu"], 8: b["x"], 9: layer["norm2"], 3: b["a"], 12: layer["wdown"],
          4: b["x_next"], 13: b["grid"]}, grid_for(k.grid, 1))
 
-
-def grid_layers(engine: Any, buf: dict) -> tuple[list[list], Any]:
-    """Kernels.layer_grid: each layer one dispatch of that many workgroups (layer_grid), on
-    buffers of its own: its biases, norms and RoPE's angles in one, and in another (its
-    `scratch`, scratch_layout) each stage's output and its key and value caches, so that
-    every value a stage writes for a later one is at an address no workgroup read before in
-    the dispatch; the stream from the copy's buffer into the first layer's scratch, from each
-    layer's into the next's, the last's read by the LM head."""
-    s, k, ctx = engine.w.shape, engine.kernels, engine.ctx
-    assert s.q_size == s.hidden, s  # os_share: every row it reads is as long as the stream
-    nb = -(-(engine.cache + 1) // engine._block())
-    positions = len(engine.w.layers[0]["kcache"]) // s.kv_size
-    at, size = scratch_layout(s, nb, positions)
-    pipeline = engine._p("layer_grid", WG=DECODE_WG, AB=engine._block(),
-                         LANES=ALL_MATVECS[k.qkv].lanes(s.hidden, DECODE_WG),
-                         LANES_GU=ALL_MATVECS[k.gate_up].lanes(s.hidden, DECODE_WG),
-                         LANES2=ALL_MATVECS[k.down].lanes(s.mlp, DECODE_WG), **at)
-    segments, stream = [], buf["x"]
-    for layer, values in zip(engine.layers, engine.w.layers, strict=True):
-        scratch = np.zeros(size, np.float32)
-        scratch[at["SK"]:at["SK"] + values["kcache"].size] = values["kcache"].ravel()
-        scratch[at["SV"]:at["SV"] + values["vcache"].size] = values["vcache"].ravel()
-        vectors = np.concatenate([values["bqkv"], values["norm1"], values["norm2"],
-                                  rope_table(s.head_dim, engine.cache)]).astype(np.float32)
-        out = ctx.buffer(scratch)
-        segments.append([ctx.step(pipeline, {W: layer["wqkv"], 14: layer["wo"],
-                                             15: layer["wgu"], 12: layer["wdown"], 8: stream,
-                                             0: ctx.buffer(vectors), 3: out,
-                                             13: buf["grid"]}, grid_for(k.layer_grid, 1))])
-        stream = out
-    return segments, stream
-
-
-def scratch_layout(s: Any, blocks: int, positions: int) -> tuple[dict[str, int], int]:
-    """Where layer_grid's stages write in a layer's scratch (f32; its overrides): the stream
-    after the layer at 0, then after the attention (SXM), silu(gate) * up (SA), q (SQ), the
-    blocks' largest scores and sums (SML) and weighted values (SP), the key and value
-    caches of `positions` (SK, SV), each on whole lines of ML_LINE; and the f32 in all."""
-    sizes = {"SXM": s.hidden, "SA": s.hidden, "SQ": s.mlp, "SML": s.q_size,
-             "SP": s.heads * ml_stride(blocks), "SK": s.heads * blocks * s.head_dim,
-             "SV": positions * s.kv_size, "": positions * s.kv_size}
-    at, end = {}, 0
-    for name, before in sizes.items():  # each region starts past the one before it
-        end += -(-before // ML_LINE) * ML_LINE
-        at[name] = end
-    return {k: v for k, v in at.items() if k}, end

@@ -124,9 +124,9 @@ class Kernels:
     (AHEADS); `grid`: where not 0, the MLP (gate/up, then down) in one dispatch of that many
     workgroups with a grid-wide barrier between (mlp_grid: an investigation's, for a device
     known to run that many at once; WebGPU cannot say how many), its sums through workgroup
-    memory, gate/up's lanes and down's as named; `layer_grid`: where not 0, each whole layer
-    in one dispatch of that many workgroups, grid barriers between its stages (layer_grid,
-    likewise an investigation's), Q/K/V's and the output projection's lanes Q/K/V's."""
+    memory, gate/up's lanes and down's as named. (Each whole layer in one dispatch,
+    `layer_grid`, gave wrong logits on the H200 and was slower where right: round 6, in the
+    history at commit 83d609a.)"""
 
     attention_workgroups: int = ATTENTION_WORKGROUPS
     head4: bool = False
@@ -138,7 +138,6 @@ class Kernels:
     early: bool = False
     ahead: str = ""
     grid: int = 0
-    layer_grid: int = 0
 
 
 #: The suite's fused step (run.json's `kernels`: kernels_note), each model's fastest whole

@@ -427,36 +427,3 @@ def test_an_mlp_in_one_dispatch_that_drops_the_residual_fails(ctx):
     engine = Engine(ctx.with_kernel(replace(ctx.kernel, source=source)), weights).tuned(
         Kernels(head4=True, grid=1))
     assert not any(_each_step_agrees(engine.ctx, engine, 1))
-
-
-@pytest.mark.parametrize(("layers", "cache"), [(2, 16), (3, 40)])
-def test_each_layer_in_one_dispatch_of_one_workgroup_matches_numpy(ctx, layers, cache):
-    """layer_grid (Q/K/V, the attention's blocks, their combine and the output projection,
-    gate/up, down; a grid barrier between each) in one workgroup taking every stage's
-    virtual workgroups in turn, each layer on its own scratch (the stream through them: the
-    head reads the last), leaves numpy's logits in each of 3 steps; a cache of 40 over 3
-    blocks of 16 a head. More workgroups are left to a GPU (decode_kernels.py's probe)."""
-    model, _ = SHAPES["tiny"]
-    weights = Weights.of(replace(model, layers=layers), cache)
-    engine = Engine(ctx, weights).tuned(Kernels(head4=True, layer_grid=1,
-                                                attention_workgroups=6))
-    names = _entries(engine)
-    assert names == ["copy", *["layer_grid"] * layers, "norm_matvec4", "count"]
-    assert all(_each_step_agrees(ctx, engine, 3))
-
-
-@pytest.mark.parametrize(("broken", "instead"), [
-    ("            out0[at + half] = y.y;\n", ""),
-    ("let p = SQ + h * D + 4u * lid;", "let p = SQ + 4u * lid;"),
-    ("out0[SXM + r] = x4[r / 4u][r % 4u] + red[lid].x;", "out0[SXM + r] = red[lid].x;"),
-    ("out0[r] = out0[SXM + r] + red[lid].x;", "out0[r] = red[lid].x;")])
-def test_a_layer_in_one_dispatch_with_a_stage_broken_fails(ctx, broken, instead):
-    """layer_grid leaving a rotated pair's second row unwritten, every head reading the
-    first's q, or either residual add dropped: logits past the check."""
-    source = ctx.kernel.source.replace(broken, instead)
-    assert source != ctx.kernel.source
-    model, _ = SHAPES["tiny"]
-    weights = Weights.of(replace(model, layers=2), 16)
-    engine = Engine(ctx.with_kernel(replace(ctx.kernel, source=source)), weights).tuned(
-        Kernels(head4=True, layer_grid=1))
-    assert not any(_each_step_agrees(engine.ctx, engine, 1))
