@@ -5,15 +5,18 @@ On the best adapter of wgpu-native (and of Dawn, where `wgpudawn` imports), for 
 and 1.5B (f32, random weights, a KV cache of 128), the fused step under each of `variants`:
 the suite's own (workloads/decode_choices: `subgroups`, each model's, as the device runs it;
 `tuned` in the tables of rounds 2 and 3, the suite's step before; round 3's best; at 1.5B
-since round 6 the `ticket` attention); the suite's with the other of its attention's blocks
-combined once a head by the head's last block to finish (decode_choices.ATTENTIONS
-`ticket`: attn_part_ticket, then o_proj as a plain matrix-vector product with 1.5B's lanes:
-`ticket+out=sg-l16`) and inside the output projection (`split`); with `early=True` (the
-loads that a row's sums are added to issued before its dot products); and (round 6,
-grid_variants) with the MLP in one dispatch of resident workgroups (`grid=132`) at the
-counts the barrier probe passed at. (Each whole layer in one dispatch, `layer_grid=N`, gave
-wrong logits on the H200 and was slower where right: removed, in the history at commit
-83d609a.) With `--aheads`
+since round 6 the `ticket` attention) and the same with `early=True` (the loads that a
+row's sums are added to issued before its dot products; not the suite's, since on Dawn
+at 1.5B it lost phase 1 in rounds 4-6). With `--attentions` (round 6's)
+also the suite's with the other of its attention's blocks combined once a head by the
+head's last block to finish (decode_choices.ATTENTIONS `ticket`: attn_part_ticket, then
+o_proj as a plain matrix-vector product with 1.5B's lanes: `ticket+out=sg-l16`) and
+inside the output projection (`split`). With `--grids` (round 6's: the MLP in one dispatch
+lost or drew at every count) the grid-barrier probe below and (grid_variants) the
+suite's with its MLP in one dispatch of resident workgroups (`grid=132`) at each count of
+`--resident` the probe passed at. (Each whole layer in one dispatch, `layer_grid=N`, gave
+wrong logits on wgpu-native at every count and on both at 528 and 1056, and was slower
+where right: removed, in the history at commit 83d609a.) With `--aheads`
 (round 5's, which lost) also `ticket` under each o_proj that sums by subgroups and each
 load ahead (decode_choices.AHEADS: workgroups of attn_part, attn_out and down of their own
 that read gate/up's first rows or the next layer's Q/K/V into the L2 cache while the kernel
@@ -45,9 +48,10 @@ device writes timestamps inside a pass (wgpu-native's timestamp-query-inside-pas
 more pass per variant with a timestamp after every dispatch gives each kernel's GPU time a
 token (a stamp costs each dispatch about 5 µs on the H200: compare kernels within a pass,
 not with the totals above).
-Once a device, with the first model (round 5, approach B's building block: a persistent
-kernel whose stages a grid-wide barrier separates): `barrier_probe`, for each workgroup count
-of `--resident` (those the device runs at once: nothing in WebGPU says how many), whether
+With `--grids`, once a device, with the first model (round 5, approach B's building block:
+a persistent kernel whose stages a grid-wide barrier separates): `barrier_probe`, for each
+workgroup count of `--resident` (those the device runs at once: nothing in WebGPU says how
+many), whether
 every workgroup passed grid_sync's barriers and read what the others wrote before them at
 fresh addresses (stale reads at an address written every round said apart: round 5's H200
 had them, L1 not coherent between SMs), and then a barrier's GPU µs against a boundary
@@ -120,12 +124,14 @@ MOST_QUERIES = 4096
 
 
 def variants(tuned: Kernels, subgroups: bool = True, swaps: bool = False,
-             heads: bool = False, aheads: bool = False) -> dict[str, tuple[str, Kernels]]:
+             heads: bool = False, aheads: bool = False, attentions: bool = False
+             ) -> dict[str, tuple[str, Kernels]]:
     """The whole steps timed, by name, each with the part it swaps (picks): the suite's
-    (DEFAULT_NAME: the engine's, as its device runs them); the other attention of `split`
-    and `ticket` (the part `attention`), `ticket` with 1.5B's choice of o_proj's lanes
-    (`ticket+out=sg-l16`; at 1.5B, whose step it is, `split`); and with `early` the other
-    way. With `aheads` (round 5) also `ticket` with each other o_proj that sums by
+    (DEFAULT_NAME: the engine's, as its device runs them), and with `early` the other way.
+    With `attentions` (round 6; `aheads` and `heads` too) also the other attention of
+    `split` and `ticket` (the part `attention`), `ticket` with 1.5B's choice of o_proj's
+    lanes (`ticket+out=sg-l16`; at 1.5B, whose step it is, `split`). With `aheads` (round
+    5) also `ticket` with each other o_proj that sums by
     subgroups where the device has them, and the suite's with each load ahead
     (decode_choices.AHEADS: `ahead=gu8+8`), the part `ahead`. With `swaps` (round 3) also
     the first fused engine's kernels (`main`) and the suite's with one matrix-vector part
@@ -143,7 +149,8 @@ def variants(tuned: Kernels, subgroups: bool = True, swaps: bool = False,
                 if name != getattr(tuned, part)}
     every = [n for n in MATVECS if MATVECS[n].subgroups == subgroups]
     chosen = as_run(default(MODELS[1536]), subgroups).out  # the ticket's o_proj at 1.5B
-    for other in (a for a in ATTENTIONS if a != tuned.attention
+    others = attentions or heads or aheads
+    for other in (a for a in ATTENTIONS if others and a != tuned.attention
                   and (heads or a not in HEAD_DIMS)):
         if other not in PROJECTED:
             out[other] = ("attention", replace(tuned, attention=other, out=Kernels().out))
@@ -159,10 +166,13 @@ def variants(tuned: Kernels, subgroups: bool = True, swaps: bool = False,
 
 
 def grid_variants(tuned: Kernels, counts: tuple[int, ...]) -> dict[str, tuple[str, Kernels]]:
-    """(Approach B) the suite's step with its MLP in one dispatch of each of `counts`
-    workgroups (Kernels.grid: mlp_grid, `grid=132`), the part `grid`: at the counts the
-    barrier probe passed at on this device, so that a grid whose workgroups are not all
-    resident (each of its barriers then waits SPIN loads and gives up) is never timed."""
+    """(Approach B, `--grids`) the suite's step with its MLP in one dispatch of each of
+    `counts` workgroups (Kernels.grid: mlp_grid, `grid=132`), the part `grid`: at the counts
+    the barrier probe passed at on this device, so that a grid whose workgroups are not all
+    resident (each of its barriers then waits SPIN loads and gives up) is not timed where
+    the probe saw it. Passing the probe proves no more than that: on the H200 it passed at
+    1056, where `grid=1056` took 18.6 ms a 0.5B token and gave wrong 1.5B logits (the
+    logits check leaves those out)."""
     return {f"grid={n}": ("grid", replace(tuned, grid=n)) for n in counts}
 
 
@@ -228,13 +238,21 @@ def arguments() -> argparse.Namespace:
                              "has started still finishes: on an H200 round 3's 11 variants "
                              "and 2 a shape took 89 s in all; round 4's 12 and 2 about as "
                              "long, with --swaps 21 and 2 about 160; round 5's 11 and 2 "
-                             "89 s; round 6's 7 and 2 should take less)")
+                             "89 s; round 6's 7 and 2 with --attentions --grids 65 s, "
+                             "with --resident 528,1056 89 s)")
     parser.add_argument("--swaps", action="store_true",
                         help="also round 3's variants: `main` and the suite's step with one "
                              "matrix-vector part swapped for each of its alternatives")
     parser.add_argument("--aheads", action="store_true",
                         help="also round 5's variants: the loads ahead, and the ticket "
                              "attention under each output projection")
+    parser.add_argument("--attentions", action="store_true",
+                        help="also round 6's: the suite's step with its other attention "
+                             "(`ticket+out=sg-l16` at 0.5B, `split` at 1.5B)")
+    parser.add_argument("--grids", action="store_true",
+                        help="also round 6's: the grid-barrier probe at each count of "
+                             "--resident and, at those it passed, the MLP in one dispatch "
+                             "(`grid=N`)")
     parser.add_argument("--heads", action="store_true",
                         help="also round 4's variants: the head attentions, each with its "
                              "output projection under each alternative")
@@ -242,10 +260,10 @@ def arguments() -> argparse.Namespace:
                         help="steps after the warm-up whose logits are each checked against "
                              "numpy (16; tiny: 4)")
     parser.add_argument("--resident", default="",
-                        help="workgroup counts (comma-separated) that the device runs at "
-                             "once: the grid-barrier probe's (barrier_probe, on the first "
-                             "model's device) and the MLP's in one dispatch (`grid=N`) "
-                             "(132,264: the H200's SMs, once and twice; tiny: 1); 0: neither")
+                        help="with --grids, workgroup counts (comma-separated) that the "
+                             "device runs at once: the grid-barrier probe's (barrier_probe, "
+                             "on the first model's device) and the MLP's in one dispatch "
+                             "(`grid=N`) (132,264: the H200's SMs, once and twice; tiny: 1)")
     parser.add_argument("--implementations", default="wgpu-native,dawn")
     args = parser.parse_args()
     args.shapes = [128] if args.tiny else [896, 1536]
@@ -253,7 +271,7 @@ def arguments() -> argparse.Namespace:
     args.rounds = args.rounds or (2 if args.tiny else 8)
     args.checks = args.checks or (4 if args.tiny else 16)
     args.resident = [int(n) for n in (args.resident or ("1" if args.tiny else "132,264"))
-                     .split(",") if int(n) > 0]
+                     .split(",") if int(n) > 0] if args.grids else []
     return args
 
 
@@ -441,7 +459,8 @@ def run_shape(binding_name: str, device: Any, timer: Any, tick: float, software:
     ctx = Context(device, Group(fusion_kernel("decode")))
     engine = Engine(ctx, weights)
     built = build_all(ctx, engine, variants(engine.kernels, engine.sg_ctx is not None,
-                                            args.swaps, args.heads, args.aheads),
+                                            args.swaps, args.heads, args.aheads,
+                                            args.attentions),
                       expected, tick, wait, args, deadline, notes, where)
     read_gb_s = read_floor.read_gb_s(ctx, tick, wait, software)
     empty_ns = read_floor.dispatch_gpu_ns(ctx, tick, wait)
