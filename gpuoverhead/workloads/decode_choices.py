@@ -161,7 +161,10 @@ class Kernels:
 #: against 2.402, wgpu-native; 2.149 against 2.239, Dawn), and each one's `best` with it
 #: 0.951x and 0.961x a fresh build of round 3's step, every round below. wgpu-native's best
 #: also loaded early and Dawn's did not, so `early` stays off (one choice for both). At
-#: 0.5B it lost (wgpu-native 1.033 against 1.005): 0.5B keeps `split`.
+#: 0.5B it lost (wgpu-native 1.033 against 1.005): 0.5B keeps `split`. Round 6
+#: (results/h200/decode-kernels/round6, round6b): `early` won phase 2 at 0.5B and on
+#: wgpu-native at 1.5B again, but on Dawn at 1.5B it lost phase 1 in rounds 4, 5 and 6
+#: (2.187 ms a token against 2.151 in round 6), so it stays off.
 DEFAULT_NAME = "subgroups"
 DEFAULT = Kernels(head4=True, qkv="sg", gate_up="sg-l16", down="sg-l16")
 #: Models whose default differs from DEFAULT, by name.
