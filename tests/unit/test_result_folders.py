@@ -105,5 +105,6 @@ def test_report_over_every_machine_folder_has_a_row_per_adapter(tmp_path):
     h200 = table[table["adapter"] == "NVIDIA H200"]
     # h200: default, processes-3, processes-10, browser-default, cadence, both runs of
     # six-processes' selftest-b2b-refinished, both halves of regimes-check's selftest and
-    # selftest-b2b; h200-x4: default and both halves of selftest
-    assert (h200.loc[h200["implementation"] == "wgpu-native", "runs"] == 14).all()
+    # selftest-b2b and its plain run on another VM; h200-x4: default and both halves of
+    # selftest
+    assert (h200.loc[h200["implementation"] == "wgpu-native", "runs"] == 15).all()
