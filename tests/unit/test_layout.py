@@ -208,6 +208,7 @@ def test_a_worker_starts_without_pandas_or_the_drivers_and_workloads_it_does_not
             "lazy = ('pandas', 'pyarrow', 'scipy', 'gpuoverhead.browser', 'torch', *(\n"
             "    f'gpuoverhead.{m}' for m in ('drivers.chromium', 'drivers.pytorch',\n"
             "    'drivers.host', 'workloads.torch_ops', 'workloads.read_floor',\n"
+            "    'workloads.decode_model',\n"
             "    *(f'workloads.{w}' for w in WORKLOADS))))\n"
             "print(sorted(m for m in sys.modules if m in lazy or m.startswith(\n"
             "    tuple(f'{n}.' for n in lazy))))")
