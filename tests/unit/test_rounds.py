@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import math
 import os
-import subprocess
-import sys
 import time
 from dataclasses import replace
 
@@ -197,18 +195,3 @@ def test_a_process_stops_before_the_run_s_deadline_with_the_rounds_it_has():
     assert found.stop == "short" and MIN_ROUNDS <= found.rounds < 20
     # 20 rounds would end 100 ms past it; a slow round under load may end a little past
     assert time.monotonic() < stop_at + 0.05
-
-
-def test_a_worker_s_medians_import_no_masked_arrays():
-    """A worker's medians (each round's loop reading, the warm-up's moving window, the
-    clock's cost, each precision check's median_ci) are numpy's taken by a sort: np.median
-    imports numpy.ma, ~15 ms of every worker's CPU, to ask whether its input is masked."""
-    code = ("import sys, numpy as np\n"
-            "from gpuoverhead.analysis.stats import median_ci\n"
-            "from gpuoverhead.run import rounds\n"
-            "median_ci(np.arange(9.0)), rounds.python_step_ns(), rounds.timer_cost_ns(100)\n"
-            "rounds._settled(list(range(30)))\n"
-            "print('numpy.ma' in sys.modules)")
-    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           check=True).stdout.strip()
-    assert found == "False"
