@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gc
 import os
 import sys
 import time
@@ -396,3 +397,5 @@ def main() -> None:
             os.write(2, f"error: cannot write the output: {getattr(exc, 'strerror', exc)}\n"
                         .encode())
         os._exit(EXIT_FAILED)
+    finally:  # done: the interpreter's end looks for no reference cycles among what the
+        gc.freeze()  # command made (pandas' and numpy's: ~0.2 CPU-s a run); atexit still runs
