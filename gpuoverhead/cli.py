@@ -53,8 +53,7 @@ app = typer.Typer(
 
 #: When this command started: a run's time limit counts from here (its imports included).
 STARTED = time.monotonic()
-EXIT_USER = 2
-EXIT_FAILED = 1
+EXIT_USER, EXIT_FAILED = 2, 1
 BackendOption = Annotated[str | None, typer.Option(
     help=f"Adapter backend: {', '.join(BACKENDS)}.")]
 
@@ -397,5 +396,5 @@ def main() -> None:
             os.write(2, f"error: cannot write the output: {getattr(exc, 'strerror', exc)}\n"
                         .encode())
         os._exit(EXIT_FAILED)
-    finally:  # done: the interpreter's end looks for no reference cycles among what the
-        gc.freeze()  # command made (pandas' and numpy's: ~0.2 CPU-s a run); atexit still runs
+    finally:  # done: its end looks for no cycles among pandas' & co.'s objects (~0.2 CPU-s)
+        gc.freeze()
