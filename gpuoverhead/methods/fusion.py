@@ -43,7 +43,6 @@ from gpuoverhead.cases import (
     Case,
 )
 from gpuoverhead.gpu.pass_timer import PassTimer
-from gpuoverhead.workloads.decode_model import MODELS, bytes_per_token
 from gpuoverhead.workloads.work import Work, read_loop, units_op
 
 #: Not a suite's methodology: a benchmark names a `fusion` workload instead of a kernel,
@@ -195,6 +194,10 @@ def _floor_multiple(view: View, case: Case, out: Out, slope: np.ndarray,
     the worker's measured read stream where it ran one (`floor_multiple_read`)."""
     if not case.kernel.startswith(DECODE_KERNEL):
         return
+    # imported where a decode step is: a kernel's worker (its precision checks read these
+    # series) has no use for the model, whose import is ~5 ms of its CPU
+    from gpuoverhead.workloads.decode_model import MODELS, bytes_per_token
+
     precision = "f16" if case.kernel.endswith("_f16") else "f32"
     needed = bytes_per_token(MODELS[case.elements], case.k, precision)
     whole = np.isfinite(slope)
@@ -225,6 +228,8 @@ def _token_parts(view: View, case: Case, out: Out, slope: np.ndarray,
     if not (view.cal.read_gb_s and dispatches and per_dispatch is not None
             and case.kernel.startswith(DECODE_KERNEL)):
         return
+    from gpuoverhead.workloads.decode_model import MODELS, bytes_per_token  # as above
+
     precision = "f16" if case.kernel.endswith("_f16") else "f32"
     floor = bytes_per_token(MODELS[case.elements], case.k, precision) / view.cal.read_gb_s
     cost = dispatches * per_dispatch

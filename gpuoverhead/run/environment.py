@@ -93,10 +93,33 @@ def packages() -> dict[str, str | None]:
     found: dict[str, str | None] = {"gpuoverhead": __version__}
     for name in _PACKAGES:
         try:
-            found[name] = metadata.version(name)
+            found[name] = version(metadata.distribution(name))
         except metadata.PackageNotFoundError:
             found[name] = None
     return found
+
+
+def version(dist: metadata.Distribution) -> str | None:
+    """`dist.version`, as importlib.metadata parses it from the metadata's headers alone
+    (`_Headers`): numpy's, pandas' and scipy's hold their READMEs after them, and parsing
+    the whole of the nine packages' took 10-13 ms of every run's parent."""
+    return _Headers(dist).version
+
+
+class _Headers(metadata.Distribution):
+    """A distribution whose metadata files end where their headers do (at the first blank
+    line, which ends an email's headers: what comes after is its body)."""
+
+    def __init__(self, dist: metadata.Distribution) -> None:
+        self._dist = dist
+
+    def read_text(self, filename: str) -> str | None:
+        text = self._dist.read_text(filename)
+        end = text.find("\n\n") if text else -1
+        return text if end < 0 else text[:end + 2]
+
+    def locate_file(self, path: Any) -> Any:
+        return self._dist.locate_file(path)
 
 
 def native_libraries() -> dict[str, Any]:

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from gpuoverhead import interrupts
+from gpuoverhead.analysis.row_medians import median_rows
 from gpuoverhead.analysis.samples import GroupSamples
 from gpuoverhead.cases import Case, Group
 from gpuoverhead.methods import Operation, cadence
@@ -205,7 +206,7 @@ def python_step_ns() -> int:
         t0 = perf_counter_ns()
         sum(range(200))
         steps.append(perf_counter_ns() - t0)
-    return int(np.median(steps))
+    return int(median_rows(np.array(steps)))
 
 
 def _timeline(group: Group, one_round: Round, out: GroupSamples, budget: Budget,
@@ -279,8 +280,8 @@ def _settled(durations: list[int]) -> bool:
     """Whether the moving median of round durations moved less than the tolerance."""
     if len(durations) < WARMUP_WINDOW + 1:
         return False
-    now = float(np.median(durations[-WARMUP_WINDOW:]))
-    before = float(np.median(durations[-WARMUP_WINDOW - 1:-1]))
+    now = float(median_rows(np.array(durations[-WARMUP_WINDOW:])))
+    before = float(median_rows(np.array(durations[-WARMUP_WINDOW - 1:-1])))
     return abs(now - before) <= WARMUP_TOLERANCE * now
 
 
@@ -316,4 +317,4 @@ def timer_cost_ns(pairs: int = 20_000) -> float:
     for i in range(pairs):
         t0 = clock()
         deltas[i] = clock() - t0
-    return float(np.median(deltas))
+    return float(median_rows(deltas))

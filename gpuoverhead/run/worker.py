@@ -9,6 +9,7 @@ state, memory placement, clocks) becomes visible instead of hidden in one proces
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import os
 import signal
@@ -232,6 +233,7 @@ def _child(task: Task, conn: Any) -> None:
         outcome = Outcome(task.process, error=traceback.format_exc(limit=5).strip())
     send(("done", outcome))
     conn.close()
+    gc.freeze()  # as cli.main ends: its interpreter's end looks for no reference cycles
 
 
 def run(task: Task, on_round: Any, stall_timeout_s: float = float("inf"),

@@ -200,14 +200,21 @@ def test_a_worker_starts_without_pandas_or_the_drivers_and_workloads_it_does_not
     """A worker's imports stay light (every run starts one per process; pandas with pyarrow
     is ~0.35 CPU-s of it): the analysis stack is the parent's, a type hint is no reason.
     A wgpu-native worker measuring a kernel imports its own driver alone, and no workload
-    (the browser's, PyTorch's and the CPU's drivers and the workloads were ~0.15 CPU-s)."""
-    code = ("import sys, gpuoverhead.run.worker\n"
+    (the browser's, PyTorch's and the CPU's drivers and the workloads were ~0.15 CPU-s); its
+    medians (each round's loop reading, the warm-up window, the clock's cost, each precision
+    check's median_ci) import no numpy.ma, as np.median's does (10-20 ms)."""
+    code = ("import sys, numpy as np, gpuoverhead.run.worker\n"
+            "from gpuoverhead.analysis.stats import median_ci\n"
             "from gpuoverhead.drivers import registry\n"
+            "from gpuoverhead.run import rounds\n"
             "from gpuoverhead.workloads.registry import WORKLOADS\n"
             "registry.get('webgpu')\n"
-            "lazy = ('pandas', 'pyarrow', 'scipy', 'gpuoverhead.browser', 'torch', *(\n"
+            "median_ci(np.arange(9.0)), rounds.python_step_ns(), rounds.timer_cost_ns(100)\n"
+            "rounds._settled(list(range(30)))\n"
+            "lazy = ('pandas', 'pyarrow', 'scipy', 'numpy.ma', 'gpuoverhead.browser', 'torch', *(\n"
             "    f'gpuoverhead.{m}' for m in ('drivers.chromium', 'drivers.pytorch',\n"
             "    'drivers.host', 'workloads.torch_ops', 'workloads.read_floor',\n"
+            "    'workloads.decode_model',\n"
             "    *(f'workloads.{w}' for w in WORKLOADS))))\n"
             "print(sorted(m for m in sys.modules if m in lazy or m.startswith(\n"
             "    tuple(f'{n}.' for n in lazy))))")

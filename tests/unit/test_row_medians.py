@@ -36,3 +36,14 @@ def test_the_medians_of_rows_are_numpy_s(shape):
         assert _said(nanmedian_rows, a)[1] == _said(lambda a: np.nanmedian(a, axis=-1), a)[1] \
             == warned
         assert _said(median_rows, a)[1] == set()
+
+
+def test_the_median_of_nanoseconds_is_numpy_s():
+    """A worker's medians of integer nanoseconds (run/rounds.py: a round's loop readings,
+    the warm-up's moving window, the clock's cost) as np.median gives them, odd and even."""
+    rng = np.random.default_rng(5)
+    for n in (5, 6, 8, 9, 20_000):
+        a = rng.integers(0, 10**12, n)
+        micro = a[: n // 2 * 2] // 1000  # an even count of smaller values
+        assert float(median_rows(a)) == float(np.median(a))
+        assert float(median_rows(micro)) == float(np.median(micro))

@@ -38,3 +38,21 @@ def test_a_replace_refused_for_good_raises_and_keeps_the_old_file(tmp_path, monk
         write.write_json(tmp_path / "run.json", {"status": "complete"})
     assert (tmp_path / "run.json").read_text() == "old"
     assert not list(tmp_path.glob(".*partial"))
+
+
+def test_text_cells_are_made_inert_beside_missing_ones():
+    """inert_text leaves missing cells (None, NaN, pd.NA) missing, in object and text
+    columns alike, and makes the formulas beside them text; numbers are not touched."""
+    import pandas as pd
+
+    table = pd.DataFrame({
+        "a": pd.Series(["=1+1", None, "x", float("nan")], dtype=object),
+        "b": pd.array(["@SUM(A1)", pd.NA, "-", "ok"], dtype="string"),
+        "c": pd.Series(["+cmd", None, "1e3", "z"], dtype="str"),
+        "d": [1.0, 2.0, None, 3.0]})
+    found = write.inert_text(table)
+    for name, first in (("a", "'=1+1"), ("b", "'@SUM(A1)"), ("c", "'+cmd")):
+        assert found[name][0] == first and found[name].dtype == table[name].dtype
+        assert found[name].isna().tolist() == table[name].isna().tolist()
+        assert found[name][2:].dropna().tolist() == table[name][2:].dropna().tolist()
+    assert found["d"].equals(table["d"])
