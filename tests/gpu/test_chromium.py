@@ -94,7 +94,7 @@ def chromium_run(tmp_path_factory):
     `partial`, on a busy one; 180 s does not lengthen it. Less the empty kernel, the chain
     and the loop (a browser each, 15 of the run's 28 s): nothing here reads their rows,
     add_one runs the kernel path in the page, and the chain and loop run there with their
-    outputs checked in the browser fusion test's run (tests/gpu/test_browser_fusion.py);
+    outputs checked in the browser fusion tests (tests/gpu/test_browser_fusion.py);
     the patterns the page leaves out stay in."""
     out = tmp_path_factory.mktemp("chromium-run")
     suite = ci_run_suite(out, budget_s=0.2)
@@ -131,8 +131,8 @@ def test_ci_suite_in_chromium_checks_outputs_and_writes_rows(chromium_run):
     assert browser["browser_version"].startswith("Chrome/")
     assert browser["cross_origin_isolated"] is True and browser["timer_resolution_us"] <= 20
     assert "--enable-unsafe-webgpu" in browser["browser_flags"]
-    # Of the fusion patterns only the chain and the loop run in the page (their checks and
-    # tax: tests/gpu/test_browser_fusion.py, which runs them there): the suite's others
+    # Of the fusion patterns only the chain and the loop run in the page (their checks, and
+    # the chain's tax: tests/gpu/test_browser_fusion.py): the suite's others
     # (rmsnorm, matmul, decode) give no rows, and no job.
     assert summary[summary.methodology == "fusion"].empty
     assert {b["benchmark"] for b in info["benchmarks"]} == {"add_one"}
