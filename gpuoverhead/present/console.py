@@ -80,15 +80,18 @@ def print_table(table: Table, optional: tuple[str, ...] = (), to: Console | None
     to.print(f"(wider than {to.width} columns: each row as a list)", highlight=False)
     if table.title:
         to.print(table.title, overflow="fold", highlight=False)
+    lines, width = [], to.width  # printed at once: a print each took most of a list's time
     for row in zip(*(column.cells for column in table.columns), strict=True):
-        to.print("")
+        lines.append(Text())
         for column, cell in zip(table.columns, row, strict=True):
             if not str(cell):
                 continue
-            line = f"{column.header}: {cell}"  # a value too long for it on a line of its own
-            if Text.from_markup(line).cell_len > to.width:
-                line = f"{column.header}:\n{cell}"
-            to.print(line, overflow="fold", highlight=False)
+            line = to.render_str(f"{column.header}: {cell}", highlight=False)
+            if line.cell_len > width:  # a value too long for it on a line of its own
+                line = to.render_str(f"{column.header}:\n{cell}", highlight=False)
+            lines.append(line)
+    if lines:
+        to.print(Text("\n").join(lines), overflow="fold", highlight=False)
     if table.caption:
         to.print(table.caption, overflow="fold", highlight=False)
 

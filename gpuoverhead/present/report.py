@@ -212,7 +212,7 @@ def figures_of(rows: pd.DataFrame, masks: dict | None = None) -> list[Figure]:
     """The columns the rows of one benchmark have: FIGURES, or a fusion benchmark's."""
     fusion = (rows["methodology"] == "fusion").any()
     return [f for f in (_fusion_figures(rows) if fusion else FIGURES)
-            if not pick(rows, f, masks).empty]
+            if _shown(rows, f, masks).any()]  # no frame of the rows: a take of each column
 
 
 def build(sets: list[ResultSet], benchmark: str | None = None, elements: int | None = None
@@ -278,6 +278,11 @@ def pick(rows: pd.DataFrame, f: Figure, masks: dict | None = None) -> pd.DataFra
     group twins': the figures are of the reused cases). `masks`: the comparisons of these
     `rows` made so far, kept for the next pick of them (a report picks two dozen times, each
     comparing whole text columns again)."""
+    return rows[_shown(rows, f, masks)]
+
+
+def _shown(rows: pd.DataFrame, f: Figure, masks: dict | None = None) -> pd.Series:
+    """Which of `rows` figure `f` shows (`pick`)."""
     masks = {} if masks is None else masks
 
     def equal(column: str, value: Any) -> pd.Series:
@@ -293,7 +298,7 @@ def pick(rows: pd.DataFrame, f: Figure, masks: dict | None = None) -> pd.DataFra
             mask &= equal(column, getattr(f, column))
     if f.k is not None:
         mask &= equal("k", f.k)
-    return rows[mask]
+    return mask
 
 
 def _row_warnings(rs: ResultSet, row: dict) -> list[str]:
