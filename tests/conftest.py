@@ -44,17 +44,21 @@ CI_RUN_LIMIT_S = 150
 #: (about 40 ms a token on lavapipe, 2 s a round at 2 tokens, 4-6 s at 8) in loops of 2
 #: tokens and 3 rounds after one warm-up round, which its least budget leaves it (at 4 s a
 #: process, rounds under 1.33 s made a fourth), the other fusion patterns (whose processes are
-#: mostly start-up) on a quarter of the budget per case, the kernels and the cadence on a
-#: quarter of theirs (empty's 54 rounds a process become 15-20; the layer split's checks,
-#: test_layers.py, allow for how far the processes differ, and the bind group's each
-#: process's interval), all after at most 2 warm-up rounds (on lavapipe a process's first
-#: round took 1.1-1.3x its measured rounds' median, the next ones within their noise), the
-#: matmul at K 16 and 32 (the one figure read of it, its crossover, needs two sizes; K 64's
-#: 8 ms a unit took three quarters of its rounds). Every other benchmark and case runs.
-CI_RUN_FUSION = {"budget_s": 0.1, "warmup_max_rounds": 2}
+#: mostly start-up) on an eighth of the budget per case (8-9 rounds a process, the suite's
+#: min_rounds), matmul at K 16 and 32 (the one figure read of it, its crossover, needs two
+#: sizes; K 64's 8 ms a unit took three quarters of its rounds), the kernels and the cadence
+#: on a quarter of theirs (empty's 54 rounds a process become 15-20; the layer split's
+#: checks, test_layers.py, allow for how far the processes differ) but the kernel with a bind
+#: group per dispatch on half (about 20 rounds a process: each process's own interval of the
+#: bind group's cost must exclude zero, test_bind_group.py, and at 8-10 rounds both reached
+#: it beside a busy core), all after at most 2 warm-up rounds (on lavapipe a process's first
+#: round took 1.1-1.3x its measured rounds' median, the next ones within their noise).
+#: Every other benchmark and case runs.
+CI_RUN_FUSION = {"budget_s": 0.05, "warmup_max_rounds": 2}
 CI_RUN_MATMUL = {"k_sweep": [16, 32]}
 CI_RUN_DECODE = {"loop_tokens": 2, "min_rounds": 3, "warmup_max_rounds": 1, "budget_s": 0.1}
 CI_RUN_KERNEL = {"budget_s": 0.1, "warmup_max_rounds": 2}
+CI_RUN_BIND_GROUP = {"budget_s": 0.2}
 CI_RUN_CADENCE = {"budget_s": 0.15}
 
 
@@ -369,6 +373,7 @@ def ci_run_suite(folder: Path, benchmarks: int | None = None,
         else:
             bench.update(CI_RUN_CADENCE if "cadence" in bench.get("methodologies", ())
                          else CI_RUN_KERNEL)
+            bench.update(CI_RUN_BIND_GROUP if "bind_group" in bench else {})
         if budget_s is not None:
             bench.pop("budget_s", None)
     if budget_s is not None:
