@@ -45,19 +45,19 @@ CI_RUN_LIMIT_S = 150
 #: tokens and 3 rounds after one warm-up round, which its least budget leaves it (at 4 s a
 #: process, rounds under 1.33 s made a fourth), the other fusion patterns (whose processes are
 #: mostly start-up) on an eighth of the budget per case (8-9 rounds a process, the suite's
-#: min_rounds), matmul at K 16 and 32 (the one figure read of it, its crossover, needs two
-#: sizes; K 64's 8 ms a unit took three quarters of its rounds), the kernels and the cadence
-#: on a quarter of theirs (empty's 54 rounds a process become 15-20; the layer split's
-#: checks, test_layers.py, allow for how far the processes differ) but the kernel with a bind
-#: group per dispatch on half (about 20 rounds a process: each process's own interval of the
-#: bind group's cost must exclude zero, test_bind_group.py, and at 8-10 rounds both reached
-#: it beside a busy core), all after at most 2 warm-up rounds (on lavapipe a process's first
-#: round took 1.1-1.3x its measured rounds' median, the next ones within their noise).
+#: min_rounds) after at most 2 warm-up rounds (a process's first round took 1.1-1.3x its
+#: measured rounds' median on lavapipe, the next ones within their noise), matmul at K 16 and
+#: 32 (the one figure read of it, its crossover, needs two sizes; K 64's 8 ms a unit took
+#: three quarters of its rounds), the kernels and the cadence on a quarter of their budgets
+#: (empty's 54 rounds a process become 15-20; the layer split's checks, test_layers.py, allow
+#: for how far the processes differ) but the kernel with a bind group per dispatch on half
+#: (about 20 rounds a process: each process's own interval of the bind group's cost must
+#: exclude zero, test_bind_group.py, and at 8-10 rounds both reached it beside a busy core).
 #: Every other benchmark and case runs.
 CI_RUN_FUSION = {"budget_s": 0.05, "warmup_max_rounds": 2}
 CI_RUN_MATMUL = {"k_sweep": [16, 32]}
 CI_RUN_DECODE = {"loop_tokens": 2, "min_rounds": 3, "warmup_max_rounds": 1, "budget_s": 0.1}
-CI_RUN_KERNEL = {"budget_s": 0.1, "warmup_max_rounds": 2}
+CI_RUN_KERNEL = {"budget_s": 0.1}
 CI_RUN_BIND_GROUP = {"budget_s": 0.2}
 CI_RUN_CADENCE = {"budget_s": 0.15}
 
@@ -361,8 +361,8 @@ def write_suite(folder: Path, text: str, name: str = "suite.yaml") -> Path:
 
 def ci_run_suite(folder: Path, benchmarks: int | None = None,
                  budget_s: float | None = None) -> Path:
-    """configs/ci.yaml as the shared CI run measures it (CI_RUN_*: its budgets, warm-up and
-    matmul's K; its benchmarks, cases, sizes, other sweeps, methodologies and layers as they
+    """configs/ci.yaml as the shared CI run measures it (CI_RUN_*: its budgets, fusion's warm-up
+    and matmul's K; its benchmarks, cases, sizes, other sweeps, methodologies and layers as they
     are), written into `folder`; with `benchmarks`, only its first so many; with
     `budget_s`, that budget per case for all of them."""
     suite = yaml.safe_load((CONFIGS / "ci.yaml").read_text())
