@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "configs"
 #: The backend the GPU tests measure.
 BACKEND = os.environ.get("GPUOVERHEAD_TEST_BACKEND", "vulkan")
-#: The shared CI run's time limit in seconds. Its suite (`ci_run_suite`) takes about 85 s on
+#: The shared CI run's time limit in seconds. Its suite (`ci_run_suite`) takes about 40 s on
 #: the quiet 2-core machine; with --processes the budgets stay the suite's (the limit only
 #: cuts them), so the margin for a busy or slower machine costs nothing on this one, and a
 #: limit that held no second pass would leave the tests without intervals over two processes.
@@ -44,14 +44,22 @@ CI_RUN_LIMIT_S = 150
 #: (about 40 ms a token on lavapipe, 2 s a round at 2 tokens, 4-6 s at 8) in loops of 2
 #: tokens and 3 rounds after one warm-up round, which its least budget leaves it (at 4 s a
 #: process, rounds under 1.33 s made a fourth), the other fusion patterns (whose processes are
-#: mostly start-up) on half the budget per case, the kernels and the cadence on half theirs
-#: (empty's 54 rounds a process become about 27; the layer split's checks, test_layers.py,
-#: allow for how far the processes differ, and the bind group's each process's interval).
-#: The suite's every benchmark, case and check runs.
-CI_RUN_FUSION = {"budget_s": 0.2}
+#: mostly start-up) on an eighth of the budget per case (8-9 rounds a process, the suite's
+#: min_rounds) after at most 2 warm-up rounds (a process's first round took 1.1-1.3x its
+#: measured rounds' median on lavapipe, the next ones within their noise), matmul at K 16 and
+#: 32 (the one figure read of it, its crossover, needs two sizes; K 64's 8 ms a unit took
+#: three quarters of its rounds), the kernels and the cadence on a quarter of their budgets
+#: (empty's 54 rounds a process become 15-20; the layer split's checks, test_layers.py, allow
+#: for how far the processes differ) but the kernel with a bind group per dispatch on half
+#: (about 20 rounds a process: each process's own interval of the bind group's cost must
+#: exclude zero, test_bind_group.py, and at 8-10 rounds both reached it beside a busy core).
+#: Every other benchmark and case runs.
+CI_RUN_FUSION = {"budget_s": 0.05, "warmup_max_rounds": 2}
+CI_RUN_MATMUL = {"k_sweep": [16, 32]}
 CI_RUN_DECODE = {"loop_tokens": 2, "min_rounds": 3, "warmup_max_rounds": 1, "budget_s": 0.1}
-CI_RUN_KERNEL = {"budget_s": 0.2}
-CI_RUN_CADENCE = {"budget_s": 0.3}
+CI_RUN_KERNEL = {"budget_s": 0.1}
+CI_RUN_BIND_GROUP = {"budget_s": 0.2}
+CI_RUN_CADENCE = {"budget_s": 0.15}
 
 
 @functools.cache
@@ -353,17 +361,19 @@ def write_suite(folder: Path, text: str, name: str = "suite.yaml") -> Path:
 
 def ci_run_suite(folder: Path, benchmarks: int | None = None,
                  budget_s: float | None = None) -> Path:
-    """configs/ci.yaml as the shared CI run measures it (CI_RUN_*: its budgets; its
-    benchmarks, cases, sizes, sweeps, methodologies and layers as they are), written into
-    `folder`; with `benchmarks`, only its first so many; with `budget_s`, that budget per
-    case for all of them."""
+    """configs/ci.yaml as the shared CI run measures it (CI_RUN_*: its budgets, fusion's warm-up
+    and matmul's K; its benchmarks, cases, sizes, other sweeps, methodologies and layers as they
+    are), written into `folder`; with `benchmarks`, only its first so many; with
+    `budget_s`, that budget per case for all of them."""
     suite = yaml.safe_load((CONFIGS / "ci.yaml").read_text())
     for bench in suite["benchmarks"]:
         if "fusion" in bench:
             bench.update(CI_RUN_DECODE if bench["fusion"] == "decode" else CI_RUN_FUSION)
+            bench.update(CI_RUN_MATMUL if bench["fusion"] == "matmul" else {})
         else:
             bench.update(CI_RUN_CADENCE if "cadence" in bench.get("methodologies", ())
                          else CI_RUN_KERNEL)
+            bench.update(CI_RUN_BIND_GROUP if "bind_group" in bench else {})
         if budget_s is not None:
             bench.pop("budget_s", None)
     if budget_s is not None:
