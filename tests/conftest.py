@@ -52,10 +52,13 @@ CI_RUN_LIMIT_S = 150
 #: (empty's 54 rounds a process become 15-20; the layer split's checks, test_layers.py, allow
 #: for how far the processes differ) but the kernel with a bind group per dispatch on half
 #: (about 20 rounds a process: each process's own interval of the bind group's cost must
-#: exclude zero, test_bind_group.py, and at 8-10 rounds both reached it beside a busy core).
+#: exclude zero, test_bind_group.py, and at 8-10 rounds both reached it beside a busy core),
+#: and the loop on its earlier 0.2 s a case (each process's own interval of its K = 16
+#: speedup must lie above 1.5, test_fusion.py: at 0.05 s one reached zero beside a busy core).
 #: Every other benchmark and case runs.
 CI_RUN_FUSION = {"budget_s": 0.05, "warmup_max_rounds": 2}
 CI_RUN_MATMUL = {"k_sweep": [16, 32]}
+CI_RUN_LOOP = {"budget_s": 0.2}
 CI_RUN_DECODE = {"loop_tokens": 2, "min_rounds": 3, "warmup_max_rounds": 1, "budget_s": 0.1}
 CI_RUN_KERNEL = {"budget_s": 0.1}
 CI_RUN_BIND_GROUP = {"budget_s": 0.2}
@@ -369,7 +372,7 @@ def ci_run_suite(folder: Path, benchmarks: int | None = None,
     for bench in suite["benchmarks"]:
         if "fusion" in bench:
             bench.update(CI_RUN_DECODE if bench["fusion"] == "decode" else CI_RUN_FUSION)
-            bench.update(CI_RUN_MATMUL if bench["fusion"] == "matmul" else {})
+            bench.update({"matmul": CI_RUN_MATMUL, "loop": CI_RUN_LOOP}.get(bench["fusion"], {}))
         else:
             bench.update(CI_RUN_CADENCE if "cadence" in bench.get("methodologies", ())
                          else CI_RUN_KERNEL)
