@@ -19,7 +19,14 @@ from gpuoverhead.analysis.stats import Interval, between_processes
 RUNS = 3000
 
 
-@pytest.mark.parametrize("scenario", coverage.SCENARIOS, ids=lambda s: s.name)
+#: The scenarios the quick loop checks (conftest.slow_but): heavy tails, slow processes with
+#: outlier rounds, and a CPU's two states; the others in the whole suite.
+QUICK = tuple(i for i, s in enumerate(coverage.SCENARIOS)
+              if s.name in ("heavy tails (t3)", "slow and outliers",
+                            "CPU 1.5x slower in 40% of rounds"))
+
+
+@pytest.mark.parametrize("scenario", slow_but(coverage.SCENARIOS, *QUICK), ids=lambda s: s.name)
 def test_every_interval_covers_at_least_93_percent_at_the_plan_s_process_counts(scenario):
     found = [c for p in coverage.COUNTS for c in coverage.cells(scenario, p, RUNS, seed=1,
                                                                 checked=0)]
@@ -80,7 +87,9 @@ def test_the_harness_fails_an_interval_that_covers_the_wrong_estimand():
     assert np.median(new.high - new.low) < np.median(2 * half)  # and narrower
 
 
-@pytest.mark.parametrize("scenario", coverage.AA_SCENARIOS, ids=lambda s: s.name)
+@pytest.mark.parametrize("scenario", slow_but(coverage.AA_SCENARIOS, QUICK[1],
+                                              len(coverage.AA_SCENARIOS) - 1),
+                         ids=lambda s: s.name)  # quick: slow with outliers, two modes
 def test_compare_s_interval_covers_1_in_an_a_a_at_least_93_percent(scenario):
     found = [coverage.aa_cell(scenario, p, RUNS, seed=1) for p in coverage.COUNTS]
     low = [(c.processes, c.coverage) for c in found if c.coverage < 0.93]
