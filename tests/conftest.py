@@ -111,9 +111,10 @@ AUTOUSE = ("own_temporary_folder",)
 
 
 def shared_groups(items: list[pytest.Item]) -> dict[pytest.Item, str]:
-    """A group name for each test that uses a session or module fixture defined in tests/;
-    tests linked by any such fixture (one uses `ci_run` and a module's run, another only
-    that module's run) share one group."""
+    """A group name for each test that uses a session or module fixture defined in tests/,
+    or imports torch in the test process (marked `torch_here`: about 2.8 CPU-s of import
+    that each worker paid where two ran such tests); tests linked by any of those (one uses
+    `ci_run` and a module's run, another only that module's run) share one group."""
     parent: dict[str, str] = {}
 
     def root(key: str) -> str:
@@ -128,6 +129,7 @@ def shared_groups(items: list[pytest.Item]) -> dict[pytest.Item, str]:
                 for name, defs in (info.name2fixturedefs.items() if info else ())
                 if defs and defs[-1].scope in ("session", "module") and name not in AUTOUSE
                 and Path(defs[-1].func.__code__.co_filename).is_relative_to(ROOT / "tests")]
+        mine += ["torch_here"] if item.get_closest_marker("torch_here") else []
         for key in mine:
             parent[root(key)] = root(mine[0])
         if mine:

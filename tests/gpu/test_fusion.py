@@ -161,6 +161,7 @@ def test_a_wrong_mlp_kernel_fails_its_check(built, wrong):
         fusion.build(device, replace(group, kernel=kernel), np.random.default_rng(3), wait)
 
 
+@pytest.mark.torch_here
 def test_torch_mlp_matches_numpy_and_its_check_sees_the_relu(built, torch_cpu, monkeypatch):
     """PyTorch's eager MLP (addmv, relu, addmv; on the CPU, compiling off) passes the check
     before and after timed units, and fails it against a reference without the relu."""
@@ -302,6 +303,7 @@ def _torch_group(tmp_path: Path, name: str, **changes):
     return replace(group, cases=fusion.torch_cases(group, "cpu"))
 
 
+@pytest.mark.torch_here
 @pytest.mark.parametrize("pattern", slow_but(["chain", "rmsnorm", "matmul", "loop",
                                               "population"], 0, 1, 2))
 def test_torch_forms_build_and_match_numpy_in_process(torch_cpu, tmp_path, pattern):
@@ -327,6 +329,7 @@ def test_torch_forms_build_and_match_numpy_in_process(torch_cpu, tmp_path, patte
     assert verify(dict.fromkeys(ops, 3)) == []
 
 
+@pytest.mark.torch_here
 @pytest.mark.slow
 def test_a_torch_compile_that_fails_is_its_case_s_error_not_a_crash(torch_cpu, tmp_path,
                                                                      monkeypatch):
@@ -374,6 +377,7 @@ def torch_run(tmp_path_factory: pytest.TempPathFactory):
     return proc, read_run(only_run_folder(folder / "out"))
 
 
+@pytest.mark.torch_here
 @pytest.mark.slow
 def test_torch_fusion_baseline_checks_its_outputs(torch_run):
     """The eager form measured, its outputs checked against numpy in the run (a mismatch
@@ -390,6 +394,7 @@ def test_torch_fusion_baseline_checks_its_outputs(torch_run):
     assert (builds.value > 0).all()
 
 
+@pytest.mark.torch_here
 @pytest.mark.slow
 def test_a_torch_compile_past_its_limit_is_a_row_and_the_run_ends_well(torch_run):
     """With `compile_limit_s` far below what a compile takes, the loop's compiled case is an
@@ -773,6 +778,7 @@ def test_greedy_reference_extrapolates_its_tokens_from_their_cycle():
     assert decode.Greedy(decode.Weights.of(MODELS[128], 16), most=1).after(40) is None
 
 
+@pytest.mark.torch_here
 def test_torch_token_loop_feeds_each_token_to_the_next_step(torch_cpu):
     """PyTorch's token loop (eager here: CPU) reads the row of the token its previous step
     chose: after 3 steps its token is numpy's greedy third (all of the first differ, so a

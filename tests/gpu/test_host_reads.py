@@ -102,6 +102,7 @@ def test_a_hybrid_host_stage_that_skips_an_op_fails_the_check(group, device, mon
         workloads.build(device, hybrid, np.random.default_rng(4), waiter(device))
 
 
+@pytest.mark.torch_here
 def test_torch_loops_read_numpys_state_with_item(group):
     """PyTorch on the CPU (eager: the unfused and the hybrid step; no CUDA graph there, and
     no torch.compile at this suite's torch_compile_max_n): `.item()` after each step is

@@ -126,6 +126,7 @@ def test_the_readback_ci_suite_gives_each_size_and_form(tmp_path):
     assert "Readback and sampling" in proc.stdout
 
 
+@pytest.mark.torch_here
 @pytest.mark.slow
 def test_torch_forms_read_each_size_as_numpy_does():
     """configs/readback-ci.yaml's sizes in PyTorch on the CPU, as a run's worker builds them

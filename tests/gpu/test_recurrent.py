@@ -102,6 +102,7 @@ def test_a_reduction_that_drops_lanes_fails_the_check(group, device):
             workloads.build(device, one, np.random.default_rng(1), waiter(device))
 
 
+@pytest.mark.torch_here
 def test_torch_eager_step_is_the_same_step():
     """PyTorch's six eager ops a step (on this machine's device) give numpy's state, also
     for an odd L, whose last step lands in the second buffer and is copied back."""
@@ -140,6 +141,7 @@ def test_validate_parses_a_workloads_shader(device):
         parse_shader(device, broken)
 
 
+@pytest.mark.torch_here
 @pytest.mark.slow
 def test_the_cpu_references_are_the_same_step(group):
     """The host driver's cases (unfused only: the CPU has nothing to fuse) in numpy and in

@@ -43,6 +43,7 @@ def test_a_damaged_file_is_ignored_and_replaced_hostile(monkeypatch, tmp_path, t
     assert kept.get("x.json", ["a"], 60, _as_is) == 1
 
 
+@pytest.mark.torch_here
 @pytest.mark.slow
 def test_torch_s_device_is_kept_and_a_kept_one_of_the_wrong_shape_is_asked_again(
         monkeypatch, tmp_path):
