@@ -70,7 +70,8 @@ def samples_table(run_id: str, adapter: AdapterInfo, samples: GroupSamples, proc
     measured = (table["phase"] == "measure").to_numpy()
     wall, where = table["wall_ns"].to_numpy(), np.flatnonzero(measured)
     for found in table[measured].groupby(["case", "call", "n_dispatches"]).indices.values():
-        outlier[where[found]] = outlier_flags(wall[where[found]])  # by position: 4-8x faster
+        rows = where[found]  # positions in `table`: 4-8x faster than a label lookup a group
+        outlier[rows] = outlier_flags(wall[rows])
     table["outlier"] = outlier
     return table[SAMPLE_COLUMNS]
 
