@@ -121,13 +121,16 @@ class Weights:
     def random(cls, shape: Shape, cache: int, seed: np.random.SeedSequence) -> Weights:
         """A stream of its own per layer and for the head, drawn in threads (numpy fills
         arrays without the GIL): drawing 0.5B values one after another was most of a decode
-        worker's start-up (7 s of a 19-37 s start on the H200)."""
+        worker's start-up (7 s of a 19-37 s start on the H200). The final norm comes from the
+        head's stream before the head's thread starts: drawn beside it, a thread that began
+        first (beside a busy core) took the norm's values into the head, and that process's
+        weights and logits differed from every other's."""
         h = shape.hidden
         streams = [np.random.default_rng(s) for s in seed.spawn(shape.layers + 1)]
+        final_norm = streams[-1].uniform(0.8, 1.2, h).astype(np.float32)
         with ThreadPoolExecutor(min(len(streams), os.cpu_count() or 1)) as pool:
             layers = list(pool.map(partial(_layer, shape, cache), streams[:-1]))
             head = pool.submit(_dense, streams[-1], shape.vocab, h)
-            final_norm = streams[-1].uniform(0.8, 1.2, h).astype(np.float32)
             return cls(shape, cache, layers, final_norm, head.result())
 
 
