@@ -5,6 +5,7 @@ dispatched (and a loop that does not is caught), and the suites it cannot run re
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -40,11 +41,16 @@ def test_ci_run_gives_every_encoding_its_bind_group_cost_with_sane_intervals(ci_
     for encoding in encodings.NAMES:
         mine = rows[rows.encoding == encoding].set_index("metric")
         assert set(POSITIVE) | {"bind_group_ns"} <= set(mine.index), encoding
-        for metric in POSITIVE:  # an interval over both processes, bounded
+        for metric in POSITIVE:  # an interval over both processes, never below zero
             r = mine.loc[metric]
-            assert r.ci_kind.startswith("between processes: geometric mean of 2"), \
+            # On logs where both processes' values are above zero; a fixed cost (a fit's
+            # intercept) fell below zero in one process beside a busy core, and its mean's
+            # interval is then linear, its lower end held at zero.
+            assert re.match(r"between processes: (geometric )?mean of 2 ", r.ci_kind), \
+                (encoding, metric, r.ci_kind)
+            assert 0 <= r.ci_low <= r.ci_high < math.inf, (encoding, metric)
+            assert r.value > 0 or (r.value == 0 and "held at 0" in r.ci_kind), \
                 (encoding, metric)
-            assert math.isfinite(r.ci_high) and r.value > 0, (encoding, metric)
         cost = mine.loc["bind_group_ns"]
         assert cost.hint == "time" and cost.ci_kind.startswith("between processes")
         assert cost.ci_low >= 0 and "on logs" not in cost.ci_kind
