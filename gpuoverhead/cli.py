@@ -340,15 +340,15 @@ def validate(file: Annotated[Path, typer.Argument(
              ) -> None:
     """Check a suite and explain every problem with file, line and key."""
     from gpuoverhead.drivers import registry
-    from gpuoverhead.suite.expand import load_suite, suite_problems
+    from gpuoverhead.suite.expand import checked_suite
 
-    problems = suite_problems(file, outside_shaders)
+    with user_errors():
+        suite, problems = checked_suite(file, outside_shaders)
     for problem in problems:
         typer.echo(problem, err=True)
-    if problems:
+    if suite is None:
         raise typer.Exit(EXIT_USER)
     with user_errors():
-        suite = load_suite(file, outside_shaders)
         compiled = registry.compile_kernels(suite) if compile_shaders else \
             "shaders not compiled"
     cases = sum(len(g.cases) for g in suite.groups)

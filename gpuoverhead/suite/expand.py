@@ -45,31 +45,50 @@ from gpuoverhead.workloads.registry import WORKLOADS
 def load_suite(path: Path, outside_shaders: bool = False) -> Suite:
     """Load, validate and expand a suite; raises UserError listing every problem found.
     `outside_shaders` allows kernel paths that leave the suite's folder."""
-    problems = suite_problems(path, outside_shaders)
-    if problems:
+    suite, problems = checked_suite(path, outside_shaders)
+    if suite is None:
         more = f" (and {len(problems) - 1} more: run `gpuoverhead validate {path}`)"
         raise UserError(problems[0] + (more if len(problems) > 1 else ""))
-    return _expand(path, load_yaml(path), outside_shaders)
+    return suite
+
+
+def checked_suite(path: Path, outside_shaders: bool = False) -> tuple[Suite | None, list[str]]:
+    """The suite expanded, or None with its problems (`suite_problems`), from one parse of
+    its file and one schema check (each twice before: a run parsed its suite two times, and
+    `validate` three)."""
+    try:
+        doc = load_yaml(path)
+    except UserError as exc:
+        return None, [str(exc)]
+    model, problems = _checked(doc, outside_shaders)
+    if model is None or problems:
+        return None, problems
+    return _expand(path, doc, model, outside_shaders), []
 
 
 def suite_problems(path: Path, outside_shaders: bool = False) -> list[str]:
-    """Every problem of a suite as 'file:line: key: message' lines; empty when it is sound.
-    Schema errors do not hide the rest: the benchmarks whose settings (their own and those
-    they take from `defaults`) pass the schema are checked in full, the others for what
-    needs none of their settings (a duplicate name, a kernel file that is not there)."""
+    """Every problem of a suite as 'file:line: key: message' lines; empty when it is sound."""
     try:
         doc = load_yaml(path)
     except UserError as exc:
         return [str(exc)]
+    return _checked(doc, outside_shaders)[1]
+
+
+def _checked(doc: YamlDocument, outside_shaders: bool) -> tuple[SuiteModel | None, list[str]]:
+    """The suite's model where it passes the schema (else None), and every problem. Schema
+    errors do not hide the rest: the benchmarks whose settings (their own and those they take
+    from `defaults`) pass the schema are checked in full, the others for what needs none of
+    their settings (a duplicate name, a kernel file that is not there)."""
     try:
         model = SuiteModel.model_validate(doc.data)
     except ValidationError as exc:
         errors = exc.errors()
-        return [describe(doc, tuple(err["loc"]), error_text(err)) for err in errors] + \
+        return None, [describe(doc, tuple(err["loc"]), error_text(err)) for err in errors] + \
             _benchmark_problems(doc, *_sound_parts(doc.data, errors), outside_shaders)
-    return _benchmark_problems(doc, model.defaults,
-                               [(i, b, True) for i, b in enumerate(model.benchmarks)],
-                               outside_shaders)
+    return model, _benchmark_problems(doc, model.defaults,
+                                      [(i, b, True) for i, b in enumerate(model.benchmarks)],
+                                      outside_shaders)
 
 
 def _sound_parts(data: Any, errors: list[Any]
@@ -166,8 +185,7 @@ def _fusion_groups(name: str, pattern: str, cfg: dict[str, Any], sampling: Sampl
     return WORKLOADS[pattern].groups(Request(pattern, kernel, cfg, sampling, base, syncs))
 
 
-def _expand(path: Path, doc: YamlDocument, outside_shaders: bool) -> Suite:
-    model = SuiteModel.model_validate(doc.data)
+def _expand(path: Path, doc: YamlDocument, model: SuiteModel, outside_shaders: bool) -> Suite:
     groups = []
     for bench in model.benchmarks:
         cfg = settings_of(model.defaults, bench)
