@@ -271,16 +271,28 @@ def without_cpu_note(stderr: str) -> str:
     return stderr
 
 
+@functools.cache
+def _command() -> Any:
+    """The click command that `app()` builds on every call (typer.main.get_command: 0.02
+    CPU-s), built once: click commands take any number of calls."""
+    import typer
+
+    from gpuoverhead import cli
+
+    return typer.main.get_command(cli.app)
+
+
 def in_process(*args: str) -> subprocess.CompletedProcess[str]:
     """The CLI called in this process (for commands whose test checks nothing of a process's
     own): the same answers as `gpuoverhead()` without an interpreter's start-up per call
     (about 1 CPU-s). As in its child: `app` as the console script calls it (click's own
-    width of help, not CliRunner's), stdout and stderr text in UTF-8 with errors replaced
-    (cli.main), first in line for the CPU (`measuring_first`), started now (a run's time
-    limit counts from its command's start), no note said yet (each is said once a process)
-    and no stop asked for; in the test's folder (a relative path is the test's). What a
-    command changes of this process (its folder, environment, priority, signal handlers,
-    CPUs, warnings filters, notes said, a stop) is put back after it (tests/unit/test_cli.py).
+    width of help, not CliRunner's; its click command built once), stdout and stderr text
+    in UTF-8 with errors replaced (cli.main), first in line for the CPU (`measuring_first`),
+    started now (a run's time limit counts from its command's start), no note said yet (each
+    is said once a process) and no stop asked for; in the test's folder (a relative path is
+    the test's). What a command changes of this process (its folder, environment, priority,
+    signal handlers, CPUs, warnings filters, notes said, a stop) is put back after it
+    (tests/unit/test_cli.py).
     Not as in a child: what the drivers' C code or a worker writes to file descriptor 2
     itself is not in stderr, and the process is not fresh (its imports warm, its drivers
     loaded): a test that reads the one or needs the other runs `gpuoverhead()`."""
@@ -305,7 +317,7 @@ def in_process(*args: str) -> subprocess.CompletedProcess[str]:
         if priority is not None:  # POSIX's: Windows has no nice value
             measuring_first()
         with warnings.catch_warnings():
-            cli.app(list(args), prog_name="gpuoverhead")
+            _command()(list(args), prog_name="gpuoverhead")
     except SystemExit as exc:
         code = exc.code
     finally:
