@@ -284,8 +284,8 @@ def without_cpu_note(stderr: str) -> str:
 
 @functools.cache
 def _command() -> Any:
-    """The click command that `app()` builds on every call (typer.main.get_command: 0.02
-    CPU-s), built once: click commands take any number of calls."""
+    """The click command that `app()` builds on every call (typer.main.get_command: about
+    10 ms of CPU), built once: click commands take any number of calls."""
     import typer
 
     from gpuoverhead import cli

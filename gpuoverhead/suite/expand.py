@@ -54,15 +54,15 @@ def load_suite(path: Path, outside_shaders: bool = False) -> Suite:
 
 def checked_suite(path: Path, outside_shaders: bool = False) -> tuple[Suite | None, list[str]]:
     """The suite expanded, or None with its problems (`suite_problems`), from one parse of
-    its file and one schema check (each twice before: a run parsed its suite two times, and
-    `validate` three)."""
+    its file and one schema check."""
     try:
         doc = load_yaml(path)
     except UserError as exc:
         return None, [str(exc)]
     model, problems = _checked(doc, outside_shaders)
-    if model is None or problems:
+    if problems:  # a model that failed its schema (None) always has some
         return None, problems
+    assert model is not None
     return _expand(path, doc, model, outside_shaders), []
 
 
