@@ -1,7 +1,7 @@
 """Load YAML safely and remember the line of every key, so that errors can point at it.
 
-Only plain YAML is accepted: SafeLoader refuses `!!python/...` tags, and aliases are refused
-here because an alias bomb ("billion laughs") expands exponentially once the data is walked.
+Only plain YAML is accepted: SafeLoader's constructor refuses `!!python/...` tags (read by
+libyaml where PyYAML has it, `LOADER`), and aliases are refused here because an alias bomb ("billion laughs") expands exponentially once the data is walked.
 Files are read capped and without blocking (`read_capped`, shared with the shaders): a
 device, a huge sparse file or a FIFO with no writer must end in one line, not in a
 MemoryError or a hang.
@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
+from yaml.resolver import Resolver
 
 from gpuoverhead.errors import UserError, shortened
 
@@ -39,6 +42,31 @@ MAX_DEPTH = 32
 #: Python refuses to read one of more than 4,300 digits (its bounds would print it too).
 MAX_INT_CHARS = 40
 INT_TAG = "tag:yaml.org,2002:int"
+
+
+if yaml.__with_libyaml__:
+    from yaml.cyaml import CParser
+
+    class _LibyamlLoader(CParser, Composer, SafeConstructor, Resolver):
+        """SafeLoader's reading with libyaml's scanner and parser (a 900 KB suite name: 8 ms,
+        against 0.46 CPU-s in Python) and Python's composer: PyYAML's own C composer
+        recurses in C, and a suite nested 100,000 deep killed the process (a segmentation
+        fault), where Python's stops at its recursion limit."""
+
+        def __init__(self, text: str) -> None:
+            CParser.__init__(self, text)
+            Composer.__init__(self)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+
+        check_node = Composer.check_node
+        get_node = Composer.get_node
+        get_single_node = Composer.get_single_node
+
+    #: What `load_yaml` parses with.
+    LOADER: type = _LibyamlLoader
+else:  # PyYAML built without libyaml
+    LOADER = yaml.SafeLoader
 
 
 @dataclass(frozen=True)
@@ -74,19 +102,19 @@ def load_yaml(path: Path) -> YamlDocument:
         raise UserError(f"{path}: cannot read: {exc}") from None
     if len(raw) > MAX_BYTES:
         raise UserError(f"{path}: larger than {MAX_BYTES // 1024} KiB: not a suite")
+    loader = None
     try:
-        loader = yaml.SafeLoader(text)  # checks every character: a NUL byte fails here
-    except yaml.reader.ReaderError as exc:
-        raise UserError(f"{path}:{text.count(chr(10), 0, exc.position) + 1}: not valid YAML: "
-                        f"character U+{exc.character:04X} ({exc.reason}); a suite is plain "
-                        "text") from None
-    try:
+        loader = LOADER(text)  # SafeLoader checks every character here, libyaml as it reads
         node = loader.get_single_node()
         if node is None:
             raise UserError(f"{path}: the file is empty")
         lines: dict[Loc, int] = {}
         _index(path, node, (), lines, set())
         data = loader.construct_document(node)
+    except yaml.reader.ReaderError as exc:  # the first character refused: its first place
+        line = text.count("\n", 0, text.find(chr(exc.character))) + 1
+        raise UserError(f"{path}:{line}: not valid YAML: character U+{exc.character:04X} (not "
+                        "allowed in YAML); a suite is plain text") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark else ""
@@ -96,7 +124,8 @@ def load_yaml(path: Path) -> YamlDocument:
     except RecursionError:
         raise UserError(f"{path}: nested deeper than {MAX_DEPTH} levels: not a suite") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return YamlDocument(path, data, lines, hashlib.sha256(raw).hexdigest())
 
 
