@@ -55,6 +55,18 @@ def test_the_level_over_age_is_binned_medians_in_age_order():
     assert 4.3 <= found.at_s <= 5.0
 
 
+def test_each_bin_s_level_is_the_median_of_its_values_odd_or_even_in_count():
+    """Bins sorted once for all (not a median a bin) give np.median's value bit for bit."""
+    rng = np.random.default_rng(3)
+    for n in (48, 49, 50, 61, 200):
+        ages, values = np.sort(rng.uniform(0, 10, n)), rng.lognormal(3, 0.4, n)
+        found = settle(ages, values)
+        edges = [a for a, _ in found.level] + [np.inf]
+        for (start, level), stop in zip(found.level, edges[1:], strict=True):
+            inside = values[(ages >= start) & (ages < stop)]
+            assert inside.size and level == np.median(inside), (n, start)
+
+
 def test_few_or_no_values():
     found = settle(np.array([0.1, 0.2]), np.array([5.0, 6.0]))
     assert found.settled and found.at_s == 0.1 and len(found.level) == 1
