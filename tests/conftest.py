@@ -161,6 +161,11 @@ def own_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     keep_bytecode()
+    # Cycles looked for a seventh as often, as in a command's own process (cli.main): each
+    # pytest process keeps pandas', pyarrow's, wgpu's and rich's objects, and Python's
+    # default thresholds made a full pass over them every 70,000 allocations (3.5 CPU-s of
+    # each xdist worker in the quick loop, most of it outside the commands the tests call).
+    gc.set_threshold(10_000, 10, 10)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

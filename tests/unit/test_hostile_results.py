@@ -10,7 +10,6 @@ the end runs the same causes on other sets and strings.
 from __future__ import annotations
 
 import csv
-import gc
 import io
 import json
 import re
@@ -19,7 +18,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -39,20 +37,6 @@ CROSSOVER = ROOT / "results" / "h100" / "crossover"
 #: Another machine's run of the default suite, and another half of an A/A run.
 H200 = ROOT / "results" / "h200" / "default"
 NEGATIVE = ROOT / "tests" / "data" / "h100-negative-python"
-
-
-@pytest.fixture(autouse=True)
-def cli_collector() -> Iterator[None]:
-    """The garbage collector's thresholds of a command's own process (cli.main: cycles looked
-    for after 10,000 allocations, not 700) while these commands run in the tests' process
-    (`in_process`): with Python's defaults this file's tests made 14 full passes over
-    pandas', pyarrow's and matplotlib's objects, 2.3 CPU-s collecting in all (gc callbacks);
-    with these 3, 0.7. Function-scoped: a module's fixture would make this module one xdist
-    group (conftest.py: shared_groups)."""
-    before = gc.get_threshold()
-    gc.set_threshold(10_000, 10, 10)
-    yield
-    gc.set_threshold(*before)
 
 
 def altered(folder: Path, source: Path = DEFAULT, columns: dict | None = None,
