@@ -73,13 +73,19 @@ def test_every_sequential_encoding_is_split_into_api_and_python(ci_run):
                 assert cpu["raw"] < max(1.15, 1 + moved) * cpu["wrapper"], (bench, cpu, spread)
                 # How far the processes differed is each part's own spread times its value
                 # (a busy-core run's Python share: 38 and 10 us in its two processes, a
-                # closure of 14 us of 124 with the others' spreads at 1% and 6%).
+                # closure of 14 us of 124 with the others' spreads at 1% and 6%). Python's
+                # share is a median of each round's wrapper - api, not their medians'
+                # difference: within a process it may move by its own interval's half-width
+                # (a CI run: wrapper 245, api 175, python 36.7 us, its processes' intervals
+                # [0, 95] and [0, 81], a closure of 33.8 us). A sign or layer swapped
+                # (python at -36.7) leaves a closure of 107.
                 closure = derived.loc["closure_ns", "value"]
                 parts = derived.loc[["api_ns", "python_ns"]]
                 moved = (parts.rel_spread_between * parts.value).sum() + \
                     spread["wrapper"] * cpu["wrapper"]
-                assert abs(closure) < max(0.1 * cpu["wrapper"], moved), (
-                    bench, closure, moved, cpu)
+                within = parts.rel_ci_within["python_ns"] * parts.value["python_ns"]
+                assert abs(closure) < np.nanmax([0.1 * cpu["wrapper"], moved, within]), (
+                    bench, closure, moved, within, cpu)
             check = enc[enc.metric == "ffi_check_ns"]
             assert len(check) == 1 and check.layer.iat[0] == "raw"
     floor = summary[summary.metric == "ffi_floor_ns"]
