@@ -1,10 +1,10 @@
 """Load YAML safely and remember the line of every key, so that errors can point at it.
 
 Only plain YAML is accepted: SafeLoader's constructor refuses `!!python/...` tags (read by
-libyaml where PyYAML has it, `LOADER`), and aliases are refused here because an alias bomb ("billion laughs") expands exponentially once the data is walked.
-Files are read capped and without blocking (`read_capped`, shared with the shaders): a
-device, a huge sparse file or a FIFO with no writer must end in one line, not in a
-MemoryError or a hang.
+libyaml where PyYAML has it, `LOADER`), and aliases are refused here because an alias bomb
+("billion laughs") expands exponentially once the data is walked. Files are read capped and
+without blocking (`read_capped`, shared with the shaders): a device, a huge sparse file or a
+FIFO with no writer must end in one line, not in a MemoryError or a hang.
 """
 
 from __future__ import annotations
