@@ -62,8 +62,8 @@ def settle(ages_s: np.ndarray, values: np.ndarray) -> Settling:
     edges = np.linspace(start, end, count + 1)
     which = np.clip(np.searchsorted(edges, ages, side="right") - 1, 0, count - 1)
     counts = np.bincount(which, minlength=count)
-    # Each bin's median from one sort by bin, then value (np.median's a call cost more than
-    # the sort: the coverage simulations settle thousands of processes).
+    # Each bin's median from one sort by bin, then value: a np.median call a bin cost more
+    # than the sort (the coverage simulations settle thousands of processes).
     ranked = vals[np.lexsort((vals, which))]
     ends = np.cumsum(counts)
     lows, highs = ranked[ends - (counts + 1) // 2], ranked[ends - counts // 2 - 1]
