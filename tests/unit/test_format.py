@@ -12,6 +12,7 @@ from gpuoverhead import metrics
 from gpuoverhead.present import format as fmt
 from gpuoverhead.present.report import CROSSOVER_FIGURES, FIGURES
 from gpuoverhead.present.workload_grids import (
+    first_values,
     host_read_grid,
     token_loop_grid,
     token_parts_grid,
@@ -67,6 +68,18 @@ def test_the_token_loop_grid_shows_each_form_and_encodings_loop_figures():
         assert all(cell in line for cell in ("400", "700", "650", "1500.0", "1200.0",
                                               "1300.0", "2.20x")), line
     assert token_loop_grid(summary[summary.sync == "wait"]) is None
+
+
+def test_a_grids_cell_is_the_first_row_of_its_sync_and_metric():
+    """As the boolean selection it replaced took `.iloc[0]`: the first row of a (sync,
+    metric) wins over a later one, a missing value stays missing."""
+    part = pd.DataFrame({"sync": ["wait", "synced", "wait", "synced"],
+                         "metric": ["per_unit_ns", "per_unit_ns", "per_unit_ns", "gpu_ns"],
+                         "value": [1.0, math.nan, 3.0, 4.0]})
+    found = first_values(part)
+    assert found.keys() == {("wait", "per_unit_ns"), ("synced", "per_unit_ns"),
+                            ("synced", "gpu_ns")}
+    assert found["wait", "per_unit_ns"] == 1.0 and math.isnan(found["synced", "per_unit_ns"])
 
 
 def test_the_token_parts_grid_shows_each_forms_gpu_time_and_its_parts_with_shares():
